@@ -1,0 +1,86 @@
+"""nonebot-plugin-aimemory: an AI companion for QQ that remembers."""
+
+from __future__ import annotations
+
+import logging
+
+from nonebot import get_driver, get_plugin_config, logger, require
+from nonebot.log import LoguruHandler
+from nonebot.plugin import PluginMetadata
+from pydantic import ValidationError
+
+require("nonebot_plugin_localstore")
+
+from .config import Config, ConfigError, describe_validation_error  # noqa: E402
+from .engine.tools import Tool, ToolError  # noqa: E402
+from .runtime import (  # noqa: E402
+    Runtime,
+    current_runtime,
+    install_runtime,
+    register_tool_provider,
+    unregister_tool_provider,
+)
+
+__all__ = [
+    "Config",
+    "Runtime",
+    "Tool",
+    "ToolError",
+    "current_runtime",
+    "register_tool_provider",
+    "unregister_tool_provider",
+]
+
+__plugin_meta__ = PluginMetadata(
+    name="AI 记忆聊天",
+    description="会记事的 AI 聊天伙伴：群聊 @ 或私聊即可对话，上下文持久保存",
+    usage=(
+        "群里 @机器人、回复机器人或以昵称开头说话；私聊直接发消息。\n"
+        "~对话 状态 | ~对话 清空 | ~对话 停止"
+    ),
+    type="application",
+    homepage="https://github.com/nonebot-plugin-aimemory/nonebot-plugin-aimemory",
+    config=Config,
+    supported_adapters={"~onebot.v11"},
+)
+
+try:
+    plugin_config = get_plugin_config(Config)
+except ValidationError as error:
+    raise ConfigError(
+        f"nonebot-plugin-aimemory: invalid configuration: {describe_validation_error(error)}"
+    ) from None
+
+# Engine modules log through the standard library; show them in NoneBot's console.
+_engine_logger = logging.getLogger("nonebot_plugin_aimemory")
+if not any(isinstance(h, LoguruHandler) for h in _engine_logger.handlers):
+    _engine_logger.addHandler(LoguruHandler())
+    _engine_logger.setLevel(logging.INFO)
+    _engine_logger.propagate = False
+
+from . import commands, matchers  # noqa: E402, F401
+
+driver = get_driver()
+
+
+def default_db_path() -> str:
+    """The database file: `aimemory_db_path`, or one in localstore's data directory."""
+    if plugin_config.aimemory_db_path:
+        return plugin_config.aimemory_db_path
+    from nonebot_plugin_localstore import get_plugin_data_file
+
+    return str(get_plugin_data_file("aimemory.db"))
+
+
+@driver.on_startup
+async def _start_runtime() -> None:
+    install_runtime(await Runtime.start(plugin_config, default_db_path()))
+    logger.info("nonebot-plugin-aimemory started (model {})", plugin_config.aimemory_model)
+
+
+@driver.on_shutdown
+async def _stop_runtime() -> None:
+    runtime = current_runtime()
+    install_runtime(None)
+    if runtime is not None:
+        await runtime.stop()

@@ -1,0 +1,92 @@
+"""Group auto-clear: after N consecutive messages that do not address the bot, the group's
+context window is cleared. Counting is the hot path of a busy group: a dict update, with
+the counters persisted in batches."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable
+
+from .store.counters import GroupCounterStore
+
+logger = logging.getLogger("nonebot_plugin_aimemory")
+
+PERSIST_EVERY_MESSAGES = 10
+
+
+class GroupAutoClear:
+    """Counts unaddressed group messages and clears a group's context at the threshold."""
+
+    def __init__(
+        self,
+        threshold: int,
+        store: GroupCounterStore | None,
+        clear_group: Callable[[str], Awaitable[None]],
+    ) -> None:
+        self.threshold = threshold
+        self._store = store
+        self._clear_group = clear_group
+        self.counts: dict[str, int] = {}
+        self._dirty: set[str] = set()
+        self._tasks: set[asyncio.Task[None]] = set()
+
+    @property
+    def enabled(self) -> bool:
+        return self.threshold > 0
+
+    async def load(self) -> None:
+        if self._store is not None:
+            self.counts = await self._store.load_all()
+
+    def note_unaddressed(self, group_id: str) -> None:
+        """Count one message that did not address the bot; never awaits."""
+        if not self.enabled:
+            return
+        count = self.counts.get(group_id, 0) + 1
+        self.counts[group_id] = count
+        self._dirty.add(group_id)
+        if count == self.threshold:
+            self._spawn(self._clear_and_flush(group_id))
+        elif count % PERSIST_EVERY_MESSAGES == 0:
+            self._spawn(self.flush())
+
+    def note_addressed(self, group_id: str) -> None:
+        """A message addressed to the bot resets the group's count."""
+        if self.counts.get(group_id):
+            self.counts[group_id] = 0
+            self._dirty.add(group_id)
+            self._spawn(self.flush())
+
+    async def flush(self) -> None:
+        """Persist the counters changed since the last flush."""
+        if self._store is None or not self._dirty:
+            self._dirty.clear()
+            return
+        batch = {group_id: self.counts.get(group_id, 0) for group_id in self._dirty}
+        self._dirty.clear()
+        try:
+            await self._store.save(batch)
+        except Exception:
+            logger.exception("could not persist auto-clear counters")
+
+    async def _clear_and_flush(self, group_id: str) -> None:
+        try:
+            await self._clear_group(group_id)
+            logger.info(
+                "group %s: context cleared after %d unaddressed messages", group_id, self.threshold
+            )
+        except Exception:
+            logger.exception("auto-clear of group %s failed", group_id)
+        await self.flush()
+
+    def _spawn(self, work: Awaitable[None]) -> None:
+        task = asyncio.ensure_future(work)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def close(self) -> None:
+        """Finish pending clears and write the last counts."""
+        if self._tasks:
+            await asyncio.gather(*self._tasks, return_exceptions=True)
+        await self.flush()

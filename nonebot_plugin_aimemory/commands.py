@@ -1,0 +1,51 @@
+"""`~对话` commands: status, clear and stop for the current conversation."""
+
+from __future__ import annotations
+
+import re
+
+from nonebot import on_regex
+from nonebot.adapters.onebot.v11 import Bot, MessageEvent
+from nonebot.params import RegexGroup
+
+from . import texts
+from .onebot import is_manager, is_superuser, send_parts, session_key_for
+from .runtime import current_runtime
+
+# Matched here rather than with on_command so it works whatever COMMAND_START is.
+dialog = on_regex(r"^\s*[~～/]对话(?:\s+(.*?))?\s*$", flags=re.DOTALL, priority=10, block=True)
+
+
+@dialog.handle()
+async def handle_dialog(bot: Bot, event: MessageEvent, groups: tuple = RegexGroup()) -> None:
+    runtime = current_runtime()
+    if runtime is None:
+        return
+    argument = (groups[0] or "").strip()
+    key = session_key_for(event)
+    if argument == "状态":
+        session = runtime.sessions.get_or_create(key, touch=False)
+        if not session.loaded:
+            async with session.lock:
+                await session.ensure_loaded()
+        superuser = await is_superuser(bot, event)
+        reply = texts.dialog_status(
+            context_tokens=session.bot.context_tokens,
+            budget_tokens=runtime.budget_tokens,
+            message_count=len(session.bot.window),
+            persistent=runtime.persistent,
+            resident_sessions=len(runtime.sessions) if superuser else None,
+        )
+    elif argument == "清空":
+        if not await is_manager(bot, event):
+            reply = texts.PERMISSION_DENIED
+        else:
+            await runtime.clear_session(key)
+            reply = texts.CLEARED
+    elif argument == "停止":
+        session = runtime.sessions.get(key)
+        stopped = session is not None and session.stop_current()
+        reply = texts.STOPPED if stopped else texts.NOTHING_TO_STOP
+    else:
+        reply = texts.DIALOG_USAGE
+    await send_parts(bot, event, [reply])

@@ -1,0 +1,61 @@
+"""Plugin configuration: every key is read from NoneBot's config with the `aimemory_` prefix."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, Field, ValidationError, field_validator
+
+DEFAULT_SYSTEM_PROMPT = (
+    "你是一个友好、可靠的 QQ 聊天伙伴。回答简洁自然，使用中文；不确定的事情就直说不知道。"
+)
+DEFAULT_API_BASE = "https://api.openai.com/v1"
+DEFAULT_MODEL = "gpt-4o-mini"
+DEFAULT_MAX_CONTEXT_TOKENS = 128_000
+
+
+class Config(BaseModel):
+    """Settings of nonebot-plugin-aimemory (see README for each key)."""
+
+    aimemory_api_base: str = DEFAULT_API_BASE
+    aimemory_api_key: str = ""
+    aimemory_model: str = DEFAULT_MODEL
+    aimemory_system_prompt: str = DEFAULT_SYSTEM_PROMPT
+    aimemory_max_context_tokens: int = Field(default=DEFAULT_MAX_CONTEXT_TOKENS, ge=1024)
+    aimemory_request_timeout: float = Field(default=120.0, gt=0, le=3600)
+    aimemory_llm_max_retries: int = Field(default=2, ge=0, le=10)
+    aimemory_max_tool_rounds: int = Field(default=8, ge=0, le=64)
+    aimemory_session_max_idle_minutes: float = Field(default=120.0, ge=0)
+    aimemory_session_max_sessions: int = Field(default=128, ge=0)
+    aimemory_janitor_interval_seconds: float = Field(default=60.0, gt=0)
+    aimemory_group_autoclear_after: int = Field(default=30, ge=0)
+    aimemory_db_path: str = ""
+    aimemory_timezone: str = "Asia/Shanghai"
+    aimemory_reply_max_chars: int = Field(default=1500, ge=100, le=4500)
+    aimemory_reply_max_parts: int = Field(default=5, ge=1, le=20)
+
+    @field_validator("aimemory_api_base")
+    @classmethod
+    def _api_base_is_http(cls, value: str) -> str:
+        value = value.strip()
+        if not value.startswith(("http://", "https://")):
+            raise ValueError("must start with http:// or https://")
+        return value.rstrip("/")
+
+    @field_validator("aimemory_model")
+    @classmethod
+    def _model_not_empty(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("must not be empty")
+        return value.strip()
+
+
+class ConfigError(ValueError):
+    """An invalid configuration value, named by its key."""
+
+
+def describe_validation_error(error: ValidationError) -> str:
+    """One line per bad key: `aimemory_x: reason (got value)`."""
+    lines = []
+    for item in error.errors():
+        key = ".".join(str(part) for part in item.get("loc", ())) or "?"
+        lines.append(f"{key}: {item.get('msg')} (got {item.get('input')!r})")
+    return "; ".join(lines)

@@ -1,0 +1,238 @@
+"""OpenAI-compatible chat-completions client: pooled HTTP, bounded retries, strict parsing."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+
+from .messages import Message, parse_tool_call
+
+logger = logging.getLogger("nonebot_plugin_aimemory")
+
+RETRY_STATUSES = frozenset({408, 409, 429, 500, 502, 503, 504, 520, 522, 524, 529})
+MAX_RETRY_AFTER_SECONDS = 10.0
+BODY_EXCERPT_CHARS = 300
+_THINK_BLOCK = re.compile(r"<think>.*?(?:</think>|\Z)", re.DOTALL | re.IGNORECASE)
+_CONTEXT_PHRASES = (
+    "context_length_exceeded",
+    "maximum context length",
+    "context length",
+    "context window",
+    "too many tokens",
+    "input is too long",
+    "prompt is too long",
+    "reduce the length",
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Endpoint:
+    """Where and as whom to call: an OpenAI-compatible base URL, key and model."""
+
+    api_base: str
+    api_key: str
+    model: str
+
+    @property
+    def chat_url(self) -> str:
+        return self.api_base.rstrip("/") + "/chat/completions"
+
+
+@dataclass(frozen=True, slots=True)
+class Usage:
+    """Token usage reported by the API for one or more calls."""
+
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+
+    @property
+    def total_tokens(self) -> int:
+        return self.prompt_tokens + self.completion_tokens
+
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(
+            self.prompt_tokens + other.prompt_tokens,
+            self.completion_tokens + other.completion_tokens,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class Completion:
+    """The assistant message of one call (reasoning removed) and the reported usage, if any."""
+
+    message: Message
+    usage: Usage | None
+    finish_reason: str | None
+
+
+class LLMError(Exception):
+    """The model could not give a usable answer; `kind` says why, `detail` is for the log."""
+
+    def __init__(self, kind: str, detail: str, status: int | None = None) -> None:
+        super().__init__(f"{kind}: {detail}")
+        self.kind = kind
+        self.detail = detail
+        self.status = status
+
+
+class ContextLengthError(LLMError):
+    """The request was larger than the model's context window."""
+
+
+def strip_reasoning(text: str) -> str:
+    """Remove `<think>…</think>` blocks (an unclosed one runs to the end)."""
+    if "<think" not in text.lower():
+        return text.strip()
+    return _THINK_BLOCK.sub("", text).strip()
+
+
+class LLMClient:
+    """Calls one endpoint through a shared `httpx.AsyncClient`."""
+
+    def __init__(
+        self,
+        http: httpx.AsyncClient,
+        endpoint: Endpoint,
+        *,
+        timeout_seconds: float = 120.0,
+        max_retries: int = 2,
+        backoff_seconds: float = 1.0,
+    ) -> None:
+        self.http = http
+        self.endpoint = endpoint
+        self.timeout_seconds = timeout_seconds
+        self.max_retries = max_retries
+        self.backoff_seconds = backoff_seconds
+
+    @property
+    def model(self) -> str:
+        return self.endpoint.model
+
+    async def complete(
+        self,
+        messages: Sequence[Message],
+        tools_json: bytes | None = None,
+        *,
+        context: str = "",
+        extra: dict[str, Any] | None = None,
+    ) -> Completion:
+        """One chat completion; raises LLMError (or ContextLengthError) when none can be had."""
+        body = build_request_body(self.endpoint.model, messages, tools_json, extra)
+        response = await self._post_with_retries(body, context)
+        return parse_completion(response, context=f"{context} model={self.endpoint.model}")
+
+    async def _post_with_retries(self, body: bytes, context: str) -> httpx.Response:
+        headers = {"Content-Type": "application/json"}
+        if self.endpoint.api_key:
+            headers["Authorization"] = f"Bearer {self.endpoint.api_key}"
+        attempt = 0
+        while True:
+            try:
+                response = await self.http.post(
+                    self.endpoint.chat_url,
+                    content=body,
+                    headers=headers,
+                    timeout=self.timeout_seconds,
+                )
+            except (httpx.TimeoutException, httpx.TransportError) as exc:
+                retryable = isinstance(exc, httpx.ConnectError | httpx.RemoteProtocolError)
+                retryable = retryable or isinstance(exc, httpx.ConnectTimeout)
+                kind = "timeout" if isinstance(exc, httpx.TimeoutException) else "unreachable"
+                if not retryable or attempt >= self.max_retries:
+                    raise LLMError(kind, f"{type(exc).__name__}: {exc}") from exc
+                delay = self.backoff_seconds * 2**attempt
+            else:
+                if response.status_code < 400:
+                    return response
+                excerpt = response.text[:BODY_EXCERPT_CHARS]
+                if _is_context_length_error(response.status_code, response.text):
+                    raise ContextLengthError("context_length", excerpt, response.status_code)
+                if response.status_code not in RETRY_STATUSES or attempt >= self.max_retries:
+                    raise LLMError("http", excerpt, response.status_code)
+                delay = _retry_delay(response, self.backoff_seconds * 2**attempt)
+            attempt += 1
+            logger.warning(
+                "LLM call failed, retry %d/%d in %.1fs (%s model=%s)",
+                attempt,
+                self.max_retries,
+                delay,
+                context,
+                self.endpoint.model,
+            )
+            await asyncio.sleep(delay)
+
+
+def build_request_body(
+    model: str,
+    messages: Sequence[Message],
+    tools_json: bytes | None,
+    extra: dict[str, Any] | None = None,
+) -> bytes:
+    """The request JSON, joined from each message's cached JSON instead of re-encoding it."""
+    head = b'{"model":' + json.dumps(model).encode() + b',"messages":['
+    parts = [head, b",".join(m.api_json() for m in messages), b"]"]
+    if tools_json:
+        parts.append(b',"tools":' + tools_json)
+    for key, value in (extra or {}).items():
+        parts.append(b"," + json.dumps(key).encode() + b":" + json.dumps(value).encode())
+    parts.append(b"}")
+    return b"".join(parts)
+
+
+def parse_completion(response: httpx.Response, *, context: str = "") -> Completion:
+    """Parse a chat-completions response; anything unusable raises LLMError('garbage')."""
+    try:
+        data = response.json()
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise LLMError("garbage", f"not JSON: {response.text[:BODY_EXCERPT_CHARS]!r}") from exc
+    try:
+        choice = data["choices"][0]
+        raw_message = choice["message"]
+        if not isinstance(raw_message, dict):
+            raise TypeError("message is not an object")
+        content = raw_message.get("content")
+        if content is not None and not isinstance(content, str):
+            raise TypeError("content is not a string")
+        calls = tuple(parse_tool_call(c) for c in raw_message.get("tool_calls") or ())
+    except (KeyError, IndexError, TypeError, ValueError) as exc:
+        excerpt = response.text[:BODY_EXCERPT_CHARS]
+        raise LLMError("garbage", f"{exc!r} in {excerpt!r} ({context})") from exc
+    text = strip_reasoning(content) if content else None
+    if not text and not calls:
+        raise LLMError("empty", f"no content and no tool calls ({context})")
+    message = Message("assistant", text if text else None, tool_calls=calls)
+    return Completion(message, _parse_usage(data.get("usage")), choice.get("finish_reason"))
+
+
+def _parse_usage(raw: Any) -> Usage | None:
+    if not isinstance(raw, dict):
+        return None
+    prompt = raw.get("prompt_tokens")
+    completion = raw.get("completion_tokens", 0)
+    if not isinstance(prompt, int) or prompt <= 0:
+        return None
+    return Usage(prompt, completion if isinstance(completion, int) else 0)
+
+
+def _is_context_length_error(status: int, body: str) -> bool:
+    if status not in (400, 413, 422):
+        return False
+    lowered = body.lower()
+    return any(phrase in lowered for phrase in _CONTEXT_PHRASES)
+
+
+def _retry_delay(response: httpx.Response, default: float) -> float:
+    retry_after = response.headers.get("retry-after")
+    if retry_after is None:
+        return default
+    try:
+        return min(max(float(retry_after), 0.0), MAX_RETRY_AFTER_SECONDS)
+    except ValueError:
+        return default

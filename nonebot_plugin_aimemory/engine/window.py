@@ -1,0 +1,134 @@
+"""The per-conversation message window: a running token total and the one function that
+turns any stored history into a history the chat APIs accept."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+
+from .messages import ImagePart, Message, Part, TextPart
+from .tokens import TokenCounter, message_tokens
+
+
+class Window:
+    """The messages of one conversation (no system prompt) with their token total kept current."""
+
+    def __init__(self, counter: TokenCounter, messages: Iterable[Message] = ()) -> None:
+        self._counter = counter
+        self.messages: list[Message] = []
+        self.tokens = 0
+        self.extend(messages)
+
+    def __len__(self) -> int:
+        return len(self.messages)
+
+    def extend(self, messages: Iterable[Message]) -> None:
+        """Append messages, counting only the new ones."""
+        for message in messages:
+            self.tokens += message_tokens(message, self._counter)
+            self.messages.append(message)
+
+    def replace(self, messages: Iterable[Message]) -> None:
+        """Swap the whole content (after compression or truncation)."""
+        self.messages = []
+        self.tokens = 0
+        self.extend(messages)
+
+    def clear(self) -> None:
+        self.messages = []
+        self.tokens = 0
+
+
+def api_safe(messages: Sequence[Message]) -> list[Message]:
+    """The longest faithful version of `messages` that every OpenAI-compatible API accepts.
+
+    Guarantees: no system message (the caller puts its one system prompt first); the first
+    message is a user message; every assistant `tool_calls` is followed by exactly one tool
+    result per id; no tool message without its assistant; no two user or two assistant
+    messages in a row (they are merged). Messages that need no change are returned as the
+    same objects, so their cached JSON is reused.
+    """
+    units = _complete_units(messages)
+    result: list[Message] = []
+    for unit in units:
+        head = unit[0]
+        if not result and head.role != "user":
+            continue
+        previous = result[-1] if result else None
+        if previous is not None and previous.role == head.role and not previous.tool_calls:
+            result[-1] = _merge(previous, head)
+            result.extend(unit[1:])
+        else:
+            result.extend(unit)
+    return result
+
+
+def _complete_units(messages: Sequence[Message]) -> list[list[Message]]:
+    """Split into units (a user message, a plain assistant message, or an assistant tool call
+    with one result per id), dropping orphans, incomplete chains and empty assistants."""
+    units: list[list[Message]] = []
+    index = 0
+    count = len(messages)
+    while index < count:
+        message = messages[index]
+        index += 1
+        if message.role == "user":
+            units.append([message])
+        elif message.role == "assistant" and not message.tool_calls:
+            if message.content is not None:
+                units.append([message])
+        elif message.role == "assistant":
+            results: list[Message] = []
+            while index < count and messages[index].role == "tool":
+                results.append(messages[index])
+                index += 1
+            units.extend(_tool_chain_unit(message, results))
+        # system and orphan tool messages are dropped
+    return units
+
+
+def _tool_chain_unit(call_message: Message, results: list[Message]) -> list[list[Message]]:
+    by_id: dict[str, Message] = {}
+    for result in results:
+        if result.tool_call_id is not None and result.tool_call_id not in by_id:
+            by_id[result.tool_call_id] = result
+    call_ids = [call.id for call in call_message.tool_calls]
+    if len(set(call_ids)) == len(call_ids) and all(i in by_id for i in call_ids):
+        return [[call_message, *(by_id[i] for i in call_ids)]]
+    # An unanswered call cannot be sent; keep what the assistant said, if anything.
+    if call_message.text:
+        return [[Message("assistant", call_message.text)]]
+    return []
+
+
+def _merge(first: Message, second: Message) -> Message:
+    """Join two same-role messages into one (the second's tool calls kept)."""
+    if isinstance(first.content, tuple) or isinstance(second.content, tuple):
+        parts: tuple[Part, ...] = (
+            *_as_parts(first),
+            TextPart("\n"),
+            *_as_parts(second),
+        )
+        return Message(first.role, parts, tool_calls=second.tool_calls)
+    joined = "\n".join(t for t in (first.text, second.text) if t)
+    return Message(first.role, joined, tool_calls=second.tool_calls)
+
+
+def _as_parts(message: Message) -> tuple[TextPart | ImagePart, ...]:
+    if isinstance(message.content, tuple):
+        return message.content
+    return (TextPart(message.text),)
+
+
+def first_user_index_at_or_after(messages: Sequence[Message], start: int) -> int:
+    """Index of the first user message at or after `start` (len(messages) if none): a cut
+    there keeps a window that starts with a user message and has no orphan tool result."""
+    for index in range(max(start, 0), len(messages)):
+        if messages[index].role == "user":
+            return index
+    return len(messages)
+
+
+def truncate_oldest_half(messages: Sequence[Message]) -> list[Message]:
+    """Drop the oldest half, moving the cut forward to a user message (maybe leaving nothing)."""
+    cut = first_user_index_at_or_after(messages, len(messages) // 2)
+    return list(messages[cut:])

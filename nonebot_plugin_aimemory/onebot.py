@@ -1,0 +1,127 @@
+"""Everything specific to OneBot v11: who is addressed, how QQ segments become model input,
+how replies go back, and who may manage a group's conversation."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta, timezone, tzinfo
+
+from nonebot.adapters.onebot.v11 import (
+    GROUP_ADMIN,
+    GROUP_OWNER,
+    Bot,
+    GroupMessageEvent,
+    Message,
+    MessageEvent,
+    MessageSegment,
+)
+from nonebot.permission import SUPERUSER
+
+from .engine.messages import ImagePart, Part, TextPart
+from .sessions import group_key, private_key
+
+CHINA_STANDARD_TIME = timezone(timedelta(hours=8), "CST")
+MANAGERS = GROUP_ADMIN | GROUP_OWNER | SUPERUSER
+
+
+def session_key_for(event: MessageEvent) -> str:
+    if isinstance(event, GroupMessageEvent):
+        return group_key(event.group_id)
+    return private_key(event.user_id)
+
+
+def is_addressed(event: MessageEvent) -> bool:
+    """Private messages always; in groups an @bot anywhere (the adapter only sees the first
+    and last segment), a reply to the bot, or the nickname at the start (`to_me`)."""
+    if event.to_me or not isinstance(event, GroupMessageEvent):
+        return True
+    self_id = str(event.self_id)
+    return any(
+        seg.type == "at" and str(seg.data.get("qq", "")) == self_id
+        for seg in event.original_message
+    )
+
+
+def resolve_timezone(name: str) -> tzinfo:
+    """The zone for message timestamps; China time when the name is unknown (no tzdata)."""
+    try:
+        from zoneinfo import ZoneInfo
+
+        return ZoneInfo(name)
+    except Exception:
+        return CHINA_STANDARD_TIME
+
+
+def speaker_name(event: MessageEvent) -> str:
+    sender = event.sender
+    name = (getattr(sender, "card", None) or sender.nickname or "").strip()
+    return name or str(event.user_id)
+
+
+def line_prefix(event: MessageEvent, zone: tzinfo) -> str:
+    """`[2026-11-30 14:05] 小明(12345)：` in groups, `[2026-11-30 14:05] ` in private chats."""
+    sent = datetime.fromtimestamp(event.time, zone).strftime("%Y-%m-%d %H:%M")
+    if isinstance(event, GroupMessageEvent):
+        return f"[{sent}] {speaker_name(event)}({event.user_id})："
+    return f"[{sent}] "
+
+
+def render_segments(event: MessageEvent) -> list[Part]:
+    """The message's segments as model input; unknown or malformed segments become markers."""
+    self_id = str(event.self_id)
+    parts: list[Part] = []
+    for segment in event.message:
+        part = _render_segment(segment, self_id)
+        if part is not None:
+            parts.append(part)
+    return _merge_text(parts)
+
+
+def _render_segment(segment: MessageSegment, self_id: str) -> Part | None:
+    data = segment.data if isinstance(segment.data, dict) else {}
+    kind = segment.type
+    if kind == "text":
+        return TextPart(str(data.get("text", "")))
+    if kind == "at":
+        qq = str(data.get("qq", ""))
+        if qq == self_id:
+            return None
+        return TextPart("@全体成员 " if qq == "all" else f"@{data.get('name') or qq} ")
+    if kind == "image":
+        url = str(data.get("url") or data.get("file") or "")
+        return ImagePart.from_source(url, identity=str(data.get("file") or url))
+    if kind == "reply":
+        return None
+    if kind == "face":
+        return TextPart("[表情]")
+    return TextPart(f"[{kind}]")
+
+
+def _merge_text(parts: list[Part]) -> list[Part]:
+    merged: list[Part] = []
+    for part in parts:
+        if isinstance(part, TextPart) and merged and isinstance(merged[-1], TextPart):
+            merged[-1] = TextPart(merged[-1].text + part.text)
+        else:
+            merged.append(part)
+    return merged
+
+
+async def send_parts(bot: Bot, event: MessageEvent, texts: list[str]) -> None:
+    """Send reply texts in order; in groups the first one quotes the triggering message.
+    Texts are sent as text segments, so CQ-code lookalikes from the model stay literal."""
+    for index, text in enumerate(texts):
+        message = Message(MessageSegment.text(text))
+        if index == 0 and isinstance(event, GroupMessageEvent):
+            message = MessageSegment.reply(event.message_id) + message
+        await bot.send(event, message)
+
+
+async def is_manager(bot: Bot, event: MessageEvent) -> bool:
+    """Group owner/admin or a superuser in groups; in private chats the user owns the chat."""
+    if not isinstance(event, GroupMessageEvent):
+        return True
+    return await MANAGERS(bot, event)
+
+
+async def is_superuser(bot: Bot, event: MessageEvent) -> bool:
+    return await SUPERUSER(bot, event)

@@ -1,0 +1,189 @@
+"""The plugin's running state: database, stores, HTTP pool, LLM client, sessions, janitor.
+
+Built in `driver.on_startup`, torn down in `on_shutdown`; nothing here runs at import time.
+Tests start a fresh Runtime on the same database file to exercise a real restart.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import sqlite3
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+
+import httpx
+
+from .autoclear import GroupAutoClear
+from .config import DEFAULT_API_BASE, Config
+from .engine.chatbot import ChatBot, HistoryStore
+from .engine.llm import Endpoint, LLMClient
+from .engine.tokens import TiktokenCounter
+from .engine.tools import Tool, ToolRegistry
+from .sessions import SessionCache, group_key
+from .store.counters import GroupCounterStore
+from .store.database import Database
+from .store.history_store import MemoryOnlyHistoryStore, SqliteHistoryStore
+
+logger = logging.getLogger("nonebot_plugin_aimemory")
+
+# (runtime, session key) -> tools bound to that session. Bound once, when the session is built.
+ToolProvider = Callable[["Runtime", str], Iterable[Tool]]
+_tool_providers: list[ToolProvider] = []
+
+
+def register_tool_provider(provider: ToolProvider) -> ToolProvider:
+    """Add tools to every session built from now on (usable as a decorator)."""
+    if provider not in _tool_providers:
+        _tool_providers.append(provider)
+    return provider
+
+
+def unregister_tool_provider(provider: ToolProvider) -> None:
+    if provider in _tool_providers:
+        _tool_providers.remove(provider)
+
+
+@dataclass
+class Runtime:
+    """Everything the matchers and commands need while the bot runs."""
+
+    config: Config
+    database: Database | None
+    history: HistoryStore
+    http: httpx.AsyncClient
+    llm: LLMClient
+    counter: TiktokenCounter
+    sessions: SessionCache
+    autoclear: GroupAutoClear
+
+    @property
+    def persistent(self) -> bool:
+        return self.database is not None
+
+    @property
+    def configured(self) -> bool:
+        """Usable without a key only when pointed at a server of one's own (Ollama, vLLM)."""
+        return bool(self.config.aimemory_api_key) or (
+            self.config.aimemory_api_base != DEFAULT_API_BASE
+        )
+
+    @property
+    def budget_tokens(self) -> int:
+        return self.config.aimemory_max_context_tokens
+
+    def build_chatbot(self, key: str) -> ChatBot:
+        tools = ToolRegistry()
+        for provider in _tool_providers:
+            for tool in provider(self, key):
+                tools.register(tool)
+        return ChatBot(
+            key,
+            llm=self.llm,
+            store=self.history,
+            counter=self.counter,
+            system_prompt=self.system_prompt_for(key),
+            tools=tools,
+            max_tool_rounds=self.config.aimemory_max_tool_rounds,
+        )
+
+    def system_prompt_for(self, key: str) -> str:
+        """The persona plus where the chat happens; identical every turn (prefix caching)."""
+        kind, _, target = key.partition(":")
+        where = (
+            f"你正在 QQ 群 {target} 中聊天。每条用户消息以“[时间] 昵称(QQ号)：”开头，注明是谁在说话。"
+            if kind == "g"
+            else f"你正在和 QQ 用户 {target} 私聊。每条用户消息以“[时间]”开头。"
+        )
+        return f"{self.config.aimemory_system_prompt}\n\n{where}"
+
+    async def clear_session(self, key: str) -> None:
+        """Clear one conversation's window, in memory and in the store, under its lock."""
+        session = self.sessions.get_or_create(key, touch=False)
+        async with session.lock:
+            await session.bot.clear()
+            session.loaded = True
+
+    async def clear_group(self, group_id: str) -> None:
+        await self.clear_session(group_key(group_id))
+
+    @classmethod
+    async def start(cls, config: Config, db_path: str) -> Runtime:
+        """Open everything; an unusable database degrades to in-memory history."""
+        database = await _open_database(db_path)
+        history: HistoryStore = (
+            SqliteHistoryStore(database) if database else MemoryOnlyHistoryStore()
+        )
+        http = httpx.AsyncClient(
+            timeout=httpx.Timeout(config.aimemory_request_timeout, connect=10.0),
+            limits=httpx.Limits(max_connections=64, max_keepalive_connections=16),
+        )
+        llm = LLMClient(
+            http,
+            Endpoint(config.aimemory_api_base, config.aimemory_api_key, config.aimemory_model),
+            timeout_seconds=config.aimemory_request_timeout,
+            max_retries=config.aimemory_llm_max_retries,
+        )
+        counter = TiktokenCounter()
+        runtime = cls(
+            config=config,
+            database=database,
+            history=history,
+            http=http,
+            llm=llm,
+            counter=counter,
+            sessions=SessionCache(
+                lambda key: runtime.build_chatbot(key),
+                max_idle_seconds=config.aimemory_session_max_idle_minutes * 60,
+                max_sessions=config.aimemory_session_max_sessions,
+            ),
+            autoclear=GroupAutoClear(
+                config.aimemory_group_autoclear_after,
+                GroupCounterStore(database) if database else None,
+                lambda group_id: runtime.clear_group(group_id),
+            ),
+        )
+        await runtime.autoclear.load()
+        await asyncio.to_thread(counter.load)
+        runtime.sessions.start_janitor(config.aimemory_janitor_interval_seconds)
+        if not runtime.configured:
+            logger.warning(
+                "aimemory: no API key (aimemory_api_key) is set; addressed messages get a "
+                "'not configured' reply until one is configured"
+            )
+        return runtime
+
+    async def stop(self) -> None:
+        """Stop sessions and the janitor, flush counters and writes, close connections."""
+        await self.sessions.close()
+        await self.autoclear.close()
+        if self.database is not None:
+            await self.database.close()
+        await self.http.aclose()
+
+
+async def _open_database(db_path: str) -> Database | None:
+    try:
+        database = await Database.open(db_path)
+    except (OSError, sqlite3.Error) as exc:
+        logger.error(
+            "aimemory: cannot open database %s (%s); running with in-memory history only: "
+            "conversations will not survive a restart",
+            db_path,
+            exc,
+        )
+        return None
+    logger.info("aimemory: database %s opened", db_path)
+    return database
+
+
+_current: Runtime | None = None
+
+
+def current_runtime() -> Runtime | None:
+    return _current
+
+
+def install_runtime(runtime: Runtime | None) -> None:
+    global _current
+    _current = runtime

@@ -1,0 +1,222 @@
+"""Live conversations: one Session per key, a FIFO of work per session, and the janitor
+that evicts idle or least-recently-active sessions from memory."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections import deque
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from .engine.chatbot import ChatBot
+
+logger = logging.getLogger("nonebot_plugin_aimemory")
+
+Job = Callable[[ChatBot], Awaitable[Any]]
+Clock = Callable[[], float]
+
+
+def group_key(group_id: int | str) -> str:
+    return f"g:{group_id}"
+
+
+def private_key(user_id: int | str) -> str:
+    return f"f:{user_id}"
+
+
+class TurnStopped(Exception):
+    """The job was cancelled by `~对话 停止`."""
+
+
+@dataclass(eq=False)
+class Session:
+    """One conversation in memory: its ChatBot, lock, work queue and last-active time."""
+
+    key: str
+    bot: ChatBot
+    last_active: float
+    lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+    queue: deque[tuple[Job, asyncio.Future[Any]]] = field(default_factory=deque)
+    loaded: bool = False
+    current: asyncio.Task[Any] | None = None
+    _worker: asyncio.Task[None] | None = None
+
+    @property
+    def busy(self) -> bool:
+        return self.lock.locked() or bool(self.queue)
+
+    def submit(self, job: Job) -> asyncio.Future[Any]:
+        """Queue `job` behind earlier ones (synchronously, so arrival order is kept)."""
+        future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        self.queue.append((job, future))
+        if self._worker is None or self._worker.done():
+            self._worker = asyncio.get_running_loop().create_task(self._drain())
+        return future
+
+    async def ensure_loaded(self) -> None:
+        """Load the window from the store once; call with the lock held."""
+        if not self.loaded:
+            await self.bot.load()
+            self.loaded = True
+
+    def stop_current(self) -> bool:
+        """Cancel the answer in progress, if any; queued messages still get answered."""
+        if self.current is None or self.current.done():
+            return False
+        self.current.cancel()
+        return True
+
+    async def _drain(self) -> None:
+        while self.queue:
+            job, future = self.queue[0]
+            async with self.lock:
+                try:
+                    await self.ensure_loaded()
+                    self.current = asyncio.get_running_loop().create_task(job(self.bot))
+                    await asyncio.wait({self.current})
+                    _settle(future, self.current)
+                except asyncio.CancelledError:
+                    if self.current is not None:
+                        self.current.cancel()
+                    if not future.done():
+                        future.cancel()
+                    raise
+                except Exception as exc:
+                    if not future.done():
+                        future.set_exception(exc)
+                finally:
+                    self.current = None
+                    self.queue.popleft()
+
+    async def shutdown(self) -> None:
+        """Cancel queued work and the worker (used when the plugin stops)."""
+        if self._worker is not None and not self._worker.done():
+            self._worker.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._worker
+        while self.queue:
+            _, future = self.queue.popleft()
+            future.cancel()
+
+
+def _settle(future: asyncio.Future[Any], task: asyncio.Task[Any]) -> None:
+    if future.done():
+        return
+    if task.cancelled():
+        future.set_exception(TurnStopped())
+    elif task.exception() is not None:
+        future.set_exception(task.exception())  # type: ignore[arg-type]
+    else:
+        future.set_result(task.result())
+
+
+class SessionCache:
+    """The resident sessions, created on demand and evicted by the janitor."""
+
+    def __init__(
+        self,
+        make_bot: Callable[[str], ChatBot],
+        *,
+        max_idle_seconds: float,
+        max_sessions: int,
+        clock: Clock = time.monotonic,
+    ) -> None:
+        self._make_bot = make_bot
+        self.max_idle_seconds = max_idle_seconds
+        self.max_sessions = max_sessions
+        self._clock = clock
+        self._sessions: dict[str, Session] = {}
+        self._janitor: asyncio.Task[None] | None = None
+        self._sweep_soon: asyncio.Task[int] | None = None
+
+    def __len__(self) -> int:
+        return len(self._sessions)
+
+    def __contains__(self, key: str) -> bool:
+        return key in self._sessions
+
+    def get(self, key: str) -> Session | None:
+        return self._sessions.get(key)
+
+    def get_or_create(self, key: str, *, touch: bool = True) -> Session:
+        """The resident session for `key`, created (unloaded) if needed. `touch` marks it
+        active; only messages addressed to the bot should touch."""
+        session = self._sessions.get(key)
+        if session is None:
+            # A session created without a touch counts as least recently active.
+            session = Session(key, self._make_bot(key), self._clock() if touch else float("-inf"))
+            self._sessions[key] = session
+            self._sweep_if_over_capacity()
+        elif touch:
+            session.last_active = self._clock()
+        return session
+
+    async def evict_idle_sessions(self) -> int:
+        """Evict sessions idle too long, then the least recently active while over capacity.
+        Busy sessions (answering or with queued messages) are never evicted."""
+        evicted = 0
+        now = self._clock()
+        if self.max_idle_seconds > 0:
+            for session in list(self._sessions.values()):
+                if now - session.last_active > self.max_idle_seconds and await self._evict(
+                    session, lambda s: now - s.last_active > self.max_idle_seconds
+                ):
+                    evicted += 1
+        if self.max_sessions > 0 and len(self._sessions) > self.max_sessions:
+            for session in sorted(self._sessions.values(), key=lambda s: s.last_active):
+                if len(self._sessions) <= self.max_sessions:
+                    break
+                seen = session.last_active
+                if await self._evict(session, lambda s, seen=seen: s.last_active == seen):
+                    evicted += 1
+        if evicted:
+            logger.debug("janitor evicted %d sessions, %d resident", evicted, len(self))
+        return evicted
+
+    async def _evict(self, session: Session, still_evictable: Callable[[Session], bool]) -> bool:
+        if session.busy:
+            return False
+        async with session.lock:
+            # Re-check under the lock: a message may have arrived meanwhile.
+            if session.queue or not still_evictable(session):
+                return False
+            if self._sessions.get(session.key) is session:
+                del self._sessions[session.key]
+                return True
+        return False
+
+    def _sweep_if_over_capacity(self) -> None:
+        """A burst of new sessions should not wait a whole janitor interval to be trimmed."""
+        if self.max_sessions <= 0 or len(self._sessions) <= self.max_sessions * 2:
+            return
+        if self._sweep_soon is None or self._sweep_soon.done():
+            self._sweep_soon = asyncio.get_running_loop().create_task(self.evict_idle_sessions())
+
+    def start_janitor(self, interval_seconds: float) -> None:
+        if self._janitor is None or self._janitor.done():
+            self._janitor = asyncio.get_running_loop().create_task(
+                self._run_janitor(interval_seconds), name="aimemory-janitor"
+            )
+
+    async def _run_janitor(self, interval_seconds: float) -> None:
+        while True:
+            await asyncio.sleep(interval_seconds)
+            try:
+                await self.evict_idle_sessions()
+            except Exception:
+                logger.exception("session janitor sweep failed")
+
+    async def close(self) -> None:
+        """Stop the janitor and every session's worker."""
+        for task in (self._janitor, self._sweep_soon):
+            if task is not None and not task.done():
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
+        for session in list(self._sessions.values()):
+            await session.shutdown()
+        self._sessions.clear()

@@ -1,0 +1,1 @@
+"""SQLite stores: the only place SQL lives. Every statement is parameterised."""

@@ -1,0 +1,36 @@
+"""Per-group count of consecutive messages that did not address the bot (for auto-clear)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import aiosqlite
+
+from .database import Database, utc_now_text
+
+
+class GroupCounterStore:
+    """Persists the counters in batches; the hot path only touches a dict."""
+
+    def __init__(self, database: Database) -> None:
+        self.database = database
+
+    async def load_all(self) -> dict[str, int]:
+        rows = await self.database.read("SELECT group_id, unaddressed FROM group_counters")
+        return {str(group_id): int(count) for group_id, count in rows}
+
+    async def save(self, counts: Mapping[str, int]) -> None:
+        if not counts:
+            return
+        now = utc_now_text()
+        rows = [(group_id, count, now) for group_id, count in counts.items()]
+
+        async def work(connection: aiosqlite.Connection) -> None:
+            await connection.executemany(
+                "INSERT INTO group_counters (group_id, unaddressed, updated_at) VALUES (?, ?, ?) "
+                "ON CONFLICT (group_id) DO UPDATE SET unaddressed = excluded.unaddressed, "
+                "updated_at = excluded.updated_at",
+                rows,
+            )
+
+        await self.database.write(work)

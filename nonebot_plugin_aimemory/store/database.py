@@ -1,0 +1,95 @@
+"""One aiosqlite connection in WAL mode, with writes serialised and never cut off halfway."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable, Iterable
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, TypeVar
+
+import aiosqlite
+
+from .schema import MIGRATIONS
+
+logger = logging.getLogger("nonebot_plugin_aimemory")
+
+T = TypeVar("T")
+BUSY_TIMEOUT_MS = 5000
+
+
+def utc_now_text() -> str:
+    """Fixed-width UTC timestamp: text order is time order."""
+    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+class Database:
+    """The plugin's SQLite file. All access goes through `read` and `write`."""
+
+    def __init__(self, connection: aiosqlite.Connection, path: str) -> None:
+        self._connection = connection
+        self.path = path
+        self._lock = asyncio.Lock()
+        self._writes: set[asyncio.Task[Any]] = set()
+
+    @classmethod
+    async def open(cls, path: str | Path) -> Database:
+        """Open (creating folders and schema as needed); raises OSError/sqlite3.Error on failure."""
+        path = Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        connection = await aiosqlite.connect(str(path), isolation_level=None)
+        try:
+            await connection.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+            await connection.execute("PRAGMA journal_mode = WAL")
+            await connection.execute("PRAGMA synchronous = NORMAL")
+            await connection.execute("PRAGMA foreign_keys = ON")
+            await _migrate(connection)
+        except BaseException:
+            await connection.close()
+            raise
+        return cls(connection, str(path))
+
+    async def read(self, sql: str, params: Iterable[Any] = ()) -> list[aiosqlite.Row]:
+        """Run one query and return all rows."""
+        async with self._lock:
+            cursor = await self._connection.execute(sql, tuple(params))
+            rows = await cursor.fetchall()
+            await cursor.close()
+            return list(rows)
+
+    async def write(self, work: Callable[[aiosqlite.Connection], Awaitable[T]]) -> T:
+        """Run `work` in one IMMEDIATE transaction. A cancelled caller does not cancel the
+        write: it finishes (or rolls back) in the background and `close` waits for it."""
+        task = asyncio.ensure_future(self._transaction(work))
+        self._writes.add(task)
+        task.add_done_callback(self._writes.discard)
+        return await asyncio.shield(task)
+
+    async def _transaction(self, work: Callable[[aiosqlite.Connection], Awaitable[T]]) -> T:
+        async with self._lock:
+            await self._connection.execute("BEGIN IMMEDIATE")
+            try:
+                result = await work(self._connection)
+            except BaseException:
+                await self._connection.execute("ROLLBACK")
+                raise
+            await self._connection.execute("COMMIT")
+            return result
+
+    async def close(self) -> None:
+        """Wait for writes in flight, then close."""
+        if self._writes:
+            await asyncio.gather(*self._writes, return_exceptions=True)
+        await self._connection.close()
+
+
+async def _migrate(connection: aiosqlite.Connection) -> None:
+    cursor = await connection.execute("PRAGMA user_version")
+    row = await cursor.fetchone()
+    version = int(row[0]) if row else 0
+    for target, script in enumerate(MIGRATIONS[version:], start=version + 1):
+        await connection.executescript(
+            f"BEGIN IMMEDIATE;\n{script}\nPRAGMA user_version = {target};\nCOMMIT;"
+        )
+        logger.info("database migrated to schema version %d", target)

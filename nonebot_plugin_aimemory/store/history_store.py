@@ -1,0 +1,107 @@
+"""Conversation windows stored row per message; a turn appends, only compression rewrites."""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Sequence
+
+import aiosqlite
+
+from ..engine.messages import Message
+from .database import Database, utc_now_text
+
+logger = logging.getLogger("nonebot_plugin_aimemory")
+
+
+def persisted_body(message: Message) -> str:
+    """What a message is stored as: its API JSON with images reduced to markers."""
+    return message.with_image_markers().api_json().decode()
+
+
+class SqliteHistoryStore:
+    """`HistoryStore` on the `sessions` and `messages` tables."""
+
+    def __init__(self, database: Database) -> None:
+        self.database = database
+
+    async def load(self, key: str) -> list[Message]:
+        rows = await self.database.read(
+            "SELECT seq, body FROM messages WHERE session_key = ? ORDER BY seq", (key,)
+        )
+        messages: list[Message] = []
+        for seq, body in rows:
+            try:
+                messages.append(Message.from_api(json.loads(body)))
+            except (ValueError, TypeError, AttributeError):
+                logger.warning("skipping unreadable history row %s#%s", key, seq)
+        return messages
+
+    async def append(self, key: str, messages: Sequence[Message]) -> None:
+        if not messages:
+            return
+        rows = [(m.role, persisted_body(m)) for m in messages]
+
+        async def work(connection: aiosqlite.Connection) -> None:
+            now = utc_now_text()
+            # The counter is bumped inside this transaction, so concurrent appends never
+            # reuse a sequence number.
+            cursor = await connection.execute(
+                "INSERT INTO sessions (key, next_seq, updated_at) VALUES (?, ?, ?) "
+                "ON CONFLICT (key) DO UPDATE SET next_seq = next_seq + excluded.next_seq, "
+                "updated_at = excluded.updated_at RETURNING next_seq",
+                (key, len(rows), now),
+            )
+            (next_seq,) = await cursor.fetchone()
+            await cursor.close()
+            first = next_seq - len(rows)
+            await connection.executemany(
+                "INSERT INTO messages (session_key, seq, role, body, created_at) "
+                "VALUES (?, ?, ?, ?, ?)",
+                [(key, first + i, role, body, now) for i, (role, body) in enumerate(rows)],
+            )
+
+        await self.database.write(work)
+
+    async def replace(self, key: str, messages: Sequence[Message]) -> None:
+        rows = [(m.role, persisted_body(m)) for m in messages]
+
+        async def work(connection: aiosqlite.Connection) -> None:
+            now = utc_now_text()
+            await connection.execute("DELETE FROM messages WHERE session_key = ?", (key,))
+            await connection.execute(
+                "INSERT INTO sessions (key, next_seq, updated_at) VALUES (?, ?, ?) "
+                "ON CONFLICT (key) DO UPDATE SET next_seq = excluded.next_seq, "
+                "updated_at = excluded.updated_at",
+                (key, len(rows), now),
+            )
+            await connection.executemany(
+                "INSERT INTO messages (session_key, seq, role, body, created_at) "
+                "VALUES (?, ?, ?, ?, ?)",
+                [(key, i, role, body, now) for i, (role, body) in enumerate(rows)],
+            )
+
+        await self.database.write(work)
+
+    async def clear(self, key: str) -> None:
+        async def work(connection: aiosqlite.Connection) -> None:
+            await connection.execute("DELETE FROM messages WHERE session_key = ?", (key,))
+            await connection.execute("DELETE FROM sessions WHERE key = ?", (key,))
+
+        await self.database.write(work)
+
+
+class MemoryOnlyHistoryStore:
+    """The stand-in when no database could be opened: windows live in memory only."""
+
+    async def load(self, key: str) -> list[Message]:
+        return []
+
+    async def append(self, key: str, messages: Sequence[Message]) -> None:
+        return None
+
+    async def replace(self, key: str, messages: Sequence[Message]) -> None:
+        return None
+
+    async def clear(self, key: str) -> None:
+        return None

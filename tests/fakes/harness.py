@@ -1,0 +1,58 @@
+"""Starts, stops and restarts the plugin's runtime on a given database file and fake LLM,
+the way NoneBot's startup and shutdown hooks do."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from nonebot_plugin_aimemory.config import Config
+from nonebot_plugin_aimemory.runtime import Runtime, current_runtime, install_runtime
+
+from .openai_server import FakeOpenAI
+
+TEST_DEFAULTS: dict[str, Any] = {
+    "aimemory_api_key": "sk-test",
+    "aimemory_model": "fake-model",
+    "aimemory_request_timeout": 2.0,
+    "aimemory_llm_max_retries": 1,
+    "aimemory_janitor_interval_seconds": 3600,
+}
+
+
+class PluginHarness:
+    """The plugin's runtime under test: real SQLite file, real HTTP to the fake LLM."""
+
+    def __init__(self, db_path: str, llm: FakeOpenAI) -> None:
+        self.db_path = db_path
+        self.llm = llm
+        self.overrides: dict[str, Any] = {}
+        self.runtime: Runtime | None = None
+
+    def config(self) -> Config:
+        values = {"aimemory_api_base": self.llm.base_url, **TEST_DEFAULTS, **self.overrides}
+        values.setdefault("aimemory_db_path", self.db_path)
+        return Config(**values)
+
+    async def start(self, **overrides: Any) -> Runtime:
+        """Stop whatever runtime is installed and start a fresh one (a real restart)."""
+        self.overrides.update(overrides)
+        await self._stop_installed()
+        config = self.config()
+        runtime = await Runtime.start(config, config.aimemory_db_path)
+        runtime.llm.backoff_seconds = 0.01
+        install_runtime(runtime)
+        self.runtime = runtime
+        return runtime
+
+    async def restart(self, **overrides: Any) -> Runtime:
+        return await self.start(**overrides)
+
+    async def stop(self) -> None:
+        await self._stop_installed()
+        self.runtime = None
+
+    async def _stop_installed(self) -> None:
+        installed = current_runtime()
+        install_runtime(None)
+        if installed is not None:
+            await installed.stop()
