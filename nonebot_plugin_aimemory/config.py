@@ -29,6 +29,7 @@ class Config(BaseModel):
     aimemory_group_autoclear_after: int = Field(default=30, ge=0)
     aimemory_db_path: str = ""
     aimemory_timezone: str = "Asia/Shanghai"
+    aimemory_multimodal: bool = False
     aimemory_reply_max_chars: int = Field(default=1500, ge=100, le=4500)
     aimemory_reply_max_parts: int = Field(default=5, ge=1, le=20)
 

@@ -85,6 +85,7 @@ class Runtime:
             system_prompt=self.system_prompt_for(key),
             tools=tools,
             max_tool_rounds=self.config.aimemory_max_tool_rounds,
+            send_images=self.config.aimemory_multimodal,
         )
 
     def system_prompt_for(self, key: str) -> str:

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from .llm import LLMClient, LLMError, Usage
-from .messages import Message
+from .messages import Message, tool_result
 from .tokens import TokenCounter, message_tokens
 from .tools import ToolRegistry
 from .window import Window, api_safe
@@ -51,6 +51,7 @@ class ChatBot:
         system_prompt: str,
         tools: ToolRegistry | None = None,
         max_tool_rounds: int = 8,
+        send_images: bool = False,
     ) -> None:
         self.key = key
         self.llm = llm
@@ -58,6 +59,8 @@ class ChatBot:
         self.counter = counter
         self.tools = tools or ToolRegistry()
         self.max_tool_rounds = max_tool_rounds
+        # Text-only models reject image parts: they then see the images' text markers.
+        self.send_images = send_images
         self.window = Window(counter)
         self.system_message = Message("system", system_prompt)
         # Prompt size of the last request, from the API's usage (or estimated without one).
@@ -85,6 +88,8 @@ class ChatBot:
         user's message and finished tool rounds are kept even then (and on cancellation)."""
         kept_user = message if persist_user_text is None else message.with_text(persist_user_text)
         kept_user = kept_user.with_image_markers()
+        if not self.send_images:
+            message = message.with_image_markers()
         pending: list[Message] = []
         usage = Usage()
         rounds = 0
@@ -97,7 +102,7 @@ class ChatBot:
                 if reply.tool_calls and not force_answer:
                     rounds += 1
                     results = [
-                        await self.tools.execute(call, context=self.key)
+                        tool_result(call, await self.tools.execute(call, context=self.key))
                         for call in reply.tool_calls
                     ]
                     pending += [reply, *results]

@@ -1,0 +1,110 @@
+"""Bad days: the LLM fails, the API key is missing, the database cannot be opened."""
+
+from __future__ import annotations
+
+from nonebot_plugin_aimemory import texts
+from tests.fakes.bots import RecordingBot
+from tests.fakes.events import group_message, private_message
+from tests.fakes.openai_server import delay, error, raw, text
+
+
+async def test_llm_500_gets_an_apology_and_the_session_keeps_working(plugin) -> None:
+    plugin.llm.script(error(500), error(500))
+    bot = RecordingBot()
+    await bot.receive(private_message("第一句"))
+    plugin.llm.script(text("恢复了"))
+    await bot.receive(private_message("第二句"))
+    assert bot.sent_texts == [texts.LLM_UNAVAILABLE, "恢复了"]
+
+
+async def test_a_failed_question_is_kept_and_the_next_request_is_valid(plugin) -> None:
+    plugin.llm.script(error(503), error(503))
+    bot = RecordingBot()
+    await bot.receive(private_message("第一句"))
+    await bot.receive(private_message("第二句"))
+    users = [m for m in plugin.llm.last_messages() if m["role"] == "user"]
+    # The fake server rejects two user messages in a row: they were merged into one.
+    assert len(users) == 1
+    assert "第一句" in users[0]["content"]
+    assert "第二句" in users[0]["content"]
+
+
+async def test_llm_timeout_gets_a_timeout_apology(plugin) -> None:
+    await plugin.restart(aimemory_request_timeout=0.3)
+    plugin.llm.script(delay(1.0, text("太晚了")))
+    bot = RecordingBot()
+    await bot.receive(private_message("在吗"))
+    assert bot.sent_texts == [texts.LLM_TIMEOUT]
+
+
+async def test_garbage_from_the_llm_gets_an_apology(plugin) -> None:
+    plugin.llm.script(raw(200, "<html>502 Bad Gateway</html>", content_type="text/html"))
+    bot = RecordingBot()
+    await bot.receive(private_message("在吗"))
+    plugin.llm.script(raw(200, '{"choices": []}'))
+    await bot.receive(private_message("在吗"))
+    assert bot.sent_texts == [texts.LLM_UNAVAILABLE, texts.LLM_UNAVAILABLE]
+
+
+async def test_empty_answer_gets_a_short_note(plugin) -> None:
+    plugin.llm.script(text("<think>嗯……</think>"))
+    bot = RecordingBot()
+    await bot.receive(private_message("在吗"))
+    assert bot.sent_texts == [texts.LLM_EMPTY]
+
+
+async def test_missing_usage_is_estimated_with_the_tokenizer(plugin) -> None:
+    plugin.llm.script(text("好的", usage=None))
+    bot = RecordingBot()
+    await bot.receive(private_message("今天天气不错", user_id=31))
+    session = plugin.runtime.sessions.get("f:31")
+    assert bot.sent_texts == ["好的"]
+    assert 0 < session.bot.context_tokens < 1000
+
+
+async def test_reported_usage_becomes_the_context_size(plugin) -> None:
+    plugin.llm.script(
+        text("好的", usage={"prompt_tokens": 1234, "completion_tokens": 5, "total_tokens": 1239})
+    )
+    bot = RecordingBot()
+    await bot.receive(private_message("你好", user_id=32))
+    assert plugin.runtime.sessions.get("f:32").bot.context_tokens == 1234
+
+
+async def test_no_api_key_gets_a_not_configured_reply(plugin) -> None:
+    await plugin.restart(aimemory_api_key="", aimemory_api_base="https://api.openai.com/v1")
+    bot = RecordingBot()
+    await bot.receive(private_message("你好"))
+    await bot.receive(group_message("你好", to_me=True))
+    assert bot.sent_texts == [texts.NOT_CONFIGURED, texts.NOT_CONFIGURED]
+    assert plugin.llm.chat_requests == []
+
+
+async def test_unwritable_database_path_falls_back_to_memory(plugin, tmp_path) -> None:
+    blocker = tmp_path / "not-a-dir"
+    blocker.write_text("x")
+    runtime = await plugin.restart(aimemory_db_path=str(blocker / "aimemory.db"))
+    assert not runtime.persistent
+    bot = RecordingBot()
+    plugin.llm.script(text("记住了"), text("你说过你叫阿花"))
+    await bot.receive(private_message("我叫阿花"))
+    await bot.receive(private_message("我叫什么"))
+    assert bot.sent_texts == ["记住了", "你说过你叫阿花"]
+    assert any("我叫阿花" in str(m["content"]) for m in plugin.llm.last_messages())
+
+
+async def test_send_failure_does_not_break_the_session(plugin) -> None:
+    class FlakyBot(RecordingBot):
+        fail_next = True
+
+        async def call_api(self, api, **data):
+            if api == "send_msg" and self.fail_next:
+                self.fail_next = False
+                raise RuntimeError("network down")
+            return await super().call_api(api, **data)
+
+    bot = FlakyBot()
+    plugin.llm.script(text("第一条"), text("第二条"))
+    await bot.receive(private_message("一"))
+    await bot.receive(private_message("二"))
+    assert bot.sent_texts == ["第二条"]
