@@ -1,0 +1,51 @@
+"""Engine fixtures: a real `httpx.AsyncClient` that records the bytes it sends, and an
+`LLMClient` pointed at the fake OpenAI server with timeouts small enough for tests.
+
+The plugin is imported inside the fixtures: pytest loads this file before the root
+conftest's `pytest_configure` has initialised NoneBot."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import TYPE_CHECKING
+
+import httpx
+import pytest
+
+from tests.fakes.openai_server import FakeOpenAI
+
+if TYPE_CHECKING:
+    from nonebot_plugin_aimemory.engine.llm import Endpoint, LLMClient
+
+MODEL = "m"
+API_KEY = "sk-test"  # what the root conftest's `llm` server expects
+
+
+@pytest.fixture
+def sent_bodies() -> list[bytes]:
+    """Raw request bodies, in the order the client sent them."""
+    return []
+
+
+@pytest.fixture
+async def http(sent_bodies: list[bytes]) -> AsyncIterator[httpx.AsyncClient]:
+    async def record(request: httpx.Request) -> None:
+        sent_bodies.append(request.content)
+
+    # trust_env=False: a proxy set in the environment must not see requests to 127.0.0.1.
+    async with httpx.AsyncClient(trust_env=False, event_hooks={"request": [record]}) as client:
+        yield client
+
+
+@pytest.fixture
+def endpoint(llm: FakeOpenAI) -> Endpoint:
+    from nonebot_plugin_aimemory.engine.llm import Endpoint
+
+    return Endpoint(api_base=llm.base_url, api_key=API_KEY, model=MODEL)
+
+
+@pytest.fixture
+def llm_client(http: httpx.AsyncClient, endpoint: Endpoint) -> LLMClient:
+    from nonebot_plugin_aimemory.engine.llm import LLMClient
+
+    return LLMClient(http, endpoint, timeout_seconds=0.5, max_retries=2, backoff_seconds=0.01)
