@@ -17,6 +17,7 @@ from .runtime import (  # noqa: E402
     Runtime,
     current_runtime,
     install_runtime,
+    pre_compact,
     register_tool_provider,
     unregister_tool_provider,
 )
@@ -27,6 +28,7 @@ __all__ = [
     "Tool",
     "ToolError",
     "current_runtime",
+    "pre_compact",
     "register_tool_provider",
     "unregister_tool_provider",
 ]

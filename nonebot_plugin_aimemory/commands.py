@@ -9,7 +9,7 @@ from nonebot.adapters.onebot.v11 import Bot, MessageEvent
 from nonebot.params import RegexGroup
 
 from . import texts
-from .onebot import is_manager, is_superuser, send_parts, session_key_for
+from .onebot import is_manager, is_superuser, resolve_timezone, send_parts, session_key_for
 from .runtime import current_runtime
 
 # Matched here rather than with on_command so it works whatever COMMAND_START is.
@@ -29,10 +29,17 @@ async def handle_dialog(bot: Bot, event: MessageEvent, groups: tuple = RegexGrou
             async with session.lock:
                 await session.ensure_loaded()
         superuser = await is_superuser(bot, event)
+        chatbot = session.bot
+        summary = chatbot.summary
+        last = chatbot.stats.last_at
+        zone = resolve_timezone(runtime.config.aimemory_timezone)
         reply = texts.dialog_status(
-            context_tokens=session.bot.context_tokens,
+            context_tokens=chatbot.context_tokens,
             budget_tokens=runtime.budget_tokens,
-            message_count=len(session.bot.window),
+            message_count=len(chatbot.window),
+            summary_tokens=runtime.counter.count(summary) if summary is not None else None,
+            compressions=chatbot.stats.count,
+            last_compressed=last.astimezone(zone).strftime("%Y-%m-%d %H:%M") if last else None,
             persistent=runtime.persistent,
             resident_sessions=len(runtime.sessions) if superuser else None,
         )

@@ -9,7 +9,6 @@ DEFAULT_SYSTEM_PROMPT = (
 )
 DEFAULT_API_BASE = "https://api.openai.com/v1"
 DEFAULT_MODEL = "gpt-4o-mini"
-DEFAULT_MAX_CONTEXT_TOKENS = 128_000
 
 
 class Config(BaseModel):
@@ -19,7 +18,8 @@ class Config(BaseModel):
     aimemory_api_key: str = ""
     aimemory_model: str = DEFAULT_MODEL
     aimemory_system_prompt: str = DEFAULT_SYSTEM_PROMPT
-    aimemory_max_context_tokens: int = Field(default=DEFAULT_MAX_CONTEXT_TOKENS, ge=1024)
+    # None: from the model's known context window (see engine/models.py), at most 128000.
+    aimemory_max_context_tokens: int | None = Field(default=None, ge=1024)
     aimemory_request_timeout: float = Field(default=120.0, gt=0, le=3600)
     aimemory_llm_max_retries: int = Field(default=2, ge=0, le=10)
     aimemory_max_tool_rounds: int = Field(default=8, ge=0, le=64)
@@ -30,16 +30,31 @@ class Config(BaseModel):
     aimemory_db_path: str = ""
     aimemory_timezone: str = "Asia/Shanghai"
     aimemory_multimodal: bool = False
+    aimemory_compress_threshold: float = Field(default=0.8, ge=0.1, le=0.95)
+    aimemory_compressor_api_base: str = ""
+    aimemory_compressor_api_key: str = ""
+    aimemory_compressor_model: str = ""
+    aimemory_compress_keep_recent_tokens: int | None = Field(default=None, ge=0)
+    aimemory_compress_summary_max_tokens: int | None = Field(default=None, ge=64)
+    aimemory_compress_chunk_tokens: int | None = Field(default=None, ge=256)
+    aimemory_precompact_wait_seconds: float = Field(default=2.0, ge=0, le=60)
     aimemory_reply_max_chars: int = Field(default=1500, ge=100, le=4500)
     aimemory_reply_max_parts: int = Field(default=5, ge=1, le=20)
 
-    @field_validator("aimemory_api_base")
+    @field_validator("aimemory_api_base", "aimemory_compressor_api_base")
     @classmethod
     def _api_base_is_http(cls, value: str) -> str:
         value = value.strip()
-        if not value.startswith(("http://", "https://")):
+        if value and not value.startswith(("http://", "https://")):
             raise ValueError("must start with http:// or https://")
         return value.rstrip("/")
+
+    @field_validator("aimemory_api_base")
+    @classmethod
+    def _main_api_base_set(cls, value: str) -> str:
+        if not value:
+            raise ValueError("must not be empty")
+        return value
 
     @field_validator("aimemory_model")
     @classmethod

@@ -40,6 +40,8 @@ def failure_text(error: LLMError) -> str:
     """A short Chinese apology matching what went wrong (details go to the log)."""
     if error.kind == "timeout":
         return texts.LLM_TIMEOUT
+    if error.kind == "context_length":
+        return texts.TOO_LONG
     if error.kind == "empty":
         return texts.LLM_EMPTY
     return texts.LLM_UNAVAILABLE

@@ -17,7 +17,10 @@ import httpx
 from .autoclear import GroupAutoClear
 from .config import DEFAULT_API_BASE, Config
 from .engine.chatbot import ChatBot, HistoryStore
+from .engine.compressor import CompressionPolicy, Compressor
+from .engine.hooks import PreCompactHooks
 from .engine.llm import Endpoint, LLMClient
+from .engine.models import context_window_for, default_budget_for
 from .engine.tokens import TiktokenCounter
 from .engine.tools import Tool, ToolRegistry
 from .sessions import SessionCache, group_key
@@ -30,6 +33,9 @@ logger = logging.getLogger("nonebot_plugin_aimemory")
 # (runtime, session key) -> tools bound to that session. Bound once, when the session is built.
 ToolProvider = Callable[["Runtime", str], Iterable[Tool]]
 _tool_providers: list[ToolProvider] = []
+
+# Public: callbacks told which messages are about to be folded into a summary.
+pre_compact = PreCompactHooks()
 
 
 def register_tool_provider(provider: ToolProvider) -> ToolProvider:
@@ -53,6 +59,7 @@ class Runtime:
     history: HistoryStore
     http: httpx.AsyncClient
     llm: LLMClient
+    compressor: Compressor
     counter: TiktokenCounter
     sessions: SessionCache
     autoclear: GroupAutoClear
@@ -70,7 +77,7 @@ class Runtime:
 
     @property
     def budget_tokens(self) -> int:
-        return self.config.aimemory_max_context_tokens
+        return self.compressor.policy.budget_tokens
 
     def build_chatbot(self, key: str) -> ChatBot:
         tools = ToolRegistry()
@@ -86,6 +93,7 @@ class Runtime:
             tools=tools,
             max_tool_rounds=self.config.aimemory_max_tool_rounds,
             send_images=self.config.aimemory_multimodal,
+            compressor=self.compressor,
         )
 
     def system_prompt_for(self, key: str) -> str:
@@ -126,12 +134,25 @@ class Runtime:
             max_retries=config.aimemory_llm_max_retries,
         )
         counter = TiktokenCounter()
+        pre_compact.wait_seconds = config.aimemory_precompact_wait_seconds
+        compressor = Compressor(
+            LLMClient(
+                http,
+                compressor_endpoint(config),
+                timeout_seconds=config.aimemory_request_timeout,
+                max_retries=config.aimemory_llm_max_retries,
+            ),
+            counter,
+            compression_policy(config),
+            pre_compact,
+        )
         runtime = cls(
             config=config,
             database=database,
             history=history,
             http=http,
             llm=llm,
+            compressor=compressor,
             counter=counter,
             sessions=SessionCache(
                 lambda key: runtime.build_chatbot(key),
@@ -158,9 +179,33 @@ class Runtime:
         """Stop sessions and the janitor, flush counters and writes, close connections."""
         await self.sessions.close()
         await self.autoclear.close()
+        await pre_compact.drain()
         if self.database is not None:
             await self.database.close()
         await self.http.aclose()
+
+
+def compressor_endpoint(config: Config) -> Endpoint:
+    """The compressor's endpoint; each empty key falls back to the main model's."""
+    return Endpoint(
+        config.aimemory_compressor_api_base or config.aimemory_api_base,
+        config.aimemory_compressor_api_key or config.aimemory_api_key,
+        config.aimemory_compressor_model or config.aimemory_model,
+    )
+
+
+def compression_policy(config: Config) -> CompressionPolicy:
+    """Budget from config or the model table; the rest defaults to fractions of it."""
+    budget = config.aimemory_max_context_tokens or default_budget_for(config.aimemory_model)
+    compressor_window = context_window_for(compressor_endpoint(config).model)
+    return CompressionPolicy.for_budget(
+        budget,
+        threshold=config.aimemory_compress_threshold,
+        keep_recent_tokens=config.aimemory_compress_keep_recent_tokens,
+        summary_max_tokens=config.aimemory_compress_summary_max_tokens,
+        chunk_tokens=config.aimemory_compress_chunk_tokens
+        or min(compressor_window // 2, max(budget // 2, 256)),
+    )
 
 
 async def _open_database(db_path: str) -> Database | None:

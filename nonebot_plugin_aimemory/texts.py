@@ -5,6 +5,7 @@ from __future__ import annotations
 NOT_CONFIGURED = "AI 还没有配置好（缺少 API Key），请联系机器人管理员。"
 LLM_UNAVAILABLE = "AI 暂时无法回答，请稍后再试。"
 LLM_TIMEOUT = "AI 响应超时了，请稍后再试。"
+TOO_LONG = "这条消息太长了，超出了模型能处理的长度，请缩短后再发。"
 LLM_EMPTY = "AI 这次没有给出回答，换个说法再试试吧。"
 TURN_FAILED = "出了点问题，这条消息没能回答，请稍后再试。"
 STOPPED = "已停止当前回答。"
@@ -22,6 +23,9 @@ def dialog_status(
     context_tokens: int,
     budget_tokens: int,
     message_count: int,
+    summary_tokens: int | None,
+    compressions: int,
+    last_compressed: str | None,
     persistent: bool,
     resident_sessions: int | None,
 ) -> str:
@@ -29,6 +33,9 @@ def dialog_status(
     lines = [
         f"上下文：{context_tokens} / {budget_tokens} tokens（{percent:.1f}%）",
         f"消息数：{message_count}",
+        f"摘要：约 {summary_tokens} tokens" if summary_tokens is not None else "摘要：无",
+        f"压缩次数：{compressions}"
+        + (f"（最近一次 {last_compressed}）" if last_compressed else ""),
     ]
     if not persistent:
         lines.append("存储：仅内存（数据库不可用，重启后会丢失）")

@@ -1,14 +1,17 @@
-"""One conversation's turn loop: window + new message → LLM → tools → reply → store."""
+"""One conversation's turn loop: window + new message → (compress) → LLM → tools → reply →
+store."""
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Sequence
+from collections.abc import Awaitable, Sequence
 from dataclasses import dataclass
+from datetime import datetime, timezone
 from typing import Protocol
 
-from .llm import LLMClient, LLMError, Usage
+from .compressor import Compaction, Compressor, split_summary
+from .llm import Completion, ContextLengthError, LLMClient, LLMError, Usage
 from .messages import Message, tool_result
 from .tokens import TokenCounter, message_tokens
 from .tools import ToolRegistry
@@ -17,25 +20,39 @@ from .window import Window, api_safe
 logger = logging.getLogger("nonebot_plugin_aimemory")
 
 
+@dataclass(frozen=True, slots=True)
+class CompressionStats:
+    """How often a conversation was compressed, and when last (UTC)."""
+
+    count: int = 0
+    last_at: datetime | None = None
+
+
 class HistoryStore(Protocol):
     """Where a conversation's window is persisted, row per message."""
 
     async def load(self, key: str) -> list[Message]: ...
 
+    async def load_stats(self, key: str) -> CompressionStats: ...
+
     async def append(self, key: str, messages: Sequence[Message]) -> None: ...
 
-    async def replace(self, key: str, messages: Sequence[Message]) -> None: ...
+    async def replace(
+        self, key: str, messages: Sequence[Message], *, compressed_at: datetime | None = None
+    ) -> None: ...
 
     async def clear(self, key: str) -> None: ...
 
 
 @dataclass(frozen=True, slots=True)
 class TurnResult:
-    """What a turn produced: the reply text, usage over all calls and tool rounds used."""
+    """What a turn produced: the reply, usage over all calls (compression included), tool
+    rounds used and compressions done."""
 
     reply: str
     usage: Usage
     tool_rounds: int
+    compressions: int = 0
 
 
 class ChatBot:
@@ -52,6 +69,7 @@ class ChatBot:
         tools: ToolRegistry | None = None,
         max_tool_rounds: int = 8,
         send_images: bool = False,
+        compressor: Compressor | None = None,
     ) -> None:
         self.key = key
         self.llm = llm
@@ -61,25 +79,34 @@ class ChatBot:
         self.max_tool_rounds = max_tool_rounds
         # Text-only models reject image parts: they then see the images' text markers.
         self.send_images = send_images
+        self.compressor = compressor
         self.window = Window(counter)
         self.system_message = Message("system", system_prompt)
         # Prompt size of the last request, from the API's usage (or estimated without one).
         self.context_tokens = 0
+        self.stats = CompressionStats()
+        self._fixed_tokens: int | None = None
+
+    @property
+    def summary(self) -> str | None:
+        return split_summary(self.window.messages)[0]
 
     async def load(self) -> None:
         """Fill the window from the store (an unreadable store leaves it empty)."""
         try:
             messages = await self.store.load(self.key)
+            self.stats = await self.store.load_stats(self.key)
         except Exception:
             logger.exception("could not load history of %s, starting empty", self.key)
             messages = []
         self.window.replace(messages)
-        self.context_tokens = self.estimate_request_tokens(self.window.messages) if messages else 0
+        self.context_tokens = self.estimate_window_tokens() if messages else 0
 
     async def clear(self) -> None:
         """Forget the conversation, in memory and in the store."""
         self.window.clear()
         self.context_tokens = 0
+        self.stats = CompressionStats()
         await self._persist(self.store.clear(self.key))
 
     async def turn(self, message: Message, *, persist_user_text: str | None = None) -> TurnResult:
@@ -92,11 +119,26 @@ class ChatBot:
             message = message.with_image_markers()
         pending: list[Message] = []
         usage = Usage()
-        rounds = 0
+        rounds = compressions = 0
+        retried_context = False
         try:
+            if self._over_threshold():
+                usage += await self.compact(reason="threshold")
+                compressions += 1
             while True:
+                if self._request_over_budget(message, pending) and self._can_fold():
+                    usage += await self.compact(reason="request over budget")
+                    compressions += 1
                 force_answer = rounds >= self.max_tool_rounds
-                completion = await self._call(message, pending, force_answer)
+                try:
+                    completion = await self._call(message, pending, force_answer)
+                except ContextLengthError:
+                    if retried_context or self.compressor is None or not self.window.messages:
+                        raise
+                    retried_context = True
+                    usage += await self.compact(reason="context length error", keep_recent_tokens=0)
+                    compressions += 1
+                    continue
                 usage += completion.usage or Usage()
                 reply = completion.message
                 if reply.tool_calls and not force_answer:
@@ -110,13 +152,61 @@ class ChatBot:
                 if not reply.text:
                     raise LLMError("empty", f"only tool calls after {rounds} rounds ({self.key})")
                 pending.append(Message("assistant", reply.text))
-                return TurnResult(reply.text, usage, rounds)
+                return TurnResult(reply.text, usage, rounds, compressions)
         finally:
             # Runs on success, failure and cancellation alike: pending only ever holds whole
             # tool rounds, so what is kept is always a valid history.
             await self._commit([kept_user, *pending])
 
-    async def _call(self, message: Message, pending: list[Message], force_answer: bool):
+    async def compact(self, *, reason: str, keep_recent_tokens: int | None = None) -> Usage:
+        """Fold the older window into the summary (or truncate if that fails); returns the
+        compressor's usage. The new window replaces the stored one."""
+        assert self.compressor is not None
+        logger.info(
+            "compressing %s (%s): %d messages, ~%d tokens",
+            self.key,
+            reason,
+            len(self.window),
+            self.context_tokens,
+        )
+        compaction = await self.compressor.compact(
+            self.key, self.window.messages, keep_recent_tokens=keep_recent_tokens
+        )
+        self._apply(compaction)
+        compressed_at = None if compaction.fell_back else datetime.now(timezone.utc)
+        if compressed_at is not None:
+            self.stats = CompressionStats(self.stats.count + 1, compressed_at)
+        await self._persist(
+            self.store.replace(self.key, compaction.messages, compressed_at=compressed_at)
+        )
+        return compaction.usage
+
+    def _apply(self, compaction: Compaction) -> None:
+        self.window.replace(compaction.messages)
+        # After a fallback the size is unknown: 0 makes the next turn re-check and converge.
+        self.context_tokens = 0 if compaction.fell_back else self.estimate_window_tokens()
+
+    def _over_threshold(self) -> bool:
+        compressor = self.compressor
+        return (
+            compressor is not None
+            and bool(self.window.messages)
+            and self.context_tokens > compressor.policy.trigger_tokens
+        )
+
+    def _request_over_budget(self, message: Message, pending: Sequence[Message]) -> bool:
+        if self.compressor is None:
+            return False
+        extra = sum(message_tokens(m, self.counter) for m in (message, *pending))
+        return self.estimate_window_tokens() + extra > self.compressor.policy.budget_tokens
+
+    def _can_fold(self) -> bool:
+        """Something beyond an existing summary is left to fold or truncate."""
+        return bool(split_summary(self.window.messages)[1])
+
+    async def _call(
+        self, message: Message, pending: list[Message], force_answer: bool
+    ) -> Completion:
         request = [self.system_message, *api_safe([*self.window.messages, message, *pending])]
         extra = {"tool_choice": "none"} if force_answer and self.tools.names else None
         completion = await self.llm.complete(
@@ -125,24 +215,23 @@ class ChatBot:
         if completion.usage is not None:
             self.context_tokens = completion.usage.prompt_tokens
         else:
-            self.context_tokens = self.estimate_request_tokens(request[1:])
+            extra_tokens = sum(message_tokens(m, self.counter) for m in (message, *pending))
+            self.context_tokens = self.estimate_window_tokens() + extra_tokens
         return completion
 
-    def estimate_request_tokens(self, messages: Sequence[Message]) -> int:
-        """Tokenizer estimate of a request made of the system prompt, tools and `messages`."""
-        if messages is self.window.messages:
-            body = self.window.tokens
-        else:
-            body = sum(message_tokens(m, self.counter) for m in messages)
-        tools = self.tools.specs_json()
-        tools_tokens = self.counter.count(tools.decode()) if tools else 0
-        return message_tokens(self.system_message, self.counter) + tools_tokens + body
+    def estimate_window_tokens(self) -> int:
+        """Tokenizer estimate of a request holding the system prompt, tools and the window."""
+        if self._fixed_tokens is None:
+            tools = self.tools.specs_json()
+            tools_tokens = self.counter.count(tools.decode()) if tools else 0
+            self._fixed_tokens = message_tokens(self.system_message, self.counter) + tools_tokens
+        return self._fixed_tokens + self.window.tokens
 
     async def _commit(self, messages: list[Message]) -> None:
         self.window.extend(messages)
         await self._persist(self.store.append(self.key, messages))
 
-    async def _persist(self, write) -> None:
+    async def _persist(self, write: Awaitable[None]) -> None:
         """Run a store write to completion even if the turn is cancelled; log a failure."""
         task = asyncio.ensure_future(write)
         try:

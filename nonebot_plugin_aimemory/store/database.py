@@ -19,9 +19,20 @@ T = TypeVar("T")
 BUSY_TIMEOUT_MS = 5000
 
 
-def utc_now_text() -> str:
+UTC_TEXT_FORMAT = "%Y-%m-%dT%H:%M:%S.%fZ"
+
+
+def utc_text(moment: datetime) -> str:
     """Fixed-width UTC timestamp: text order is time order."""
-    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    return moment.astimezone(timezone.utc).strftime(UTC_TEXT_FORMAT)
+
+
+def utc_now_text() -> str:
+    return utc_text(datetime.now(timezone.utc))
+
+
+def parse_utc_text(text: str) -> datetime:
+    return datetime.strptime(text, UTC_TEXT_FORMAT).replace(tzinfo=timezone.utc)
 
 
 class Database:

@@ -5,11 +5,13 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Sequence
+from datetime import datetime
 
 import aiosqlite
 
+from ..engine.chatbot import CompressionStats
 from ..engine.messages import Message
-from .database import Database, utc_now_text
+from .database import Database, parse_utc_text, utc_now_text, utc_text
 
 logger = logging.getLogger("nonebot_plugin_aimemory")
 
@@ -37,6 +39,15 @@ class SqliteHistoryStore:
                 logger.warning("skipping unreadable history row %s#%s", key, seq)
         return messages
 
+    async def load_stats(self, key: str) -> CompressionStats:
+        rows = await self.database.read(
+            "SELECT compressions, last_compressed_at FROM sessions WHERE key = ?", (key,)
+        )
+        if not rows:
+            return CompressionStats()
+        count, last_at = rows[0]
+        return CompressionStats(int(count), parse_utc_text(last_at) if last_at else None)
+
     async def append(self, key: str, messages: Sequence[Message]) -> None:
         if not messages:
             return
@@ -63,8 +74,11 @@ class SqliteHistoryStore:
 
         await self.database.write(work)
 
-    async def replace(self, key: str, messages: Sequence[Message]) -> None:
+    async def replace(
+        self, key: str, messages: Sequence[Message], *, compressed_at: datetime | None = None
+    ) -> None:
         rows = [(m.role, persisted_body(m)) for m in messages]
+        compressed_text = utc_text(compressed_at) if compressed_at else None
 
         async def work(connection: aiosqlite.Connection) -> None:
             now = utc_now_text()
@@ -75,6 +89,12 @@ class SqliteHistoryStore:
                 "updated_at = excluded.updated_at",
                 (key, len(rows), now),
             )
+            if compressed_text is not None:
+                await connection.execute(
+                    "UPDATE sessions SET compressions = compressions + 1, "
+                    "last_compressed_at = ? WHERE key = ?",
+                    (compressed_text, key),
+                )
             await connection.executemany(
                 "INSERT INTO messages (session_key, seq, role, body, created_at) "
                 "VALUES (?, ?, ?, ?, ?)",
@@ -97,10 +117,15 @@ class MemoryOnlyHistoryStore:
     async def load(self, key: str) -> list[Message]:
         return []
 
+    async def load_stats(self, key: str) -> CompressionStats:
+        return CompressionStats()
+
     async def append(self, key: str, messages: Sequence[Message]) -> None:
         return None
 
-    async def replace(self, key: str, messages: Sequence[Message]) -> None:
+    async def replace(
+        self, key: str, messages: Sequence[Message], *, compressed_at: datetime | None = None
+    ) -> None:
         return None
 
     async def clear(self, key: str) -> None:

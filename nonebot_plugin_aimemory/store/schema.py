@@ -24,6 +24,10 @@ MIGRATIONS: tuple[str, ...] = (
         updated_at TEXT NOT NULL
     );
     """,
+    """
+    ALTER TABLE sessions ADD COLUMN compressions INTEGER NOT NULL DEFAULT 0;
+    ALTER TABLE sessions ADD COLUMN last_compressed_at TEXT;
+    """,
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -26,7 +26,11 @@ async def test_status_shows_context_budget_and_message_count(app: App, plugin) -
         ctx.receive_event(nb_bot, event)
         ctx.should_call_send(
             event,
-            Message(MessageSegment.text("上下文：640 / 128000 tokens（0.5%）\n消息数：2")),
+            Message(
+                MessageSegment.text(
+                    "上下文：640 / 128000 tokens（0.5%）\n消息数：2\n摘要：无\n压缩次数：0"
+                )
+            ),
             result={"message_id": 1},
         )
 

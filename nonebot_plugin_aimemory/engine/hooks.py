@@ -1,0 +1,68 @@
+"""PreCompact: a public registry of async callbacks told which messages are about to be
+folded into a summary, so they can save what matters first (long-term memory does)."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable, Sequence
+
+from .messages import Message
+
+logger = logging.getLogger("nonebot_plugin_aimemory")
+
+PreCompactCallback = Callable[[str, Sequence[Message]], Awaitable[None]]
+DEFAULT_WAIT_SECONDS = 2.0
+
+
+class PreCompactHooks:
+    """Callbacks run concurrently; compression waits a bounded time and never fails for them."""
+
+    def __init__(self, wait_seconds: float = DEFAULT_WAIT_SECONDS) -> None:
+        self.wait_seconds = wait_seconds
+        self._callbacks: list[PreCompactCallback] = []
+        self._running: set[asyncio.Task[None]] = set()
+
+    def register(self, callback: PreCompactCallback) -> PreCompactCallback:
+        """Add a callback (usable as a decorator)."""
+        if callback not in self._callbacks:
+            self._callbacks.append(callback)
+        return callback
+
+    def unregister(self, callback: PreCompactCallback) -> None:
+        if callback in self._callbacks:
+            self._callbacks.remove(callback)
+
+    async def fire(self, key: str, messages: Sequence[Message]) -> None:
+        """Notify every callback; return when all finished or `wait_seconds` passed.
+        Slow callbacks keep running in the background; failures are logged."""
+        if not self._callbacks or not messages:
+            return
+        folded = tuple(messages)
+        tasks = [
+            asyncio.ensure_future(self._guarded(callback, key, folded))
+            for callback in list(self._callbacks)
+        ]
+        for task in tasks:
+            self._running.add(task)
+            task.add_done_callback(self._running.discard)
+        _, pending = await asyncio.wait(tasks, timeout=self.wait_seconds)
+        if pending:
+            logger.warning(
+                "%d PreCompact callback(s) still running after %.1fs for %s; compressing anyway",
+                len(pending),
+                self.wait_seconds,
+                key,
+            )
+
+    @staticmethod
+    async def _guarded(callback: PreCompactCallback, key: str, messages: Sequence[Message]) -> None:
+        try:
+            await callback(key, messages)
+        except Exception:
+            logger.exception("PreCompact callback %r failed for %s", callback, key)
+
+    async def drain(self) -> None:
+        """Wait for callbacks still running (at shutdown)."""
+        if self._running:
+            await asyncio.gather(*self._running, return_exceptions=True)
