@@ -127,7 +127,10 @@ class ChatBot:
                 compressions += 1
             while True:
                 if self._request_over_budget(message, pending) and self._can_fold():
-                    usage += await self.compact(reason="request over budget")
+                    usage += await self.compact(
+                        reason="request over budget",
+                        keep_recent_tokens=self._tail_room(message, pending),
+                    )
                     compressions += 1
                 force_answer = rounds >= self.max_tool_rounds
                 try:
@@ -172,6 +175,13 @@ class ChatBot:
         compaction = await self.compressor.compact(
             self.key, self.window.messages, keep_recent_tokens=keep_recent_tokens
         )
+        if compaction is None:
+            if keep_recent_tokens != 0:
+                return Usage()
+            # Even the whole window has nothing to fold: the only way down is truncation.
+            compaction = self.compressor.truncate(
+                self.key, self.window.messages, reason="nothing to fold"
+            )
         self._apply(compaction)
         compressed_at = None if compaction.fell_back else datetime.now(timezone.utc)
         if compressed_at is not None:
@@ -199,6 +209,15 @@ class ChatBot:
             return False
         extra = sum(message_tokens(m, self.counter) for m in (message, *pending))
         return self.estimate_window_tokens() + extra > self.compressor.policy.budget_tokens
+
+    def _tail_room(self, message: Message, pending: Sequence[Message]) -> int:
+        """How much verbatim tail still fits beside the summary and this turn's messages."""
+        assert self.compressor is not None
+        policy = self.compressor.policy
+        extra = sum(message_tokens(m, self.counter) for m in (message, *pending))
+        fixed = self.estimate_window_tokens() - self.window.tokens
+        room = policy.budget_tokens - fixed - extra - policy.summary_max_tokens
+        return max(0, min(policy.keep_recent_tokens, room))
 
     def _can_fold(self) -> bool:
         """Something beyond an existing summary is left to fold or truncate."""

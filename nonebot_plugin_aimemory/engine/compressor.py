@@ -180,14 +180,15 @@ class Compressor:
 
     async def compact(
         self, key: str, window: Sequence[Message], *, keep_recent_tokens: int | None = None
-    ) -> Compaction:
-        """Summarise all but the recent tail; on any compressor failure, truncate instead."""
+    ) -> Compaction | None:
+        """Summarise all but the recent tail; on any compressor failure, truncate instead.
+        None when everything already fits in the tail (folding would gain nothing)."""
         previous, body = split_summary(window)
         keep = self.policy.keep_recent_tokens if keep_recent_tokens is None else keep_recent_tokens
         start = tail_start(body, keep, self.counter)
         folded, tail = body[:start], body[start:]
         if not render_transcript(folded):
-            return self.truncate(key, window, reason="nothing to fold")
+            return None
         if self.hooks is not None:
             await self.hooks.fire(key, folded)
         try:

@@ -1,0 +1,335 @@
+"""Rolling compression of the window: when it triggers, what it keeps, how it falls back."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+
+import httpx
+import pytest
+
+from nonebot_plugin_aimemory.engine.chatbot import ChatBot
+from nonebot_plugin_aimemory.engine.compressor import (
+    SUMMARY_ACK,
+    SUMMARY_PREFIX,
+    CompressionPolicy,
+    Compressor,
+)
+from nonebot_plugin_aimemory.engine.hooks import PreCompactHooks
+from nonebot_plugin_aimemory.engine.llm import Endpoint, LLMClient, LLMError
+from nonebot_plugin_aimemory.engine.messages import Message
+from nonebot_plugin_aimemory.engine.tokens import TiktokenCounter
+from nonebot_plugin_aimemory.store.database import Database
+from nonebot_plugin_aimemory.store.history_store import SqliteHistoryStore
+from tests.fakes.openai_server import FakeOpenAI, error, raw, text
+from tests.fakes.responders import FactKeepingLLM, is_compression_request
+
+COUNTER = TiktokenCounter()
+COUNTER.load()
+LINE = "今天群里聊了很多关于周末去爬山的安排，大家各有想法，讨论得很热烈。"
+
+
+@pytest.fixture
+async def store(tmp_path) -> AsyncIterator[SqliteHistoryStore]:
+    database = await Database.open(tmp_path / "history.db")
+    yield SqliteHistoryStore(database)
+    await database.close()
+
+
+@pytest.fixture
+async def http() -> AsyncIterator[httpx.AsyncClient]:
+    async with httpx.AsyncClient() as client:
+        yield client
+
+
+def make_bot(
+    llm: FakeOpenAI,
+    http: httpx.AsyncClient,
+    store: SqliteHistoryStore,
+    *,
+    budget: int = 2000,
+    hooks: PreCompactHooks | None = None,
+    compressor_model: str = "fake-model",
+    **policy: int,
+) -> ChatBot:
+    client = LLMClient(
+        http,
+        Endpoint(llm.base_url, "sk-test", "fake-model"),
+        timeout_seconds=2,
+        max_retries=0,
+        backoff_seconds=0.01,
+    )
+    compressor_client = LLMClient(
+        http,
+        Endpoint(llm.base_url, "sk-test", compressor_model),
+        timeout_seconds=2,
+        max_retries=0,
+    )
+    compressor = Compressor(
+        compressor_client, COUNTER, CompressionPolicy.for_budget(budget, **policy), hooks
+    )
+    return ChatBot(
+        "g:1",
+        llm=client,
+        store=store,
+        counter=COUNTER,
+        system_prompt="你是测试助手。",
+        compressor=compressor,
+    )
+
+
+def compression_requests(llm: FakeOpenAI) -> list[dict]:
+    return [body for body in llm.chat_requests if is_compression_request(body)]
+
+
+def chat_requests(llm: FakeOpenAI) -> list[dict]:
+    return [body for body in llm.chat_requests if not is_compression_request(body)]
+
+
+async def chat(bot: ChatBot, content: str):
+    return await bot.turn(Message("user", content))
+
+
+@pytest.fixture
+def llm() -> FakeOpenAI:
+    with FakeOpenAI(api_key="sk-test") as server:
+        server.responder = FactKeepingLLM()
+        yield server
+
+
+async def test_compression_triggers_above_the_threshold(llm, http, store) -> None:
+    bot = make_bot(llm, http, store, budget=2000)
+    turns = 0
+    while not compression_requests(llm) and turns < 40:
+        await chat(bot, f"{LINE} 第{turns}轮")
+        turns += 1
+    assert compression_requests(llm), "no compression within 40 turns"
+    # It fired on the first turn whose previous prompt exceeded 80 % of the budget.
+    sizes = [COUNTER.count(str(b["messages"])) for b in chat_requests(llm)]
+    assert turns > 3
+    assert bot.stats.count == 1
+    assert sizes  # requests were made
+
+
+async def test_next_request_carries_the_summary_and_acknowledgment(llm, http, store) -> None:
+    bot = make_bot(llm, http, store, budget=2000)
+    await chat(bot, f"#fact1:小明吃素 {LINE}")
+    for i in range(30):
+        await chat(bot, f"{LINE} {i}")
+        if bot.stats.count:
+            break
+    messages = chat_requests(llm)[-1]["messages"]
+    assert messages[0]["role"] == "system"
+    assert messages[1]["role"] == "user"
+    assert messages[1]["content"].startswith(SUMMARY_PREFIX)
+    assert "#fact1:小明吃素" in messages[1]["content"]
+    assert messages[2] == {"role": "assistant", "content": SUMMARY_ACK}
+    assert sum(1 for m in messages if m["role"] == "system") == 1
+
+
+async def test_verbatim_tail_is_kept_and_starts_with_a_user_message(llm, http, store) -> None:
+    bot = make_bot(llm, http, store, budget=2000)
+    for i in range(30):
+        await chat(bot, f"{LINE} 编号{i}")
+        if bot.stats.count:
+            last_turn = i
+            break
+    window = bot.window.messages
+    assert window[2].role == "user"
+    # The turn that triggered compression and the one before it are verbatim.
+    assert window[-2].text.endswith(f"编号{last_turn}")
+    assert any(m.text.endswith(f"编号{last_turn - 1}") for m in window[2:])
+    tail_tokens = sum(m.tokens for m in window[2:-2])
+    assert tail_tokens <= 2000 // 5
+
+
+async def test_compressed_window_is_what_loads_after_a_restart(llm, http, store) -> None:
+    bot = make_bot(llm, http, store, budget=2000)
+    for i in range(30):
+        await chat(bot, f"#fact{i}:事{i} {LINE}")
+        if bot.stats.count:
+            break
+    reloaded = make_bot(llm, http, store, budget=2000)
+    await reloaded.load()
+    assert [m.to_api() for m in reloaded.window.messages] == [
+        m.to_api() for m in bot.window.messages
+    ]
+    assert reloaded.stats.count == 1
+    assert reloaded.summary is not None
+
+
+async def test_a_fact_survives_three_compressions(llm, http, store) -> None:
+    bot = make_bot(llm, http, store, budget=2000)
+    await chat(bot, f"#fact0:小红的生日是三月三日 {LINE}")
+    turns = 0
+    while bot.stats.count < 3 and turns < 200:
+        await chat(bot, f"{LINE} {turns}")
+        turns += 1
+    assert bot.stats.count >= 3
+    assert "#fact0:小红的生日是三月三日" in (bot.summary or "")
+    assert "#fact0:小红的生日是三月三日" in chat_requests(llm)[-1]["messages"][1]["content"]
+
+
+async def test_summary_stays_under_its_cap_over_twenty_compressions(llm, http, store) -> None:
+    llm.responder = FactKeepingLLM(padding="\n- 冗长的重复内容" * 400)
+    bot = make_bot(llm, http, store, budget=2000, summary_max_tokens=150)
+    turns = 0
+    while bot.stats.count < 20 and turns < 600:
+        await chat(bot, f"#fact{turns}:事项{turns} {LINE}")
+        turns += 1
+    assert bot.stats.count >= 20
+    assert COUNTER.count(bot.summary or "") <= 150
+
+
+async def test_compressor_failure_truncates_and_the_next_request_is_valid(llm, http, store) -> None:
+    bot = make_bot(llm, http, store, budget=2000)
+    for i in range(12):
+        await chat(bot, f"{LINE} {i}")
+    before = len(bot.window)
+    bot.context_tokens = 1900  # over the threshold: the next turn compresses first
+    llm.script(error(500))  # the compressor call fails
+    result = await chat(bot, "还记得吗")
+    assert result.reply == "好的"
+    assert bot.stats.count == 0
+    assert len(bot.window) < before + 2
+    assert bot.window.messages[0].role == "user"
+    # The request after the truncation was accepted by the strict fake server.
+    assert chat_requests(llm)[-1]["messages"][1]["role"] == "user"
+
+
+async def test_garbage_compressor_output_also_falls_back(llm, http, store) -> None:
+    bot = make_bot(llm, http, store, budget=2000)
+    for i in range(12):
+        await chat(bot, f"{LINE} {i}")
+    bot.context_tokens = 1900
+    llm.script(raw(200, "not json at all"))
+    result = await chat(bot, "继续")
+    assert result.reply == "好的"
+    assert bot.context_tokens > 0  # the reply's usage set it again after the fallback
+
+
+async def test_context_length_error_is_recovered_by_compressing(llm, http, store) -> None:
+    bot = make_bot(llm, http, store, budget=100_000)
+    for i in range(8):
+        await chat(bot, f"#fact{i}:事{i} {LINE}")
+    llm.script(
+        error(
+            400,
+            "This model's maximum context length is 1000 tokens.",
+            code="context_length_exceeded",
+        )
+    )
+    result = await chat(bot, "现在呢？")
+    assert result.reply == "好的"
+    assert result.compressions == 1
+    messages = chat_requests(llm)[-1]["messages"]
+    assert messages[1]["content"].startswith(SUMMARY_PREFIX)
+    assert messages[-1]["content"] == "现在呢？"
+
+
+async def test_unrecoverable_context_length_error_raises_a_context_error(llm, http, store) -> None:
+    bot = make_bot(llm, http, store, budget=100_000)
+    await chat(bot, LINE)
+    too_long = error(400, "maximum context length exceeded", code="context_length_exceeded")
+    llm.script(too_long, text("摘要"), too_long)
+    with pytest.raises(LLMError) as caught:
+        await chat(bot, "很长的消息")
+    assert caught.value.kind == "context_length"
+
+
+async def test_a_request_estimated_over_budget_compresses_inside_the_turn(llm, http, store) -> None:
+    bot = make_bot(llm, http, store, budget=2000)
+    for i in range(4):
+        await chat(bot, f"#fact{i}:事{i} {LINE}")
+    assert bot.stats.count == 0
+    paste = "这是一段很长的粘贴内容。" * 130  # ~1800 tokens: window + paste exceed the budget
+    await chat(bot, paste)
+    assert bot.stats.count == 1
+    assert chat_requests(llm)[-1]["messages"][-1]["content"] == paste
+
+
+async def test_oversize_input_is_folded_in_chunks(llm, http, store) -> None:
+    bot = make_bot(llm, http, store, budget=4000, chunk_tokens=300, keep_recent_tokens=0)
+    for i in range(12):
+        await chat(bot, f"#fact{i}:事项{i} {LINE}")
+    await bot.compact(reason="test")
+    calls = compression_requests(llm)
+    assert len(calls) >= 3
+    # Each chunk's call carries the summary so far: the last summary has every fact.
+    for i in range(12):
+        assert f"#fact{i}:事项{i}" in (bot.summary or "")
+
+
+async def test_precompact_receives_exactly_the_folded_messages(llm, http, store) -> None:
+    hooks = PreCompactHooks(wait_seconds=1)
+    received: list[tuple[str, list[Message]]] = []
+
+    @hooks.register
+    async def remember(key, messages):
+        received.append((key, list(messages)))
+
+    bot = make_bot(llm, http, store, budget=4000, hooks=hooks, keep_recent_tokens=0)
+    for i in range(4):
+        await chat(bot, f"{LINE} {i}")
+    window_before = list(bot.window.messages)
+    await bot.compact(reason="test")
+    assert len(received) == 1
+    key, folded = received[0]
+    assert key == "g:1"
+    assert folded == window_before
+
+
+async def test_a_raising_or_slow_precompact_callback_does_not_stop_compression(
+    llm, http, store
+) -> None:
+    hooks = PreCompactHooks(wait_seconds=0.1)
+
+    @hooks.register
+    async def broken(key, messages):
+        raise RuntimeError("boom")
+
+    @hooks.register
+    async def slow(key, messages):
+        await asyncio.sleep(5)
+
+    bot = make_bot(llm, http, store, budget=4000, hooks=hooks, keep_recent_tokens=0)
+    for i in range(3):
+        await chat(bot, f"{LINE} {i}")
+    started = asyncio.get_running_loop().time()
+    await bot.compact(reason="test")
+    assert asyncio.get_running_loop().time() - started < 2
+    assert bot.stats.count == 1
+    for task in list(hooks._running):
+        task.cancel()
+
+
+async def test_nothing_is_folded_when_the_window_fits_in_the_tail(llm, http, store) -> None:
+    bot = make_bot(llm, http, store, budget=2000)
+    await chat(bot, LINE)
+    bot.context_tokens = 1900  # e.g. a huge system prompt: folding the window cannot help
+    await chat(bot, "继续")
+    assert compression_requests(llm) == []
+    assert bot.window.messages[0].text == LINE
+    assert bot.stats.count == 0
+
+
+async def test_compressor_usage_is_counted_in_the_turn(llm, http, store) -> None:
+    bot = make_bot(llm, http, store, budget=2000)
+    for i in range(12):
+        await chat(bot, f"{LINE} {i}")
+    bot.context_tokens = 1900
+    result = await chat(bot, "继续")
+    assert result.compressions == 1
+    chat_prompt = chat_requests(llm)[-1]
+    reply_usage = FactKeepingLLM().count_tokens(chat_prompt["messages"])
+    assert result.usage.prompt_tokens == reply_usage + 100
+    assert result.tool_rounds == 0
+
+
+async def test_a_separate_compressor_model_is_used_for_compression(llm, http, store) -> None:
+    bot = make_bot(llm, http, store, budget=2000, compressor_model="cheap-model")
+    for i in range(3):
+        await chat(bot, f"{LINE} {i}")
+    await bot.compact(reason="test", keep_recent_tokens=0)
+    assert compression_requests(llm)[-1]["model"] == "cheap-model"
+    assert all(b["model"] == "fake-model" for b in chat_requests(llm))

@@ -1,0 +1,74 @@
+"""Every cut the compressor can make leaves a window the strictest API accepts."""
+
+from __future__ import annotations
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from nonebot_plugin_aimemory.engine.compressor import (
+    CompressionPolicy,
+    Compressor,
+    split_summary,
+    summary_messages,
+    tail_start,
+)
+from nonebot_plugin_aimemory.engine.messages import Message
+from nonebot_plugin_aimemory.engine.tokens import EstimatingCounter, message_tokens
+from nonebot_plugin_aimemory.engine.window import api_safe
+from tests.engine.test_window import assert_accepted, raw_windows, valid_windows
+
+COUNTER = EstimatingCounter()
+PROPERTY = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+def with_optional_summary(window: list[Message], summarised: bool) -> list[Message]:
+    return [*summary_messages("事实：\n- 旧摘要"), *window] if summarised else window
+
+
+def every_keep(window: list[Message]) -> range:
+    total = sum(message_tokens(m, COUNTER) for m in window)
+    return range(0, total + 2, max(1, total // 25))
+
+
+@PROPERTY
+@given(valid_windows(), st.booleans())
+def test_every_tail_of_a_valid_window_is_valid_without_repair(window, summarised) -> None:
+    window = with_optional_summary(window, summarised)
+    _, body = split_summary(window)
+    for keep in every_keep(body):
+        new_window = [*summary_messages("新摘要"), *body[tail_start(body, keep, COUNTER) :]]
+        assert api_safe(new_window) == new_window
+        assert_accepted(new_window)
+
+
+@PROPERTY
+@given(raw_windows(), st.booleans())
+def test_every_tail_of_any_stored_window_is_valid_after_api_safe(window, summarised) -> None:
+    window = with_optional_summary(window, summarised)
+    _, body = split_summary(window)
+    for keep in every_keep(body):
+        new_window = [*summary_messages("新摘要"), *body[tail_start(body, keep, COUNTER) :]]
+        assert_accepted(api_safe(new_window))
+
+
+@PROPERTY
+@given(valid_windows(), st.booleans())
+def test_truncation_fallback_of_a_valid_window_is_valid_without_repair(window, summarised) -> None:
+    compressor = Compressor(None, COUNTER, CompressionPolicy.for_budget(1000))  # type: ignore[arg-type]
+    window = with_optional_summary(window, summarised)
+    kept = compressor.truncate("g:1", window, reason="test").messages
+    assert api_safe(kept) == kept
+    assert_accepted(kept)
+    assert len(kept) <= len(window)
+
+
+@PROPERTY
+@given(raw_windows(), st.booleans())
+def test_repeated_truncation_converges_to_a_valid_window(window, summarised) -> None:
+    compressor = Compressor(None, COUNTER, CompressionPolicy.for_budget(1000))  # type: ignore[arg-type]
+    current = with_optional_summary(window, summarised)
+    for _ in range(12):
+        current = compressor.truncate("g:1", current, reason="test").messages
+        assert_accepted(api_safe(current))
+    _, body = split_summary(current)
+    assert body == [] or len(body) <= 2
