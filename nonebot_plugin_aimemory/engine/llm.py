@@ -142,8 +142,11 @@ class LLMClient:
                     timeout=self.timeout_seconds,
                 )
             except (httpx.TimeoutException, httpx.TransportError) as exc:
-                retryable = isinstance(exc, httpx.ConnectError | httpx.RemoteProtocolError)
-                retryable = retryable or isinstance(exc, httpx.ConnectTimeout)
+                # Connection-level failures (refused, reset, closed early) are worth a retry;
+                # a read timeout is not: the model is just slow, retrying doubles the wait.
+                retryable = isinstance(
+                    exc, httpx.NetworkError | httpx.RemoteProtocolError | httpx.ConnectTimeout
+                )
                 kind = "timeout" if isinstance(exc, httpx.TimeoutException) else "unreachable"
                 if not retryable or attempt >= self.max_retries:
                     raise LLMError(kind, f"{type(exc).__name__}: {exc}") from exc

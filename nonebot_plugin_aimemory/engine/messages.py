@@ -109,9 +109,10 @@ class Message:
     def api_json(self) -> bytes:
         """UTF-8 JSON of `to_api()`, computed once: a long window is serialised by joining these."""
         if self._json is None:
+            # "replace": a lone surrogate (half an emoji from QQ) must not poison the window.
             self._json = json.dumps(
                 self.to_api(), ensure_ascii=False, separators=(",", ":")
-            ).encode()
+            ).encode("utf-8", "replace")
         return self._json
 
     @staticmethod

