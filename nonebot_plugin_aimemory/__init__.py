@@ -60,7 +60,10 @@ if not any(isinstance(h, LoguruHandler) for h in _engine_logger.handlers):
     _engine_logger.setLevel(logging.INFO)
     _engine_logger.propagate = False
 
-from . import commands, matchers  # noqa: E402, F401
+from . import commands, matchers, memory_commands  # noqa: E402, F401
+from .memory_tools import memory_tools  # noqa: E402
+
+register_tool_provider(memory_tools)
 
 driver = get_driver()
 

@@ -38,10 +38,21 @@ class Config(BaseModel):
     aimemory_compress_summary_max_tokens: int | None = Field(default=None, ge=64)
     aimemory_compress_chunk_tokens: int | None = Field(default=None, ge=256)
     aimemory_precompact_wait_seconds: float = Field(default=2.0, ge=0, le=60)
+    aimemory_memory_max_entries: int = Field(default=200, ge=1, le=100_000)
+    aimemory_memory_auto_inject: bool = True
+    aimemory_memory_inject_topk: int = Field(default=3, ge=1, le=20)
+    aimemory_memory_inject_max_chars: int = Field(default=1500, ge=100, le=10_000)
+    aimemory_memory_mask_pii: bool = True
+    aimemory_memory_extract_on_compact: bool = True
+    aimemory_embedding_api_base: str = ""
+    aimemory_embedding_api_key: str = ""
+    aimemory_embedding_model: str = ""
     aimemory_reply_max_chars: int = Field(default=1500, ge=100, le=4500)
     aimemory_reply_max_parts: int = Field(default=5, ge=1, le=20)
 
-    @field_validator("aimemory_api_base", "aimemory_compressor_api_base")
+    @field_validator(
+        "aimemory_api_base", "aimemory_compressor_api_base", "aimemory_embedding_api_base"
+    )
     @classmethod
     def _api_base_is_http(cls, value: str) -> str:
         value = value.strip()

@@ -71,13 +71,35 @@ def build_user_message(event: MessageEvent, runtime: Runtime) -> Message | None:
     return Message("user", tuple(content))
 
 
+async def with_relevant_memories(
+    runtime: Runtime, scope: str, message: Message, query: str
+) -> tuple[Message, str | None]:
+    """Put the memories most relevant to this message before it, for this turn only: the
+    window keeps (and the store persists) the message without them."""
+    memory = runtime.memory
+    config = runtime.config
+    if memory is None or not config.aimemory_memory_auto_inject:
+        return message, None
+    records = await memory.relevant(scope, query, config.aimemory_memory_inject_topk)
+    block = texts.memory_injection(records, config.aimemory_memory_inject_max_chars)
+    if not block:
+        return message, None
+    parts = message.content if isinstance(message.content, tuple) else (TextPart(message.text),)
+    injected = Message("user", (TextPart(block + "\n\n"), *parts))
+    if all(isinstance(p, TextPart) for p in injected.content):  # type: ignore[union-attr]
+        injected = Message("user", injected.text)
+    return injected, message.text
+
+
 async def answer(
     chatbot: ChatBot, message: Message, bot: Bot, event: MessageEvent, runtime: Runtime
 ) -> None:
     """One queued job: run the turn, then send the reply (or a short apology)."""
     config = runtime.config
     try:
-        result = await chatbot.turn(message)
+        query = event.get_plaintext()
+        message, persist_text = await with_relevant_memories(runtime, chatbot.key, message, query)
+        result = await chatbot.turn(message, persist_user_text=persist_text)
         replies = split_reply(
             result.reply,
             max_chars=config.aimemory_reply_max_chars,

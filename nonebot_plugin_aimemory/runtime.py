@@ -10,7 +10,8 @@ import asyncio
 import logging
 import sqlite3
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 
 import httpx
 
@@ -18,15 +19,20 @@ from .autoclear import GroupAutoClear
 from .config import DEFAULT_API_BASE, Config
 from .engine.chatbot import ChatBot, HistoryStore
 from .engine.compressor import CompressionPolicy, Compressor
+from .engine.embeddings import EmbeddingClient
 from .engine.hooks import PreCompactHooks
 from .engine.llm import Endpoint, LLMClient
 from .engine.models import context_window_for, default_budget_for
 from .engine.tokens import TiktokenCounter
 from .engine.tools import Tool, ToolRegistry
+from .memory import MemoryService
+from .memory_extract import FactExtractor
+from .segmenter import initialise as initialise_segmenter
 from .sessions import SessionCache, group_key
 from .store.counters import GroupCounterStore
 from .store.database import Database
 from .store.history_store import MemoryOnlyHistoryStore, SqliteHistoryStore
+from .store.memory_store import MemoryStore
 
 logger = logging.getLogger("nonebot_plugin_aimemory")
 
@@ -63,6 +69,9 @@ class Runtime:
     counter: TiktokenCounter
     sessions: SessionCache
     autoclear: GroupAutoClear
+    memory: MemoryService | None = None
+    extractor: FactExtractor | None = None
+    _background: set[asyncio.Task[Any]] = field(default_factory=set)
 
     @property
     def persistent(self) -> bool:
@@ -167,6 +176,9 @@ class Runtime:
         )
         await runtime.autoclear.load()
         await asyncio.to_thread(counter.load)
+        if database is not None:
+            await asyncio.to_thread(initialise_segmenter)
+            runtime.start_memory(database)
         runtime.sessions.start_janitor(config.aimemory_janitor_interval_seconds)
         if not runtime.configured:
             logger.warning(
@@ -175,11 +187,48 @@ class Runtime:
             )
         return runtime
 
+    def start_memory(self, database: Database) -> None:
+        """Long-term memory exists only with a database; without one the tools and
+        commands are off (they say so) and chat goes on."""
+        config = self.config
+        embedder = None
+        if config.aimemory_embedding_model:
+            embedder = EmbeddingClient(
+                self.http,
+                Endpoint(
+                    config.aimemory_embedding_api_base or config.aimemory_api_base,
+                    config.aimemory_embedding_api_key or config.aimemory_api_key,
+                    config.aimemory_embedding_model,
+                ),
+            )
+        self.memory = MemoryService(
+            MemoryStore(database),
+            max_entries=config.aimemory_memory_max_entries,
+            mask_pii=config.aimemory_memory_mask_pii,
+            embedder=embedder,
+        )
+        if config.aimemory_memory_extract_on_compact:
+            self.extractor = FactExtractor(self.compressor.llm, self.memory)
+            pre_compact.register(self.extractor.on_pre_compact)
+        if embedder is not None:
+            self.spawn(self.memory.backfill_embeddings())
+
+    def spawn(self, work: Any) -> None:
+        """Run background work owned by this runtime (awaited at stop)."""
+        task = asyncio.ensure_future(work)
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
+
     async def stop(self) -> None:
         """Stop sessions and the janitor, flush counters and writes, close connections."""
         await self.sessions.close()
         await self.autoclear.close()
+        if self.extractor is not None:
+            pre_compact.unregister(self.extractor.on_pre_compact)
+            await self.extractor.drain()
         await pre_compact.drain()
+        if self._background:
+            await asyncio.gather(*self._background, return_exceptions=True)
         if self.database is not None:
             await self.database.close()
         await self.http.aclose()

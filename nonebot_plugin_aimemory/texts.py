@@ -2,6 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .store.memory_store import MemoryRecord
+
 NOT_CONFIGURED = "AI 还没有配置好（缺少 API Key），请联系机器人管理员。"
 LLM_UNAVAILABLE = "AI 暂时无法回答，请稍后再试。"
 LLM_TIMEOUT = "AI 响应超时了，请稍后再试。"
@@ -42,3 +48,84 @@ def dialog_status(
     if resident_sessions is not None:
         lines.append(f"常驻会话：{resident_sessions}")
     return "\n".join(lines)
+
+
+# ---------------------------------------------------------------- long-term memory
+
+MEMORY_USAGE = "用法：~记忆 列表 [页码] | 搜索 <词> | 删除 <编号> | 清空 | 恢复 <编号> | 状态"
+MEMORY_UNAVAILABLE = "长期记忆不可用：数据库无法打开，请联系机器人管理员。"
+MEMORY_EMPTY = "还没有任何记忆。"
+MEMORY_INJECTION_HEADER = (
+    "【可能相关的长期记忆】以下是之前保存的记忆，可能对回答有帮助；与当前话题无关时请忽略；"
+    "如果发现内容过时或有误，请用 memory_update 按编号更正。"
+)
+
+
+def memory_line(record: MemoryRecord) -> str:
+    """`#ab3d 内容 [标签：a、b] (关于 12345)` — one memory on one line."""
+    line = f"#{record.id} {record.content}"
+    if record.tags:
+        line += f" [标签：{'、'.join(record.tags)}]"
+    if record.user_id:
+        line += f" (关于 {record.user_id})"
+    return line
+
+
+def memory_not_found(memory_id: str) -> str:
+    return f"没有编号为 #{memory_id.strip().lstrip('#')} 的记忆。"
+
+
+def memory_injection(records: Sequence[MemoryRecord], max_chars: int) -> str:
+    """The block put before one turn's user text (never persisted)."""
+    lines = [MEMORY_INJECTION_HEADER]
+    used = len(MEMORY_INJECTION_HEADER)
+    for record in records:
+        line = memory_line(record)
+        if used + len(line) + 1 > max_chars:
+            break
+        lines.append(line)
+        used += len(line) + 1
+    return "\n".join(lines) if len(lines) > 1 else ""
+
+
+def memory_page(records: Sequence[MemoryRecord], page: int, page_size: int) -> str:
+    total = len(records)
+    pages = max(1, -(-total // page_size))
+    page = min(max(page, 1), pages)
+    shown = records[(page - 1) * page_size : page * page_size]
+    header = f"记忆（第 {page}/{pages} 页，共 {total} 条）："
+    return "\n".join([header, *(memory_line(r) for r in shown)])
+
+
+def memory_search_result(query: str, records: Sequence[MemoryRecord]) -> str:
+    if not records:
+        return f"没有找到与“{query}”相关的记忆。"
+    return "\n".join([f"与“{query}”相关的记忆：", *(memory_line(r) for r in records)])
+
+
+def memory_deleted(record: MemoryRecord) -> str:
+    return (
+        f"已删除记忆 #{record.id}：{record.content[:50]}\n"
+        f"之后不会再自动记住这条内容；如需撤销：~记忆 恢复 {record.id}"
+    )
+
+
+def memory_restored(record: MemoryRecord) -> str:
+    return f"已恢复记忆 #{record.id}：{record.content[:50]}"
+
+
+def memory_nothing_to_restore(memory_id: str) -> str:
+    return f"没有可恢复的记忆 #{memory_id.strip().lstrip('#')}。"
+
+
+def memory_clear_confirm(count: int) -> str:
+    return f"确定要清空本会话的全部 {count} 条记忆吗？确认请发送：~记忆 清空 确认"
+
+
+def memory_cleared(count: int) -> str:
+    return f"已清空 {count} 条记忆。"
+
+
+def memory_status(*, count: int, max_entries: int, auto_inject: bool, top_k: int) -> str:
+    inject = f"开启（每次最多 {top_k} 条）" if auto_inject else "关闭"
+    return f"记忆：{count} / {max_entries} 条\n自动注入：{inject}"

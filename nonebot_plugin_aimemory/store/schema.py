@@ -28,6 +28,31 @@ MIGRATIONS: tuple[str, ...] = (
     ALTER TABLE sessions ADD COLUMN compressions INTEGER NOT NULL DEFAULT 0;
     ALTER TABLE sessions ADD COLUMN last_compressed_at TEXT;
     """,
+    """
+    CREATE TABLE IF NOT EXISTS memories (
+        scope TEXT NOT NULL,
+        id TEXT NOT NULL,
+        content TEXT NOT NULL,
+        normalized TEXT NOT NULL,
+        tags TEXT NOT NULL DEFAULT '[]',
+        user_id TEXT,
+        embedding TEXT,
+        evidence TEXT NOT NULL DEFAULT '[]',
+        source TEXT NOT NULL DEFAULT 'tool',
+        created_at TEXT NOT NULL,
+        updated_at TEXT NOT NULL,
+        deleted_at TEXT,
+        PRIMARY KEY (scope, id)
+    ) WITHOUT ROWID;
+    CREATE INDEX IF NOT EXISTS memories_by_normalized ON memories (scope, normalized);
+    CREATE TABLE IF NOT EXISTS memory_tombstones (
+        scope TEXT NOT NULL,
+        normalized TEXT NOT NULL,
+        memory_id TEXT NOT NULL,
+        deleted_at TEXT NOT NULL,
+        PRIMARY KEY (scope, normalized)
+    ) WITHOUT ROWID;
+    """,
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)

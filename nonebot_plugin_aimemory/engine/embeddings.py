@@ -1,0 +1,65 @@
+"""OpenAI-compatible `/embeddings` client (optional semantic search for memories)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import httpx
+
+from .llm import BODY_EXCERPT_CHARS, Endpoint, LLMError
+
+EMBEDDING_TIMEOUT_SECONDS = 15.0
+
+
+class EmbeddingClient:
+    """Turns texts into vectors; any failure raises LLMError so callers can fall back."""
+
+    def __init__(
+        self,
+        http: httpx.AsyncClient,
+        endpoint: Endpoint,
+        *,
+        timeout_seconds: float = EMBEDDING_TIMEOUT_SECONDS,
+    ) -> None:
+        self.http = http
+        self.endpoint = endpoint
+        self.timeout_seconds = timeout_seconds
+
+    async def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        if not texts:
+            return []
+        headers = (
+            {"Authorization": f"Bearer {self.endpoint.api_key}"} if self.endpoint.api_key else {}
+        )
+        url = self.endpoint.api_base.rstrip("/") + "/embeddings"
+        try:
+            response = await self.http.post(
+                url,
+                json={"model": self.endpoint.model, "input": list(texts)},
+                headers=headers,
+                timeout=self.timeout_seconds,
+            )
+        except httpx.HTTPError as exc:
+            raise LLMError("unreachable", f"embeddings: {type(exc).__name__}: {exc}") from exc
+        if response.status_code >= 400:
+            raise LLMError("http", response.text[:BODY_EXCERPT_CHARS], response.status_code)
+        try:
+            data = sorted(response.json()["data"], key=lambda item: item["index"])
+            vectors = [[float(x) for x in item["embedding"]] for item in data]
+        except (ValueError, KeyError, TypeError) as exc:
+            raise LLMError(
+                "garbage", f"embeddings: {response.text[:BODY_EXCERPT_CHARS]!r}"
+            ) from exc
+        if len(vectors) != len(texts) or any(not v for v in vectors):
+            raise LLMError("garbage", "embeddings: wrong number of vectors")
+        return vectors
+
+
+def cosine(a: Sequence[float], b: Sequence[float]) -> float:
+    """Cosine similarity (0 for mismatched or zero vectors)."""
+    if len(a) != len(b) or not a:
+        return 0.0
+    dot = sum(x * y for x, y in zip(a, b, strict=True))
+    norm = math.sqrt(sum(x * x for x in a)) * math.sqrt(sum(y * y for y in b))
+    return dot / norm if norm else 0.0

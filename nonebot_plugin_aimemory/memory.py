@@ -1,0 +1,435 @@
+"""Scoped long-term memory: the rules every write goes through (normalise, guard, mask,
+dedupe, tombstones, cap) and keyword/semantic search. A scope is `g:<group>` or
+`f:<user>`; nothing here ever reads or writes outside the scope it is given."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import secrets
+import unicodedata
+from collections import OrderedDict
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from typing import Literal
+
+from . import segmenter
+from .engine.embeddings import EmbeddingClient, cosine
+from .engine.llm import LLMError
+from .memory_guard import injection_reason, mask_pii
+from .store.database import utc_now_text
+from .store.memory_store import MemoryRecord, MemoryStore
+
+logger = logging.getLogger("nonebot_plugin_aimemory")
+
+MAX_CONTENT_CHARS = 2000
+MAX_TAGS = 8
+MAX_TAG_CHARS = 20
+NEAR_DUPLICATE_DICE = 0.55
+SEMANTIC_FLOOR = 0.35
+TAG_HIT_WEIGHT = 2.0
+ID_ALPHABET = "23456789abcdefghjkmnpqrstuvwxyz"
+ID_LENGTH = 4
+MAX_CACHED_SCOPES = 64
+Source = Literal["tool", "command", "extract", "review"]
+
+
+class _Missing:
+    """Marks an update field the caller did not give (keep the stored value)."""
+
+
+MISSING = _Missing()
+
+
+def fold_whitespace(text: str) -> str:
+    return " ".join(text.split())
+
+
+def normalize(text: str) -> str:
+    """The form compared for exact duplicates and tombstones."""
+    return fold_whitespace(unicodedata.normalize("NFKC", text)).casefold()
+
+
+def clean_tags(tags: Sequence[object] | None) -> list[str]:
+    result: list[str] = []
+    for tag in tags or ():
+        text = fold_whitespace(str(tag))[:MAX_TAG_CHARS]
+        if text and text not in result:
+            result.append(text)
+    return result[:MAX_TAGS]
+
+
+@dataclass(slots=True)
+class _Entry:
+    """A memory with its search tokens, as kept in a scope's in-memory index."""
+
+    record: MemoryRecord
+    content_tokens: frozenset[str]
+    tag_tokens: frozenset[str]
+
+    @classmethod
+    def of(cls, record: MemoryRecord) -> _Entry:
+        tag_tokens = {t.lower() for t in record.tags}
+        for tag in record.tags:
+            tag_tokens |= segmenter.token_set(tag)
+        return cls(record, segmenter.token_set(record.content), frozenset(tag_tokens))
+
+
+@dataclass(slots=True)
+class _Scope:
+    entries: dict[str, _Entry]
+    tombstones: dict[str, str]
+    lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+
+    def live(self) -> list[_Entry]:
+        return [e for e in self.entries.values() if not e.record.deleted]
+
+    def find_live_by_normalized(self, normalized: str) -> _Entry | None:
+        for entry in self.entries.values():
+            if not entry.record.deleted and entry.record.normalized == normalized:
+                return entry
+        return None
+
+
+@dataclass(slots=True)
+class SaveOutcome:
+    """What a save did; `status` says which branch the rules took."""
+
+    status: Literal["saved", "duplicate", "tombstoned", "refused", "full", "empty"]
+    memory: MemoryRecord | None = None
+    similar: list[MemoryRecord] = field(default_factory=list)
+    truncated: bool = False
+    reason: str = ""
+
+
+@dataclass(slots=True)
+class UpdateOutcome:
+    status: Literal["updated", "not_found", "refused", "tombstoned", "duplicate", "empty"]
+    memory: MemoryRecord | None = None
+    truncated: bool = False
+    reason: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class SearchHit:
+    memory: MemoryRecord
+    score: float
+
+
+class MemoryService:
+    """Long-term memories of every scope, loaded per scope on demand."""
+
+    def __init__(
+        self,
+        store: MemoryStore,
+        *,
+        max_entries: int = 200,
+        mask_pii: bool = True,
+        embedder: EmbeddingClient | None = None,
+    ) -> None:
+        self.store = store
+        self.max_entries = max_entries
+        self.mask_pii = mask_pii
+        self.embedder = embedder
+        self._scopes: OrderedDict[str, _Scope] = OrderedDict()
+        self._loading: dict[str, asyncio.Future[_Scope]] = {}
+
+    # ----------------------------------------------------------------- reading
+
+    async def list(self, scope: str) -> list[MemoryRecord]:
+        """Live memories, newest first."""
+        loaded = await self._scope(scope)
+        records = [e.record for e in loaded.live()]
+        return sorted(records, key=lambda r: (r.updated_at, r.id), reverse=True)
+
+    async def count(self, scope: str) -> int:
+        return len((await self._scope(scope)).live())
+
+    async def get(self, scope: str, memory_id: str) -> MemoryRecord | None:
+        entry = (await self._scope(scope)).entries.get(memory_id.strip().lstrip("#").lower())
+        return entry.record if entry is not None and not entry.record.deleted else None
+
+    async def search(self, scope: str, query: str | None, limit: int = 10) -> list[SearchHit]:
+        """Without a query: everything, newest first. With one: keyword score (tags weigh
+        more than content) plus a semantic score when embeddings are configured."""
+        loaded = await self._scope(scope)
+        if not query or not query.strip():
+            return [SearchHit(r, 0.0) for r in (await self.list(scope))[:limit]]
+        query_tokens = segmenter.token_set(query)
+        query_vector = await self._embed_quietly(query)
+        hits: list[SearchHit] = []
+        for entry in loaded.live():
+            score = _keyword_score(query_tokens, entry)
+            if query_vector is not None and entry.record.embedding:
+                similarity = cosine(query_vector, entry.record.embedding)
+                if similarity > SEMANTIC_FLOOR:
+                    score += (similarity - SEMANTIC_FLOOR) / (1 - SEMANTIC_FLOOR)
+            if score > 0:
+                hits.append(SearchHit(entry.record, score))
+        hits.sort(key=lambda h: (h.score, h.memory.updated_at), reverse=True)
+        return hits[:limit]
+
+    async def relevant(self, scope: str, text: str, top_k: int) -> list[MemoryRecord]:
+        """The memories most relevant to `text` that are safe to show the model."""
+        hits = await self.search(scope, text, limit=top_k * 2) if text.strip() else []
+        safe = [h.memory for h in hits if injection_reason(h.memory.content) is None]
+        return safe[:top_k]
+
+    # ----------------------------------------------------------------- writing
+
+    async def save(
+        self,
+        scope: str,
+        content: str,
+        *,
+        tags: Sequence[object] | None = None,
+        user_id: str | None = None,
+        source: Source = "tool",
+        evidence: Sequence[int] = (),
+    ) -> SaveOutcome:
+        """Save one memory through every rule; never raises for bad content."""
+        prepared = self._prepare_content(content)
+        if isinstance(prepared, SaveOutcome):
+            return prepared
+        text, truncated = prepared
+        normalized = normalize(text)
+        loaded = await self._scope(scope)
+        async with loaded.lock:
+            if normalized in loaded.tombstones:
+                return SaveOutcome("tombstoned", memory=None, reason=loaded.tombstones[normalized])
+            existing = loaded.find_live_by_normalized(normalized)
+            if existing is not None:
+                return SaveOutcome("duplicate", memory=existing.record)
+            live = loaded.live()
+            if len(live) >= self.max_entries:
+                return SaveOutcome("full")
+            tokens = segmenter.token_set(text)
+            similar = [
+                e.record
+                for e in live
+                if segmenter.dice(tokens, e.content_tokens) >= NEAR_DUPLICATE_DICE
+            ]
+            now = utc_now_text()
+            record = MemoryRecord(
+                id=self._new_id(loaded),
+                content=text,
+                normalized=normalized,
+                tags=clean_tags(tags),
+                user_id=_clean_user_id(user_id),
+                embedding=await self._embed_quietly(text),
+                evidence=list(evidence),
+                source=source,
+                created_at=now,
+                updated_at=now,
+            )
+            await self.store.insert(scope, record)
+            loaded.entries[record.id] = _Entry.of(record)
+        return SaveOutcome("saved", memory=record, similar=similar[:3], truncated=truncated)
+
+    async def update(
+        self,
+        scope: str,
+        memory_id: str,
+        *,
+        content: str | _Missing = MISSING,
+        tags: Sequence[object] | _Missing | None = MISSING,
+        user_id: str | _Missing | None = MISSING,
+    ) -> UpdateOutcome:
+        """Change a memory; omitted fields keep their value, empty tags/user_id clear them."""
+        loaded = await self._scope(scope)
+        async with loaded.lock:
+            entry = loaded.entries.get(memory_id.strip().lstrip("#").lower())
+            if entry is None or entry.record.deleted:
+                return UpdateOutcome("not_found")
+            record = entry.record
+            changes: dict[str, object] = {}
+            truncated = False
+            if not isinstance(content, _Missing):
+                prepared = self._prepare_content(content)
+                if isinstance(prepared, SaveOutcome):
+                    status = "empty" if prepared.status == "empty" else "refused"
+                    return UpdateOutcome(status, memory=record, reason=prepared.reason)
+                text, truncated = prepared
+                normalized = normalize(text)
+                if normalized != record.normalized:
+                    if normalized in loaded.tombstones:
+                        return UpdateOutcome("tombstoned", memory=record)
+                    other = loaded.find_live_by_normalized(normalized)
+                    if other is not None and other.record.id != record.id:
+                        return UpdateOutcome("duplicate", memory=other.record)
+                    changes.update(
+                        content=text,
+                        normalized=normalized,
+                        embedding=await self._embed_quietly(text),
+                    )
+            if not isinstance(tags, _Missing):
+                changes["tags"] = clean_tags(tags)
+            if not isinstance(user_id, _Missing):
+                changes["user_id"] = _clean_user_id(user_id)
+            if not changes:
+                return UpdateOutcome("updated", memory=record)
+            updated = replace(record, **changes, updated_at=utc_now_text())  # type: ignore[arg-type]
+            await self.store.update(scope, updated)
+            loaded.entries[updated.id] = _Entry.of(updated)
+        return UpdateOutcome("updated", memory=updated, truncated=truncated)
+
+    async def forget(self, scope: str, memory_id: str, *, by_person: bool) -> MemoryRecord | None:
+        """Delete one memory. A person's deletion leaves a tombstone: the same content is
+        refused from then on, whoever tries to save it."""
+        deleted = await self._delete(scope, [memory_id], by_person=by_person)
+        return deleted[0] if deleted else None
+
+    async def clear(self, scope: str) -> int:
+        """A person deletes every memory of the scope (all tombstoned)."""
+        loaded = await self._scope(scope)
+        ids = [e.record.id for e in loaded.live()]
+        return len(await self._delete(scope, ids, by_person=True))
+
+    async def restore(self, scope: str, memory_id: str) -> MemoryRecord | None:
+        """Undo a deletion: lift the tombstone and bring the entry back."""
+        loaded = await self._scope(scope)
+        async with loaded.lock:
+            entry = loaded.entries.get(memory_id.strip().lstrip("#").lower())
+            if entry is None or not entry.record.deleted:
+                return None
+            record = entry.record
+            twin = loaded.find_live_by_normalized(record.normalized)
+            if twin is not None:
+                # The same content was saved again meanwhile: lift the tombstone, keep one copy.
+                await self.store.lift_tombstone(scope, record.normalized)
+                loaded.tombstones.pop(record.normalized, None)
+                return twin.record
+            await self.store.restore(scope, record.id, record.normalized)
+            restored = replace(record, deleted_at=None, updated_at=utc_now_text())
+            loaded.entries[record.id] = _Entry.of(restored)
+            loaded.tombstones.pop(record.normalized, None)
+        return restored
+
+    async def backfill_embeddings(self, batch_size: int = 32) -> int:
+        """Compute vectors for memories saved before embeddings were configured."""
+        if self.embedder is None:
+            return 0
+        filled = 0
+        for scope, ids_and_texts in await self.store.missing_embeddings(limit=batch_size * 8):
+            for start in range(0, len(ids_and_texts), batch_size):
+                batch = ids_and_texts[start : start + batch_size]
+                try:
+                    vectors = await self.embedder.embed([text for _, text in batch])
+                except LLMError as exc:
+                    logger.info("embedding backfill stopped: %s", exc)
+                    return filled
+                await self.store.set_embeddings(
+                    scope, {memory_id: v for (memory_id, _), v in zip(batch, vectors, strict=True)}
+                )
+                cached = self._scopes.get(scope)
+                for (memory_id, _), vector in zip(batch, vectors, strict=True):
+                    if cached is not None and memory_id in cached.entries:
+                        entry = cached.entries[memory_id]
+                        entry.record = replace(entry.record, embedding=vector)
+                filled += len(batch)
+        return filled
+
+    # ----------------------------------------------------------------- internals
+
+    def _prepare_content(self, content: str) -> tuple[str, bool] | SaveOutcome:
+        text = fold_whitespace(str(content or ""))
+        if not text:
+            return SaveOutcome("empty", reason="内容为空")
+        reason = injection_reason(text)
+        if reason is not None:
+            return SaveOutcome("refused", reason=reason)
+        if self.mask_pii:
+            text = mask_pii(text)
+        truncated = len(text) > MAX_CONTENT_CHARS
+        return (text[:MAX_CONTENT_CHARS], truncated)
+
+    async def _delete(
+        self, scope: str, memory_ids: Sequence[str], *, by_person: bool
+    ) -> list[MemoryRecord]:
+        loaded = await self._scope(scope)
+        async with loaded.lock:
+            targets = []
+            for raw_id in memory_ids:
+                entry = loaded.entries.get(raw_id.strip().lstrip("#").lower())
+                if entry is not None and not entry.record.deleted:
+                    targets.append(entry.record)
+            if not targets:
+                return []
+            await self.store.mark_deleted(scope, [r.id for r in targets], tombstone=by_person)
+            now = utc_now_text()
+            deleted = []
+            for record in targets:
+                gone = replace(record, deleted_at=now, updated_at=now)
+                loaded.entries[record.id] = _Entry.of(gone)
+                if by_person:
+                    loaded.tombstones[record.normalized] = record.id
+                deleted.append(gone)
+        return deleted
+
+    def _new_id(self, loaded: _Scope) -> str:
+        length = ID_LENGTH
+        for attempt in range(64):
+            if attempt and attempt % 16 == 0:
+                length += 1
+            candidate = "".join(secrets.choice(ID_ALPHABET) for _ in range(length))
+            if candidate not in loaded.entries:
+                return candidate
+        raise RuntimeError("could not allocate a memory id")
+
+    async def _embed_quietly(self, text: str) -> list[float] | None:
+        if self.embedder is None:
+            return None
+        try:
+            return (await self.embedder.embed([text]))[0]
+        except LLMError as exc:
+            logger.info("embedding unavailable, keyword search only: %s", exc)
+            return None
+
+    async def _scope(self, scope: str) -> _Scope:
+        cached = self._scopes.get(scope)
+        if cached is not None:
+            self._scopes.move_to_end(scope)
+            return cached
+        pending = self._loading.get(scope)
+        if pending is not None:
+            return await asyncio.shield(pending)
+        future: asyncio.Future[_Scope] = asyncio.get_running_loop().create_future()
+        self._loading[scope] = future
+        try:
+            records = await self.store.load_scope(scope)
+            tombstones = await self.store.load_tombstones(scope)
+            loaded = _Scope({r.id: _Entry.of(r) for r in records}, tombstones)
+            self._remember_scope(scope, loaded)
+            future.set_result(loaded)
+            return loaded
+        except BaseException as exc:
+            future.set_exception(exc)
+            future.exception()  # retrieved: waiting callers re-raise it
+            raise
+        finally:
+            del self._loading[scope]
+
+    def _remember_scope(self, scope: str, loaded: _Scope) -> None:
+        self._scopes[scope] = loaded
+        # Keep a bounded number of scopes indexed; an evicted one is reloaded on demand.
+        while len(self._scopes) > MAX_CACHED_SCOPES:
+            oldest, candidate = next(iter(self._scopes.items()))
+            if candidate.lock.locked():
+                self._scopes.move_to_end(oldest)
+                break
+            del self._scopes[oldest]
+
+
+def _keyword_score(query_tokens: frozenset[str], entry: _Entry) -> float:
+    if not query_tokens:
+        return 0.0
+    content_hits = len(query_tokens & entry.content_tokens)
+    tag_hits = len(query_tokens & entry.tag_tokens)
+    return (content_hits + TAG_HIT_WEIGHT * tag_hits) / len(query_tokens)
+
+
+def _clean_user_id(user_id: object) -> str | None:
+    if user_id is None:
+        return None
+    text = str(user_id).strip()
+    return text or None
