@@ -253,7 +253,7 @@ def compression_policy(config: Config) -> CompressionPolicy:
         keep_recent_tokens=config.aimemory_compress_keep_recent_tokens,
         summary_max_tokens=config.aimemory_compress_summary_max_tokens,
         chunk_tokens=config.aimemory_compress_chunk_tokens
-        or min(compressor_window // 2, max(budget // 2, 256)),
+        or min(compressor_window // 2, max(budget * 7 // 10, 256)),
     )
 
 

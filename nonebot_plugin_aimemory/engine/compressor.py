@@ -39,6 +39,11 @@ COMPRESSOR_PROMPT = """你是对话压缩器。请把“需要合并的对话”
 总长度不超过 {max_chars} 字。"""
 
 
+SHORTEN_PROMPT = """你是对话压缩器。下面这份对话摘要太长了，请把它压缩到不超过 {max_chars} 字。
+合并重复或相近的条目，删去次要细节；人名/昵称与 QQ 号、偏好、决定、约定和承诺必须保留。
+保持原来的三节格式（事实 / 决定 / 待办与未决），只输出摘要本身。"""
+
+
 @dataclass(frozen=True, slots=True)
 class CompressionPolicy:
     """When to compress and how much to keep, all in tokens."""
@@ -59,7 +64,8 @@ class CompressionPolicy:
         summary_max_tokens: int | None = None,
         chunk_tokens: int | None = None,
     ) -> CompressionPolicy:
-        """Defaults: keep a fifth of the budget verbatim, cap the summary at a tenth."""
+        """Defaults: keep a fifth of the budget verbatim, cap the summary at a tenth, fold in
+        chunks of seven tenths."""
         return cls(
             budget_tokens=budget_tokens,
             threshold=threshold,
@@ -67,7 +73,8 @@ class CompressionPolicy:
             if keep_recent_tokens is not None
             else budget_tokens // 5,
             summary_max_tokens=summary_max_tokens or max(budget_tokens // 10, 64),
-            chunk_tokens=chunk_tokens or max(budget_tokens // 2, 256),
+            # Large enough that one call folds what a threshold compression folds (~0.6).
+            chunk_tokens=chunk_tokens or max(budget_tokens * 7 // 10, 256),
         )
 
     @property
@@ -147,20 +154,41 @@ def chunk_lines(lines: Sequence[str], chunk_tokens: int, counter: TokenCounter) 
 
 
 def cap_summary(summary: str, max_tokens: int, counter: TokenCounter) -> str:
-    """Keep whole lines of `summary` up to `max_tokens` (the model was asked to stay under)."""
+    """Hard-cut `summary` to `max_tokens`, the last resort after asking the model to shorten
+    it: section headers stay, and the oldest items of the longest section go first."""
     if counter.count(summary) <= max_tokens:
         return summary
-    kept: list[str] = []
-    used = 0
-    for line in summary.splitlines():
-        cost = counter.count(line) + 1
-        if used + cost > max_tokens:
+    lines = summary.splitlines()
+    costs = [counter.count(line) + 1 for line in lines]
+    headers = {i for i, line in enumerate(lines) if _is_section_header(line)}
+    sections: list[list[int]] = [[]]
+    for index in range(len(lines)):
+        if index in headers:
+            sections.append([])
+        else:
+            sections[-1].append(index)
+    total = sum(costs)
+    dropped: set[int] = set()
+    while total > max_tokens:
+        longest = max(sections, key=len)
+        if not longest:
             break
-        kept.append(line)
-        used += cost
-    if not kept:
-        return summary[: max(int(max_tokens * CHARS_PER_CHUNK_TOKEN), 1)]
-    return "\n".join(kept)
+        index = longest.pop(0)
+        dropped.add(index)
+        total -= costs[index]
+    kept = "\n".join(line for i, line in enumerate(lines) if i not in dropped)
+    if counter.count(kept) > max_tokens:  # headers alone, or one enormous line
+        kept = kept[: max(int(max_tokens * CHARS_PER_CHUNK_TOKEN), 1)]
+    return kept
+
+
+def _is_section_header(line: str) -> bool:
+    stripped = line.strip()
+    return (
+        bool(stripped)
+        and stripped.endswith(("：", ":"))
+        and not stripped.startswith(("-", "•", "*"))
+    )
 
 
 class Compressor:
@@ -231,5 +259,35 @@ class Compressor:
             text = completion.message.text.strip()
             if not text:
                 raise LLMError("empty", "compressor returned no summary")
-            summary = cap_summary(text, self.policy.summary_max_tokens, self.counter)
+            summary, shorten_usage = await self._within_cap(text, key)
+            usage += shorten_usage
+        return summary, usage
+
+    async def _within_cap(self, summary: str, key: str) -> tuple[str, Usage]:
+        """Ask once for a shorter summary when it is over the cap; cut only what still is."""
+        cap = self.policy.summary_max_tokens
+        usage = Usage()
+        if self.counter.count(summary) <= cap:
+            return summary, usage
+        max_chars = int(cap * CHARS_PER_CHUNK_TOKEN)
+        try:
+            completion = await self.llm.complete(
+                [
+                    Message("system", SHORTEN_PROMPT.format(max_chars=max_chars)),
+                    Message("user", f"需要缩短的摘要：\n{summary}"),
+                ],
+                context=f"shorten summary {key}",
+            )
+            usage += completion.usage or Usage()
+            shorter = completion.message.text.strip()
+            if shorter:
+                summary = shorter
+        except LLMError as exc:
+            logger.info("shortening the summary of %s failed: %s", key, exc)
+        tokens = self.counter.count(summary)
+        if tokens > cap:
+            logger.warning(
+                "summary of %s still %d tokens after shortening; cutting it to %d", key, tokens, cap
+            )
+            summary = cap_summary(summary, cap, self.counter)
         return summary, usage

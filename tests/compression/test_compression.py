@@ -333,3 +333,32 @@ async def test_a_separate_compressor_model_is_used_for_compression(llm, http, st
     await bot.compact(reason="test", keep_recent_tokens=0)
     assert compression_requests(llm)[-1]["model"] == "cheap-model"
     assert all(b["model"] == "fake-model" for b in chat_requests(llm))
+
+
+async def test_an_over_long_summary_is_shortened_by_the_model_first(llm, http, store) -> None:
+    llm.responder = FactKeepingLLM(padding="\n- 冗长的重复内容" * 200)
+    bot = make_bot(llm, http, store, budget=4000, summary_max_tokens=300)
+    for i in range(6):
+        await chat(bot, f"#fact{i}:事项{i} {LINE}")
+    llm.responder = FactKeepingLLM()  # the shortening call obeys
+    llm.script(text("事实：\n" + "\n".join(f"- #fact{i}:事项{i}" for i in range(6)) + "\n- 冗长" * 300))
+    await bot.compact(reason="test", keep_recent_tokens=0)
+    shorten_calls = [b for b in compression_requests(llm) if "太长了" in b["messages"][0]["content"]]
+    assert len(shorten_calls) == 1
+    for i in range(6):
+        assert f"#fact{i}:事项{i}" in (bot.summary or "")
+    assert COUNTER.count(bot.summary or "") <= 300
+
+
+def test_hard_cut_keeps_section_headers_and_drops_the_oldest_items_first() -> None:
+    from nonebot_plugin_aimemory.engine.compressor import cap_summary
+
+    facts = "\n".join(f"- 第{i}条事实，内容比较长一些" for i in range(40))
+    summary = f"事实：\n{facts}\n决定：\n- 周五聚餐\n待办与未决：\n- 订餐厅"
+    cut = cap_summary(summary, 120, COUNTER)
+    assert COUNTER.count(cut) <= 120
+    assert "事实：" in cut
+    assert "决定：\n- 周五聚餐" in cut
+    assert "待办与未决：\n- 订餐厅" in cut
+    assert "第39条" in cut
+    assert "第0条" not in cut
