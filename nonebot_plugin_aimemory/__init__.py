@@ -61,9 +61,11 @@ if not any(isinstance(h, LoguruHandler) for h in _engine_logger.handlers):
     _engine_logger.propagate = False
 
 from . import commands, matchers, memory_commands  # noqa: E402, F401
+from .chat_log_tools import chat_log_tools  # noqa: E402
 from .memory_tools import memory_tools  # noqa: E402
 
 register_tool_provider(memory_tools)
+register_tool_provider(chat_log_tools)
 
 driver = get_driver()
 

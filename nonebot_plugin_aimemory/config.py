@@ -47,11 +47,25 @@ class Config(BaseModel):
     aimemory_embedding_api_base: str = ""
     aimemory_embedding_api_key: str = ""
     aimemory_embedding_model: str = ""
+    aimemory_chat_log_ambient: bool = False
+    aimemory_chat_log_keep_days: int = Field(default=90, ge=1)
+    aimemory_chat_log_flush_seconds: float = Field(default=1.0, gt=0, le=60)
+    aimemory_review_enabled: bool = True
+    aimemory_review_external_context: bool = True
+    aimemory_review_tick_seconds: float = Field(default=60.0, gt=0)
+    aimemory_review_interval_seconds: int = Field(default=300, ge=1, le=86_400)
+    aimemory_review_min_new_rows: int = Field(default=2, ge=1)
+    aimemory_review_api_base: str = ""
+    aimemory_review_api_key: str = ""
+    aimemory_review_model: str = ""
     aimemory_reply_max_chars: int = Field(default=1500, ge=100, le=4500)
     aimemory_reply_max_parts: int = Field(default=5, ge=1, le=20)
 
     @field_validator(
-        "aimemory_api_base", "aimemory_compressor_api_base", "aimemory_embedding_api_base"
+        "aimemory_api_base",
+        "aimemory_compressor_api_base",
+        "aimemory_embedding_api_base",
+        "aimemory_review_api_base",
     )
     @classmethod
     def _api_base_is_http(cls, value: str) -> str:

@@ -4,6 +4,8 @@ the others only move the group's auto-clear counter."""
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
+from datetime import datetime, timezone
 
 from nonebot import on_message
 from nonebot.adapters.onebot.v11 import Bot, GroupMessageEvent, MessageEvent
@@ -20,15 +22,41 @@ from .onebot import (
     resolve_timezone,
     send_parts,
     session_key_for,
+    speaker_name,
 )
 from .replies import failure_text, split_reply
 from .runtime import Runtime, current_runtime
 from .sessions import TurnStopped
+from .store.chat_log_store import ChatRow
+from .store.database import utc_now_text, utc_text
 
 logger = logging.getLogger("nonebot_plugin_aimemory")
 
 # Low priority: other plugins' commands go first; we block only what we answer.
 chat = on_message(priority=90, block=False)
+
+
+@dataclass(frozen=True, slots=True)
+class Incoming:
+    """An addressed QQ message, translated once for the model, memory search and the log."""
+
+    key: str
+    message: Message  # what the model sees: time and speaker before the content
+    text: str  # the content alone, images as markers
+    speaker_id: str
+    speaker_name: str
+    sent_at: datetime
+
+    def chat_row(self, *, addressed: bool = True) -> ChatRow:
+        return ChatRow(
+            session_key=self.key,
+            created_at=utc_text(self.sent_at),
+            role="user",
+            text=self.text,
+            speaker_id=self.speaker_id,
+            speaker_name=self.speaker_name,
+            addressed=addressed,
+        )
 
 
 @chat.handle()
@@ -40,6 +68,7 @@ async def handle_message(bot: Bot, event: MessageEvent, matcher: Matcher) -> Non
     if not is_addressed(event):
         if group_id is not None:
             runtime.autoclear.note_unaddressed(group_id)
+            log_ambient(event, runtime)
         return
     matcher.stop_propagation()
     if group_id is not None:
@@ -47,28 +76,51 @@ async def handle_message(bot: Bot, event: MessageEvent, matcher: Matcher) -> Non
     if not runtime.configured:
         await send_parts(bot, event, [texts.NOT_CONFIGURED])
         return
-    message = build_user_message(event, runtime)
-    if message is None:
+    incoming = translate(event, runtime)
+    if incoming is None:
         await send_parts(bot, event, [texts.EMPTY_MESSAGE])
         return
     # Enqueue before any await: messages of one session are answered in arrival order.
-    session = runtime.sessions.get_or_create(session_key_for(event))
+    session = runtime.sessions.get_or_create(incoming.key)
     try:
-        await session.submit(lambda chatbot: answer(chatbot, message, bot, event, runtime))
+        await session.submit(lambda chatbot: answer(chatbot, incoming, bot, event, runtime))
     except TurnStopped:
         logger.info("answer in %s stopped by a user", session.key)
 
 
-def build_user_message(event: MessageEvent, runtime: Runtime) -> Message | None:
-    """The user line the model sees: send time (and speaker in groups) before the content."""
+def translate(event: MessageEvent, runtime: Runtime) -> Incoming | None:
+    """The event as model input; None when it carries nothing to answer (a bare @)."""
     parts = render_segments(event)
-    if not any(p.text.strip() if isinstance(p, TextPart) else True for p in parts):
+    text = "".join(p.text if isinstance(p, TextPart) else p.marker for p in parts).strip()
+    if not text:
         return None
     prefix = TextPart(line_prefix(event, resolve_timezone(runtime.config.aimemory_timezone)))
     content = [prefix, *parts]
     if all(isinstance(p, TextPart) for p in content):
-        return Message("user", "".join(p.text for p in content))  # type: ignore[union-attr]
-    return Message("user", tuple(content))
+        message = Message("user", "".join(p.text for p in content))  # type: ignore[union-attr]
+    else:
+        message = Message("user", tuple(content))
+    return Incoming(
+        key=session_key_for(event),
+        message=message,
+        text=text,
+        speaker_id=str(event.user_id),
+        speaker_name=speaker_name(event),
+        sent_at=datetime.fromtimestamp(event.time, timezone.utc),
+    )
+
+
+def log_ambient(event: MessageEvent, runtime: Runtime) -> None:
+    """With `aimemory_chat_log_ambient`, unaddressed group messages are logged too (batched)."""
+    if runtime.chat_log is None or not runtime.config.aimemory_chat_log_ambient:
+        return
+    incoming = translate(event, runtime)
+    if incoming is not None:
+        runtime.chat_log.add(incoming.chat_row(addressed=False))
+
+
+def assistant_row(key: str, reply: str) -> ChatRow:
+    return ChatRow(session_key=key, created_at=utc_now_text(), role="assistant", text=reply)
 
 
 async def with_relevant_memories(
@@ -92,14 +144,20 @@ async def with_relevant_memories(
 
 
 async def answer(
-    chatbot: ChatBot, message: Message, bot: Bot, event: MessageEvent, runtime: Runtime
+    chatbot: ChatBot, incoming: Incoming, bot: Bot, event: MessageEvent, runtime: Runtime
 ) -> None:
     """One queued job: run the turn, then send the reply (or a short apology)."""
     config = runtime.config
+    chat_log = runtime.chat_log
+    if chat_log is not None:
+        chat_log.add(incoming.chat_row())
     try:
-        query = event.get_plaintext()
-        message, persist_text = await with_relevant_memories(runtime, chatbot.key, message, query)
+        message, persist_text = await with_relevant_memories(
+            runtime, chatbot.key, incoming.message, incoming.text
+        )
         result = await chatbot.turn(message, persist_user_text=persist_text)
+        if chat_log is not None:
+            chat_log.add(assistant_row(chatbot.key, result.reply), review=True)
         replies = split_reply(
             result.reply,
             max_chars=config.aimemory_reply_max_chars,

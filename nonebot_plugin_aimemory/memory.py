@@ -5,6 +5,7 @@ dedupe, tombstones, cap) and keyword/semantic search. A scope is `g:<group>` or
 from __future__ import annotations
 
 import asyncio
+import heapq
 import logging
 import secrets
 import unicodedata
@@ -158,7 +159,9 @@ class MemoryService:
         query_tokens = segmenter.token_set(query)
         query_vector = await self._embed_quietly(query)
         hits: list[SearchHit] = []
-        for entry in loaded.live():
+        for entry in loaded.entries.values():
+            if entry.record.deleted:
+                continue
             score = _keyword_score(query_tokens, entry)
             if query_vector is not None and entry.record.embedding:
                 similarity = cosine(query_vector, entry.record.embedding)
@@ -166,8 +169,7 @@ class MemoryService:
                     score += (similarity - SEMANTIC_FLOOR) / (1 - SEMANTIC_FLOOR)
             if score > 0:
                 hits.append(SearchHit(entry.record, score))
-        hits.sort(key=lambda h: (h.score, h.memory.updated_at), reverse=True)
-        return hits[:limit]
+        return heapq.nlargest(limit, hits, key=lambda h: (h.score, h.memory.updated_at))
 
     async def relevant(self, scope: str, text: str, top_k: int) -> list[MemoryRecord]:
         """The memories most relevant to `text` that are safe to show the model."""
@@ -234,8 +236,10 @@ class MemoryService:
         content: str | _Missing = MISSING,
         tags: Sequence[object] | _Missing | None = MISSING,
         user_id: str | _Missing | None = MISSING,
+        add_evidence: Sequence[int] = (),
     ) -> UpdateOutcome:
-        """Change a memory; omitted fields keep their value, empty tags/user_id clear them."""
+        """Change a memory; omitted fields keep their value, empty tags/user_id clear them.
+        `add_evidence` appends chat-log row ids the change was based on."""
         loaded = await self._scope(scope)
         async with loaded.lock:
             entry = loaded.entries.get(memory_id.strip().lstrip("#").lower())
@@ -266,6 +270,8 @@ class MemoryService:
                 changes["tags"] = clean_tags(tags)
             if not isinstance(user_id, _Missing):
                 changes["user_id"] = _clean_user_id(user_id)
+            if changes and add_evidence:
+                changes["evidence"] = list(dict.fromkeys([*record.evidence, *add_evidence]))
             if not changes:
                 return UpdateOutcome("updated", memory=record)
             updated = replace(record, **changes, updated_at=utc_now_text())  # type: ignore[arg-type]
@@ -398,7 +404,9 @@ class MemoryService:
         try:
             records = await self.store.load_scope(scope)
             tombstones = await self.store.load_tombstones(scope)
-            loaded = _Scope({r.id: _Entry.of(r) for r in records}, tombstones)
+            # Tokenising thousands of entries takes long enough to stall every chat: off-loop.
+            entries = await asyncio.to_thread(lambda: {r.id: _Entry.of(r) for r in records})
+            loaded = _Scope(entries, tombstones)
             self._remember_scope(scope, loaded)
             future.set_result(loaded)
             return loaded

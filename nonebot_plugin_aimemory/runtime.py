@@ -16,6 +16,7 @@ from typing import Any
 import httpx
 
 from .autoclear import GroupAutoClear
+from .chat_log import ChatLog
 from .config import DEFAULT_API_BASE, Config
 from .engine.chatbot import ChatBot, HistoryStore
 from .engine.compressor import CompressionPolicy, Compressor
@@ -27,12 +28,16 @@ from .engine.tokens import TiktokenCounter
 from .engine.tools import Tool, ToolRegistry
 from .memory import MemoryService
 from .memory_extract import FactExtractor
+from .onebot import resolve_timezone
+from .reviewer import MemoryReviewer, ReviewScheduler
 from .segmenter import initialise as initialise_segmenter
 from .sessions import SessionCache, group_key
+from .store.chat_log_store import ChatLogStore
 from .store.counters import GroupCounterStore
 from .store.database import Database
 from .store.history_store import MemoryOnlyHistoryStore, SqliteHistoryStore
 from .store.memory_store import MemoryStore
+from .store.review_store import ReviewStore
 
 logger = logging.getLogger("nonebot_plugin_aimemory")
 
@@ -71,6 +76,8 @@ class Runtime:
     autoclear: GroupAutoClear
     memory: MemoryService | None = None
     extractor: FactExtractor | None = None
+    chat_log: ChatLog | None = None
+    reviews: ReviewScheduler | None = None
     _background: set[asyncio.Task[Any]] = field(default_factory=set)
 
     @property
@@ -179,6 +186,7 @@ class Runtime:
         if database is not None:
             await asyncio.to_thread(initialise_segmenter)
             runtime.start_memory(database)
+            runtime.start_chat_log(database)
         runtime.sessions.start_janitor(config.aimemory_janitor_interval_seconds)
         if not runtime.configured:
             logger.warning(
@@ -213,6 +221,42 @@ class Runtime:
         if embedder is not None:
             self.spawn(self.memory.backfill_embeddings())
 
+    def start_chat_log(self, database: Database) -> None:
+        """The chat log, and the reviewer that reads it, when chat may be sent out."""
+        config = self.config
+        external = config.aimemory_review_external_context
+        review_store = ReviewStore(database) if external else None
+        self.chat_log = ChatLog(
+            ChatLogStore(database),
+            review_store,
+            flush_seconds=config.aimemory_chat_log_flush_seconds,
+            keep_days=config.aimemory_chat_log_keep_days,
+        )
+        self.chat_log.start()
+        if review_store is None or self.memory is None:
+            return
+        reviewer = MemoryReviewer(
+            LLMClient(
+                self.http,
+                review_endpoint(config),
+                timeout_seconds=config.aimemory_request_timeout,
+                max_retries=config.aimemory_llm_max_retries,
+            ),
+            self.memory,
+            self.chat_log.store,
+            persona=config.aimemory_system_prompt,
+            zone=resolve_timezone(config.aimemory_timezone),
+        )
+        self.reviews = ReviewScheduler(
+            reviewer,
+            review_store,
+            tick_seconds=config.aimemory_review_tick_seconds,
+            interval_seconds=config.aimemory_review_interval_seconds,
+            min_new_rows=config.aimemory_review_min_new_rows,
+            enabled_by_default=config.aimemory_review_enabled,
+        )
+        self.reviews.start()
+
     def spawn(self, work: Any) -> None:
         """Run background work owned by this runtime (awaited at stop)."""
         task = asyncio.ensure_future(work)
@@ -223,6 +267,10 @@ class Runtime:
         """Stop sessions and the janitor, flush counters and writes, close connections."""
         await self.sessions.close()
         await self.autoclear.close()
+        if self.reviews is not None:
+            await self.reviews.close()
+        if self.chat_log is not None:
+            await self.chat_log.close()
         if self.extractor is not None:
             pre_compact.unregister(self.extractor.on_pre_compact)
             await self.extractor.drain()
@@ -240,6 +288,16 @@ def compressor_endpoint(config: Config) -> Endpoint:
         config.aimemory_compressor_api_base or config.aimemory_api_base,
         config.aimemory_compressor_api_key or config.aimemory_api_key,
         config.aimemory_compressor_model or config.aimemory_model,
+    )
+
+
+def review_endpoint(config: Config) -> Endpoint:
+    """The reviewer's endpoint: its own keys, else the compressor's, else the main model's."""
+    compressor = compressor_endpoint(config)
+    return Endpoint(
+        config.aimemory_review_api_base or compressor.api_base,
+        config.aimemory_review_api_key or compressor.api_key,
+        config.aimemory_review_model or compressor.model,
     )
 
 

@@ -53,6 +53,33 @@ MIGRATIONS: tuple[str, ...] = (
         PRIMARY KEY (scope, normalized)
     ) WITHOUT ROWID;
     """,
+    """
+    CREATE TABLE IF NOT EXISTS chat_log (
+        id INTEGER PRIMARY KEY,
+        session_key TEXT NOT NULL,
+        created_at TEXT NOT NULL,
+        speaker_id TEXT,
+        speaker_name TEXT,
+        role TEXT NOT NULL,
+        text TEXT NOT NULL,
+        addressed INTEGER NOT NULL DEFAULT 1
+    );
+    CREATE INDEX IF NOT EXISTS chat_log_by_session ON chat_log (session_key, id);
+    CREATE INDEX IF NOT EXISTS chat_log_by_time ON chat_log (created_at);
+    CREATE VIRTUAL TABLE IF NOT EXISTS chat_log_fts USING fts5 (
+        session_key UNINDEXED, tokens, tokenize = 'unicode61 remove_diacritics 2'
+    );
+    CREATE TABLE IF NOT EXISTS review_state (
+        session_key TEXT PRIMARY KEY,
+        enabled INTEGER,
+        interval_seconds INTEGER,
+        last_review_at TEXT,
+        last_reviewed_row INTEGER NOT NULL DEFAULT 0,
+        pending INTEGER NOT NULL DEFAULT 0,
+        failures INTEGER NOT NULL DEFAULT 0,
+        next_attempt_at TEXT
+    ) WITHOUT ROWID;
+    """,
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)

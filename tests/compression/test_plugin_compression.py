@@ -43,12 +43,12 @@ async def test_a_restart_loads_the_compressed_window(plugin) -> None:
     bot = RecordingBot()
     await talk_until_compressed(plugin, bot, 51)
     await plugin.restart()
+    await bot.receive(group_message("~对话 状态", group_id=51))
+    assert "压缩次数：1" in bot.sent_texts[-1]
     await bot.receive(group_message("还记得吗", to_me=True, group_id=51))
     chat = [b for b in plugin.llm.chat_requests if not is_compression_request(b)][-1]
     assert chat["messages"][1]["content"].startswith(SUMMARY_PREFIX)
     assert "#fact0:话题0" in chat["messages"][1]["content"]
-    await bot.receive(group_message("~对话 状态", group_id=51))
-    assert "压缩次数：1" in bot.sent_texts[-1]
 
 
 async def test_context_length_error_with_nothing_left_to_fold_says_the_message_is_too_long(

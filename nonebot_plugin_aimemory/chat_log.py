@@ -1,0 +1,126 @@
+"""Writing the chat log in batches (a busy group costs no write per message), marking
+sessions for review, and the daily retention cleanup."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Sequence
+from datetime import datetime, timedelta, timezone, tzinfo
+
+from .store.chat_log_store import ChatLogStore, ChatRow
+from .store.database import parse_utc_text, utc_text
+from .store.review_store import ReviewStore
+
+logger = logging.getLogger("nonebot_plugin_aimemory")
+
+FLUSH_BATCH_ROWS = 500
+CLEANUP_INTERVAL_SECONDS = 24 * 3600
+MAX_TOOL_OUTPUT_CHARS = 8000
+
+
+def format_row(row: ChatRow, zone: tzinfo) -> str:
+    """`[2026-11-30 14:05] 小明(12345)：text`; the bot's own lines say 机器人."""
+    moment = parse_utc_text(row.created_at).astimezone(zone).strftime("%Y-%m-%d %H:%M")
+    if row.role == "assistant":
+        speaker = "机器人"
+    else:
+        speaker = f"{row.speaker_name or row.speaker_id}({row.speaker_id})"
+    return f"[{moment}] {speaker}：{row.text}"
+
+
+def format_rows(rows: Sequence[ChatRow], zone: tzinfo, *, keep: str = "newest") -> str:
+    """Lines within MAX_TOOL_OUTPUT_CHARS, keeping the newest (or the first, best-ranked)."""
+    lines = [format_row(row, zone) for row in rows]
+    ordered = list(reversed(lines)) if keep == "newest" else lines
+    kept: list[str] = []
+    used = 0
+    for line in ordered:
+        if used + len(line) + 1 > MAX_TOOL_OUTPUT_CHARS:
+            break
+        kept.append(line)
+        used += len(line) + 1
+    if keep == "newest":
+        kept.reverse()
+    return "\n".join(kept)
+
+
+class ChatLog:
+    """Buffers rows and writes them together; flushed on an interval and at shutdown."""
+
+    def __init__(
+        self,
+        store: ChatLogStore,
+        reviews: ReviewStore | None,
+        *,
+        flush_seconds: float,
+        keep_days: int,
+    ) -> None:
+        self.store = store
+        self.reviews = reviews
+        self.flush_seconds = flush_seconds
+        self.keep_days = keep_days
+        self._buffer: list[ChatRow] = []
+        self._to_review: set[str] = set()
+        self._lock = asyncio.Lock()
+        self._tasks: list[asyncio.Task[None]] = []
+
+    def add(self, row: ChatRow, *, review: bool = False) -> None:
+        """Queue one row (never awaits); `review` marks its session for a memory review."""
+        self._buffer.append(row)
+        if review:
+            self._to_review.add(row.session_key)
+        if len(self._buffer) >= FLUSH_BATCH_ROWS:
+            self._tasks.append(asyncio.ensure_future(self.flush()))
+
+    async def flush(self) -> None:
+        """Write everything queued so far in one transaction."""
+        async with self._lock:
+            rows, self._buffer = self._buffer, []
+            review_keys, self._to_review = self._to_review, set()
+            if not rows and not review_keys:
+                return
+            try:
+                await self.store.insert_many(rows)
+                if self.reviews is not None and review_keys:
+                    await self.reviews.mark_pending(review_keys)
+            except Exception:
+                logger.exception("could not write %d chat-log rows", len(rows))
+
+    async def cleanup(self, now: datetime | None = None) -> int:
+        """Delete rows older than the retention; memories and tombstones are not touched."""
+        moment = now or datetime.now(timezone.utc)
+        cutoff = utc_text(moment - timedelta(days=self.keep_days))
+        deleted = await self.store.delete_older_than(cutoff)
+        if deleted:
+            logger.info(
+                "chat log cleanup removed %d rows older than %d days", deleted, self.keep_days
+            )
+        return deleted
+
+    def start(self) -> None:
+        self._tasks.append(asyncio.ensure_future(self._flush_loop()))
+        self._tasks.append(asyncio.ensure_future(self._cleanup_loop()))
+
+    async def _flush_loop(self) -> None:
+        while True:
+            await asyncio.sleep(self.flush_seconds)
+            await self.flush()
+
+    async def _cleanup_loop(self) -> None:
+        while True:
+            try:
+                await self.cleanup()
+            except Exception:
+                logger.exception("chat log cleanup failed")
+            await asyncio.sleep(CLEANUP_INTERVAL_SECONDS)
+
+    async def close(self) -> None:
+        for task in self._tasks:
+            task.cancel()
+        for task in self._tasks:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+        self._tasks.clear()
+        await self.flush()

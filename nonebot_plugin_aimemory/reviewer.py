@@ -1,0 +1,307 @@
+"""The background memory reviewer: now and then, turn a session's recent chat log into
+long-term memories (through the same rules as every other write)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta, timezone, tzinfo
+from typing import Any
+
+from .chat_log import format_row
+from .engine.llm import LLMClient
+from .engine.messages import Message
+from .memory import MemoryService
+from .model_json import parse_json_object
+from .store.chat_log_store import ChatLogStore, ChatRow
+from .store.database import parse_utc_text, utc_text
+from .store.review_store import ReviewState, ReviewStore
+
+logger = logging.getLogger("nonebot_plugin_aimemory")
+
+MAX_ROWS = 50
+MAX_CHARS = 8000
+MAX_OPS = 3
+MAX_FAILURES = 5
+RETRY_BASE_SECONDS = 60.0
+RETRY_MAX_SECONDS = 3600.0
+REVIEW_PROMPT = """{persona}
+
+---
+现在你的任务不是聊天，而是为这个{where}整理长期记忆：根据“最近的聊天记录”，决定新增或更新哪些长期记忆。
+规则：
+- 只记长期有效、以后用得上的信息：偏好、称呼、个人情况、约定、计划、重要事件和决定。
+- 寒暄、一次性的问题、临时情绪、未确认的猜测、秘密和敏感信息（证件号、银行卡号、密码等）一律 noop。
+- 新信息与已有记忆矛盾或是它的更新时，用 update 修改那条已有记忆（写它的编号），不要新建第二条。
+- 已有记忆里已经有的内容不要重复创建。
+- 每条内容必须脱离对话也能看懂：写清主语（昵称和 QQ 号）和具体内容。
+- 最多 {max_ops} 个操作；evidence 写所依据的聊天记录编号。
+只输出一个 JSON 对象，不要输出任何其他文字，格式如下：
+{{"ops":[{{"op":"create","content":"…","tags":["…"],"user_id":"…","evidence":[12]}},{{"op":"update","id":"已有记忆的编号","content":"…","evidence":[13]}},{{"op":"noop"}}]}}"""
+
+
+@dataclass(slots=True)
+class ReviewOutcome:
+    """What one review did."""
+
+    created: int = 0
+    updated: int = 0
+    last_row: int = 0
+    rejected: list[str] = field(default_factory=list)
+
+
+class MemoryReviewer:
+    """Asks the review model for memory operations and applies the valid ones."""
+
+    def __init__(
+        self,
+        llm: LLMClient,
+        memory: MemoryService,
+        chat_log: ChatLogStore,
+        *,
+        persona: str,
+        zone: tzinfo,
+    ) -> None:
+        self.llm = llm
+        self.memory = memory
+        self.chat_log = chat_log
+        self.persona = persona
+        self.zone = zone
+
+    async def review(self, scope: str, after_row: int) -> ReviewOutcome:
+        """Review rows after `after_row`; raises LLMError when the model cannot be reached."""
+        rows = _within_chars(await self.chat_log.since(scope, after_row, MAX_ROWS))
+        if not rows:
+            return ReviewOutcome(last_row=after_row)
+        memories = await self.memory.list(scope)
+        where = "群聊" if scope.startswith("g:") else "私聊"
+        system = REVIEW_PROMPT.format(persona=self.persona, where=where, max_ops=MAX_OPS)
+        listing = "\n".join(f"#{m.id} {m.content}" for m in memories) or "（无）"
+        log = "\n".join(f"[#{row.id}] {format_row(row, self.zone)}" for row in rows)
+        completion = await self.llm.complete(
+            [
+                Message("system", system),
+                Message("user", f"已有记忆：\n{listing}\n\n最近的聊天记录：\n{log}"),
+            ],
+            context=f"review {scope}",
+        )
+        outcome = ReviewOutcome(last_row=rows[-1].id)
+        await self._apply(scope, completion.message.text, {row.id for row in rows}, outcome)
+        logger.info(
+            "review of %s: %d created, %d updated, %d rejected",
+            scope,
+            outcome.created,
+            outcome.updated,
+            len(outcome.rejected),
+        )
+        return outcome
+
+    async def _apply(
+        self, scope: str, answer: str, row_ids: set[int], outcome: ReviewOutcome
+    ) -> None:
+        data = parse_json_object(answer)
+        ops = data.get("ops") if data else None
+        if not isinstance(ops, list):
+            outcome.rejected.append(f"no ops in answer: {answer[:200]!r}")
+            logger.warning("reviewer answer for %s had no valid ops: %r", scope, answer[:300])
+            return
+        for op in ops[:MAX_OPS]:
+            await self._apply_one(scope, op, row_ids, outcome)
+        if len(ops) > MAX_OPS:
+            outcome.rejected.append(f"{len(ops) - MAX_OPS} ops over the limit")
+
+    async def _apply_one(
+        self, scope: str, op: Any, row_ids: set[int], outcome: ReviewOutcome
+    ) -> None:
+        if not isinstance(op, dict):
+            outcome.rejected.append(f"not an object: {op!r}")
+            return
+        kind = op.get("op")
+        evidence = _evidence(op.get("evidence"), row_ids)
+        content = op.get("content")
+        if kind == "noop":
+            return
+        if kind == "create" and isinstance(content, str) and content.strip():
+            saved = await self.memory.save(
+                scope,
+                content,
+                tags=op.get("tags") if isinstance(op.get("tags"), list) else None,
+                user_id=str(op["user_id"]) if op.get("user_id") else None,
+                source="review",
+                evidence=evidence,
+            )
+            if saved.status == "saved":
+                outcome.created += 1
+            else:
+                outcome.rejected.append(f"create refused ({saved.status}): {content[:50]!r}")
+            return
+        if kind == "update" and isinstance(op.get("id"), str) and isinstance(content, str):
+            # The id is looked up in this scope only: another scope's id is simply unknown.
+            updated = await self.memory.update(
+                scope, op["id"], content=content, add_evidence=evidence
+            )
+            if updated.status == "updated":
+                outcome.updated += 1
+            else:
+                outcome.rejected.append(f"update {op['id']!r} refused ({updated.status})")
+            return
+        outcome.rejected.append(f"invalid op: {str(op)[:100]}")
+
+
+def _within_chars(rows: list[ChatRow]) -> list[ChatRow]:
+    """The newest rows whose text fits in MAX_CHARS, oldest first."""
+    kept: list[ChatRow] = []
+    used = 0
+    for row in reversed(rows):
+        used += len(row.text) + 40
+        if used > MAX_CHARS and kept:
+            break
+        kept.append(row)
+    kept.reverse()
+    return kept
+
+
+def _evidence(raw: Any, row_ids: set[int]) -> list[int]:
+    """Cited rows that were really shown; all shown rows when the citation is unusable."""
+    if isinstance(raw, list):
+        cited = [
+            int(x)
+            for x in raw
+            if isinstance(x, int | str) and str(x).isdigit() and int(x) in row_ids
+        ]
+        if cited:
+            return cited
+    return sorted(row_ids)
+
+
+Clock = Callable[[], datetime]
+
+
+def _utc_now() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+class ReviewScheduler:
+    """Starts due reviews every tick; one review per session at a time; failures retried
+    with backoff, a bounded number of times; pending work lives in the database."""
+
+    def __init__(
+        self,
+        reviewer: MemoryReviewer,
+        store: ReviewStore,
+        *,
+        tick_seconds: float,
+        interval_seconds: int,
+        min_new_rows: int,
+        enabled_by_default: bool,
+        clock: Clock = _utc_now,
+    ) -> None:
+        self.reviewer = reviewer
+        self.store = store
+        self.tick_seconds = tick_seconds
+        self.interval_seconds = interval_seconds
+        self.min_new_rows = min_new_rows
+        self.enabled_by_default = enabled_by_default
+        self.clock = clock
+        self.running: dict[str, asyncio.Task[ReviewOutcome | None]] = {}
+        self._loop: asyncio.Task[None] | None = None
+
+    def enabled(self, state: ReviewState) -> bool:
+        return self.enabled_by_default if state.enabled is None else state.enabled
+
+    def interval(self, state: ReviewState) -> int:
+        return state.interval_seconds or self.interval_seconds
+
+    async def tick(self) -> list[str]:
+        """Start every due review; returns the session keys started."""
+        started = []
+        now = self.clock()
+        for state in await self.store.pending():
+            if state.session_key in self.running or not await self._due(state, now):
+                continue
+            self.running[state.session_key] = asyncio.ensure_future(self._run(state))
+            self.running[state.session_key].add_done_callback(
+                lambda _, key=state.session_key: self.running.pop(key, None)
+            )
+            started.append(state.session_key)
+        return started
+
+    async def _due(self, state: ReviewState, now: datetime) -> bool:
+        if not self.enabled(state):
+            return False
+        if state.next_attempt_at and now < parse_utc_text(state.next_attempt_at):
+            return False
+        if state.last_review_at:
+            elapsed = (now - parse_utc_text(state.last_review_at)).total_seconds()
+            if elapsed < self.interval(state):
+                return False
+        new_rows = await self.reviewer.chat_log.count_since(
+            state.session_key, state.last_reviewed_row
+        )
+        return new_rows >= self.min_new_rows
+
+    async def run_now(self, session_key: str) -> ReviewOutcome | None:
+        """Review a session right away (after any review of it already running)."""
+        running = self.running.get(session_key)
+        if running is not None:
+            with contextlib.suppress(Exception):
+                await running
+        task = asyncio.ensure_future(
+            self._run(await self.store.get(session_key), raise_errors=True)
+        )
+        self.running[session_key] = task
+        task.add_done_callback(lambda _: self.running.pop(session_key, None))
+        return await task
+
+    async def _run(self, state: ReviewState, *, raise_errors: bool = False) -> ReviewOutcome | None:
+        key = state.session_key
+        try:
+            outcome = await self.reviewer.review(key, state.last_reviewed_row)
+        except Exception as exc:
+            await self._record_failure(state, exc)
+            if raise_errors:
+                raise
+            return None
+        await self.store.finish(key, utc_text(self.clock()), outcome.last_row)
+        return outcome
+
+    async def _record_failure(self, state: ReviewState, exc: Exception) -> None:
+        failures = state.failures + 1
+        key = state.session_key
+        if failures >= MAX_FAILURES:
+            # Give up on this batch rather than retry it forever; new chat makes a new one.
+            logger.error(
+                "review of %s failed %d times, skipping these rows: %s", key, failures, exc
+            )
+            latest = await self.reviewer.chat_log.recent(key, 1)
+            await self.store.finish(key, utc_text(self.clock()), latest[-1].id if latest else 0)
+            return
+        delay = min(RETRY_BASE_SECONDS * 2 ** (failures - 1), RETRY_MAX_SECONDS)
+        next_at = utc_text(self.clock() + timedelta(seconds=delay))
+        logger.warning("review of %s failed (%s); retry %d in %.0fs", key, exc, failures, delay)
+        await self.store.fail(key, failures, next_at)
+
+    def start(self) -> None:
+        if self._loop is None or self._loop.done():
+            self._loop = asyncio.ensure_future(self._run_loop())
+
+    async def _run_loop(self) -> None:
+        while True:
+            await asyncio.sleep(self.tick_seconds)
+            try:
+                await self.tick()
+            except Exception:
+                logger.exception("review scheduler tick failed")
+
+    async def close(self) -> None:
+        """Stop the loop and any running review; unfinished ones stay pending in the DB."""
+        tasks = [t for t in (self._loop, *self.running.values()) if t is not None]
+        for task in tasks:
+            task.cancel()
+        for task in tasks:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+        self.running.clear()
