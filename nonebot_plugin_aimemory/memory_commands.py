@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import re
 
 from nonebot import on_regex
@@ -9,13 +10,19 @@ from nonebot.adapters.onebot.v11 import Bot, MessageEvent
 from nonebot.params import RegexGroup
 
 from . import texts
+from .engine.llm import LLMError
 from .memory import MemoryService
-from .onebot import is_manager, send_parts, session_key_for
+from .onebot import is_manager, resolve_timezone, send_parts, session_key_for
 from .runtime import Runtime, current_runtime
+from .store.database import parse_utc_text
+
+logger = logging.getLogger("nonebot_plugin_aimemory")
 
 PAGE_SIZE = 10
 SEARCH_LIMIT = 10
-MANAGER_ACTIONS = frozenset({"删除", "清空", "恢复"})
+MANAGER_ACTIONS = frozenset({"删除", "清空", "恢复", "开启", "关闭", "间隔", "立即生成"})
+MIN_INTERVAL_SECONDS = 60
+MAX_INTERVAL_SECONDS = 86_400
 
 memory_command = on_regex(
     r"^\s*[~～/]记忆(?:\s+(\S+)(?:\s+(.*?))?)?\s*$", flags=re.DOTALL, priority=10, block=True
@@ -69,11 +76,65 @@ async def run_memory_action(
         return texts.memory_cleared(await memory.clear(scope))
     if action == "状态" and not argument:
         config = runtime.config
-        return texts.memory_status(
+        status = texts.memory_status(
             count=await memory.count(scope),
             max_entries=memory.max_entries,
             auto_inject=config.aimemory_memory_auto_inject,
             top_k=config.aimemory_memory_inject_topk,
+        )
+        return f"{status}\n{await review_status(runtime, scope)}"
+    if action in ("开启", "关闭", "间隔", "立即生成"):
+        return await run_review_action(runtime, scope, action, argument)
+    return texts.MEMORY_USAGE
+
+
+async def review_status(runtime: Runtime, scope: str) -> str:
+    reviews = runtime.reviews
+    if reviews is None:
+        return texts.REVIEW_NO_EXTERNAL_CONTEXT
+    state = await reviews.store.get(scope)
+    last = state.last_review_at
+    zone = resolve_timezone(runtime.config.aimemory_timezone)
+    return texts.review_status(
+        enabled=reviews.enabled(state),
+        interval_seconds=reviews.interval(state),
+        last_review=parse_utc_text(last).astimezone(zone).strftime("%Y-%m-%d %H:%M")
+        if last
+        else None,
+        pending=state.pending,
+        running=scope in reviews.running,
+    )
+
+
+async def run_review_action(runtime: Runtime, scope: str, action: str, argument: str) -> str:
+    """开启 / 关闭 / 间隔 <秒> / 立即生成 for the background reviewer of `scope`."""
+    reviews = runtime.reviews
+    if reviews is None:
+        return texts.REVIEW_NO_EXTERNAL_CONTEXT
+    if action in ("开启", "关闭") and not argument:
+        await reviews.store.set_enabled(scope, action == "开启")
+        return texts.review_switched(action == "开启")
+    if action == "间隔":
+        if (
+            not argument.isdigit()
+            or not MIN_INTERVAL_SECONDS <= int(argument) <= MAX_INTERVAL_SECONDS
+        ):
+            return texts.REVIEW_INTERVAL_USAGE
+        await reviews.store.set_interval(scope, int(argument))
+        return texts.review_interval_set(int(argument))
+    if action == "立即生成" and not argument:
+        if runtime.chat_log is not None:
+            await runtime.chat_log.flush()
+        try:
+            outcome = await reviews.run_now(scope)
+        except LLMError as exc:
+            logger.warning("manual review of %s failed: %s", scope, exc)
+            return texts.REVIEW_FAILED
+        except Exception:
+            logger.exception("manual review of %s failed", scope)
+            return texts.REVIEW_FAILED
+        return texts.review_result(
+            outcome.created if outcome else 0, outcome.updated if outcome else 0
         )
     return texts.MEMORY_USAGE
 

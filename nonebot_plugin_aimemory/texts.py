@@ -52,7 +52,10 @@ def dialog_status(
 
 # ---------------------------------------------------------------- long-term memory
 
-MEMORY_USAGE = "用法：~记忆 列表 [页码] | 搜索 <词> | 删除 <编号> | 清空 | 恢复 <编号> | 状态"
+MEMORY_USAGE = (
+    "用法：~记忆 列表 [页码] | 搜索 <词> | 删除 <编号> | 清空 | 恢复 <编号> | 状态 | "
+    "开启 | 关闭 | 间隔 <秒> | 立即生成"
+)
 MEMORY_UNAVAILABLE = "长期记忆不可用：数据库无法打开，请联系机器人管理员。"
 MEMORY_EMPTY = "还没有任何记忆。"
 MEMORY_INJECTION_HEADER = (
@@ -129,3 +132,38 @@ def memory_cleared(count: int) -> str:
 def memory_status(*, count: int, max_entries: int, auto_inject: bool, top_k: int) -> str:
     inject = f"开启（每次最多 {top_k} 条）" if auto_inject else "关闭"
     return f"记忆：{count} / {max_entries} 条\n自动注入：{inject}"
+
+
+# ---------------------------------------------------------------- memory review
+
+REVIEW_NO_EXTERNAL_CONTEXT = "自动整理记忆：未启用（配置不允许把聊天记录发给模型）"
+REVIEW_INTERVAL_USAGE = "用法：~记忆 间隔 <秒>，范围 60～86400"
+REVIEW_FAILED = "整理失败：AI 暂时无法回答，请稍后再试。"
+
+
+def review_status(
+    *, enabled: bool, interval_seconds: int, last_review: str | None, pending: bool, running: bool
+) -> str:
+    switch = f"开启（每 {interval_seconds} 秒）" if enabled else "关闭"
+    state = "进行中" if running else ("有待整理的新聊天" if pending else "无")
+    return "\n".join(
+        [
+            f"自动整理记忆：{switch}",
+            f"上次整理：{last_review or '从未'}",
+            f"待整理：{state}",
+        ]
+    )
+
+
+def review_switched(enabled: bool) -> str:
+    return "已开启本会话的自动整理记忆。" if enabled else "已关闭本会话的自动整理记忆。"
+
+
+def review_interval_set(seconds: int) -> str:
+    return f"本会话的自动整理间隔已设为 {seconds} 秒。"
+
+
+def review_result(created: int, updated: int) -> str:
+    if not created and not updated:
+        return "整理完成：没有需要记住的内容。"
+    return f"整理完成：新增 {created} 条，更新 {updated} 条。"
