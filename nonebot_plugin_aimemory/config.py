@@ -62,6 +62,18 @@ class Config(BaseModel):
     aimemory_reply_max_parts: int = Field(default=5, ge=1, le=20)
 
     @field_validator(
+        "aimemory_max_context_tokens",
+        "aimemory_compress_keep_recent_tokens",
+        "aimemory_compress_summary_max_tokens",
+        "aimemory_compress_chunk_tokens",
+        mode="before",
+    )
+    @classmethod
+    def _empty_means_default(cls, value: object) -> object:
+        """`KEY=` in .env arrives as an empty string: treat it as "not set"."""
+        return None if isinstance(value, str) and not value.strip() else value
+
+    @field_validator(
         "aimemory_api_base",
         "aimemory_compressor_api_base",
         "aimemory_embedding_api_base",

@@ -1,0 +1,37 @@
+"""Configuration: zero-config start, empty values from .env, invalid values named."""
+
+from __future__ import annotations
+
+import pytest
+from pydantic import ValidationError
+
+from nonebot_plugin_aimemory.config import Config, describe_validation_error
+
+
+def test_every_key_has_a_default() -> None:
+    config = Config()
+    assert config.aimemory_api_key == ""
+    assert config.aimemory_max_context_tokens is None
+    assert config.aimemory_group_autoclear_after == 30
+
+
+def test_empty_values_from_env_mean_not_set() -> None:
+    config = Config(aimemory_max_context_tokens="", aimemory_compress_chunk_tokens=" ")
+    assert config.aimemory_max_context_tokens is None
+    assert config.aimemory_compress_chunk_tokens is None
+
+
+@pytest.mark.parametrize(
+    ("key", "value"),
+    [
+        ("aimemory_request_timeout", "abc"),
+        ("aimemory_api_base", "api.openai.com"),
+        ("aimemory_session_max_sessions", -1),
+        ("aimemory_compress_threshold", 2),
+        ("aimemory_chat_log_keep_days", 0),
+    ],
+)
+def test_an_invalid_value_is_reported_with_its_key(key: str, value: object) -> None:
+    with pytest.raises(ValidationError) as caught:
+        Config(**{key: value})
+    assert describe_validation_error(caught.value).startswith(f"{key}:")
