@@ -30,6 +30,10 @@ class Config(BaseModel):
     aimemory_db_path: str = ""
     aimemory_timezone: str = "Asia/Shanghai"
     aimemory_multimodal: bool = False
+    aimemory_image_max_bytes: int = Field(default=10 * 1024 * 1024, ge=1024)
+    aimemory_vision_api_base: str = ""
+    aimemory_vision_api_key: str = ""
+    aimemory_vision_model: str = ""
     aimemory_compress_threshold: float = Field(default=0.8, ge=0.1, le=0.95)
     aimemory_compressor_api_base: str = ""
     aimemory_compressor_api_key: str = ""
@@ -78,6 +82,7 @@ class Config(BaseModel):
         "aimemory_compressor_api_base",
         "aimemory_embedding_api_base",
         "aimemory_review_api_base",
+        "aimemory_vision_api_base",
     )
     @classmethod
     def _api_base_is_http(cls, value: str) -> str:

@@ -1,5 +1,5 @@
 """The chat matcher: every message passes here once; addressed ones are answered in order,
-the others only move the group's auto-clear counter."""
+the others only move the group's auto-clear counter (and, if enabled, the chat log)."""
 
 from __future__ import annotations
 
@@ -14,16 +14,17 @@ from nonebot.matcher import Matcher
 from . import texts
 from .engine.chatbot import ChatBot
 from .engine.llm import LLMError
-from .engine.messages import Message, TextPart
+from .engine.messages import Message, Part, TextPart
 from .onebot import (
     is_addressed,
     line_prefix,
-    render_segments,
     resolve_timezone,
     send_parts,
+    send_segments,
     session_key_for,
     speaker_name,
 )
+from .onebot_content import render_plain
 from .replies import failure_text, split_reply
 from .runtime import Runtime, current_runtime
 from .sessions import TurnStopped
@@ -76,24 +77,23 @@ async def handle_message(bot: Bot, event: MessageEvent, matcher: Matcher) -> Non
     if not runtime.configured:
         await send_parts(bot, event, [texts.NOT_CONFIGURED])
         return
-    incoming = translate(event, runtime)
-    if incoming is None:
+    if not parts_text(render_plain(event)) and getattr(event, "reply", None) is None:
         await send_parts(bot, event, [texts.EMPTY_MESSAGE])
         return
     # Enqueue before any await: messages of one session are answered in arrival order.
-    session = runtime.sessions.get_or_create(incoming.key)
+    session = runtime.sessions.get_or_create(session_key_for(event))
     try:
-        await session.submit(lambda chatbot: answer(chatbot, incoming, bot, event, runtime))
+        await session.submit(lambda chatbot: answer(chatbot, bot, event, runtime))
     except TurnStopped:
         logger.info("answer in %s stopped by a user", session.key)
 
 
-def translate(event: MessageEvent, runtime: Runtime) -> Incoming | None:
-    """The event as model input; None when it carries nothing to answer (a bare @)."""
-    parts = render_segments(event)
-    text = "".join(p.text if isinstance(p, TextPart) else p.marker for p in parts).strip()
-    if not text:
-        return None
+def parts_text(parts: list[Part]) -> str:
+    return "".join(p.text if isinstance(p, TextPart) else p.marker for p in parts).strip()
+
+
+def incoming_from(event: MessageEvent, parts: list[Part], runtime: Runtime) -> Incoming:
+    """The user line the model sees: send time (and speaker in groups) before the content."""
     prefix = TextPart(line_prefix(event, resolve_timezone(runtime.config.aimemory_timezone)))
     content = [prefix, *parts]
     if all(isinstance(p, TextPart) for p in content):
@@ -103,20 +103,28 @@ def translate(event: MessageEvent, runtime: Runtime) -> Incoming | None:
     return Incoming(
         key=session_key_for(event),
         message=message,
-        text=text,
+        text=parts_text(parts),
         speaker_id=str(event.user_id),
         speaker_name=speaker_name(event),
         sent_at=datetime.fromtimestamp(event.time, timezone.utc),
     )
 
 
+async def translate(bot: Bot, event: MessageEvent, runtime: Runtime) -> Incoming:
+    """The rich form: images read, @names and quoted or forwarded messages fetched."""
+    if runtime.content is None:
+        return incoming_from(event, render_plain(event), runtime)
+    return incoming_from(event, await runtime.content.render(bot, event), runtime)
+
+
 def log_ambient(event: MessageEvent, runtime: Runtime) -> None:
-    """With `aimemory_chat_log_ambient`, unaddressed group messages are logged too (batched)."""
+    """With `aimemory_chat_log_ambient`, unaddressed group messages are logged too (batched,
+    and without downloads or API calls: this is the hot path of a busy group)."""
     if runtime.chat_log is None or not runtime.config.aimemory_chat_log_ambient:
         return
-    incoming = translate(event, runtime)
-    if incoming is not None:
-        runtime.chat_log.add(incoming.chat_row(addressed=False))
+    parts = render_plain(event)
+    if parts_text(parts):
+        runtime.chat_log.add(incoming_from(event, parts, runtime).chat_row(addressed=False))
 
 
 def assistant_row(key: str, reply: str) -> ChatRow:
@@ -143,15 +151,14 @@ async def with_relevant_memories(
     return injected, message.text
 
 
-async def answer(
-    chatbot: ChatBot, incoming: Incoming, bot: Bot, event: MessageEvent, runtime: Runtime
-) -> None:
-    """One queued job: run the turn, then send the reply (or a short apology)."""
+async def answer(chatbot: ChatBot, bot: Bot, event: MessageEvent, runtime: Runtime) -> None:
+    """One queued job: read the message, run the turn, send the reply (or a short apology)."""
     config = runtime.config
     chat_log = runtime.chat_log
-    if chat_log is not None:
-        chat_log.add(incoming.chat_row())
     try:
+        incoming = await translate(bot, event, runtime)
+        if chat_log is not None:
+            chat_log.add(incoming.chat_row())
         message, persist_text = await with_relevant_memories(
             runtime, chatbot.key, incoming.message, incoming.text
         )
@@ -172,11 +179,25 @@ async def answer(
             exc.status,
             exc.detail[:300],
         )
-        replies = [failure_text(exc)]
+        await send_quietly(bot, event, [failure_text(exc)], runtime=None, key=chatbot.key)
+        return
     except Exception:
         logger.exception("turn failed in %s", chatbot.key)
-        replies = [texts.TURN_FAILED]
+        await send_quietly(bot, event, [texts.TURN_FAILED], runtime=None, key=chatbot.key)
+        return
+    await send_quietly(bot, event, replies, runtime=runtime, key=chatbot.key)
+
+
+async def send_quietly(
+    bot: Bot, event: MessageEvent, replies: list[str], *, runtime: Runtime | None, key: str
+) -> None:
+    """Send; with a runtime, model text is turned into QQ segments (images, @members).
+    A failed send is logged: the answer is already in the history."""
     try:
-        await send_parts(bot, event, replies)
+        if runtime is None or runtime.replies is None:
+            await send_parts(bot, event, replies)
+        else:
+            built = [await runtime.replies.build(bot, event, text) for text in replies]
+            await send_segments(bot, event, built)
     except Exception:
-        logger.exception("could not send the reply in %s", chatbot.key)
+        logger.exception("could not send the reply in %s", key)

@@ -16,7 +16,6 @@ from nonebot.adapters.onebot.v11 import (
 )
 from nonebot.permission import SUPERUSER
 
-from .engine.messages import ImagePart, Part, TextPart
 from .sessions import group_key, private_key
 
 CHINA_STANDARD_TIME = timezone(timedelta(hours=8), "CST")
@@ -65,52 +64,17 @@ def line_prefix(event: MessageEvent, zone: tzinfo) -> str:
     return f"[{sent}] "
 
 
-def render_segments(event: MessageEvent) -> list[Part]:
-    """The message's segments as model input; unknown or malformed segments become markers."""
-    self_id = str(event.self_id)
-    parts: list[Part] = []
-    for segment in event.message:
-        part = _render_segment(segment, self_id)
-        if part is not None:
-            parts.append(part)
-    return _merge_text(parts)
-
-
-def _render_segment(segment: MessageSegment, self_id: str) -> Part | None:
-    data = segment.data if isinstance(segment.data, dict) else {}
-    kind = segment.type
-    if kind == "text":
-        return TextPart(str(data.get("text", "")))
-    if kind == "at":
-        qq = str(data.get("qq", ""))
-        if qq == self_id:
-            return None
-        return TextPart("@全体成员 " if qq == "all" else f"@{data.get('name') or qq} ")
-    if kind == "image":
-        url = str(data.get("url") or data.get("file") or "")
-        return ImagePart.from_source(url, identity=str(data.get("file") or url))
-    if kind == "reply":
-        return None
-    if kind == "face":
-        return TextPart("[表情]")
-    return TextPart(f"[{kind}]")
-
-
-def _merge_text(parts: list[Part]) -> list[Part]:
-    merged: list[Part] = []
-    for part in parts:
-        if isinstance(part, TextPart) and merged and isinstance(merged[-1], TextPart):
-            merged[-1] = TextPart(merged[-1].text + part.text)
-        else:
-            merged.append(part)
-    return merged
-
-
 async def send_parts(bot: Bot, event: MessageEvent, texts: list[str]) -> None:
-    """Send reply texts in order; in groups the first one quotes the triggering message.
-    Texts are sent as text segments, so CQ-code lookalikes from the model stay literal."""
-    for index, text in enumerate(texts):
-        message = Message(MessageSegment.text(text))
+    """Send texts in order as text segments, so CQ-code lookalikes stay literal."""
+    await send_segments(bot, event, [[MessageSegment.text(text)] for text in texts])
+
+
+async def send_segments(
+    bot: Bot, event: MessageEvent, messages: list[list[MessageSegment]]
+) -> None:
+    """Send messages in order; in groups the first one quotes the triggering message."""
+    for index, segments in enumerate(messages):
+        message = Message(segments)
         if index == 0 and isinstance(event, GroupMessageEvent):
             message = MessageSegment.reply(event.message_id) + message
         await bot.send(event, message)

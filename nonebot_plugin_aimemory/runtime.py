@@ -26,9 +26,11 @@ from .engine.llm import Endpoint, LLMClient
 from .engine.models import context_window_for, default_budget_for
 from .engine.tokens import TiktokenCounter
 from .engine.tools import Tool, ToolRegistry
+from .media import ImageReader
 from .memory import MemoryService
 from .memory_extract import FactExtractor
 from .onebot import resolve_timezone
+from .onebot_content import ContentRenderer, MemberNames, ReplyBuilder
 from .reviewer import MemoryReviewer, ReviewScheduler
 from .segmenter import initialise as initialise_segmenter
 from .sessions import SessionCache, group_key
@@ -36,6 +38,7 @@ from .store.chat_log_store import ChatLogStore
 from .store.counters import GroupCounterStore
 from .store.database import Database
 from .store.history_store import MemoryOnlyHistoryStore, SqliteHistoryStore
+from .store.image_store import ImageDescriptionStore
 from .store.memory_store import MemoryStore
 from .store.review_store import ReviewStore
 
@@ -78,6 +81,8 @@ class Runtime:
     extractor: FactExtractor | None = None
     chat_log: ChatLog | None = None
     reviews: ReviewScheduler | None = None
+    content: ContentRenderer | None = None
+    replies: ReplyBuilder | None = None
     _background: set[asyncio.Task[Any]] = field(default_factory=set)
 
     @property
@@ -181,6 +186,7 @@ class Runtime:
                 lambda group_id: runtime.clear_group(group_id),
             ),
         )
+        runtime.start_content(database)
         await runtime.autoclear.load()
         await asyncio.to_thread(counter.load)
         if database is not None:
@@ -194,6 +200,32 @@ class Runtime:
                 "'not configured' reply until one is configured"
             )
         return runtime
+
+    def start_content(self, database: Database | None) -> None:
+        """How QQ content is read (images, names, quotes) and how replies are written."""
+        config = self.config
+        vision = None
+        if config.aimemory_vision_model:
+            vision = LLMClient(
+                self.http,
+                Endpoint(
+                    config.aimemory_vision_api_base or config.aimemory_api_base,
+                    config.aimemory_vision_api_key or config.aimemory_api_key,
+                    config.aimemory_vision_model,
+                ),
+                timeout_seconds=config.aimemory_request_timeout,
+                max_retries=config.aimemory_llm_max_retries,
+            )
+        images = ImageReader(
+            self.http,
+            max_bytes=config.aimemory_image_max_bytes,
+            multimodal=config.aimemory_multimodal,
+            vision=vision,
+            cache=ImageDescriptionStore(database) if database else None,
+        )
+        members = MemberNames()
+        self.content = ContentRenderer(images, members)
+        self.replies = ReplyBuilder(images, members)
 
     def start_memory(self, database: Database) -> None:
         """Long-term memory exists only with a database; without one the tools and

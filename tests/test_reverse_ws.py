@@ -104,7 +104,8 @@ async def test_group_reply_to_a_bot_message_is_answered(app: App, plugin: Plugin
 
     assert ApiCall("get_msg", {"message_id": bot_message_id}) in onebot.calls
     assert_quoted_group_reply(call, event, "就是字面意思")
-    assert last_user_line(plugin).endswith("：这是什么意思")
+    # The quoted message is shown to the model before the user's text.
+    assert last_user_line(plugin).endswith("：[引用 机器人：之前的消息]\n这是什么意思")
 
 
 async def test_group_message_starting_with_the_nickname_is_answered(

@@ -80,6 +80,13 @@ MIGRATIONS: tuple[str, ...] = (
         next_attempt_at TEXT
     ) WITHOUT ROWID;
     """,
+    """
+    CREATE TABLE IF NOT EXISTS image_descriptions (
+        hash TEXT PRIMARY KEY,
+        description TEXT NOT NULL,
+        created_at TEXT NOT NULL
+    ) WITHOUT ROWID;
+    """,
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -1,0 +1,176 @@
+"""Images: download once with a size cap, then either hand them to a multimodal model as a
+data URI or ask a vision model for a short description (cached by content hash)."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import logging
+from dataclasses import dataclass
+
+import httpx
+
+from .engine.llm import LLMClient, LLMError
+from .engine.messages import ImagePart, Message, TextPart
+from .store.image_store import ImageDescriptionStore
+
+logger = logging.getLogger("nonebot_plugin_aimemory")
+
+DOWNLOAD_TIMEOUT_SECONDS = 15.0
+DESCRIPTION_MAX_CHARS = 120
+UNRECOGNISED = "无法识别"
+VISION_PROMPT = (
+    "用一两句简短的中文客观描述这张图片：画面里有什么、图中的文字（如果有）。"
+    "如果是表情包，说明它表达的情绪。不要超过 60 字，不要加任何前缀。"
+)
+_MAGIC: tuple[tuple[bytes, str], ...] = (
+    (b"\x89PNG\r\n\x1a\n", "image/png"),
+    (b"\xff\xd8\xff", "image/jpeg"),
+    (b"GIF87a", "image/gif"),
+    (b"GIF89a", "image/gif"),
+    (b"BM", "image/bmp"),
+)
+
+
+class ImageTooLarge(Exception):
+    """The image is over the configured size cap."""
+
+
+@dataclass(frozen=True, slots=True)
+class Image:
+    data: bytes
+    mime: str
+
+    @property
+    def short_hash(self) -> str:
+        return hashlib.sha256(self.data).hexdigest()[:8]
+
+    @property
+    def data_uri(self) -> str:
+        return f"data:{self.mime};base64,{base64.b64encode(self.data).decode()}"
+
+
+def sniff_mime(data: bytes) -> str | None:
+    """The image type from its first bytes; None when it is not an image we know."""
+    for magic, mime in _MAGIC:
+        if data.startswith(magic):
+            return mime
+    if data[:4] == b"RIFF" and data[8:12] == b"WEBP":
+        return "image/webp"
+    return None
+
+
+def short_hash_of(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()[:8]
+
+
+def marker(short_hash: str, description: str | None = None) -> str:
+    return f"[图片 {short_hash}：{description}]" if description else f"[图片 {short_hash}]"
+
+
+async def download_image(http: httpx.AsyncClient, url: str, max_bytes: int) -> Image:
+    """GET an http(s) image, stopping as soon as it exceeds `max_bytes`.
+    Raises ImageTooLarge, httpx.HTTPError or ValueError (not an image, bad URL)."""
+    if not url.startswith(("http://", "https://")):
+        raise ValueError(f"not an http(s) URL: {url[:60]!r}")
+    async with http.stream("GET", url, timeout=DOWNLOAD_TIMEOUT_SECONDS) as response:
+        response.raise_for_status()
+        declared = response.headers.get("content-length")
+        if declared and declared.isdigit() and int(declared) > max_bytes:
+            raise ImageTooLarge(f"{declared} bytes")
+        chunks: list[bytes] = []
+        size = 0
+        async for chunk in response.aiter_bytes():
+            size += len(chunk)
+            if size > max_bytes:
+                raise ImageTooLarge(f"over {max_bytes} bytes")
+            chunks.append(chunk)
+    data = b"".join(chunks)
+    mime = sniff_mime(data)
+    if mime is None:
+        raise ValueError("not an image")
+    return Image(data, mime)
+
+
+class ImageReader:
+    """Turns QQ image URLs into model input, following `multimodal` and the vision model."""
+
+    def __init__(
+        self,
+        http: httpx.AsyncClient,
+        *,
+        max_bytes: int,
+        multimodal: bool,
+        vision: LLMClient | None,
+        cache: ImageDescriptionStore | None,
+    ) -> None:
+        self.http = http
+        self.max_bytes = max_bytes
+        self.multimodal = multimodal
+        self.vision = vision
+        self.cache = cache
+        self._memory_cache: dict[str, str] = {}
+
+    @property
+    def downloads(self) -> bool:
+        return self.multimodal or self.vision is not None
+
+    async def read(self, url: str, identity: str) -> ImagePart | TextPart:
+        """An image part (multimodal) or a marker text with its description."""
+        if not self.downloads:
+            return TextPart(marker(short_hash_of(identity or url)))
+        try:
+            image = await download_image(self.http, url, self.max_bytes)
+        except ImageTooLarge as exc:
+            logger.info("image refused, too large (%s): %s", exc, url[:80])
+            return TextPart(marker(short_hash_of(identity or url), "图片过大，未查看"))
+        except (httpx.HTTPError, ValueError) as exc:
+            logger.info("image download failed (%s): %s", exc, url[:80])
+            return TextPart(marker(short_hash_of(identity or url), UNRECOGNISED))
+        if self.multimodal:
+            return ImagePart(url=image.data_uri, marker=marker(image.short_hash))
+        return TextPart(marker(image.short_hash, await self.describe(image)))
+
+    async def describe(self, image: Image) -> str:
+        """A short description, from the cache when this image was seen before."""
+        key = image.short_hash
+        cached = self._memory_cache.get(key)
+        if cached is None and self.cache is not None:
+            cached = await self._cached(key)
+        if cached is not None:
+            self._memory_cache[key] = cached
+            return cached
+        assert self.vision is not None
+        try:
+            completion = await self.vision.complete(
+                [
+                    Message(
+                        "user",
+                        (
+                            TextPart(VISION_PROMPT),
+                            ImagePart(url=image.data_uri, marker=marker(key)),
+                        ),
+                    )
+                ],
+                context=f"vision {key}",
+            )
+        except LLMError as exc:
+            logger.info("vision model could not describe image %s: %s", key, exc)
+            return UNRECOGNISED
+        description = " ".join(completion.message.text.split())[:DESCRIPTION_MAX_CHARS]
+        if not description:
+            return UNRECOGNISED
+        self._memory_cache[key] = description
+        if self.cache is not None:
+            try:
+                await self.cache.put(key, description)
+            except Exception:
+                logger.exception("could not cache the description of image %s", key)
+        return description
+
+    async def _cached(self, key: str) -> str | None:
+        try:
+            return await self.cache.get(key) if self.cache is not None else None
+        except Exception:
+            logger.exception("could not read the image description cache")
+            return None

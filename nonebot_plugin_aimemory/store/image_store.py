@@ -1,0 +1,28 @@
+"""Vision descriptions cached by image hash, so the same sticker is described once."""
+
+from __future__ import annotations
+
+import aiosqlite
+
+from .database import Database, utc_now_text
+
+
+class ImageDescriptionStore:
+    def __init__(self, database: Database) -> None:
+        self.database = database
+
+    async def get(self, image_hash: str) -> str | None:
+        rows = await self.database.read(
+            "SELECT description FROM image_descriptions WHERE hash = ?", (image_hash,)
+        )
+        return str(rows[0][0]) if rows else None
+
+    async def put(self, image_hash: str, description: str) -> None:
+        async def work(connection: aiosqlite.Connection) -> None:
+            await connection.execute(
+                "INSERT OR REPLACE INTO image_descriptions (hash, description, created_at) "
+                "VALUES (?, ?, ?)",
+                (image_hash, description, utc_now_text()),
+            )
+
+        await self.database.write(work)
