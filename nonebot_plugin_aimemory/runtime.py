@@ -148,21 +148,11 @@ class Runtime:
             timeout=httpx.Timeout(config.aimemory_request_timeout, connect=10.0),
             limits=httpx.Limits(max_connections=64, max_keepalive_connections=16),
         )
-        llm = LLMClient(
-            http,
-            Endpoint(config.aimemory_api_base, config.aimemory_api_key, config.aimemory_model),
-            timeout_seconds=config.aimemory_request_timeout,
-            max_retries=config.aimemory_llm_max_retries,
-        )
+        llm = llm_client(http, config, "main")
         counter = TiktokenCounter()
         pre_compact.wait_seconds = config.aimemory_precompact_wait_seconds
         compressor = Compressor(
-            LLMClient(
-                http,
-                compressor_endpoint(config),
-                timeout_seconds=config.aimemory_request_timeout,
-                max_retries=config.aimemory_llm_max_retries,
-            ),
+            llm_client(http, config, "compressor"),
             counter,
             compression_policy(config),
             pre_compact,
@@ -204,18 +194,7 @@ class Runtime:
     def start_content(self, database: Database | None) -> None:
         """How QQ content is read (images, names, quotes) and how replies are written."""
         config = self.config
-        vision = None
-        if config.aimemory_vision_model:
-            vision = LLMClient(
-                self.http,
-                Endpoint(
-                    config.aimemory_vision_api_base or config.aimemory_api_base,
-                    config.aimemory_vision_api_key or config.aimemory_api_key,
-                    config.aimemory_vision_model,
-                ),
-                timeout_seconds=config.aimemory_request_timeout,
-                max_retries=config.aimemory_llm_max_retries,
-            )
+        vision = llm_client(self.http, config, "vision") if config.aimemory_vision_model else None
         images = ImageReader(
             self.http,
             max_bytes=config.aimemory_image_max_bytes,
@@ -233,14 +212,7 @@ class Runtime:
         config = self.config
         embedder = None
         if config.aimemory_embedding_model:
-            embedder = EmbeddingClient(
-                self.http,
-                Endpoint(
-                    config.aimemory_embedding_api_base or config.aimemory_api_base,
-                    config.aimemory_embedding_api_key or config.aimemory_api_key,
-                    config.aimemory_embedding_model,
-                ),
-            )
+            embedder = EmbeddingClient(self.http, endpoint_for(config, "embedding"))
         self.memory = MemoryService(
             MemoryStore(database),
             max_entries=config.aimemory_memory_max_entries,
@@ -268,12 +240,7 @@ class Runtime:
         if review_store is None or self.memory is None:
             return
         reviewer = MemoryReviewer(
-            LLMClient(
-                self.http,
-                review_endpoint(config),
-                timeout_seconds=config.aimemory_request_timeout,
-                max_retries=config.aimemory_llm_max_retries,
-            ),
+            llm_client(self.http, config, "review"),
             self.memory,
             self.chat_log.store,
             persona=config.aimemory_system_prompt,
@@ -314,29 +281,41 @@ class Runtime:
         await self.http.aclose()
 
 
-def compressor_endpoint(config: Config) -> Endpoint:
-    """The compressor's endpoint; each empty key falls back to the main model's."""
-    return Endpoint(
-        config.aimemory_compressor_api_base or config.aimemory_api_base,
-        config.aimemory_compressor_api_key or config.aimemory_api_key,
-        config.aimemory_compressor_model or config.aimemory_model,
+def llm_client(http: httpx.AsyncClient, config: Config, role: str) -> LLMClient:
+    """A chat client for a model role, sharing the process's connection pool."""
+    return LLMClient(
+        http,
+        endpoint_for(config, role),
+        timeout_seconds=config.aimemory_request_timeout,
+        max_retries=config.aimemory_llm_max_retries,
     )
 
 
-def review_endpoint(config: Config) -> Endpoint:
-    """The reviewer's endpoint: its own keys, else the compressor's, else the main model's."""
-    compressor = compressor_endpoint(config)
+# Each model role falls back, key by key, to another role's settings when left empty.
+_FALLBACK_ROLE = {
+    "compressor": "main",
+    "review": "compressor",
+    "vision": "main",
+    "embedding": "main",
+}
+
+
+def endpoint_for(config: Config, role: str) -> Endpoint:
+    """The endpoint of a model role: main, compressor, review, vision or embedding."""
+    if role == "main":
+        return Endpoint(config.aimemory_api_base, config.aimemory_api_key, config.aimemory_model)
+    parent = endpoint_for(config, _FALLBACK_ROLE[role])
     return Endpoint(
-        config.aimemory_review_api_base or compressor.api_base,
-        config.aimemory_review_api_key or compressor.api_key,
-        config.aimemory_review_model or compressor.model,
+        getattr(config, f"aimemory_{role}_api_base") or parent.api_base,
+        getattr(config, f"aimemory_{role}_api_key") or parent.api_key,
+        getattr(config, f"aimemory_{role}_model") or parent.model,
     )
 
 
 def compression_policy(config: Config) -> CompressionPolicy:
     """Budget from config or the model table; the rest defaults to fractions of it."""
     budget = config.aimemory_max_context_tokens or default_budget_for(config.aimemory_model)
-    compressor_window = context_window_for(compressor_endpoint(config).model)
+    compressor_window = context_window_for(endpoint_for(config, "compressor").model)
     return CompressionPolicy.for_budget(
         budget,
         threshold=config.aimemory_compress_threshold,

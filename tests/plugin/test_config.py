@@ -35,3 +35,26 @@ def test_an_invalid_value_is_reported_with_its_key(key: str, value: object) -> N
     with pytest.raises(ValidationError) as caught:
         Config(**{key: value})
     assert describe_validation_error(caught.value).startswith(f"{key}:")
+
+
+def test_model_roles_fall_back_key_by_key() -> None:
+    from nonebot_plugin_aimemory.runtime import endpoint_for
+
+    config = Config(
+        aimemory_api_base="https://main.example/v1",
+        aimemory_api_key="main-key",
+        aimemory_model="main-model",
+        aimemory_compressor_model="cheap",
+        aimemory_review_api_key="review-key",
+        aimemory_vision_model="vision",
+    )
+    compressor = endpoint_for(config, "compressor")
+    assert (compressor.api_base, compressor.api_key, compressor.model) == (
+        "https://main.example/v1",
+        "main-key",
+        "cheap",
+    )
+    review = endpoint_for(config, "review")
+    assert (review.api_key, review.model) == ("review-key", "cheap")
+    assert endpoint_for(config, "vision").model == "vision"
+    assert endpoint_for(config, "embedding").api_key == "main-key"
