@@ -35,6 +35,10 @@ MAX_CACHED_SCOPES = 64
 Source = Literal["tool", "command", "extract", "review"]
 
 
+class MemoryFull(Exception):
+    """The scope already holds `max_entries` memories."""
+
+
 class _Missing:
     """Marks an update field the caller did not give (keep the stored value)."""
 
@@ -174,7 +178,7 @@ class MemoryService:
     async def relevant(self, scope: str, text: str, top_k: int) -> list[MemoryRecord]:
         """The memories most relevant to `text` that are safe to show the model."""
         hits = await self.search(scope, text, limit=top_k * 2) if text.strip() else []
-        safe = [h.memory for h in hits if injection_reason(h.memory.content) is None]
+        safe = [h.memory for h in hits if is_safe_to_show(h.memory)]
         return safe[:top_k]
 
     # ----------------------------------------------------------------- writing
@@ -194,6 +198,9 @@ class MemoryService:
         if isinstance(prepared, SaveOutcome):
             return prepared
         text, truncated = prepared
+        tag_problem = _tags_problem(tags)
+        if tag_problem is not None:
+            return SaveOutcome("refused", reason=tag_problem)
         normalized = normalize(text)
         loaded = await self._scope(scope)
         async with loaded.lock:
@@ -267,6 +274,9 @@ class MemoryService:
                         embedding=await self._embed_quietly(text),
                     )
             if not isinstance(tags, _Missing):
+                tag_problem = _tags_problem(tags)
+                if tag_problem is not None:
+                    return UpdateOutcome("refused", memory=record, reason=tag_problem)
                 changes["tags"] = clean_tags(tags)
             if not isinstance(user_id, _Missing):
                 changes["user_id"] = _clean_user_id(user_id)
@@ -292,13 +302,18 @@ class MemoryService:
         return len(await self._delete(scope, ids, by_person=True))
 
     async def restore(self, scope: str, memory_id: str) -> MemoryRecord | None:
-        """Undo a deletion: lift the tombstone and bring the entry back."""
+        """Undo a deletion: lift the tombstone and bring the entry back. Raises MemoryFull
+        when the scope has no room for it."""
         loaded = await self._scope(scope)
         async with loaded.lock:
             entry = loaded.entries.get(memory_id.strip().lstrip("#").lower())
             if entry is None or not entry.record.deleted:
                 return None
             record = entry.record
+            if len(loaded.live()) >= self.max_entries and not loaded.find_live_by_normalized(
+                record.normalized
+            ):
+                raise MemoryFull(self.max_entries)
             twin = loaded.find_live_by_normalized(record.normalized)
             if twin is not None:
                 # The same content was saved again meanwhile: lift the tombstone, keep one copy.
@@ -312,36 +327,52 @@ class MemoryService:
         return restored
 
     async def backfill_embeddings(self, batch_size: int = 32) -> int:
-        """Compute vectors for memories saved before embeddings were configured."""
+        """Compute vectors for memories saved before embeddings were configured, until none
+        is left (or the embedding server fails: keyword search keeps working meanwhile)."""
         if self.embedder is None:
             return 0
         filled = 0
-        for scope, ids_and_texts in await self.store.missing_embeddings(limit=batch_size * 8):
-            for start in range(0, len(ids_and_texts), batch_size):
-                batch = ids_and_texts[start : start + batch_size]
-                try:
-                    vectors = await self.embedder.embed([text for _, text in batch])
-                except LLMError as exc:
-                    logger.info("embedding backfill stopped: %s", exc)
-                    return filled
-                await self.store.set_embeddings(
-                    scope, {memory_id: v for (memory_id, _), v in zip(batch, vectors, strict=True)}
-                )
-                cached = self._scopes.get(scope)
-                for (memory_id, _), vector in zip(batch, vectors, strict=True):
-                    if cached is not None and memory_id in cached.entries:
-                        entry = cached.entries[memory_id]
-                        entry.record = replace(entry.record, embedding=vector)
-                filled += len(batch)
-        return filled
+        while True:
+            missing = await self.store.missing_embeddings(limit=batch_size * 8)
+            done_this_round = 0
+            for scope, ids_and_texts in missing:
+                for start in range(0, len(ids_and_texts), batch_size):
+                    batch = ids_and_texts[start : start + batch_size]
+                    try:
+                        vectors = await self.embedder.embed([text for _, text in batch])
+                    except LLMError as exc:
+                        logger.info("embedding backfill stopped: %s", exc)
+                        return filled
+                    done_this_round += await self._store_vectors(scope, batch, vectors)
+            filled += done_this_round
+            if not missing or done_this_round == 0:
+                return filled
+
+    async def _store_vectors(
+        self, scope: str, batch: list[tuple[str, str]], vectors: list[list[float]]
+    ) -> int:
+        """Write backfilled vectors, skipping entries whose content changed meanwhile."""
+        loaded = await self._scope(scope)
+        async with loaded.lock:
+            fresh: dict[str, list[float]] = {}
+            for (memory_id, text), vector in zip(batch, vectors, strict=True):
+                entry = loaded.entries.get(memory_id)
+                if entry is not None and entry.record.content == text:
+                    fresh[memory_id] = vector
+                    entry.record = replace(entry.record, embedding=vector)
+            if fresh:
+                await self.store.set_embeddings(scope, fresh)
+        return len(fresh)
 
     # ----------------------------------------------------------------- internals
 
     def _prepare_content(self, content: str) -> tuple[str, bool] | SaveOutcome:
-        text = fold_whitespace(str(content or ""))
+        raw = str(content or "")
+        text = fold_whitespace(raw)
         if not text:
             return SaveOutcome("empty", reason="内容为空")
-        reason = injection_reason(text)
+        # Checked before folding too: role markers only count at the start of a line.
+        reason = injection_reason(raw)
         if reason is not None:
             return SaveOutcome("refused", reason=reason)
         if self.mask_pii:
@@ -437,7 +468,24 @@ def _keyword_score(query_tokens: frozenset[str], entry: _Entry) -> float:
 
 
 def _clean_user_id(user_id: object) -> str | None:
+    """A QQ number, or nothing: free text here would be one more way into the prompt."""
     if user_id is None:
         return None
     text = str(user_id).strip()
-    return text or None
+    return text if text.isdigit() and len(text) <= 20 else None
+
+
+def _tags_problem(tags: object) -> str | None:
+    if isinstance(tags, _Missing) or not tags:
+        return None
+    for tag in tags if isinstance(tags, list | tuple) else [tags]:
+        reason = injection_reason(str(tag))
+        if reason is not None:
+            return f"标签{reason}"
+    return None
+
+
+def is_safe_to_show(record: MemoryRecord) -> bool:
+    """Never inject a memory that looks like steering (in its content or its tags)."""
+    fields = [record.content, *record.tags, record.user_id or ""]
+    return all(injection_reason(text) is None for text in fields)

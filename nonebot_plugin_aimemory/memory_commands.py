@@ -11,7 +11,7 @@ from nonebot.params import RegexGroup
 
 from . import texts
 from .engine.llm import LLMError
-from .memory import MemoryService
+from .memory import MemoryFull, MemoryService
 from .onebot import is_manager, resolve_timezone, send_parts, session_key_for
 from .runtime import Runtime, current_runtime
 from .store.database import parse_utc_text
@@ -63,7 +63,10 @@ async def run_memory_action(
         deleted = await memory.forget(scope, argument, by_person=True)
         return texts.memory_deleted(deleted) if deleted else texts.memory_not_found(argument)
     if action == "恢复" and _looks_like_id(argument):
-        restored = await memory.restore(scope, argument)
+        try:
+            restored = await memory.restore(scope, argument)
+        except MemoryFull as full:
+            return texts.memory_full_for_restore(full.args[0])
         return (
             texts.memory_restored(restored)
             if restored

@@ -4,6 +4,7 @@ personal identifiers (masked before storage)."""
 from __future__ import annotations
 
 import re
+import unicodedata
 
 _INJECTION_PATTERNS: tuple[re.Pattern[str], ...] = tuple(
     re.compile(pattern, re.IGNORECASE)
@@ -31,11 +32,13 @@ _ID_CHECK = "10X98765432"
 
 
 def injection_reason(text: str) -> str | None:
-    """Why `text` looks like an attempt to steer the model (None if it does not)."""
-    for pattern in _INJECTION_PATTERNS:
-        match = pattern.search(text)
-        if match:
-            return f"内容疑似在操控 AI 的指令（“{match.group(0).strip()[:20]}”）"
+    """Why `text` looks like an attempt to steer the model (None if it does not). The raw
+    text and its NFKC form are both checked, so full-width letters do not slip through."""
+    for candidate in dict.fromkeys((text, unicodedata.normalize("NFKC", text))):
+        for pattern in _INJECTION_PATTERNS:
+            match = pattern.search(candidate)
+            if match:
+                return f"内容疑似在操控 AI 的指令（“{match.group(0).strip()[:20]}”）"
     return None
 
 

@@ -121,6 +121,10 @@ def memory_nothing_to_restore(memory_id: str) -> str:
     return f"没有可恢复的记忆 #{memory_id.strip().lstrip('#')}。"
 
 
+def memory_full_for_restore(max_entries: int) -> str:
+    return f"无法恢复：记忆已满（{max_entries} 条），请先删除一些。"
+
+
 def memory_clear_confirm(count: int) -> str:
     return f"确定要清空本会话的全部 {count} 条记忆吗？确认请发送：~记忆 清空 确认"
 

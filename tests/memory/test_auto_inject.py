@@ -1,0 +1,128 @@
+"""Auto-inject: the memories relevant to a message go before it for that turn only, under
+a header, at most top-k of them and about 1500 characters."""
+
+from __future__ import annotations
+
+from nonebot_plugin_aimemory import texts
+from tests.fakes.bots import RecordingBot
+from tests.fakes.events import group_message
+from tests.memory.helpers import stored_bodies
+
+GROUP = 701
+SCOPE = f"g:{GROUP}"
+HEADER = texts.MEMORY_INJECTION_HEADER
+VEGETARIAN = "小明(2001)吃素，不吃任何肉类"
+
+
+def asking(content: str):
+    return group_message(content, group_id=GROUP, to_me=True)
+
+
+async def remember(plugin, content: str, scope: str = SCOPE) -> str:
+    outcome = await plugin.runtime.memory.save(scope, content)
+    assert outcome.status == "saved"
+    return outcome.memory.id
+
+
+def last_user_content(plugin) -> str:
+    return plugin.llm.last_messages()[-1]["content"]
+
+
+def injected_block(user_content: str) -> str:
+    assert user_content.startswith(HEADER), user_content
+    block, _, _ = user_content.partition("\n\n")
+    return block
+
+
+def memory_lines(block: str) -> list[str]:
+    return block.splitlines()[1:]
+
+
+async def test_a_relevant_memory_goes_before_the_message_under_the_header(plugin) -> None:
+    memory_id = await remember(plugin, VEGETARIAN)
+    bot = RecordingBot()
+
+    await bot.receive(asking("小明吃素吗？"))
+
+    content = last_user_content(plugin)
+    assert memory_lines(injected_block(content)) == [f"#{memory_id} {VEGETARIAN}"]
+    assert content.endswith("小明(2001)：小明吃素吗？")
+
+
+async def test_the_injected_block_is_not_persisted(plugin) -> None:
+    await remember(plugin, VEGETARIAN)
+    bot = RecordingBot()
+
+    await bot.receive(asking("小明吃素吗？"))
+
+    user_rows = [b for b in await stored_bodies(plugin, SCOPE) if b["role"] == "user"]
+    assert len(user_rows) == 1
+    assert user_rows[0]["content"].endswith("小明(2001)：小明吃素吗？")
+    assert HEADER not in user_rows[0]["content"]
+    assert VEGETARIAN not in user_rows[0]["content"]
+
+
+async def test_the_injected_block_is_not_replayed_in_the_next_request(plugin) -> None:
+    await remember(plugin, VEGETARIAN)
+    bot = RecordingBot()
+    await bot.receive(asking("小明吃素吗？"))
+    first_request_user = last_user_content(plugin)
+
+    await bot.receive(asking("今天天气怎么样"))
+
+    earlier_user = plugin.llm.last_messages()[1]
+    assert earlier_user["role"] == "user"
+    assert earlier_user["content"] == first_request_user.partition("\n\n")[2]
+    assert HEADER not in earlier_user["content"]
+
+
+async def test_an_unrelated_message_gets_no_block(plugin) -> None:
+    await remember(plugin, VEGETARIAN)
+    bot = RecordingBot()
+
+    await bot.receive(asking("今天天气怎么样"))
+
+    assert HEADER not in last_user_content(plugin)
+
+
+async def test_memories_of_another_scope_are_never_injected(plugin) -> None:
+    await remember(plugin, VEGETARIAN, scope="g:702")
+    bot = RecordingBot()
+
+    await bot.receive(asking("小明吃素吗？"))
+
+    assert HEADER not in last_user_content(plugin)
+    assert VEGETARIAN not in last_user_content(plugin)
+
+
+async def test_auto_inject_off_sends_no_block(plugin) -> None:
+    await plugin.restart(aimemory_memory_auto_inject=False)
+    await remember(plugin, VEGETARIAN)
+    bot = RecordingBot()
+
+    await bot.receive(asking("小明吃素吗？"))
+
+    assert HEADER not in last_user_content(plugin)
+
+
+async def test_at_most_top_k_memories_are_injected(plugin) -> None:
+    await plugin.restart(aimemory_memory_inject_topk=2)
+    for dish in ("火锅", "烧烤", "寿司", "披萨", "饺子"):
+        await remember(plugin, f"小明(2001)的最爱是{dish}")
+    bot = RecordingBot()
+
+    await bot.receive(asking("小明的最爱是什么"))
+
+    assert len(memory_lines(injected_block(last_user_content(plugin)))) == 2
+
+
+async def test_injected_block_stays_within_about_1500_characters(plugin) -> None:
+    for n in ("一", "二", "三"):
+        await remember(plugin, f"小明(2001)的第{n}个旅行计划：" + "去海边看日出，" * 85)
+    bot = RecordingBot()
+
+    await bot.receive(asking("小明的旅行计划是什么"))
+
+    block = injected_block(last_user_content(plugin))
+    assert len(block) <= 1500
+    assert len(memory_lines(block)) == 2  # the third would not fit
