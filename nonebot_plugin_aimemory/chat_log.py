@@ -38,6 +38,8 @@ def format_rows(rows: Sequence[ChatRow], zone: tzinfo, *, keep: str = "newest") 
     used = 0
     for line in ordered:
         if used + len(line) + 1 > MAX_TOOL_OUTPUT_CHARS:
+            if not kept:  # one line longer than the cap: show its start, not "nothing found"
+                kept.append(line[: MAX_TOOL_OUTPUT_CHARS - 1] + "…")
             break
         kept.append(line)
         used += len(line) + 1

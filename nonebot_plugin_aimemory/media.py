@@ -3,6 +3,7 @@ data URI or ask a vision model for a short description (cached by content hash).
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import hashlib
 import logging
@@ -69,10 +70,16 @@ def marker(short_hash: str, description: str | None = None) -> str:
 
 
 async def download_image(http: httpx.AsyncClient, url: str, max_bytes: int) -> Image:
-    """GET an http(s) image, stopping as soon as it exceeds `max_bytes`.
-    Raises ImageTooLarge, httpx.HTTPError or ValueError (not an image, bad URL)."""
+    """GET an http(s) image within DOWNLOAD_TIMEOUT_SECONDS in all, stopping as soon as it
+    exceeds `max_bytes`. Raises ImageTooLarge, httpx.HTTPError, asyncio.TimeoutError or
+    ValueError (not an image, bad URL)."""
     if not url.startswith(("http://", "https://")):
         raise ValueError(f"not an http(s) URL: {url[:60]!r}")
+    # httpx's timeout is per read: a server trickling bytes would hold the session's queue.
+    return await asyncio.wait_for(_download(http, url, max_bytes), DOWNLOAD_TIMEOUT_SECONDS)
+
+
+async def _download(http: httpx.AsyncClient, url: str, max_bytes: int) -> Image:
     async with http.stream("GET", url, timeout=DOWNLOAD_TIMEOUT_SECONDS) as response:
         response.raise_for_status()
         declared = response.headers.get("content-length")
@@ -124,8 +131,8 @@ class ImageReader:
         except ImageTooLarge as exc:
             logger.info("image refused, too large (%s): %s", exc, url[:80])
             return TextPart(marker(short_hash_of(identity or url), "图片过大，未查看"))
-        except (httpx.HTTPError, ValueError) as exc:
-            logger.info("image download failed (%s): %s", exc, url[:80])
+        except (httpx.HTTPError, ValueError, asyncio.TimeoutError) as exc:
+            logger.info("image download failed (%r): %s", exc, url[:80])
             return TextPart(marker(short_hash_of(identity or url), UNRECOGNISED))
         if self.multimodal:
             return ImagePart(url=image.data_uri, marker=marker(image.short_hash))

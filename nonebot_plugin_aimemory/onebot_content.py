@@ -26,6 +26,9 @@ FORWARD_MAX_LINES = 20
 FORWARD_LINE_MAX_CHARS = 100
 FORWARD_MAX_DEPTH = 2
 MEMBER_NAME_TTL_SECONDS = 600.0
+# A failed lookup may be a passing API error: retry it sooner than a known name.
+MEMBER_MISS_TTL_SECONDS = 60.0
+UNAVAILABLE_QUOTE = "[引用了一条无法获取的消息]"
 MEMBER_CACHE_SIZE = 4096
 CARD_TITLE_KEYS = ("title", "prompt", "desc", "tag")
 CARD_URL_KEYS = ("qqdocurl", "jumpUrl", "url", "jumpurl")
@@ -159,8 +162,10 @@ class MemberNames:
         """Card or nickname; None when the user is not a member (or the lookup failed)."""
         key = (group_id, user_id)
         cached = self._cache.get(key)
-        if cached is not None and time.monotonic() - cached[0] < MEMBER_NAME_TTL_SECONDS:
-            return cached[1]
+        if cached is not None:
+            ttl = MEMBER_NAME_TTL_SECONDS if cached[1] is not None else MEMBER_MISS_TTL_SECONDS
+            if time.monotonic() - cached[0] < ttl:
+                return cached[1]
         info = await _call(bot.get_group_member_info(group_id=group_id, user_id=user_id))
         name = None
         if isinstance(info, dict):
@@ -182,7 +187,11 @@ class ContentRenderer:
 
     async def render(self, bot: Bot, event: MessageEvent) -> list[Part]:
         parts: list[Part] = []
-        quote = await self.quote(bot, event)
+        try:
+            quote = await self.quote(bot, event)
+        except Exception:
+            logger.warning("could not render the quoted message", exc_info=True)
+            quote = UNAVAILABLE_QUOTE
         if quote:
             parts.append(TextPart(quote + "\n"))
         for segment in event.message:
@@ -224,9 +233,14 @@ class ContentRenderer:
         segment = next((s for s in event.original_message if s.type == "reply"), None)
         if segment is None:
             return None
-        fetched = await _call(bot.get_msg(message_id=int(segment.data.get("id", 0) or 0)))
+        data = segment.data if isinstance(segment.data, dict) else {}
+        try:
+            message_id = int(str(data.get("id", "")))
+        except ValueError:
+            return UNAVAILABLE_QUOTE
+        fetched = await _call(bot.get_msg(message_id=message_id))
         if not isinstance(fetched, dict):
-            return "[引用了一条无法获取的消息]"
+            return UNAVAILABLE_QUOTE
         sender = fetched.get("sender") if isinstance(fetched.get("sender"), dict) else {}
         return _quote_line(
             str(event.self_id),

@@ -7,7 +7,7 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta, timezone, tzinfo
 from typing import Any
 
@@ -25,6 +25,8 @@ logger = logging.getLogger("nonebot_plugin_aimemory")
 MAX_ROWS = 50
 MAX_CHARS = 8000
 MAX_OPS = 3
+ROW_OVERHEAD_CHARS = 40  # time, speaker and row id around each line
+MIN_PARTIAL_ROW_CHARS = 200
 MAX_FAILURES = 5
 RETRY_BASE_SECONDS = 60.0
 RETRY_MAX_SECONDS = 3600.0
@@ -152,14 +154,19 @@ class MemoryReviewer:
 
 
 def _within_chars(rows: list[ChatRow]) -> list[ChatRow]:
-    """The newest rows whose text fits in MAX_CHARS, oldest first."""
+    """The newest rows whose text fits in MAX_CHARS, oldest first; the row where the budget
+    runs out is shortened rather than dropped when a useful part of it still fits."""
     kept: list[ChatRow] = []
     used = 0
     for row in reversed(rows):
-        used += len(row.text) + 40
-        if used > MAX_CHARS and kept:
+        cost = len(row.text) + ROW_OVERHEAD_CHARS
+        if used + cost > MAX_CHARS:
+            room = MAX_CHARS - used - ROW_OVERHEAD_CHARS - 1
+            if room >= MIN_PARTIAL_ROW_CHARS or not kept:
+                kept.append(replace(row, text=row.text[: max(room, 0)] + "…"))
             break
         kept.append(row)
+        used += cost
     kept.reverse()
     return kept
 
@@ -222,12 +229,21 @@ class ReviewScheduler:
         for state in await self.store.pending():
             if state.session_key in self.running or not await self._due(state, now):
                 continue
-            self.running[state.session_key] = asyncio.ensure_future(self._run(state))
-            self.running[state.session_key].add_done_callback(
-                lambda _, key=state.session_key: self.running.pop(key, None)
-            )
+            if state.session_key in self.running:  # started meanwhile (立即生成)
+                continue
+            self._register(state.session_key, asyncio.ensure_future(self._run(state)))
             started.append(state.session_key)
         return started
+
+    def _register(self, key: str, task: asyncio.Task[ReviewOutcome | None]) -> None:
+        """Mark `key` as being reviewed; synchronous, so no other review can slip in."""
+        self.running[key] = task
+
+        def forget(done: asyncio.Task[ReviewOutcome | None]) -> None:
+            if self.running.get(key) is done:
+                del self.running[key]
+
+        task.add_done_callback(forget)
 
     async def _due(self, state: ReviewState, now: datetime) -> bool:
         if not self.enabled(state):
@@ -245,16 +261,16 @@ class ReviewScheduler:
 
     async def run_now(self, session_key: str) -> ReviewOutcome | None:
         """Review a session right away (after any review of it already running)."""
-        running = self.running.get(session_key)
-        if running is not None:
+        while (running := self.running.get(session_key)) is not None:
             with contextlib.suppress(Exception):
                 await running
-        task = asyncio.ensure_future(
-            self._run(await self.store.get(session_key), raise_errors=True)
-        )
-        self.running[session_key] = task
-        task.add_done_callback(lambda _: self.running.pop(session_key, None))
+        task = asyncio.ensure_future(self._run_fresh(session_key))
+        self._register(session_key, task)
         return await task
+
+    async def _run_fresh(self, session_key: str) -> ReviewOutcome | None:
+        """Review with the state read now (after any earlier review has finished)."""
+        return await self._run(await self.store.get(session_key), raise_errors=True)
 
     async def _run(self, state: ReviewState, *, raise_errors: bool = False) -> ReviewOutcome | None:
         key = state.session_key

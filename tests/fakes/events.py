@@ -14,7 +14,9 @@ from nonebot.adapters.onebot.v11 import (
 )
 
 SELF_ID = 42
-EVENT_TIME = 1_796_000_000  # fixed, so the "[time]" prefix is predictable
+# The start of the current minute: predictable within a run, and always recent, so the
+# chat log's retention cleanup at startup never removes what a test just logged.
+EVENT_TIME = int(time.time()) // 60 * 60
 _message_ids = itertools.count(1000)
 
 
