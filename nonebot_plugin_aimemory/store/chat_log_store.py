@@ -3,6 +3,7 @@ tokens (FTS5's own tokenizer does not split Chinese)."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -43,13 +44,25 @@ def _row(raw: Sequence[object]) -> ChatRow:
     )
 
 
-def fts_query(text: str) -> str | None:
-    """An FTS5 query matching any of the text's tokens, each quoted as an FTS5 string
-    (quotes doubled) so `*`, `NEAR`, `OR`, `-`, `(` in user input are just characters."""
+# bm25 scores at most this many of the newest matches: a broad query in a long log would
+# otherwise score and sort tens of thousands of rows.
+MAX_RANKED_MATCHES = 2000
+
+
+def session_token(session_key: str) -> str:
+    """The session as one alphanumeric FTS token (`g:123` -> `s673a313233`)."""
+    return "s" + session_key.encode().hex()
+
+
+def fts_query(session_key: str, text: str) -> str | None:
+    """An FTS5 query for rows of `session_key` matching any token of `text`. Every term is
+    quoted as an FTS5 string (quotes doubled), so `*`, `NEAR`, `OR`, `-`, `(` in user input
+    are just characters."""
     terms = list(dict.fromkeys(segmenter.tokens(text)))
     if not terms:
         return None
-    return " OR ".join('"' + term.replace('"', '""') + '"' for term in terms[:32])
+    alternatives = " OR ".join('"' + term.replace('"', '""') + '"' for term in terms[:32])
+    return f'session : "{session_token(session_key)}" AND tokens : ({alternatives})'
 
 
 class ChatLogStore:
@@ -61,14 +74,20 @@ class ChatLogStore:
     async def insert_many(self, rows: Sequence[ChatRow]) -> None:
         if not rows:
             return
-        prepared = [(row, segmenter.segmented(row.text)) for row in rows]
+        # jieba takes ~0.2 ms a row: a batch of hundreds would stall the event loop.
+        tokens = await asyncio.to_thread(lambda: [segmenter.segmented(r.text) for r in rows])
 
         async def work(connection: aiosqlite.Connection) -> None:
-            for row, tokens in prepared:
-                cursor = await connection.execute(
-                    "INSERT INTO chat_log (session_key, created_at, speaker_id, speaker_name, "
-                    "role, text, addressed) VALUES (?, ?, ?, ?, ?, ?, ?)",
+            cursor = await connection.execute("SELECT COALESCE(MAX(id), 0) FROM chat_log")
+            (last_id,) = await cursor.fetchone()
+            await cursor.close()
+            ids = range(last_id + 1, last_id + 1 + len(rows))
+            await connection.executemany(
+                "INSERT INTO chat_log (id, session_key, created_at, speaker_id, speaker_name, "
+                "role, text, addressed) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                [
                     (
+                        row_id,
                         row.session_key,
                         row.created_at,
                         row.speaker_id,
@@ -76,13 +95,17 @@ class ChatLogStore:
                         row.role,
                         row.text,
                         int(row.addressed),
-                    ),
-                )
-                await connection.execute(
-                    "INSERT INTO chat_log_fts (rowid, session_key, tokens) VALUES (?, ?, ?)",
-                    (cursor.lastrowid, row.session_key, tokens),
-                )
-                await cursor.close()
+                    )
+                    for row_id, row in zip(ids, rows, strict=True)
+                ],
+            )
+            await connection.executemany(
+                "INSERT INTO chat_log_fts (rowid, session, tokens) VALUES (?, ?, ?)",
+                [
+                    (row_id, session_token(row.session_key), row_tokens)
+                    for row_id, row, row_tokens in zip(ids, rows, tokens, strict=True)
+                ],
+            )
 
         await self.database.write(work)
 
@@ -111,18 +134,31 @@ class ChatLogStore:
         return int(rows[0][0])
 
     async def search(self, session_key: str, text: str, limit: int) -> list[ChatRow]:
-        """Rows of the session matching `text`, best bm25 first, then newest."""
-        query = fts_query(text)
+        """Rows of the session matching `text`, best bm25 first, then newest (bm25 is taken
+        over the newest MAX_RANKED_MATCHES matches)."""
+        query = fts_query(session_key, text)
         if query is None:
             return []
-        rows = await self.database.read(
-            f"SELECT {', '.join('c.' + c.strip() for c in _COLUMNS.split(','))} "
-            "FROM chat_log_fts JOIN chat_log AS c ON c.id = chat_log_fts.rowid "
-            "WHERE chat_log_fts MATCH ? AND chat_log_fts.session_key = ? "
-            "ORDER BY bm25(chat_log_fts), c.id DESC LIMIT ?",
-            (query, session_key, limit),
+        cutoff = await self.database.read(
+            "SELECT rowid FROM chat_log_fts WHERE chat_log_fts MATCH ? "
+            "ORDER BY rowid DESC LIMIT 1 OFFSET ?",
+            (query, MAX_RANKED_MATCHES - 1),
         )
-        return [_row(r) for r in rows]
+        oldest_ranked = int(cutoff[0][0]) if cutoff else 0
+        ranked = await self.database.read(
+            "SELECT rowid FROM chat_log_fts WHERE chat_log_fts MATCH ? AND rowid >= ? "
+            "ORDER BY bm25(chat_log_fts, 0.0, 1.0), rowid DESC LIMIT ?",
+            (query, oldest_ranked, limit),
+        )
+        ids = [int(row[0]) for row in ranked]
+        if not ids:
+            return []
+        placeholders = ", ".join("?" for _ in ids)
+        rows = await self.database.read(
+            f"SELECT {_COLUMNS} FROM chat_log WHERE id IN ({placeholders})", ids
+        )
+        by_id = {int(row[0]): _row(row) for row in rows}
+        return [by_id[i] for i in ids if i in by_id]
 
     async def delete_older_than(self, cutoff: str) -> int:
         """Remove rows logged before `cutoff` (fixed-width UTC text) and their index rows."""

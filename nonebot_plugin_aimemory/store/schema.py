@@ -87,6 +87,17 @@ MIGRATIONS: tuple[str, ...] = (
         created_at TEXT NOT NULL
     ) WITHOUT ROWID;
     """,
+    # The session becomes an indexed token of the FTS row, so a search is bound to its
+    # session inside the full-text match instead of reading every match's stored row.
+    """
+    CREATE VIRTUAL TABLE chat_log_fts_v2 USING fts5 (
+        session, tokens, tokenize = 'unicode61 remove_diacritics 2'
+    );
+    INSERT INTO chat_log_fts_v2 (rowid, session, tokens)
+        SELECT rowid, 's' || lower(hex(session_key)), tokens FROM chat_log_fts;
+    DROP TABLE chat_log_fts;
+    ALTER TABLE chat_log_fts_v2 RENAME TO chat_log_fts;
+    """,
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)
