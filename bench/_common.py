@@ -107,8 +107,8 @@ def init_nonebot(data_dir: str, *, load_plugin: bool = True) -> RecordingBot:
     )
     driver = nonebot.get_driver()
     driver.register_adapter(Adapter)
-    if load_plugin:
-        nonebot.load_plugin("nonebot_plugin_aimemory")
+    if load_plugin and nonebot.load_plugin("nonebot_plugin_aimemory") is None:
+        raise SystemExit("nonebot_plugin_aimemory failed to load (see the error logged above)")
     return RecordingBot(nonebot.get_adapter(Adapter))
 
 

@@ -60,7 +60,7 @@ if not any(isinstance(h, LoguruHandler) for h in _engine_logger.handlers):
     _engine_logger.setLevel(logging.INFO)
     _engine_logger.propagate = False
 
-from . import commands, matchers, memory_commands  # noqa: E402, F401
+from . import matchers  # noqa: E402, F401
 from .chat_log_tools import chat_log_tools  # noqa: E402
 from .memory_tools import memory_tools  # noqa: E402
 

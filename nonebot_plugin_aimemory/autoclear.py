@@ -30,6 +30,7 @@ class GroupAutoClear:
         self.counts: dict[str, int] = {}
         self._dirty: set[str] = set()
         self._tasks: set[asyncio.Task[None]] = set()
+        self._pending_flush: asyncio.Task[None] | None = None
 
     @property
     def enabled(self) -> bool:
@@ -49,14 +50,21 @@ class GroupAutoClear:
         if count == self.threshold:
             self._spawn(self._clear_and_flush(group_id))
         elif count % PERSIST_EVERY_MESSAGES == 0:
-            self._spawn(self.flush())
+            self._flush_soon()
 
     def note_addressed(self, group_id: str) -> None:
         """A message addressed to the bot resets the group's count."""
         if self.counts.get(group_id):
             self.counts[group_id] = 0
             self._dirty.add(group_id)
-            self._spawn(self.flush())
+            self._flush_soon()
+
+    def _flush_soon(self) -> None:
+        """One pending flush at a time: a busy bot's batches are coalesced, not queued."""
+        if self._pending_flush is None or self._pending_flush.done():
+            self._pending_flush = asyncio.ensure_future(self.flush())
+            self._tasks.add(self._pending_flush)
+            self._pending_flush.add_done_callback(self._tasks.discard)
 
     async def flush(self) -> None:
         """Persist the counters changed since the last flush."""

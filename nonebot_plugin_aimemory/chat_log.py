@@ -67,14 +67,17 @@ class ChatLog:
         self._to_review: set[str] = set()
         self._lock = asyncio.Lock()
         self._tasks: list[asyncio.Task[None]] = []
+        self._early_flush: asyncio.Task[None] | None = None
 
     def add(self, row: ChatRow, *, review: bool = False) -> None:
         """Queue one row (never awaits); `review` marks its session for a memory review."""
         self._buffer.append(row)
         if review:
             self._to_review.add(row.session_key)
-        if len(self._buffer) >= FLUSH_BATCH_ROWS:
-            self._tasks.append(asyncio.ensure_future(self.flush()))
+        if len(self._buffer) >= FLUSH_BATCH_ROWS and (
+            self._early_flush is None or self._early_flush.done()
+        ):
+            self._early_flush = asyncio.ensure_future(self.flush())
 
     async def flush(self) -> None:
         """Write everything queued so far in one transaction."""
@@ -119,6 +122,9 @@ class ChatLog:
             await asyncio.sleep(CLEANUP_INTERVAL_SECONDS)
 
     async def close(self) -> None:
+        if self._early_flush is not None:
+            with contextlib.suppress(Exception):
+                await self._early_flush
         for task in self._tasks:
             task.cancel()
         for task in self._tasks:

@@ -2,26 +2,17 @@
 
 from __future__ import annotations
 
-import re
-
-from nonebot import on_regex
 from nonebot.adapters.onebot.v11 import Bot, MessageEvent
-from nonebot.params import RegexGroup
 
 from . import texts
 from .onebot import is_manager, is_superuser, resolve_timezone, send_parts, session_key_for
-from .runtime import current_runtime
-
-# Matched here rather than with on_command so it works whatever COMMAND_START is.
-dialog = on_regex(r"^\s*[~～/]对话(?:\s+(.*?))?\s*$", flags=re.DOTALL, priority=10, block=True)
+from .runtime import Runtime
 
 
-@dialog.handle()
-async def handle_dialog(bot: Bot, event: MessageEvent, groups: tuple = RegexGroup()) -> None:
-    runtime = current_runtime()
-    if runtime is None:
-        return
-    argument = (groups[0] or "").strip()
+async def run_dialog_command(
+    bot: Bot, event: MessageEvent, runtime: Runtime, argument: str
+) -> None:
+    """Answer `~对话 <argument>` for the event's conversation."""
     key = session_key_for(event)
     if argument == "状态":
         session = runtime.sessions.get_or_create(key, touch=False)

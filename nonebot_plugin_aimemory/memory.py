@@ -160,6 +160,8 @@ class MemoryService:
         loaded = await self._scope(scope)
         if not query or not query.strip():
             return [SearchHit(r, 0.0) for r in (await self.list(scope))[:limit]]
+        if not any(not e.record.deleted for e in loaded.entries.values()):
+            return []  # the common case of a new chat: no tokenising, no embedding call
         query_tokens = segmenter.token_set(query)
         query_vector = await self._embed_quietly(query)
         hits: list[SearchHit] = []

@@ -5,15 +5,13 @@ from __future__ import annotations
 import logging
 import re
 
-from nonebot import on_regex
 from nonebot.adapters.onebot.v11 import Bot, MessageEvent
-from nonebot.params import RegexGroup
 
 from . import texts
 from .engine.llm import LLMError
 from .memory import MemoryFull, MemoryService
 from .onebot import is_manager, resolve_timezone, send_parts, session_key_for
-from .runtime import Runtime, current_runtime
+from .runtime import Runtime
 from .store.database import parse_utc_text
 
 logger = logging.getLogger("nonebot_plugin_aimemory")
@@ -24,17 +22,11 @@ MANAGER_ACTIONS = frozenset({"删除", "清空", "恢复", "开启", "关闭", "
 MIN_INTERVAL_SECONDS = 60
 MAX_INTERVAL_SECONDS = 86_400
 
-memory_command = on_regex(
-    r"^\s*[~～/]记忆(?:\s+(\S+)(?:\s+(.*?))?)?\s*$", flags=re.DOTALL, priority=10, block=True
-)
 
-
-@memory_command.handle()
-async def handle_memory(bot: Bot, event: MessageEvent, groups: tuple = RegexGroup()) -> None:
-    runtime = current_runtime()
-    if runtime is None:
-        return
-    action, argument = groups[0] or "", (groups[1] or "").strip()
+async def run_memory_command(
+    bot: Bot, event: MessageEvent, runtime: Runtime, action: str, argument: str
+) -> None:
+    """Answer `~记忆 <action> <argument>` for the event's scope."""
     if runtime.memory is None:
         reply = texts.MEMORY_UNAVAILABLE
     elif action in MANAGER_ACTIONS and not await is_manager(bot, event):

@@ -28,6 +28,9 @@ MAX_OPS = 3
 ROW_OVERHEAD_CHARS = 40  # time, speaker and row id around each line
 MIN_PARTIAL_ROW_CHARS = 200
 MAX_FAILURES = 5
+# Scheduled reviews running at once, across sessions: a tick after a busy hour must not
+# fire hundreds of model calls together.
+MAX_CONCURRENT_REVIEWS = 4
 RETRY_BASE_SECONDS = 60.0
 RETRY_MAX_SECONDS = 3600.0
 REVIEW_PROMPT = """{persona}
@@ -215,6 +218,7 @@ class ReviewScheduler:
         self.clock = clock
         self.running: dict[str, asyncio.Task[ReviewOutcome | None]] = {}
         self._loop: asyncio.Task[None] | None = None
+        self._slots = asyncio.Semaphore(MAX_CONCURRENT_REVIEWS)
 
     def enabled(self, state: ReviewState) -> bool:
         return self.enabled_by_default if state.enabled is None else state.enabled
@@ -231,7 +235,7 @@ class ReviewScheduler:
                 continue
             if state.session_key in self.running:  # started meanwhile (立即生成)
                 continue
-            self._register(state.session_key, asyncio.ensure_future(self._run(state)))
+            self._register(state.session_key, asyncio.ensure_future(self._run_scheduled(state)))
             started.append(state.session_key)
         return started
 
@@ -267,6 +271,10 @@ class ReviewScheduler:
         task = asyncio.ensure_future(self._run_fresh(session_key))
         self._register(session_key, task)
         return await task
+
+    async def _run_scheduled(self, state: ReviewState) -> ReviewOutcome | None:
+        async with self._slots:
+            return await self._run(state)
 
     async def _run_fresh(self, session_key: str) -> ReviewOutcome | None:
         """Review with the state read now (after any earlier review has finished)."""

@@ -94,7 +94,8 @@ def initialise() -> None:
         _initialised = True
 
 
-@lru_cache(maxsize=4096)
+# Small: hits come from one text cut several times within a turn, not across turns.
+@lru_cache(maxsize=256)
 def _cut(text: str) -> tuple[str, ...]:
     import jieba
 
