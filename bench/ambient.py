@@ -8,12 +8,15 @@ subprocess of this script per `--mode`, since a loaded plugin cannot be unloaded
   (b) baseline:    no plugin, only a minimal `on_message` matcher that increments a counter;
   (c) plugin-idle: diagnostic, the plugin loaded but its runtime not started, so its handler
                    returns at once: what NoneBot itself spends dispatching to its matchers.
-Two event mixes of N messages each (default 10 000, 20 000 in all), on fresh group ids after
-a warm-up on other groups:
+Three event mixes of N messages each (default 10 000), on fresh group ids after a warm-up
+on other groups. In the first two, every group talked to the bot just before (its window
+holds an exchange, as an addressed turn leaves it; set up outside the timing):
   spread:      round-robin over 50 groups (each crosses the threshold once: 50 auto-clears,
-               a counter flush every 10 messages per group);
+               a counter flush every 10 messages per group until then);
   clear-heavy: round-robin over N/30 groups (every group reaches 30: one auto-clear per 30
-               messages, the worst case).
+               messages, the worst case);
+  silent:      round-robin over 50 groups that never talked to the bot (nothing to clear,
+               so nothing is written).
 The time includes waiting for the auto-clear and counter-flush tasks the messages spawned.
 
 Target: plugin throughput >= 90 % of the baseline (ratio a/b) for each mix.
@@ -111,6 +114,19 @@ class PluginProbe:
             await asyncio.gather(*list(self.runtime.autoclear._tasks))
 
 
+async def give_context(runtime: Any, group_ids: range) -> None:
+    """What an addressed turn leaves behind in each group: a stored exchange, a count of 0."""
+    from nonebot_plugin_aimemory.engine.messages import Message
+
+    for group_id in group_ids:
+        exchange = [
+            Message("user", "[2026-11-30 14:05] 小明(2001)：在吗"),
+            Message("assistant", "在的"),
+        ]
+        await runtime.history.append(f"g:{group_id}", exchange)
+        runtime.autoclear.note_addressed(str(group_id))
+
+
 async def drive(bot: RecordingBot, events: list[Any], probe: PluginProbe | None) -> float:
     """Handle `events` one after another; seconds until they and their background work end."""
     from nonebot.message import handle_event
@@ -137,7 +153,11 @@ async def run_mode(mode: str, bot: RecordingBot, messages: int, data_dir: str) -
         async def _count() -> None:
             handled[0] += 1
 
-    mixes = {"spread": SPREAD_GROUPS, "clear-heavy": max(1, messages // AUTOCLEAR_AFTER)}
+    mixes = {
+        "spread": SPREAD_GROUPS,
+        "clear-heavy": max(1, messages // AUTOCLEAR_AFTER),
+        "silent": SPREAD_GROUPS,
+    }
     results: dict[str, Any] = {}
     with FakeOpenAI(api_key="sk-test") as llm:
         harness = probe = None
@@ -153,6 +173,8 @@ async def run_mode(mode: str, bot: RecordingBot, messages: int, data_dir: str) -
             next_group = 100_000
             for seed, (mix, groups) in enumerate(mixes.items(), start=2):
                 events = build_events(messages, groups, next_group, seed=seed)
+                if harness is not None and mix != "silent":
+                    await give_context(runtime_of(harness), range(next_group, next_group + groups))
                 next_group += groups
                 before = (probe.clears, probe.flushes) if probe else (0, 0)
                 seconds = await drive(bot, events, probe)
@@ -206,7 +228,7 @@ def parent(messages: int) -> None:
     idle = run_child("plugin-idle", messages)
     plugin = run_child("plugin", messages)
     verdicts = []
-    for mix in ("spread", "clear-heavy"):
+    for mix in ("spread", "clear-heavy", "silent"):
         a, b, c = plugin[mix], baseline[mix], idle[mix]
         per_a, per_b, per_c = (1e6 / r["rate"] for r in (a, b, c))
         ratio = a["rate"] / b["rate"]

@@ -28,6 +28,9 @@ class GroupAutoClear:
         self._store = store
         self._clear_group = clear_group
         self.counts: dict[str, int] = {}
+        # Groups whose window may hold something: clearing any other group is a no-op, and
+        # skipping it keeps database writes off the hot path of groups that never talk to us.
+        self.with_context: set[str] = set()
         self._dirty: set[str] = set()
         self._tasks: set[asyncio.Task[None]] = set()
         self._pending_flush: asyncio.Task[None] | None = None
@@ -39,6 +42,7 @@ class GroupAutoClear:
     async def load(self) -> None:
         if self._store is not None:
             self.counts = await self._store.load_all()
+            self.with_context = await self._store.load_groups_with_context()
 
     def note_unaddressed(self, group_id: str) -> None:
         """Count one message that did not address the bot; never awaits."""
@@ -46,14 +50,20 @@ class GroupAutoClear:
             return
         count = self.counts.get(group_id, 0) + 1
         self.counts[group_id] = count
+        if group_id not in self.with_context:
+            # Nothing to clear, so nothing to persist: the next addressed message resets the
+            # count anyway. A group that never talks to the bot costs no write at all.
+            return
         self._dirty.add(group_id)
-        if count == self.threshold:
+        if count >= self.threshold:
+            self.with_context.discard(group_id)
             self._spawn(self._clear_and_flush(group_id))
         elif count % PERSIST_EVERY_MESSAGES == 0:
             self._flush_soon()
 
     def note_addressed(self, group_id: str) -> None:
         """A message addressed to the bot resets the group's count."""
+        self.with_context.add(group_id)
         if self.counts.get(group_id):
             self.counts[group_id] = 0
             self._dirty.add(group_id)

@@ -4,10 +4,9 @@ tokens (FTS5's own tokenizer does not split Chinese)."""
 from __future__ import annotations
 
 import asyncio
+import sqlite3
 from collections.abc import Sequence
 from dataclasses import dataclass
-
-import aiosqlite
 
 from .. import segmenter
 from .database import Database
@@ -77,12 +76,10 @@ class ChatLogStore:
         # jieba takes ~0.2 ms a row: a batch of hundreds would stall the event loop.
         tokens = await asyncio.to_thread(lambda: [segmenter.segmented(r.text) for r in rows])
 
-        async def work(connection: aiosqlite.Connection) -> None:
-            cursor = await connection.execute("SELECT COALESCE(MAX(id), 0) FROM chat_log")
-            (last_id,) = await cursor.fetchone()
-            await cursor.close()
+        def work(connection: sqlite3.Connection) -> None:
+            (last_id,) = connection.execute("SELECT COALESCE(MAX(id), 0) FROM chat_log").fetchone()
             ids = range(last_id + 1, last_id + 1 + len(rows))
-            await connection.executemany(
+            connection.executemany(
                 "INSERT INTO chat_log (id, session_key, created_at, speaker_id, speaker_name, "
                 "role, text, addressed) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                 [
@@ -99,7 +96,7 @@ class ChatLogStore:
                     for row_id, row in zip(ids, rows, strict=True)
                 ],
             )
-            await connection.executemany(
+            connection.executemany(
                 "INSERT INTO chat_log_fts (rowid, session, tokens) VALUES (?, ?, ?)",
                 [
                     (row_id, session_token(row.session_key), row_tokens)
@@ -163,17 +160,14 @@ class ChatLogStore:
     async def delete_older_than(self, cutoff: str) -> int:
         """Remove rows logged before `cutoff` (fixed-width UTC text) and their index rows."""
 
-        async def work(connection: aiosqlite.Connection) -> int:
-            await connection.execute(
+        def work(connection: sqlite3.Connection) -> int:
+            connection.execute(
                 "DELETE FROM chat_log_fts WHERE rowid IN "
                 "(SELECT id FROM chat_log WHERE created_at < ?)",
                 (cutoff,),
             )
-            cursor = await connection.execute(
-                "DELETE FROM chat_log WHERE created_at < ?", (cutoff,)
-            )
+            cursor = connection.execute("DELETE FROM chat_log WHERE created_at < ?", (cutoff,))
             deleted = cursor.rowcount
-            await cursor.close()
             return deleted
 
         return await self.database.write(work)

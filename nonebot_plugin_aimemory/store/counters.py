@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
+import sqlite3
 from collections.abc import Mapping
-
-import aiosqlite
 
 from .database import Database, utc_now_text
 
@@ -19,14 +18,21 @@ class GroupCounterStore:
         rows = await self.database.read("SELECT group_id, unaddressed FROM group_counters")
         return {str(group_id): int(count) for group_id, count in rows}
 
+    async def load_groups_with_context(self) -> set[str]:
+        """Groups with a stored conversation window (those an auto-clear has work to do in)."""
+        rows = await self.database.read(
+            "SELECT DISTINCT session_key FROM messages WHERE session_key LIKE 'g:%'"
+        )
+        return {str(key)[2:] for (key,) in rows}
+
     async def save(self, counts: Mapping[str, int]) -> None:
         if not counts:
             return
         now = utc_now_text()
         rows = [(group_id, count, now) for group_id, count in counts.items()]
 
-        async def work(connection: aiosqlite.Connection) -> None:
-            await connection.executemany(
+        def work(connection: sqlite3.Connection) -> None:
+            connection.executemany(
                 "INSERT INTO group_counters (group_id, unaddressed, updated_at) VALUES (?, ?, ?) "
                 "ON CONFLICT (group_id) DO UPDATE SET unaddressed = excluded.unaddressed, "
                 "updated_at = excluded.updated_at",

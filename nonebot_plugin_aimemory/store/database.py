@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable, Iterable
+import sqlite3
+from collections.abc import Callable, Iterable
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, TypeVar
@@ -62,37 +63,42 @@ class Database:
         return cls(connection, str(path))
 
     async def read(self, sql: str, params: Iterable[Any] = ()) -> list[aiosqlite.Row]:
-        """Run one query and return all rows."""
+        """Run one query and return all rows (one trip to the database thread)."""
         async with self._lock:
-            cursor = await self._connection.execute(sql, tuple(params))
-            rows = await cursor.fetchall()
-            await cursor.close()
-            return list(rows)
+            return list(await self._connection.execute_fetchall(sql, tuple(params)))
 
-    async def write(self, work: Callable[[aiosqlite.Connection], Awaitable[T]]) -> T:
-        """Run `work` in one IMMEDIATE transaction. A cancelled caller does not cancel the
-        write: it finishes (or rolls back) in the background and `close` waits for it."""
+    async def write(self, work: Callable[[sqlite3.Connection], T]) -> T:
+        """Run the synchronous `work` in one IMMEDIATE transaction on the database thread, in
+        a single trip there and back: under a busy event loop every trip waits for the GIL,
+        so a transaction of N awaited statements would cost N trips. A cancelled caller does
+        not cancel the write: it finishes (or rolls back) and `close` waits for it."""
         task = asyncio.ensure_future(self._transaction(work))
         self._writes.add(task)
         task.add_done_callback(self._writes.discard)
         return await asyncio.shield(task)
 
-    async def _transaction(self, work: Callable[[aiosqlite.Connection], Awaitable[T]]) -> T:
+    async def _transaction(self, work: Callable[[sqlite3.Connection], T]) -> T:
         async with self._lock:
-            await self._connection.execute("BEGIN IMMEDIATE")
-            try:
-                result = await work(self._connection)
-            except BaseException:
-                await self._connection.execute("ROLLBACK")
-                raise
-            await self._connection.execute("COMMIT")
-            return result
+            # aiosqlite runs queued callables on its connection thread; this is the one
+            # place that relies on it.
+            return await self._connection._execute(_in_transaction, self._connection._conn, work)
 
     async def close(self) -> None:
         """Wait for writes in flight, then close."""
         if self._writes:
             await asyncio.gather(*self._writes, return_exceptions=True)
         await self._connection.close()
+
+
+def _in_transaction(connection: sqlite3.Connection, work: Callable[[sqlite3.Connection], T]) -> T:
+    connection.execute("BEGIN IMMEDIATE")
+    try:
+        result = work(connection)
+    except BaseException:
+        connection.execute("ROLLBACK")
+        raise
+    connection.execute("COMMIT")
+    return result
 
 
 async def _migrate(connection: aiosqlite.Connection) -> None:

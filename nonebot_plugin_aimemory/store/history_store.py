@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import json
 import logging
+import sqlite3
 from collections.abc import Sequence
 from datetime import datetime
-
-import aiosqlite
 
 from ..engine.chatbot import CompressionStats
 from ..engine.messages import Message
@@ -53,20 +52,18 @@ class SqliteHistoryStore:
             return
         rows = [(m.role, persisted_body(m)) for m in messages]
 
-        async def work(connection: aiosqlite.Connection) -> None:
+        def work(connection: sqlite3.Connection) -> None:
             now = utc_now_text()
             # The counter is bumped inside this transaction, so concurrent appends never
             # reuse a sequence number.
-            cursor = await connection.execute(
+            (next_seq,) = connection.execute(
                 "INSERT INTO sessions (key, next_seq, updated_at) VALUES (?, ?, ?) "
                 "ON CONFLICT (key) DO UPDATE SET next_seq = next_seq + excluded.next_seq, "
                 "updated_at = excluded.updated_at RETURNING next_seq",
                 (key, len(rows), now),
-            )
-            (next_seq,) = await cursor.fetchone()
-            await cursor.close()
+            ).fetchone()
             first = next_seq - len(rows)
-            await connection.executemany(
+            connection.executemany(
                 "INSERT INTO messages (session_key, seq, role, body, created_at) "
                 "VALUES (?, ?, ?, ?, ?)",
                 [(key, first + i, role, body, now) for i, (role, body) in enumerate(rows)],
@@ -80,22 +77,22 @@ class SqliteHistoryStore:
         rows = [(m.role, persisted_body(m)) for m in messages]
         compressed_text = utc_text(compressed_at) if compressed_at else None
 
-        async def work(connection: aiosqlite.Connection) -> None:
+        def work(connection: sqlite3.Connection) -> None:
             now = utc_now_text()
-            await connection.execute("DELETE FROM messages WHERE session_key = ?", (key,))
-            await connection.execute(
+            connection.execute("DELETE FROM messages WHERE session_key = ?", (key,))
+            connection.execute(
                 "INSERT INTO sessions (key, next_seq, updated_at) VALUES (?, ?, ?) "
                 "ON CONFLICT (key) DO UPDATE SET next_seq = excluded.next_seq, "
                 "updated_at = excluded.updated_at",
                 (key, len(rows), now),
             )
             if compressed_text is not None:
-                await connection.execute(
+                connection.execute(
                     "UPDATE sessions SET compressions = compressions + 1, "
                     "last_compressed_at = ? WHERE key = ?",
                     (compressed_text, key),
                 )
-            await connection.executemany(
+            connection.executemany(
                 "INSERT INTO messages (session_key, seq, role, body, created_at) "
                 "VALUES (?, ?, ?, ?, ?)",
                 [(key, i, role, body, now) for i, (role, body) in enumerate(rows)],
@@ -104,9 +101,9 @@ class SqliteHistoryStore:
         await self.database.write(work)
 
     async def clear(self, key: str) -> None:
-        async def work(connection: aiosqlite.Connection) -> None:
-            await connection.execute("DELETE FROM messages WHERE session_key = ?", (key,))
-            await connection.execute("DELETE FROM sessions WHERE key = ?", (key,))
+        def work(connection: sqlite3.Connection) -> None:
+            connection.execute("DELETE FROM messages WHERE session_key = ?", (key,))
+            connection.execute("DELETE FROM sessions WHERE key = ?", (key,))
 
         await self.database.write(work)
 

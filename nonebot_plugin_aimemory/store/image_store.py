@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import aiosqlite
+import sqlite3
 
 from .database import Database, utc_now_text
 
@@ -18,8 +18,8 @@ class ImageDescriptionStore:
         return str(rows[0][0]) if rows else None
 
     async def put(self, image_hash: str, description: str) -> None:
-        async def work(connection: aiosqlite.Connection) -> None:
-            await connection.execute(
+        def work(connection: sqlite3.Connection) -> None:
+            connection.execute(
                 "INSERT OR REPLACE INTO image_descriptions (hash, description, created_at) "
                 "VALUES (?, ?, ?)",
                 (image_hash, description, utc_now_text()),

@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import json
+import sqlite3
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-
-import aiosqlite
 
 from .database import Database, utc_now_text
 
@@ -98,8 +97,8 @@ class MemoryStore:
         return {str(normalized): str(memory_id) for normalized, memory_id in rows}
 
     async def insert(self, scope: str, record: MemoryRecord) -> None:
-        async def work(connection: aiosqlite.Connection) -> None:
-            await connection.execute(
+        def work(connection: sqlite3.Connection) -> None:
+            connection.execute(
                 f"INSERT INTO memories (scope, {_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (scope, *_values(record)),
             )
@@ -107,8 +106,8 @@ class MemoryStore:
         await self.database.write(work)
 
     async def update(self, scope: str, record: MemoryRecord) -> None:
-        async def work(connection: aiosqlite.Connection) -> None:
-            await connection.execute(
+        def work(connection: sqlite3.Connection) -> None:
+            connection.execute(
                 "UPDATE memories SET content = ?, normalized = ?, tags = ?, user_id = ?, "
                 "embedding = ?, evidence = ?, updated_at = ?, deleted_at = ? "
                 "WHERE scope = ? AND id = ?",
@@ -129,8 +128,8 @@ class MemoryStore:
         await self.database.write(work)
 
     async def set_embeddings(self, scope: str, vectors: dict[str, list[float]]) -> None:
-        async def work(connection: aiosqlite.Connection) -> None:
-            await connection.executemany(
+        def work(connection: sqlite3.Connection) -> None:
+            connection.executemany(
                 "UPDATE memories SET embedding = ? WHERE scope = ? AND id = ?",
                 [(_dump(vector), scope, memory_id) for memory_id, vector in vectors.items()],
             )
@@ -141,15 +140,15 @@ class MemoryStore:
         """Mark memories deleted; with `tombstone`, also refuse their content from now on."""
         now = utc_now_text()
 
-        async def work(connection: aiosqlite.Connection) -> None:
+        def work(connection: sqlite3.Connection) -> None:
             for memory_id in ids:
-                await connection.execute(
+                connection.execute(
                     "UPDATE memories SET deleted_at = ?, updated_at = ? "
                     "WHERE scope = ? AND id = ? AND deleted_at IS NULL",
                     (now, now, scope, memory_id),
                 )
                 if tombstone:
-                    await connection.execute(
+                    connection.execute(
                         "INSERT INTO memory_tombstones (scope, normalized, memory_id, deleted_at) "
                         "SELECT scope, normalized, id, ? FROM memories WHERE scope = ? AND id = ? "
                         "ON CONFLICT (scope, normalized) DO UPDATE SET "
@@ -160,8 +159,8 @@ class MemoryStore:
         await self.database.write(work)
 
     async def lift_tombstone(self, scope: str, normalized: str) -> None:
-        async def work(connection: aiosqlite.Connection) -> None:
-            await connection.execute(
+        def work(connection: sqlite3.Connection) -> None:
+            connection.execute(
                 "DELETE FROM memory_tombstones WHERE scope = ? AND normalized = ?",
                 (scope, normalized),
             )
@@ -184,12 +183,12 @@ class MemoryStore:
         """Undelete a memory and lift the tombstone of its content."""
         now = utc_now_text()
 
-        async def work(connection: aiosqlite.Connection) -> None:
-            await connection.execute(
+        def work(connection: sqlite3.Connection) -> None:
+            connection.execute(
                 "UPDATE memories SET deleted_at = NULL, updated_at = ? WHERE scope = ? AND id = ?",
                 (now, scope, memory_id),
             )
-            await connection.execute(
+            connection.execute(
                 "DELETE FROM memory_tombstones WHERE scope = ? AND normalized = ?",
                 (scope, normalized),
             )

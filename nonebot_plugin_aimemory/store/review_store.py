@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
+import sqlite3
 from collections.abc import Iterable
 from dataclasses import dataclass
-
-import aiosqlite
 
 from .database import Database
 
@@ -66,8 +65,8 @@ class ReviewStore:
         if not keys:
             return
 
-        async def work(connection: aiosqlite.Connection) -> None:
-            await connection.executemany(
+        def work(connection: sqlite3.Connection) -> None:
+            connection.executemany(
                 "INSERT INTO review_state (session_key, pending) VALUES (?, 1) "
                 "ON CONFLICT (session_key) DO UPDATE SET pending = 1",
                 keys,
@@ -84,12 +83,12 @@ class ReviewStore:
     async def finish(self, session_key: str, reviewed_at: str, last_row: int) -> None:
         """Record a review; it stays pending only if rows arrived after the reviewed ones."""
 
-        async def work(connection: aiosqlite.Connection) -> None:
-            await connection.execute(
+        def work(connection: sqlite3.Connection) -> None:
+            connection.execute(
                 "INSERT INTO review_state (session_key) VALUES (?) ON CONFLICT DO NOTHING",
                 (session_key,),
             )
-            await connection.execute(
+            connection.execute(
                 "UPDATE review_state SET last_review_at = ?, "
                 "last_reviewed_row = MAX(last_reviewed_row, ?), failures = 0, "
                 "next_attempt_at = NULL, pending = EXISTS "
@@ -101,8 +100,8 @@ class ReviewStore:
         await self.database.write(work)
 
     async def fail(self, session_key: str, failures: int, next_attempt_at: str | None) -> None:
-        async def work(connection: aiosqlite.Connection) -> None:
-            await connection.execute(
+        def work(connection: sqlite3.Connection) -> None:
+            connection.execute(
                 "UPDATE review_state SET failures = ?, next_attempt_at = ? WHERE session_key = ?",
                 (failures, next_attempt_at, session_key),
             )
@@ -112,8 +111,8 @@ class ReviewStore:
     async def _upsert(self, session_key: str, column: str, value: object) -> None:
         assert column in ("enabled", "interval_seconds")  # never user input
 
-        async def work(connection: aiosqlite.Connection) -> None:
-            await connection.execute(
+        def work(connection: sqlite3.Connection) -> None:
+            connection.execute(
                 f"INSERT INTO review_state (session_key, {column}) VALUES (?, ?) "
                 f"ON CONFLICT (session_key) DO UPDATE SET {column} = excluded.{column}",
                 (session_key, value),

@@ -83,6 +83,7 @@ async def test_other_groups_are_not_cleared(plugin) -> None:
 async def test_counters_are_written_in_batches_not_per_message(plugin) -> None:
     await plugin.restart(aimemory_group_autoclear_after=100)
     bot = RecordingBot()
+    await bot.receive(group_message("记一下", to_me=True, group_id=10))
     for _ in range(9):
         await bot.receive(group_message("闲聊", group_id=10))
     await wait_for_background(plugin)
@@ -106,3 +107,30 @@ async def test_autoclear_off_never_clears(plugin) -> None:
         await bot.receive(group_message("闲聊", group_id=11))
     await wait_for_background(plugin)
     assert await stored_rows(plugin, "g:11") == 2
+
+
+async def test_a_group_that_never_addressed_the_bot_costs_no_write(plugin) -> None:
+    await plugin.restart(aimemory_group_autoclear_after=5)
+    bot = RecordingBot()
+    for _ in range(12):
+        await bot.receive(group_message("闲聊", group_id=12))
+    await wait_for_background(plugin)
+    rows = await plugin.runtime.database.read("SELECT COUNT(*) FROM group_counters")
+    assert rows[0][0] == 0
+    assert plugin.runtime.sessions.get("g:12") is None
+
+
+async def test_a_clear_happens_once_per_burst_of_addressing(plugin) -> None:
+    await plugin.restart(aimemory_group_autoclear_after=2)
+    bot = RecordingBot()
+    await bot.receive(group_message("记一下", to_me=True, group_id=13))
+    for _ in range(6):
+        await bot.receive(group_message("闲聊", group_id=13))
+    await wait_for_background(plugin)
+    assert await stored_rows(plugin, "g:13") == 0
+    await bot.receive(group_message("又来了", to_me=True, group_id=13))
+    assert await stored_rows(plugin, "g:13") == 2
+    for _ in range(2):
+        await bot.receive(group_message("闲聊", group_id=13))
+    await wait_for_background(plugin)
+    assert await stored_rows(plugin, "g:13") == 0

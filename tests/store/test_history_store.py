@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import asyncio
 import sqlite3
+import threading
+import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 
-import aiosqlite
 import pytest
 
 from nonebot_plugin_aimemory.engine.messages import (
@@ -173,8 +174,8 @@ async def test_unreadable_rows_are_skipped(database: Database, history: SqliteHi
         '{"role":"assistant","content":"也还好"}',
     ]
 
-    async def insert(connection: aiosqlite.Connection) -> None:
-        await connection.executemany(
+    def insert(connection: sqlite3.Connection) -> None:
+        connection.executemany(
             "INSERT INTO messages (session_key, seq, role, body, created_at) "
             "VALUES (?, ?, 'user', ?, '2024-01-01T00:00:00.000000Z')",
             [(ALICE, seq, body) for seq, body in enumerate(bodies)],
@@ -203,20 +204,20 @@ async def test_sql_looking_text_round_trips_unchanged(history: SqliteHistoryStor
 
 async def test_write_finishes_even_if_the_caller_is_cancelled(database: Database) -> None:
     # given a write that is halfway through its transaction
-    started = asyncio.Event()
+    started = threading.Event()
 
-    async def slow_insert(connection: aiosqlite.Connection) -> None:
-        await connection.execute(
+    def slow_insert(connection: sqlite3.Connection) -> None:
+        connection.execute(
             "INSERT INTO group_counters VALUES ('1', 1, '2024-01-01T00:00:00.000000Z')"
         )
         started.set()
-        await asyncio.sleep(0.05)
-        await connection.execute(
+        time.sleep(0.05)  # on the database thread, not the event loop
+        connection.execute(
             "INSERT INTO group_counters VALUES ('2', 2, '2024-01-01T00:00:00.000000Z')"
         )
 
     caller = asyncio.create_task(database.write(slow_insert))
-    await started.wait()
+    assert await asyncio.to_thread(started.wait, 5)
     # when its caller is cancelled
     caller.cancel()
     with pytest.raises(asyncio.CancelledError):
@@ -245,8 +246,8 @@ async def test_close_waits_for_a_write_whose_caller_was_cancelled(db_path: Path)
 async def test_failed_write_rolls_back_entirely(
     database: Database, history: SqliteHistoryStore
 ) -> None:
-    async def half_then_fail(connection: aiosqlite.Connection) -> None:
-        await connection.execute(
+    def half_then_fail(connection: sqlite3.Connection) -> None:
+        connection.execute(
             "INSERT INTO group_counters VALUES ('1', 1, '2024-01-01T00:00:00.000000Z')"
         )
         raise RuntimeError("boom")
