@@ -222,11 +222,23 @@ def run_child(mode: str, messages: int) -> dict[str, Any]:
     raise SystemExit(f"{mode} run printed no result")
 
 
-def parent(messages: int) -> None:
-    print(f"messages per mix: {messages}")
-    baseline = run_child("baseline", messages)
-    idle = run_child("plugin-idle", messages)
-    plugin = run_child("plugin", messages)
+def median_of(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    """Per mix, the run with the median rate (runs alternate modes, so a burst of machine
+    noise does not land on one mode only)."""
+    merged: dict[str, Any] = {"resident_sessions": runs[-1]["resident_sessions"]}
+    for mix in ("spread", "clear-heavy", "silent"):
+        ordered = sorted((run[mix] for run in runs), key=lambda r: r["rate"])
+        merged[mix] = ordered[len(ordered) // 2]
+    return merged
+
+
+def parent(messages: int, repeats: int) -> None:
+    print(f"messages per mix: {messages}, runs per mode: {repeats} (alternating; median shown)")
+    runs: dict[str, list[dict[str, Any]]] = {"baseline": [], "plugin-idle": [], "plugin": []}
+    for _ in range(repeats):
+        for mode in runs:
+            runs[mode].append(run_child(mode, messages))
+    baseline, idle, plugin = (median_of(runs[mode]) for mode in runs)
     verdicts = []
     for mix in ("spread", "clear-heavy", "silent"):
         a, b, c = plugin[mix], baseline[mix], idle[mix]
@@ -256,13 +268,14 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="500 messages per mix")
     parser.add_argument("--messages", type=int, default=None, help="messages per mix")
+    parser.add_argument("--repeats", type=int, default=None, help="runs per mode (default 3)")
     parser.add_argument("--mode", choices=MODES, help=argparse.SUPPRESS)
     args = parser.parse_args()
     messages = args.messages or (500 if args.quick else 10_000)
     if args.mode:
         child(args.mode, messages)
     else:
-        parent(messages)
+        parent(messages, args.repeats or (1 if args.quick else 3))
 
 
 if __name__ == "__main__":
