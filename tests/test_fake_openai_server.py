@@ -10,7 +10,7 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.fakes import (
+from tests.fakes.openai_server import (
     EMBEDDING_DIM,
     MISSING_TOOL_RESPONSE_MESSAGE,
     ORPHAN_TOOL_MESSAGE,
