@@ -103,8 +103,14 @@ class Runtime:
     def build_chatbot(self, key: str) -> ChatBot:
         tools = ToolRegistry()
         for provider in _tool_providers:
-            for tool in provider(self, key):
-                tools.register(tool)
+            try:
+                for tool in provider(self, key):
+                    tools.register(tool)
+            except Exception:
+                # Another plugin's broken provider must not take the conversation down.
+                logger.exception(
+                    "tool provider %r failed for %s; its tools are skipped", provider, key
+                )
         return ChatBot(
             key,
             llm=self.llm,

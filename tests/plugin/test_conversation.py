@@ -237,3 +237,22 @@ async def test_reasoning_is_never_sent_to_qq(plugin) -> None:
     replayed = " ".join(str(m["content"]) for m in plugin.llm.last_messages())
     assert "think" not in replayed
     assert "内部推理" not in replayed
+
+
+async def test_a_broken_tool_provider_does_not_break_the_conversation(plugin) -> None:
+    from nonebot_plugin_aimemory import register_tool_provider, unregister_tool_provider
+
+    def broken(runtime, key):
+        raise RuntimeError("provider bug")
+
+    register_tool_provider(broken)
+    try:
+        await plugin.restart()
+        plugin.llm.script(text("照常回答"))
+        bot = RecordingBot()
+        await bot.receive(private_message("你好", user_id=89))
+    finally:
+        unregister_tool_provider(broken)
+    assert bot.sent_texts == ["照常回答"]
+    tool_names = [t["function"]["name"] for t in plugin.llm.chat_requests[-1]["tools"]]
+    assert "memory_save" in tool_names
