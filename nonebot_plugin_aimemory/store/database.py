@@ -7,6 +7,7 @@ import logging
 import sqlite3
 from collections.abc import Callable, Iterable
 from datetime import datetime, timezone
+from functools import partial
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -72,16 +73,25 @@ class Database:
         a single trip there and back: under a busy event loop every trip waits for the GIL,
         so a transaction of N awaited statements would cost N trips. A cancelled caller does
         not cancel the write: it finishes (or rolls back) and `close` waits for it."""
-        task = asyncio.ensure_future(self._transaction(work))
+        return await self._shielded(partial(_in_transaction, work=work))
+
+    async def write_one(self, sql: str, params: Iterable[Any] = ()) -> None:
+        """One statement, atomic on its own, without a BEGIN/COMMIT around it: the cheapest
+        write, for the paths that run while a busy group is chatting."""
+        values = tuple(params)
+        await self._shielded(lambda connection: connection.execute(sql, values) and None)
+
+    async def _shielded(self, work: Callable[[sqlite3.Connection], T]) -> T:
+        task = asyncio.ensure_future(self._on_database_thread(work))
         self._writes.add(task)
         task.add_done_callback(self._writes.discard)
         return await asyncio.shield(task)
 
-    async def _transaction(self, work: Callable[[sqlite3.Connection], T]) -> T:
+    async def _on_database_thread(self, work: Callable[[sqlite3.Connection], T]) -> T:
         async with self._lock:
             # aiosqlite runs queued callables on its connection thread; this is the one
             # place that relies on it.
-            return await self._connection._execute(_in_transaction, self._connection._conn, work)
+            return await self._connection._execute(work, self._connection._conn)
 
     async def close(self) -> None:
         """Wait for writes in flight, then close."""

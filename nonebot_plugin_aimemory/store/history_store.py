@@ -101,11 +101,8 @@ class SqliteHistoryStore:
         await self.database.write(work)
 
     async def clear(self, key: str) -> None:
-        def work(connection: sqlite3.Connection) -> None:
-            connection.execute("DELETE FROM messages WHERE session_key = ?", (key,))
-            connection.execute("DELETE FROM sessions WHERE key = ?", (key,))
-
-        await self.database.write(work)
+        # The sessions_delete_messages trigger removes the messages in the same statement.
+        await self.database.write_one("DELETE FROM sessions WHERE key = ?", (key,))
 
 
 class MemoryOnlyHistoryStore:

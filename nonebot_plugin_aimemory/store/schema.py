@@ -98,6 +98,14 @@ MIGRATIONS: tuple[str, ...] = (
     DROP TABLE chat_log_fts;
     ALTER TABLE chat_log_fts_v2 RENAME TO chat_log_fts;
     """,
+    # Deleting a session deletes its messages in the same statement: a clear is then one
+    # statement, one trip, and cannot leave half a conversation behind.
+    """
+    CREATE TRIGGER IF NOT EXISTS sessions_delete_messages AFTER DELETE ON sessions
+    BEGIN
+        DELETE FROM messages WHERE session_key = OLD.key;
+    END;
+    """,
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)
