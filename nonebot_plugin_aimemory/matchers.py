@@ -170,7 +170,12 @@ async def with_relevant_memories(
     config = runtime.config
     if memory is None or not config.aimemory_memory_auto_inject:
         return message, None
-    records = await memory.relevant(scope, query, config.aimemory_memory_inject_topk)
+    try:
+        records = await memory.relevant(scope, query, config.aimemory_memory_inject_topk)
+    except Exception:
+        # Memories help; they must never stop an answer (database gone, disk full...).
+        logger.exception("could not look up memories for %s; answering without them", scope)
+        return message, None
     block = texts.memory_injection(records, config.aimemory_memory_inject_max_chars)
     if not block:
         return message, None

@@ -341,9 +341,13 @@ async def test_an_over_long_summary_is_shortened_by_the_model_first(llm, http, s
     for i in range(6):
         await chat(bot, f"#fact{i}:事项{i} {LINE}")
     llm.responder = FactKeepingLLM()  # the shortening call obeys
-    llm.script(text("事实：\n" + "\n".join(f"- #fact{i}:事项{i}" for i in range(6)) + "\n- 冗长" * 300))
+    llm.script(
+        text("事实：\n" + "\n".join(f"- #fact{i}:事项{i}" for i in range(6)) + "\n- 冗长" * 300)
+    )
     await bot.compact(reason="test", keep_recent_tokens=0)
-    shorten_calls = [b for b in compression_requests(llm) if "太长了" in b["messages"][0]["content"]]
+    shorten_calls = [
+        b for b in compression_requests(llm) if "太长了" in b["messages"][0]["content"]
+    ]
     assert len(shorten_calls) == 1
     for i in range(6):
         assert f"#fact{i}:事项{i}" in (bot.summary or "")

@@ -108,3 +108,26 @@ async def test_send_failure_does_not_break_the_session(plugin) -> None:
     await bot.receive(private_message("一"))
     await bot.receive(private_message("二"))
     assert bot.sent_texts == ["第二条"]
+
+
+async def test_a_database_that_fails_mid_run_keeps_the_chat_going_in_memory(plugin) -> None:
+    bot = RecordingBot()
+    plugin.llm.script(text("记住了"))
+    await bot.receive(private_message("我叫阿福", user_id=33))
+    # The database goes away under the running bot (disk gone, file locked by another program).
+    await plugin.runtime.database._connection.close()
+    plugin.llm.script(text("你叫阿福"), text("还在"))
+    await bot.receive(private_message("我叫什么？", user_id=33))
+    await bot.receive(private_message("还在吗", user_id=33))
+    assert bot.sent_texts == ["记住了", "你叫阿福", "还在"]
+    contents = [str(m["content"]) for m in plugin.llm.last_messages()]
+    assert any("我叫阿福" in c for c in contents)
+    assert "你叫阿福" in contents
+
+
+async def test_a_new_chat_after_the_database_failed_is_still_answered(plugin) -> None:
+    bot = RecordingBot()
+    await plugin.runtime.database._connection.close()
+    plugin.llm.script(text("你好，新朋友"))
+    await bot.receive(private_message("第一次来", user_id=34))
+    assert bot.sent_texts == ["你好，新朋友"]
