@@ -88,10 +88,18 @@ async def run_command(
 ) -> None:
     """`~对话 …` and `~记忆 …`, matched here so they work whatever COMMAND_START is."""
     name, first, rest = command.group(1), command.group(2) or "", (command.group(3) or "").strip()
-    if name == "对话":
-        await run_dialog_command(bot, event, runtime, f"{first} {rest}".strip())
-    else:
-        await run_memory_command(bot, event, runtime, first, rest)
+    try:
+        if name == "对话":
+            await run_dialog_command(bot, event, runtime, f"{first} {rest}".strip())
+        else:
+            await run_memory_command(bot, event, runtime, first, rest)
+    except Exception:
+        logger.exception(
+            "command ~%s %s %s failed in %s", name, first, rest, session_key_for(event)
+        )
+        await send_quietly(
+            bot, event, [texts.COMMAND_FAILED], runtime=None, key=session_key_for(event)
+        )
 
 
 async def handle_chat(bot: Bot, event: MessageEvent, runtime: Runtime) -> None:

@@ -131,3 +131,12 @@ async def test_a_new_chat_after_the_database_failed_is_still_answered(plugin) ->
     plugin.llm.script(text("你好，新朋友"))
     await bot.receive(private_message("第一次来", user_id=34))
     assert bot.sent_texts == ["你好，新朋友"]
+
+
+async def test_a_command_that_fails_says_so_briefly(plugin) -> None:
+    from nonebot_plugin_aimemory import texts
+
+    bot = RecordingBot()
+    await plugin.runtime.database._connection.close()
+    await bot.receive(private_message("~记忆 列表", user_id=35))
+    assert bot.sent_texts == [texts.COMMAND_FAILED]
