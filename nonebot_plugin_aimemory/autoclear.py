@@ -37,9 +37,11 @@ class GroupAutoClear:
 
     @property
     def enabled(self) -> bool:
+        """Whether auto-clear is on; a threshold of 0 turns it off."""
         return self.threshold > 0
 
     async def load(self) -> None:
+        """Restore the counters and the groups with context from the store, if any."""
         if self._store is not None:
             self.counts = await self._store.load_all()
             self.with_context = await self._store.load_groups_with_context()

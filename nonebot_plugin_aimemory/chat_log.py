@@ -105,6 +105,7 @@ class ChatLog:
         return deleted
 
     def start(self) -> None:
+        """Start the periodic flush and retention-cleanup loops."""
         self._tasks.append(asyncio.ensure_future(self._flush_loop()))
         self._tasks.append(asyncio.ensure_future(self._cleanup_loop()))
 
@@ -122,6 +123,7 @@ class ChatLog:
             await asyncio.sleep(CLEANUP_INTERVAL_SECONDS)
 
     async def close(self) -> None:
+        """Stop the loops and flush what is still buffered."""
         if self._early_flush is not None:
             with contextlib.suppress(Exception):
                 await self._early_flush

@@ -26,17 +26,20 @@ SEARCH_DESCRIPTION = (
 
 
 def chat_log_tools(runtime: Runtime, session_key: str) -> Iterable[Tool]:
+    """The chat-log tools for one session; none when the chat log is disabled."""
     chat_log = runtime.chat_log
     if chat_log is None:
         return []
     zone = resolve_timezone(runtime.config.aimemory_timezone)
 
     async def read_recent_chat(arguments: dict[str, Any]) -> str:
+        """The session's latest chat-log rows, flushed first so the newest are included."""
         await chat_log.flush()
         rows = await chat_log.store.recent(session_key, _limit(arguments.get("limit")))
         return format_rows(rows, zone) or "还没有聊天记录。"
 
     async def search_current_chat(arguments: dict[str, Any]) -> str:
+        """Chat-log rows of this session that contain `keyword`."""
         keyword = str(arguments.get("keyword") or "").strip()
         if not keyword:
             raise ToolError("缺少参数 keyword")

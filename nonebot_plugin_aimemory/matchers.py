@@ -55,6 +55,7 @@ class Incoming:
     sent_at: datetime
 
     def chat_row(self, *, addressed: bool = True) -> ChatRow:
+        """This message as a chat-log row."""
         return ChatRow(
             session_key=self.key,
             created_at=utc_text(self.sent_at),
@@ -68,6 +69,7 @@ class Incoming:
 
 @chat.handle()
 async def handle_message() -> None:
+    """Route a message: `~对话`/`~记忆` commands to their handlers, the rest to the chat."""
     runtime = current_runtime()
     event = current_event.get()
     if runtime is None or not isinstance(event, MessageEvent):
@@ -103,6 +105,7 @@ async def run_command(
 
 
 async def handle_chat(bot: Bot, event: MessageEvent, runtime: Runtime) -> None:
+    """Answer a message addressed to the bot; otherwise only count (and maybe log) it."""
     group_id = str(event.group_id) if isinstance(event, GroupMessageEvent) else None
     if not is_addressed(event):
         if group_id is not None:
@@ -127,6 +130,7 @@ async def handle_chat(bot: Bot, event: MessageEvent, runtime: Runtime) -> None:
 
 
 def parts_text(parts: list[Part]) -> str:
+    """Text of the parts, images as their markers, trimmed."""
     return "".join(p.text if isinstance(p, TextPart) else p.marker for p in parts).strip()
 
 
@@ -166,6 +170,7 @@ def log_ambient(event: MessageEvent, runtime: Runtime) -> None:
 
 
 def assistant_row(key: str, reply: str) -> ChatRow:
+    """The chat-log row of the bot's reply."""
     return ChatRow(session_key=key, created_at=utc_now_text(), role="assistant", text=reply)
 
 

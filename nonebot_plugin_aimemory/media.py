@@ -39,15 +39,19 @@ class ImageTooLarge(Exception):
 
 @dataclass(frozen=True, slots=True)
 class Image:
+    """A downloaded image: its bytes and detected MIME type."""
+
     data: bytes
     mime: str
 
     @property
     def short_hash(self) -> str:
+        """The first 8 hex digits of the content's SHA-256, to tell images apart in text."""
         return hashlib.sha256(self.data).hexdigest()[:8]
 
     @property
     def data_uri(self) -> str:
+        """The image as a base64 `data:` URI for multimodal requests."""
         return f"data:{self.mime};base64,{base64.b64encode(self.data).decode()}"
 
 
@@ -62,10 +66,12 @@ def sniff_mime(data: bytes) -> str | None:
 
 
 def short_hash_of(text: str) -> str:
+    """The short hash that names a non-downloaded image (from its URL or file id)."""
     return hashlib.sha256(text.encode()).hexdigest()[:8]
 
 
 def marker(short_hash: str, description: str | None = None) -> str:
+    """How an image appears in text: its short hash and, if known, a description."""
     return f"[图片 {short_hash}：{description}]" if description else f"[图片 {short_hash}]"
 
 
@@ -120,6 +126,7 @@ class ImageReader:
 
     @property
     def downloads(self) -> bool:
+        """Whether images are fetched at all (multimodal model or vision model)."""
         return self.multimodal or self.vision is not None
 
     async def read(self, url: str, identity: str) -> ImagePart | TextPart:

@@ -47,6 +47,7 @@ MISSING = _Missing()
 
 
 def fold_whitespace(text: str) -> str:
+    """Collapse runs of whitespace into single spaces and trim the ends."""
     return " ".join(text.split())
 
 
@@ -56,6 +57,7 @@ def normalize(text: str) -> str:
 
 
 def clean_tags(tags: Sequence[object] | None) -> list[str]:
+    """Tags as distinct, trimmed, length-capped strings, at most `MAX_TAGS`."""
     result: list[str] = []
     for tag in tags or ():
         text = fold_whitespace(str(tag))[:MAX_TAG_CHARS]
@@ -74,6 +76,7 @@ class _Entry:
 
     @classmethod
     def of(cls, record: MemoryRecord) -> _Entry:
+        """Index a record: token sets of its content and of its tags."""
         tag_tokens = {t.lower() for t in record.tags}
         for tag in record.tags:
             tag_tokens |= segmenter.token_set(tag)
@@ -87,9 +90,11 @@ class _Scope:
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
 
     def live(self) -> list[_Entry]:
+        """Entries not deleted."""
         return [e for e in self.entries.values() if not e.record.deleted]
 
     def find_live_by_normalized(self, normalized: str) -> _Entry | None:
+        """The live entry with this normalised content, if any."""
         for entry in self.entries.values():
             if not entry.record.deleted and entry.record.normalized == normalized:
                 return entry
@@ -109,6 +114,8 @@ class SaveOutcome:
 
 @dataclass(slots=True)
 class UpdateOutcome:
+    """What an update did; `status` says which branch the rules took."""
+
     status: Literal["updated", "not_found", "refused", "tombstoned", "duplicate", "empty"]
     memory: MemoryRecord | None = None
     truncated: bool = False
@@ -117,6 +124,8 @@ class UpdateOutcome:
 
 @dataclass(frozen=True, slots=True)
 class SearchHit:
+    """A search result with its relevance score."""
+
     memory: MemoryRecord
     score: float
 
@@ -148,9 +157,11 @@ class MemoryService:
         return sorted(records, key=lambda r: (r.updated_at, r.id), reverse=True)
 
     async def count(self, scope: str) -> int:
+        """How many live memories the scope holds."""
         return len((await self._scope(scope)).live())
 
     async def get(self, scope: str, memory_id: str) -> MemoryRecord | None:
+        """A live memory by id (`#` and case ignored), or None."""
         entry = (await self._scope(scope)).entries.get(memory_id.strip().lstrip("#").lower())
         return entry.record if entry is not None and not entry.record.deleted else None
 

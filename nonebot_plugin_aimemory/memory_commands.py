@@ -84,6 +84,7 @@ async def run_memory_action(
 
 
 async def review_status(runtime: Runtime, scope: str) -> str:
+    """The reviewer status of a scope for `~记忆 状态`."""
     reviews = runtime.reviews
     if reviews is None:
         return texts.REVIEW_NO_EXTERNAL_CONTEXT

@@ -67,6 +67,7 @@ class FactExtractor:
         return saved
 
     async def drain(self) -> None:
+        """Wait for extractions still running (used at shutdown)."""
         if self._tasks:
             await asyncio.gather(*self._tasks, return_exceptions=True)
 

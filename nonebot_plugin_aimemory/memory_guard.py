@@ -51,6 +51,7 @@ def is_valid_id_card(number: str) -> bool:
 
 
 def is_luhn_valid(digits: str) -> bool:
+    """Whether the digits pass the Luhn checksum of bank cards."""
     total = 0
     for index, char in enumerate(reversed(digits)):
         value = int(char)
@@ -66,10 +67,12 @@ def mask_pii(text: str) -> str:
     """Mask checksum-valid ID-card numbers, Luhn-valid bank cards and mainland mobiles."""
 
     def id_card(match: re.Match[str]) -> str:
+        """Mask the middle of a valid ID-card number."""
         number = match.group(1)
         return number[:3] + "*" * 11 + number[-4:] if is_valid_id_card(number) else number
 
     def bank_card(match: re.Match[str]) -> str:
+        """Mask all but the last four digits of a Luhn-valid card number."""
         raw = match.group(1)
         digits = re.sub(r"[ -]", "", raw)
         if 13 <= len(digits) <= 19 and is_luhn_valid(digits):
@@ -77,6 +80,7 @@ def mask_pii(text: str) -> str:
         return raw
 
     def mobile(match: re.Match[str]) -> str:
+        """Mask the middle four digits of a mobile number."""
         number = match.group(1)
         return match.group(0).replace(number, number[:3] + "****" + number[-4:])
 

@@ -105,6 +105,7 @@ def _object(properties: dict[str, Any], required: list[str]) -> dict[str, Any]:
 
 def _saver(memory: MemoryService, scope: str):
     async def save(arguments: dict[str, Any]) -> str:
+        """The `memory_save` tool: store a new memory in this scope."""
         content = _text_argument(arguments, "content")
         outcome = await memory.save(
             scope,
@@ -120,6 +121,7 @@ def _saver(memory: MemoryService, scope: str):
 
 def _searcher(memory: MemoryService, scope: str):
     async def search(arguments: dict[str, Any]) -> str:
+        """The `memory_search` tool: this scope's memories, by query or newest first."""
         query = _optional_text(arguments.get("query"))
         limit = _limit_argument(arguments.get("limit"))
         hits = await memory.search(scope, query, limit)
@@ -132,6 +134,7 @@ def _searcher(memory: MemoryService, scope: str):
 
 def _updater(memory: MemoryService, scope: str):
     async def update(arguments: dict[str, Any]) -> str:
+        """The `memory_update` tool: change only the fields that were given."""
         memory_id = _text_argument(arguments, "id")
         outcome = await memory.update(
             scope,
@@ -147,6 +150,7 @@ def _updater(memory: MemoryService, scope: str):
 
 def _forgetter(memory: MemoryService, scope: str):
     async def forget(arguments: dict[str, Any]) -> str:
+        """The `memory_forget` tool: delete a memory by id."""
         memory_id = _text_argument(arguments, "id")
         deleted = await memory.forget(scope, memory_id, by_person=False)
         if deleted is None:
@@ -184,6 +188,7 @@ def describe_save(outcome: SaveOutcome, max_entries: int) -> str:
 
 
 def describe_update(outcome: UpdateOutcome, memory_id: str) -> str:
+    """The model-facing result of a memory update."""
     if outcome.status == "not_found":
         return texts.memory_not_found(memory_id)
     if outcome.status == "updated" and outcome.memory is not None:

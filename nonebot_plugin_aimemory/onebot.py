@@ -23,6 +23,7 @@ MANAGERS = GROUP_ADMIN | GROUP_OWNER | SUPERUSER
 
 
 def session_key_for(event: MessageEvent) -> str:
+    """The session key of the event's group, or of the user in private chat."""
     if isinstance(event, GroupMessageEvent):
         return group_key(event.group_id)
     return private_key(event.user_id)
@@ -51,6 +52,7 @@ def resolve_timezone(name: str) -> tzinfo:
 
 
 def speaker_name(event: MessageEvent) -> str:
+    """The sender's group card, else nickname, else QQ number."""
     sender = event.sender
     name = (getattr(sender, "card", None) or sender.nickname or "").strip()
     return name or str(event.user_id)
@@ -88,4 +90,5 @@ async def is_manager(bot: Bot, event: MessageEvent) -> bool:
 
 
 async def is_superuser(bot: Bot, event: MessageEvent) -> bool:
+    """Whether the sender is a NoneBot superuser."""
     return await SUPERUSER(bot, event)

@@ -143,6 +143,7 @@ def _card_fields(card: Any, depth: int = 0) -> tuple[str, str]:
 
 
 def merge_text(parts: list[Part]) -> list[Part]:
+    """Join adjacent text parts into one."""
     merged: list[Part] = []
     for part in parts:
         if isinstance(part, TextPart) and merged and isinstance(merged[-1], TextPart):
@@ -186,6 +187,7 @@ class ContentRenderer:
         self.members = members
 
     async def render(self, bot: Bot, event: MessageEvent) -> list[Part]:
+        """The quoted message, then every segment; a part that fails renders as a placeholder."""
         parts: list[Part] = []
         try:
             quote = await self.quote(bot, event)
@@ -205,6 +207,7 @@ class ContentRenderer:
     async def segment(
         self, bot: Bot, event: MessageEvent, segment: MessageSegment, depth: int
     ) -> list[Part]:
+        """One segment in rich form, fetching what it needs (images, @names, forwards)."""
         data = segment.data if isinstance(segment.data, dict) else {}
         if segment.type == "image":
             url = str(data.get("url") or data.get("file") or "")
@@ -335,6 +338,8 @@ class ReplyBuilder:
         self.members = members
 
     async def build(self, bot: Bot, event: MessageEvent, text: str) -> list[MessageSegment]:
+        """The reply as segments: safe image links as images (at most `MAX_REPLY_IMAGES`), the
+        rest as text."""
         segments: list[MessageSegment] = []
         position = 0
         images = 0

@@ -221,9 +221,11 @@ class ReviewScheduler:
         self._slots = asyncio.Semaphore(MAX_CONCURRENT_REVIEWS)
 
     def enabled(self, state: ReviewState) -> bool:
+        """Whether automatic review is on for this session (its own switch or the default)."""
         return self.enabled_by_default if state.enabled is None else state.enabled
 
     def interval(self, state: ReviewState) -> int:
+        """Seconds between reviews of this session (its own or the default)."""
         return state.interval_seconds or self.interval_seconds
 
     async def tick(self) -> list[str]:
@@ -244,6 +246,7 @@ class ReviewScheduler:
         self.running[key] = task
 
         def forget(done: asyncio.Task[ReviewOutcome | None]) -> None:
+            """Drop the finished task, unless a newer review already replaced it."""
             if self.running.get(key) is done:
                 del self.running[key]
 
@@ -309,6 +312,7 @@ class ReviewScheduler:
         await self.store.fail(key, failures, next_at)
 
     def start(self) -> None:
+        """Start the periodic tick loop, unless it is already running."""
         if self._loop is None or self._loop.done():
             self._loop = asyncio.ensure_future(self._run_loop())
 

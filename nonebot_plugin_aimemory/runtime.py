@@ -60,6 +60,7 @@ def register_tool_provider(provider: ToolProvider) -> ToolProvider:
 
 
 def unregister_tool_provider(provider: ToolProvider) -> None:
+    """Remove a provider added with `register_tool_provider`; unknown ones are ignored."""
     if provider in _tool_providers:
         _tool_providers.remove(provider)
 
@@ -87,6 +88,7 @@ class Runtime:
 
     @property
     def persistent(self) -> bool:
+        """Whether history is kept in a database rather than in memory only."""
         return self.database is not None
 
     @property
@@ -98,9 +100,11 @@ class Runtime:
 
     @property
     def budget_tokens(self) -> int:
+        """The context budget, in tokens, of each conversation window."""
         return self.compressor.policy.budget_tokens
 
     def build_chatbot(self, key: str) -> ChatBot:
+        """A ChatBot for `key` with the tools every registered provider offers."""
         tools = ToolRegistry()
         for provider in _tool_providers:
             try:
@@ -141,6 +145,7 @@ class Runtime:
             session.loaded = True
 
     async def clear_group(self, group_id: str) -> None:
+        """Clear a group's conversation window."""
         await self.clear_session(group_key(group_id))
 
     @classmethod
@@ -351,9 +356,11 @@ _current: Runtime | None = None
 
 
 def current_runtime() -> Runtime | None:
+    """The runtime in use, or None before startup and after shutdown."""
     return _current
 
 
 def install_runtime(runtime: Runtime | None) -> None:
+    """Set (or with None, clear) the runtime the matchers use."""
     global _current
     _current = runtime

@@ -119,6 +119,7 @@ def tokens(text: str) -> list[str]:
 
 
 def token_set(text: str) -> frozenset[str]:
+    """The distinct tokens of `text`."""
     return frozenset(tokens(text))
 
 

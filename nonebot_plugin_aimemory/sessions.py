@@ -21,10 +21,12 @@ Clock = Callable[[], float]
 
 
 def group_key(group_id: int | str) -> str:
+    """The session key of a group chat."""
     return f"g:{group_id}"
 
 
 def private_key(user_id: int | str) -> str:
+    """The session key of a private chat."""
     return f"f:{user_id}"
 
 
@@ -47,6 +49,7 @@ class Session:
 
     @property
     def busy(self) -> bool:
+        """Whether a job is running or waiting."""
         return self.lock.locked() or bool(self.queue)
 
     def submit(self, job: Job) -> asyncio.Future[Any]:
@@ -140,6 +143,7 @@ class SessionCache:
         return key in self._sessions
 
     def get(self, key: str) -> Session | None:
+        """The resident session for `key`, without creating or touching it."""
         return self._sessions.get(key)
 
     def get_or_create(self, key: str, *, touch: bool = True) -> Session:
@@ -197,6 +201,7 @@ class SessionCache:
             self._sweep_soon = asyncio.get_running_loop().create_task(self.evict_idle_sessions())
 
     def start_janitor(self, interval_seconds: float) -> None:
+        """Start evicting idle sessions every `interval_seconds`, unless already started."""
         if self._janitor is None or self._janitor.done():
             self._janitor = asyncio.get_running_loop().create_task(
                 self._run_janitor(interval_seconds), name="aimemory-janitor"

@@ -36,6 +36,7 @@ def dialog_status(
     persistent: bool,
     resident_sessions: int | None,
 ) -> str:
+    """The `~对话 状态` report: context use, compressions and where history is kept."""
     percent = context_tokens / budget_tokens * 100 if budget_tokens else 0.0
     lines = [
         f"上下文：{context_tokens} / {budget_tokens} tokens（{percent:.1f}%）",
@@ -76,6 +77,7 @@ def memory_line(record: MemoryRecord) -> str:
 
 
 def memory_not_found(memory_id: str) -> str:
+    """Reply when no memory has the given id."""
     return f"没有编号为 #{memory_id.strip().lstrip('#')} 的记忆。"
 
 
@@ -93,6 +95,7 @@ def memory_injection(records: Sequence[MemoryRecord], max_chars: int) -> str:
 
 
 def memory_page(records: Sequence[MemoryRecord], page: int, page_size: int) -> str:
+    """One page of the `~记忆 列表` listing; the page number is clamped to the range."""
     total = len(records)
     pages = max(1, -(-total // page_size))
     page = min(max(page, 1), pages)
@@ -102,12 +105,14 @@ def memory_page(records: Sequence[MemoryRecord], page: int, page_size: int) -> s
 
 
 def memory_search_result(query: str, records: Sequence[MemoryRecord]) -> str:
+    """The `~记忆 搜索` result, or a note that nothing matched."""
     if not records:
         return f"没有找到与“{query}”相关的记忆。"
     return "\n".join([f"与“{query}”相关的记忆：", *(memory_line(r) for r in records)])
 
 
 def memory_deleted(record: MemoryRecord) -> str:
+    """Confirm a deletion and say how to undo it."""
     return (
         f"已删除记忆 #{record.id}：{record.content[:50]}\n"
         f"之后不会再自动记住这条内容；如需撤销：~记忆 恢复 {record.id}"
@@ -115,26 +120,32 @@ def memory_deleted(record: MemoryRecord) -> str:
 
 
 def memory_restored(record: MemoryRecord) -> str:
+    """Confirm a restore."""
     return f"已恢复记忆 #{record.id}：{record.content[:50]}"
 
 
 def memory_nothing_to_restore(memory_id: str) -> str:
+    """Reply when there is no deleted memory with that id to restore."""
     return f"没有可恢复的记忆 #{memory_id.strip().lstrip('#')}。"
 
 
 def memory_full_for_restore(max_entries: int) -> str:
+    """Reply when a restore would go over the memory cap."""
     return f"无法恢复：记忆已满（{max_entries} 条），请先删除一些。"
 
 
 def memory_clear_confirm(count: int) -> str:
+    """Ask for confirmation before `~记忆 清空` deletes everything."""
     return f"确定要清空本会话的全部 {count} 条记忆吗？确认请发送：~记忆 清空 确认"
 
 
 def memory_cleared(count: int) -> str:
+    """Confirm that the memories were cleared."""
     return f"已清空 {count} 条记忆。"
 
 
 def memory_status(*, count: int, max_entries: int, auto_inject: bool, top_k: int) -> str:
+    """The memory part of `~记忆 状态`: count against the cap and auto-injection."""
     inject = f"开启（每次最多 {top_k} 条）" if auto_inject else "关闭"
     return f"记忆：{count} / {max_entries} 条\n自动注入：{inject}"
 
@@ -149,6 +160,7 @@ REVIEW_FAILED = "整理失败：AI 暂时无法回答，请稍后再试。"
 def review_status(
     *, enabled: bool, interval_seconds: int, last_review: str | None, pending: bool, running: bool
 ) -> str:
+    """The reviewer part of `~记忆 状态`: switch, interval, last run and pending work."""
     switch = f"开启（每 {interval_seconds} 秒）" if enabled else "关闭"
     state = "进行中" if running else ("有待整理的新聊天" if pending else "无")
     return "\n".join(
@@ -161,14 +173,17 @@ def review_status(
 
 
 def review_switched(enabled: bool) -> str:
+    """Confirm that automatic review was switched on or off."""
     return "已开启本会话的自动整理记忆。" if enabled else "已关闭本会话的自动整理记忆。"
 
 
 def review_interval_set(seconds: int) -> str:
+    """Confirm the new review interval."""
     return f"本会话的自动整理间隔已设为 {seconds} 秒。"
 
 
 def review_result(created: int, updated: int) -> str:
+    """What a manual `~记忆 立即生成` review created and updated."""
     if not created and not updated:
         return "整理完成：没有需要记住的内容。"
     return f"整理完成：新增 {created} 条，更新 {updated} 条。"

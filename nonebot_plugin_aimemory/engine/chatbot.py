@@ -31,17 +31,27 @@ class CompressionStats:
 class HistoryStore(Protocol):
     """Where a conversation's window is persisted, row per message."""
 
-    async def load(self, key: str) -> list[Message]: ...
+    async def load(self, key: str) -> list[Message]:
+        """The stored window of `key`, oldest message first."""
+        ...
 
-    async def load_stats(self, key: str) -> CompressionStats: ...
+    async def load_stats(self, key: str) -> CompressionStats:
+        """How often `key` was compressed, and when last."""
+        ...
 
-    async def append(self, key: str, messages: Sequence[Message]) -> None: ...
+    async def append(self, key: str, messages: Sequence[Message]) -> None:
+        """Add messages to the end of the stored window."""
+        ...
 
     async def replace(
         self, key: str, messages: Sequence[Message], *, compressed_at: datetime | None = None
-    ) -> None: ...
+    ) -> None:
+        """Overwrite the stored window; `compressed_at` also counts a compression."""
+        ...
 
-    async def clear(self, key: str) -> None: ...
+    async def clear(self, key: str) -> None:
+        """Forget the window and its compression stats."""
+        ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,6 +99,7 @@ class ChatBot:
 
     @property
     def summary(self) -> str | None:
+        """The running summary at the head of the window, if compression made one."""
         return split_summary(self.window.messages)[0]
 
     async def load(self) -> None:

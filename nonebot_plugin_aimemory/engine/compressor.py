@@ -79,6 +79,7 @@ class CompressionPolicy:
 
     @property
     def trigger_tokens(self) -> float:
+        """The window size, in tokens, at which compression starts."""
         return self.budget_tokens * self.threshold
 
 

@@ -27,6 +27,7 @@ class EmbeddingClient:
         self.timeout_seconds = timeout_seconds
 
     async def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        """One vector per text, in order, from the `/embeddings` endpoint."""
         if not texts:
             return []
         headers = (

@@ -30,6 +30,7 @@ class PreCompactHooks:
         return callback
 
     def unregister(self, callback: PreCompactCallback) -> None:
+        """Remove a callback; unknown ones are ignored."""
         if callback in self._callbacks:
             self._callbacks.remove(callback)
 

@@ -42,6 +42,7 @@ class Endpoint:
 
     @property
     def chat_url(self) -> str:
+        """The chat-completions URL under `api_base`."""
         return self.api_base.rstrip("/") + "/chat/completions"
 
 
@@ -54,6 +55,7 @@ class Usage:
 
     @property
     def total_tokens(self) -> int:
+        """Prompt and completion tokens together."""
         return self.prompt_tokens + self.completion_tokens
 
     def __add__(self, other: Usage) -> Usage:
@@ -113,6 +115,7 @@ class LLMClient:
 
     @property
     def model(self) -> str:
+        """The model this client calls."""
         return self.endpoint.model
 
     async def complete(

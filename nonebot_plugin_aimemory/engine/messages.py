@@ -21,6 +21,7 @@ class ToolCall:
     arguments: str
 
     def to_api(self) -> dict[str, Any]:
+        """The call in the OpenAI `tool_calls` format."""
         return {
             "id": self.id,
             "type": "function",
@@ -77,6 +78,7 @@ class Message:
 
     @property
     def has_images(self) -> bool:
+        """Whether any content part is an image."""
         return isinstance(self.content, tuple) and any(
             isinstance(p, ImagePart) for p in self.content
         )
@@ -135,18 +137,22 @@ class Message:
 
 
 def system(text: str) -> Message:
+    """A system message."""
     return Message("system", text)
 
 
 def user(content: str | tuple[Part, ...]) -> Message:
+    """A user message, plain text or text and image parts."""
     return Message("user", content)
 
 
 def assistant(text: str | None, tool_calls: tuple[ToolCall, ...] = ()) -> Message:
+    """An assistant message, possibly requesting tool calls."""
     return Message("assistant", text, tool_calls=tool_calls)
 
 
 def tool_result(call: ToolCall, text: str) -> Message:
+    """The answer to `call`, linked to it by the call id."""
     return Message("tool", text, tool_call_id=call.id, name=call.name)
 
 

@@ -29,7 +29,9 @@ _CJK = re.compile(r"[\u3000-\u303f\u3400-\u9fff\uf900-\ufaff\uff00-\uffef]")
 class TokenCounter(Protocol):
     """Counts the tokens of a text."""
 
-    def count(self, text: str) -> int: ...
+    def count(self, text: str) -> int:
+        """How many tokens `text` costs."""
+        ...
 
 
 def estimate_tokens(text: str) -> int:
@@ -45,6 +47,7 @@ class EstimatingCounter:
     """The calibrated estimate as a TokenCounter."""
 
     def count(self, text: str) -> int:
+        """The estimate of `text`."""
         return estimate_tokens(text)
 
 
@@ -59,6 +62,7 @@ class TiktokenCounter:
 
     @property
     def loaded(self) -> bool:
+        """Whether the tokenizer is ready; until then counts are estimates."""
         return self._encode is not None
 
     def load(self) -> bool:
@@ -78,6 +82,7 @@ class TiktokenCounter:
             return self._encode is not None
 
     def count(self, text: str) -> int:
+        """Exact count once the tokenizer is loaded, the estimate before that."""
         if not text:
             return 0
         encode = self._encode

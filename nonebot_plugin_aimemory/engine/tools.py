@@ -34,6 +34,7 @@ class Tool:
     parameters: dict[str, Any] = field(default_factory=lambda: {"type": "object", "properties": {}})
 
     def spec(self) -> dict[str, Any]:
+        """The tool in the OpenAI `tools` format."""
         return {
             "type": "function",
             "function": {
@@ -54,6 +55,7 @@ class ToolRegistry:
             self.register(tool)
 
     def register(self, tool: Tool) -> None:
+        """Add a tool; a second tool with the same name is a programming error."""
         if tool.name in self._tools:
             raise ValueError(f"tool {tool.name!r} registered twice")
         self._tools[tool.name] = tool
@@ -61,6 +63,7 @@ class ToolRegistry:
 
     @property
     def names(self) -> list[str]:
+        """Registered tool names, in registration order."""
         return list(self._tools)
 
     def specs_json(self) -> bytes | None:

@@ -34,6 +34,7 @@ class Window:
         self.extend(messages)
 
     def clear(self) -> None:
+        """Drop every message."""
         self.messages = []
         self.tokens = 0
 

@@ -71,6 +71,7 @@ class ChatLogStore:
         self.database = database
 
     async def insert_many(self, rows: Sequence[ChatRow]) -> None:
+        """Insert rows and their segmented text (for full-text search) in one transaction."""
         if not rows:
             return
         # jieba takes ~0.2 ms a row: a batch of hundreds would stall the event loop.
@@ -124,6 +125,7 @@ class ChatLogStore:
         return [_row(r) for r in reversed(rows)]
 
     async def count_since(self, session_key: str, after_id: int) -> int:
+        """How many rows a session has after row `after_id`."""
         rows = await self.database.read(
             "SELECT COUNT(*) FROM chat_log WHERE session_key = ? AND id > ?",
             (session_key, after_id),

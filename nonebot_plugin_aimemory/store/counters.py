@@ -16,6 +16,7 @@ class GroupCounterStore:
         self.database = database
 
     async def load_all(self) -> dict[str, int]:
+        """The unaddressed-message count of every group."""
         rows = await self.database.read("SELECT group_id, unaddressed FROM group_counters")
         return {str(group_id): int(count) for group_id, count in rows}
 
@@ -27,6 +28,7 @@ class GroupCounterStore:
         return {str(key)[2:] for (key,) in rows}
 
     async def save(self, counts: Mapping[str, int]) -> None:
+        """Upsert the counts, a chunk of groups per statement."""
         if not counts:
             return
         now = utc_now_text()

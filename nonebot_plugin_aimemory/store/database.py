@@ -30,10 +30,12 @@ def utc_text(moment: datetime) -> str:
 
 
 def utc_now_text() -> str:
+    """The current UTC time in the stored text format."""
     return utc_text(datetime.now(timezone.utc))
 
 
 def parse_utc_text(text: str) -> datetime:
+    """A stored UTC timestamp back as an aware datetime."""
     return datetime.strptime(text, UTC_TEXT_FORMAT).replace(tzinfo=timezone.utc)
 
 

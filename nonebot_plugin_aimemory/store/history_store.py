@@ -27,6 +27,7 @@ class SqliteHistoryStore:
         self.database = database
 
     async def load(self, key: str) -> list[Message]:
+        """The stored window of `key`; unreadable rows are skipped with a warning."""
         rows = await self.database.read(
             "SELECT seq, body FROM messages WHERE session_key = ? ORDER BY seq", (key,)
         )
@@ -39,6 +40,7 @@ class SqliteHistoryStore:
         return messages
 
     async def load_stats(self, key: str) -> CompressionStats:
+        """How often `key` was compressed, and when last."""
         rows = await self.database.read(
             "SELECT compressions, last_compressed_at FROM sessions WHERE key = ?", (key,)
         )
@@ -48,6 +50,7 @@ class SqliteHistoryStore:
         return CompressionStats(int(count), parse_utc_text(last_at) if last_at else None)
 
     async def append(self, key: str, messages: Sequence[Message]) -> None:
+        """Add messages after the last stored one."""
         if not messages:
             return
         rows = [(m.role, persisted_body(m)) for m in messages]
@@ -74,6 +77,7 @@ class SqliteHistoryStore:
     async def replace(
         self, key: str, messages: Sequence[Message], *, compressed_at: datetime | None = None
     ) -> None:
+        """Overwrite the stored window; `compressed_at` also counts a compression."""
         rows = [(m.role, persisted_body(m)) for m in messages]
         compressed_text = utc_text(compressed_at) if compressed_at else None
 
@@ -101,6 +105,7 @@ class SqliteHistoryStore:
         await self.database.write(work)
 
     async def clear(self, key: str) -> None:
+        """Forget the window and its compression stats."""
         # The sessions_delete_messages trigger removes the messages in the same statement.
         await self.database.write_one("DELETE FROM sessions WHERE key = ?", (key,))
 
@@ -109,18 +114,23 @@ class MemoryOnlyHistoryStore:
     """The stand-in when no database could be opened: windows live in memory only."""
 
     async def load(self, key: str) -> list[Message]:
+        """Always empty: nothing survives a restart."""
         return []
 
     async def load_stats(self, key: str) -> CompressionStats:
+        """Always zero: compressions are not counted without a database."""
         return CompressionStats()
 
     async def append(self, key: str, messages: Sequence[Message]) -> None:
+        """Nothing to persist."""
         return None
 
     async def replace(
         self, key: str, messages: Sequence[Message], *, compressed_at: datetime | None = None
     ) -> None:
+        """Nothing to persist."""
         return None
 
     async def clear(self, key: str) -> None:
+        """Nothing to forget."""
         return None

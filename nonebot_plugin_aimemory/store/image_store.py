@@ -8,16 +8,21 @@ from .database import Database, utc_now_text
 
 
 class ImageDescriptionStore:
+    """SQL for `image_descriptions`: vision-model descriptions cached by image hash."""
+
     def __init__(self, database: Database) -> None:
         self.database = database
 
     async def get(self, image_hash: str) -> str | None:
+        """The cached description of an image, if any."""
         rows = await self.database.read(
             "SELECT description FROM image_descriptions WHERE hash = ?", (image_hash,)
         )
         return str(rows[0][0]) if rows else None
 
     async def put(self, image_hash: str, description: str) -> None:
+        """Cache (or overwrite) the description of an image."""
+
         def work(connection: sqlite3.Connection) -> None:
             connection.execute(
                 "INSERT OR REPLACE INTO image_descriptions (hash, description, created_at) "

@@ -30,6 +30,7 @@ class MemoryRecord:
 
     @property
     def deleted(self) -> bool:
+        """Whether the memory was deleted (soft delete: `deleted_at` is set)."""
         return self.deleted_at is not None
 
 
@@ -97,6 +98,8 @@ class MemoryStore:
         return {str(normalized): str(memory_id) for normalized, memory_id in rows}
 
     async def insert(self, scope: str, record: MemoryRecord) -> None:
+        """Store a new memory in `scope`."""
+
         def work(connection: sqlite3.Connection) -> None:
             connection.execute(
                 f"INSERT INTO memories (scope, {_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
@@ -106,6 +109,8 @@ class MemoryStore:
         await self.database.write(work)
 
     async def update(self, scope: str, record: MemoryRecord) -> None:
+        """Write back every mutable field of a stored memory."""
+
         def work(connection: sqlite3.Connection) -> None:
             connection.execute(
                 "UPDATE memories SET content = ?, normalized = ?, tags = ?, user_id = ?, "
@@ -128,6 +133,8 @@ class MemoryStore:
         await self.database.write(work)
 
     async def set_embeddings(self, scope: str, vectors: dict[str, list[float]]) -> None:
+        """Store embeddings by memory id."""
+
         def work(connection: sqlite3.Connection) -> None:
             connection.executemany(
                 "UPDATE memories SET embedding = ? WHERE scope = ? AND id = ?",
@@ -159,6 +166,8 @@ class MemoryStore:
         await self.database.write(work)
 
     async def lift_tombstone(self, scope: str, normalized: str) -> None:
+        """Remove the tombstone so this content may be saved again."""
+
         def work(connection: sqlite3.Connection) -> None:
             connection.execute(
                 "DELETE FROM memory_tombstones WHERE scope = ? AND normalized = ?",

@@ -49,18 +49,21 @@ class ReviewStore:
         self.database = database
 
     async def get(self, session_key: str) -> ReviewState:
+        """A session's review state; defaults if it has none yet."""
         rows = await self.database.read(
             f"SELECT {_COLUMNS} FROM review_state WHERE session_key = ?", (session_key,)
         )
         return _state(tuple(rows[0])) if rows else ReviewState(session_key)
 
     async def pending(self) -> list[ReviewState]:
+        """Sessions with new chat waiting for review."""
         rows = await self.database.read(
             f"SELECT {_COLUMNS} FROM review_state WHERE pending = 1 ORDER BY session_key"
         )
         return [_state(tuple(r)) for r in rows]
 
     async def mark_pending(self, session_keys: Iterable[str]) -> None:
+        """Flag sessions as having new chat to review."""
         keys = [(key,) for key in set(session_keys)]
         if not keys:
             return
@@ -75,9 +78,11 @@ class ReviewStore:
         await self.database.write(work)
 
     async def set_enabled(self, session_key: str, enabled: bool) -> None:
+        """Switch a session's automatic review on or off."""
         await self._upsert(session_key, "enabled", int(enabled))
 
     async def set_interval(self, session_key: str, seconds: int) -> None:
+        """Set a session's own review interval."""
         await self._upsert(session_key, "interval_seconds", seconds)
 
     async def finish(self, session_key: str, reviewed_at: str, last_row: int) -> None:
@@ -100,6 +105,8 @@ class ReviewStore:
         await self.database.write(work)
 
     async def fail(self, session_key: str, failures: int, next_attempt_at: str | None) -> None:
+        """Record a failed review and when to retry it."""
+
         def work(connection: sqlite3.Connection) -> None:
             connection.execute(
                 "UPDATE review_state SET failures = ?, next_attempt_at = ? WHERE session_key = ?",
