@@ -7,6 +7,7 @@ import asyncio
 import base64
 import hashlib
 import logging
+from collections import OrderedDict
 from dataclasses import dataclass
 
 import httpx
@@ -19,6 +20,7 @@ logger = logging.getLogger("nonebot_plugin_aimemory")
 
 DOWNLOAD_TIMEOUT_SECONDS = 15.0
 DESCRIPTION_MAX_CHARS = 120
+MEMORY_CACHE_SIZE = 1024
 UNRECOGNISED = "无法识别"
 VISION_PROMPT = (
     "用一两句简短的中文客观描述这张图片：画面里有什么、图中的文字（如果有）。"
@@ -122,7 +124,8 @@ class ImageReader:
         self.multimodal = multimodal
         self.vision = vision
         self.cache = cache
-        self._memory_cache: dict[str, str] = {}
+        # The database holds every description; this only spares it the hot stickers.
+        self._memory_cache: OrderedDict[str, str] = OrderedDict()
 
     @property
     def downloads(self) -> bool:
@@ -152,7 +155,7 @@ class ImageReader:
         if cached is None and self.cache is not None:
             cached = await self._cached(key)
         if cached is not None:
-            self._memory_cache[key] = cached
+            self._remember(key, cached)
             return cached
         assert self.vision is not None
         try:
@@ -174,13 +177,19 @@ class ImageReader:
         description = " ".join(completion.message.text.split())[:DESCRIPTION_MAX_CHARS]
         if not description:
             return UNRECOGNISED
-        self._memory_cache[key] = description
+        self._remember(key, description)
         if self.cache is not None:
             try:
                 await self.cache.put(key, description)
             except Exception:
                 logger.exception("could not cache the description of image %s", key)
         return description
+
+    def _remember(self, key: str, description: str) -> None:
+        self._memory_cache[key] = description
+        self._memory_cache.move_to_end(key)
+        while len(self._memory_cache) > MEMORY_CACHE_SIZE:
+            self._memory_cache.popitem(last=False)
 
     async def _cached(self, key: str) -> str | None:
         try:
