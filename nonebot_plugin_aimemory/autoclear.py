@@ -98,7 +98,7 @@ class GroupAutoClear:
             )
         except Exception:
             logger.exception("auto-clear of group %s failed", group_id)
-        await self.flush()
+        self._flush_soon()
 
     def _spawn(self, work: Awaitable[None]) -> None:
         task = asyncio.ensure_future(work)
@@ -107,6 +107,6 @@ class GroupAutoClear:
 
     async def close(self) -> None:
         """Finish pending clears and write the last counts."""
-        if self._tasks:
+        while self._tasks:  # a clear may have scheduled one more flush
             await asyncio.gather(*self._tasks, return_exceptions=True)
         await self.flush()
