@@ -1,39 +1,47 @@
 """Group auto-clear: after N consecutive messages that do not address the bot, the group's
-context window is cleared. Counting is the hot path of a busy group: a dict update, with
-the counters persisted in batches."""
+context window is cleared. Counting is the hot path of a busy group: a dict update. What
+must be written (counters every 10 messages, the windows to clear) goes into one batched
+transaction a moment later, because under load every trip to the database thread costs
+the event loop several milliseconds."""
 
 from __future__ import annotations
 
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable
+from contextlib import AbstractAsyncContextManager
 
 from .store.counters import GroupCounterStore
 
 logger = logging.getLogger("nonebot_plugin_aimemory")
 
 PERSIST_EVERY_MESSAGES = 10
+BATCH_SECONDS = 0.25
+
+# Clears a group's window in memory and holds its session until the store is cleared too,
+# so no turn can append to a window whose stored copy is about to be deleted.
+HoldCleared = Callable[[str], AbstractAsyncContextManager[None]]
 
 
 class GroupAutoClear:
     """Counts unaddressed group messages and clears a group's context at the threshold."""
 
     def __init__(
-        self,
-        threshold: int,
-        store: GroupCounterStore | None,
-        clear_group: Callable[[str], Awaitable[None]],
+        self, threshold: int, store: GroupCounterStore | None, hold_cleared: HoldCleared
     ) -> None:
         self.threshold = threshold
         self._store = store
-        self._clear_group = clear_group
+        self._hold_cleared = hold_cleared
         self.counts: dict[str, int] = {}
         # Groups whose window may hold something: clearing any other group is a no-op, and
         # skipping it keeps database writes off the hot path of groups that never talk to us.
         self.with_context: set[str] = set()
         self._dirty: set[str] = set()
+        self._to_clear: set[str] = set()
+        self._batch: asyncio.Task[None] | None = None
         self._tasks: set[asyncio.Task[None]] = set()
-        self._pending_flush: asyncio.Task[None] | None = None
+        self.clears_done = 0
+        self.batches_written = 0
 
     @property
     def enabled(self) -> bool:
@@ -41,7 +49,7 @@ class GroupAutoClear:
         return self.threshold > 0
 
     async def load(self) -> None:
-        """Restore the counters and the groups with context from the store, if any."""
+        """Read the persisted counters and which groups have a stored window."""
         if self._store is not None:
             self.counts = await self._store.load_all()
             self.with_context = await self._store.load_groups_with_context()
@@ -59,9 +67,9 @@ class GroupAutoClear:
         self._dirty.add(group_id)
         if count >= self.threshold:
             self.with_context.discard(group_id)
-            self._spawn(self._clear_and_flush(group_id))
+            self._spawn(self._clear(group_id))
         elif count % PERSIST_EVERY_MESSAGES == 0:
-            self._flush_soon()
+            self._next_batch()
 
     def note_addressed(self, group_id: str) -> None:
         """A message addressed to the bot resets the group's count."""
@@ -69,36 +77,47 @@ class GroupAutoClear:
         if self.counts.get(group_id):
             self.counts[group_id] = 0
             self._dirty.add(group_id)
-            self._flush_soon()
+            self._next_batch()
 
-    def _flush_soon(self) -> None:
-        """One pending flush at a time: a busy bot's batches are coalesced, not queued."""
-        if self._pending_flush is None or self._pending_flush.done():
-            self._pending_flush = asyncio.ensure_future(self.flush())
-            self._tasks.add(self._pending_flush)
-            self._pending_flush.add_done_callback(self._tasks.discard)
-
-    async def flush(self) -> None:
-        """Persist the counters changed since the last flush."""
-        if self._store is None or not self._dirty:
-            self._dirty.clear()
-            return
-        batch = {group_id: self.counts.get(group_id, 0) for group_id in self._dirty}
-        self._dirty.clear()
+    async def _clear(self, group_id: str) -> None:
         try:
-            await self._store.save(batch)
-        except Exception:
-            logger.exception("could not persist auto-clear counters")
-
-    async def _clear_and_flush(self, group_id: str) -> None:
-        try:
-            await self._clear_group(group_id)
+            async with self._hold_cleared(group_id):
+                self._to_clear.add(group_id)
+                await asyncio.shield(self._next_batch())
+            self.clears_done += 1
             logger.info(
                 "group %s: context cleared after %d unaddressed messages", group_id, self.threshold
             )
         except Exception:
             logger.exception("auto-clear of group %s failed", group_id)
-        self._flush_soon()
+
+    def _next_batch(self) -> asyncio.Task[None]:
+        """The batch that will carry what is due now (started if none is waiting)."""
+        if self._batch is None:
+            self._batch = asyncio.ensure_future(self._write_batch_later())
+            self._tasks.add(self._batch)
+            self._batch.add_done_callback(self._tasks.discard)
+        return self._batch
+
+    async def _write_batch_later(self) -> None:
+        await asyncio.sleep(BATCH_SECONDS)
+        self._batch = None  # from here on, new work goes into the next batch
+        await self.flush()
+
+    async def flush(self) -> None:
+        """Write the changed counters and the windows to clear, now, in one transaction."""
+        counts = {group_id: self.counts.get(group_id, 0) for group_id in self._dirty}
+        clears, self._to_clear = self._to_clear, set()
+        self._dirty.clear()
+        if self._store is None:
+            return
+        if not counts and not clears:
+            return
+        try:
+            await self._store.save(counts, clears)
+            self.batches_written += 1
+        except Exception:
+            logger.exception("could not persist auto-clear counters and clears")
 
     def _spawn(self, work: Awaitable[None]) -> None:
         task = asyncio.ensure_future(work)
@@ -107,6 +126,10 @@ class GroupAutoClear:
 
     async def close(self) -> None:
         """Finish pending clears and write the last counts."""
-        while self._tasks:  # a clear may have scheduled one more flush
+        if self._batch is not None:
+            self._batch.cancel()  # written right below, without the wait
+            self._batch = None
+        await self.flush()
+        while self._tasks:
             await asyncio.gather(*self._tasks, return_exceptions=True)
         await self.flush()

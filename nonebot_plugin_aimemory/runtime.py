@@ -9,7 +9,8 @@ from __future__ import annotations
 import asyncio
 import logging
 import sqlite3
-from collections.abc import Callable, Iterable
+from collections.abc import AsyncIterator, Callable, Iterable
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -144,9 +145,15 @@ class Runtime:
             await session.bot.clear()
             session.loaded = True
 
-    async def clear_group(self, group_id: str) -> None:
-        """Clear a group's conversation window."""
-        await self.clear_session(group_key(group_id))
+    @asynccontextmanager
+    async def group_cleared_in_memory(self, group_id: str) -> AsyncIterator[None]:
+        """Clear a group's window in memory and hold its session until the caller has
+        cleared the stored copy (auto-clear batches those deletes)."""
+        session = self.sessions.get_or_create(group_key(group_id), touch=False)
+        async with session.lock:
+            session.bot.forget()
+            session.loaded = True
+            yield
 
     @classmethod
     async def start(cls, config: Config, db_path: str) -> Runtime:
@@ -184,7 +191,7 @@ class Runtime:
             autoclear=GroupAutoClear(
                 config.aimemory_group_autoclear_after,
                 GroupCounterStore(database) if database else None,
-                lambda group_id: runtime.clear_group(group_id),
+                lambda group_id: runtime.group_cleared_in_memory(group_id),
             ),
         )
         runtime.start_content(database)

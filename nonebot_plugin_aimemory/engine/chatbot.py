@@ -115,10 +115,14 @@ class ChatBot:
 
     async def clear(self) -> None:
         """Forget the conversation, in memory and in the store."""
+        self.forget()
+        await self._persist(self.store.clear(self.key))
+
+    def forget(self) -> None:
+        """Forget the conversation in memory only (the caller clears the store)."""
         self.window.clear()
         self.context_tokens = 0
         self.stats = CompressionStats()
-        await self._persist(self.store.clear(self.key))
 
     async def turn(self, message: Message, *, persist_user_text: str | None = None) -> TurnResult:
         """Answer `message`. `persist_user_text`, when given, is what the window keeps of it

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import sqlite3
+from collections.abc import Collection, Mapping
 
 from .database import Database, utc_now_text
 
@@ -27,19 +28,26 @@ class GroupCounterStore:
         )
         return {str(key)[2:] for (key,) in rows}
 
-    async def save(self, counts: Mapping[str, int]) -> None:
-        """Upsert the counts, a chunk of groups per statement."""
-        if not counts:
+    async def save(self, counts: Mapping[str, int], clear_groups: Collection[str] = ()) -> None:
+        """Persist counters and delete the stored windows of `clear_groups`, in one
+        transaction: one trip to the database for a whole batch of groups."""
+        if not counts and not clear_groups:
             return
         now = utc_now_text()
         items = list(counts.items())
-        # One multi-row statement per chunk: fewer trips than executemany's row by row.
-        for start in range(0, len(items), ROWS_PER_STATEMENT):
-            chunk = items[start : start + ROWS_PER_STATEMENT]
-            await self.database.write_one(
-                "INSERT INTO group_counters (group_id, unaddressed, updated_at) VALUES "
-                + ", ".join("(?, ?, ?)" for _ in chunk)
-                + " ON CONFLICT (group_id) DO UPDATE SET unaddressed = excluded.unaddressed, "
-                "updated_at = excluded.updated_at",
-                [value for group_id, count in chunk for value in (group_id, count, now)],
-            )
+
+        def work(connection: sqlite3.Connection) -> None:
+            for group_id in clear_groups:
+                # The sessions_delete_messages trigger removes the messages too.
+                connection.execute("DELETE FROM sessions WHERE key = ?", (f"g:{group_id}",))
+            for start in range(0, len(items), ROWS_PER_STATEMENT):
+                chunk = items[start : start + ROWS_PER_STATEMENT]
+                connection.execute(
+                    "INSERT INTO group_counters (group_id, unaddressed, updated_at) VALUES "
+                    + ", ".join("(?, ?, ?)" for _ in chunk)
+                    + " ON CONFLICT (group_id) DO UPDATE SET "
+                    "unaddressed = excluded.unaddressed, updated_at = excluded.updated_at",
+                    [value for group_id, count in chunk for value in (group_id, count, now)],
+                )
+
+        await self.database.write(work)

@@ -134,3 +134,20 @@ async def test_a_clear_happens_once_per_burst_of_addressing(plugin) -> None:
         await bot.receive(group_message("闲聊", group_id=13))
     await wait_for_background(plugin)
     assert await stored_rows(plugin, "g:13") == 0
+
+
+async def test_a_message_arriving_during_a_clear_is_kept_and_sees_a_clean_window(plugin) -> None:
+    await plugin.restart(aimemory_group_autoclear_after=2)
+    bot = RecordingBot()
+    await bot.receive(group_message("旧话题：周五聚餐", to_me=True, group_id=14))
+    await bot.receive(group_message("闲聊", group_id=14))
+    await bot.receive(group_message("闲聊", group_id=14))  # the clear starts, its write is batched
+    await bot.receive(group_message("新话题：周六爬山", to_me=True, group_id=14))
+    await wait_for_background(plugin)
+    rows = await plugin.runtime.database.read(
+        "SELECT body FROM messages WHERE session_key = 'g:14' ORDER BY seq"
+    )
+    assert len(rows) == 2
+    assert "新话题" in rows[0][0]
+    contents = " ".join(str(m["content"]) for m in plugin.llm.last_messages())
+    assert "旧话题" not in contents
