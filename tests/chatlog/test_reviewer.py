@@ -231,8 +231,14 @@ async def test_unknown_and_incomplete_ops_are_skipped_and_logged_while_valid_one
         )
     )
 
-    with caplog.at_level(logging.INFO, logger="nonebot_plugin_aimemory"):
-        outcome = await plugin.runtime.reviews.run_now(GROUP)
+    # The plugin logger doesn't propagate (it feeds loguru), so listen on it directly.
+    plugin_logger = logging.getLogger("nonebot_plugin_aimemory")
+    plugin_logger.addHandler(caplog.handler)
+    try:
+        with caplog.at_level(logging.INFO, logger="nonebot_plugin_aimemory"):
+            outcome = await plugin.runtime.reviews.run_now(GROUP)
+    finally:
+        plugin_logger.removeHandler(caplog.handler)
 
     assert (outcome.created, outcome.updated) == (1, 0)
     assert len(outcome.rejected) == 2
