@@ -64,6 +64,8 @@ class Config(BaseModel):
     aimemory_review_model: str = ""
     aimemory_reply_max_chars: int = Field(default=1500, ge=100, le=4500)
     aimemory_reply_max_parts: int = Field(default=5, ge=1, le=20)
+    # Image links in the model's reply are fetched only from public hosts unless this is set.
+    aimemory_reply_image_allow_private: bool = False
 
     @field_validator(
         "aimemory_max_context_tokens",

@@ -6,9 +6,12 @@ from __future__ import annotations
 import asyncio
 import base64
 import hashlib
+import ipaddress
 import logging
+import socket
 from collections import OrderedDict
 from dataclasses import dataclass
+from urllib.parse import urlsplit
 
 import httpx
 
@@ -77,14 +80,57 @@ def marker(short_hash: str, description: str | None = None) -> str:
     return f"[图片 {short_hash}：{description}]" if description else f"[图片 {short_hash}]"
 
 
-async def download_image(http: httpx.AsyncClient, url: str, max_bytes: int) -> Image:
+async def download_image(
+    http: httpx.AsyncClient, url: str, max_bytes: int, *, public_only: bool = False
+) -> Image:
     """GET an http(s) image within DOWNLOAD_TIMEOUT_SECONDS in all, stopping as soon as it
-    exceeds `max_bytes`. Raises ImageTooLarge, httpx.HTTPError, asyncio.TimeoutError or
-    ValueError (not an image, bad URL)."""
+    exceeds `max_bytes`. With `public_only`, a host that resolves to a private, loopback or
+    otherwise non-global address is refused. Raises ImageTooLarge, httpx.HTTPError,
+    asyncio.TimeoutError or ValueError (not an image, bad URL, private host)."""
     if not url.startswith(("http://", "https://")):
         raise ValueError(f"not an http(s) URL: {url[:60]!r}")
     # httpx's timeout is per read: a server trickling bytes would hold the session's queue.
-    return await asyncio.wait_for(_download(http, url, max_bytes), DOWNLOAD_TIMEOUT_SECONDS)
+    return await asyncio.wait_for(
+        _checked_download(http, url, max_bytes, public_only), DOWNLOAD_TIMEOUT_SECONDS
+    )
+
+
+async def _checked_download(
+    http: httpx.AsyncClient, url: str, max_bytes: int, public_only: bool
+) -> Image:
+    if public_only and not await resolves_to_public_addresses(url):
+        raise ValueError("host is not a public address")
+    return await _download(http, url, max_bytes)
+
+
+async def resolves_to_public_addresses(url: str) -> bool:
+    """Whether every address the URL's host resolves to is globally routable, so a link the
+    model writes cannot make the bot fetch (and post) something from the bot's own network.
+    Redirects are not followed by the client, so the checked host is the fetched one."""
+    try:
+        parts = urlsplit(url)
+        host, port = parts.hostname, parts.port
+    except ValueError:
+        return False
+    if not host:
+        return False
+    try:
+        infos = await asyncio.get_running_loop().getaddrinfo(
+            host, port or (443 if parts.scheme == "https" else 80), type=socket.SOCK_STREAM
+        )
+    except OSError:
+        return False
+    return bool(infos) and all(_is_public(info[4][0]) for info in infos)
+
+
+def _is_public(address: str) -> bool:
+    try:
+        ip = ipaddress.ip_address(address.split("%", 1)[0])
+    except ValueError:
+        return False
+    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
+        ip = ip.ipv4_mapped
+    return ip.is_global and not ip.is_multicast
 
 
 async def _download(http: httpx.AsyncClient, url: str, max_bytes: int) -> Image:

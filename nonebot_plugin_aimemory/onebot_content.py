@@ -331,11 +331,15 @@ _REPLY_AT = re.compile(r"@(\d{5,11})(?!\d)")
 
 class ReplyBuilder:
     """The model's text as QQ segments: safe images become image segments, `@QQ号` of a
-    group member becomes a real @; everything else stays literal text (no CQ parsing)."""
+    group member becomes a real @; everything else stays literal text (no CQ parsing).
+    With `public_only`, image links to the bot's own network stay text."""
 
-    def __init__(self, images: ImageReader, members: MemberNames) -> None:
+    def __init__(
+        self, images: ImageReader, members: MemberNames, *, public_only: bool = True
+    ) -> None:
         self.images = images
         self.members = members
+        self.public_only = public_only
 
     async def build(self, bot: Bot, event: MessageEvent, text: str) -> list[MessageSegment]:
         """The reply as segments: safe image links as images (at most `MAX_REPLY_IMAGES`), the
@@ -357,7 +361,9 @@ class ReplyBuilder:
 
     async def _image(self, url: str) -> MessageSegment | None:
         try:
-            image = await download_image(self.images.http, url, self.images.max_bytes)
+            image = await download_image(
+                self.images.http, url, self.images.max_bytes, public_only=self.public_only
+            )
         except Exception as exc:
             logger.info("reply image not sent as an image (%s): %s", exc, url[:80])
             return None

@@ -222,7 +222,9 @@ class Runtime:
         )
         members = MemberNames()
         self.content = ContentRenderer(images, members)
-        self.replies = ReplyBuilder(images, members)
+        self.replies = ReplyBuilder(
+            images, members, public_only=not config.aimemory_reply_image_allow_private
+        )
 
     def start_memory(self, database: Database) -> None:
         """Long-term memory exists only with a database; without one the tools and

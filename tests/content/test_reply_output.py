@@ -93,6 +93,23 @@ async def test_image_link_that_cannot_be_fetched_safely_stays_text(
     assert qq.sent_texts == [reply]
 
 
+@pytest.mark.parametrize(
+    "host", ["127.0.0.1", "localhost", "[::ffff:127.0.0.1]", "10.0.0.8", "169.254.169.254"]
+)
+async def test_image_link_to_a_private_host_stays_text_and_is_never_fetched_by_default(
+    plugin, qq: QQBot, images: ImageServer, host: str
+) -> None:
+    await plugin.restart(aimemory_reply_image_allow_private=False)
+    url = images.add_image("cat.png", PNG).replace("127.0.0.1", host)
+    reply = f"内网的图：![猫]({url})"
+    plugin.llm.script(text(reply))
+
+    await qq.receive(private_message("发张图"))
+
+    assert qq.sent_texts == [reply]
+    assert images.requests == []
+
+
 async def test_at_of_a_group_member_becomes_a_real_at(plugin, qq: QQBot) -> None:
     qq.add_member(GROUP, 12345, card="小明")
     plugin.llm.script(text("好的 @12345 你来看看"))

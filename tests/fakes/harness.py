@@ -16,6 +16,8 @@ TEST_DEFAULTS: dict[str, Any] = {
     "aimemory_request_timeout": 2.0,
     "aimemory_llm_max_retries": 1,
     "aimemory_janitor_interval_seconds": 3600,
+    # The image server the reply tests link to is on 127.0.0.1.
+    "aimemory_reply_image_allow_private": True,
 }
 
 
