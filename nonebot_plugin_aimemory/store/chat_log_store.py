@@ -78,8 +78,15 @@ class ChatLogStore:
         tokens = await asyncio.to_thread(lambda: [segmenter.segmented(r.text) for r in rows])
 
         def work(connection: sqlite3.Connection) -> None:
-            (last_id,) = connection.execute("SELECT COALESCE(MAX(id), 0) FROM chat_log").fetchone()
+            (last_id,) = connection.execute(
+                "SELECT MAX((SELECT COALESCE(MAX(id), 0) FROM chat_log), "
+                "(SELECT COALESCE(MAX(last_id), 0) FROM chat_log_ids))"
+            ).fetchone()
             ids = range(last_id + 1, last_id + 1 + len(rows))
+            connection.execute(
+                "INSERT OR REPLACE INTO chat_log_ids (only_row, last_id) VALUES (1, ?)",
+                (ids[-1],),
+            )
             connection.executemany(
                 "INSERT INTO chat_log (id, session_key, created_at, speaker_id, speaker_name, "
                 "role, text, addressed) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",

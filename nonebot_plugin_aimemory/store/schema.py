@@ -106,6 +106,18 @@ MIGRATIONS: tuple[str, ...] = (
         DELETE FROM messages WHERE session_key = OLD.key;
     END;
     """,
+    # Chat-log ids are never reused, even after retention empties the table: reviews resume
+    # after `last_reviewed_row` and memories cite rows by id as their evidence.
+    """
+    CREATE TABLE IF NOT EXISTS chat_log_ids (
+        only_row INTEGER PRIMARY KEY CHECK (only_row = 1),
+        last_id INTEGER NOT NULL
+    );
+    INSERT OR IGNORE INTO chat_log_ids (only_row, last_id) VALUES (1, MAX(
+        (SELECT COALESCE(MAX(id), 0) FROM chat_log),
+        (SELECT COALESCE(MAX(last_reviewed_row), 0) FROM review_state)
+    ));
+    """,
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -70,3 +70,17 @@ async def test_the_background_cleanup_runs_when_the_bot_starts(plugin, reviewer)
         return [r.text for r in await logged(plugin)] == ["今天的话", "好的"]
 
     await eventually(only_recent_left)
+
+
+async def test_row_ids_are_never_reused_after_the_log_is_emptied(plugin) -> None:
+    await log_rows(plugin, GROUP, "第一句", "第二句", created_at=days_before(LATER, 100))
+    old_ids = [r.id for r in await logged(plugin)]
+    await plugin.runtime.chat_log.cleanup(now=LATER)
+    await plugin.restart()
+
+    await log_rows(plugin, GROUP, "清理之后的第一句", "第二句")
+
+    new_ids = [r.id for r in await logged(plugin)]
+    assert min(new_ids) > max(old_ids)
+    store = plugin.runtime.chat_log.store
+    assert await store.count_since(GROUP, max(old_ids)) == 2
