@@ -20,14 +20,18 @@ CLEANUP_INTERVAL_SECONDS = 24 * 3600
 MAX_TOOL_OUTPUT_CHARS = 8000
 
 
+LINE_BREAK_MARK = " ⏎ "
+
+
 def format_row(row: ChatRow, zone: tzinfo) -> str:
-    """`[2026-11-30 14:05] 小明(12345)：text`; the bot's own lines say 机器人."""
+    """`[2026-11-30 14:05] 小明(12345)：text` on one line (line breaks inside a message become
+    ⏎, so every line starts with its time and speaker); the bot's own lines say 机器人."""
     moment = parse_utc_text(row.created_at).astimezone(zone).strftime("%Y-%m-%d %H:%M")
     if row.role == "assistant":
         speaker = "机器人"
     else:
         speaker = f"{row.speaker_name or row.speaker_id}({row.speaker_id})"
-    return f"[{moment}] {speaker}：{row.text}"
+    return LINE_BREAK_MARK.join(f"[{moment}] {speaker}：{row.text}".splitlines())
 
 
 def format_rows(rows: Sequence[ChatRow], zone: tzinfo, *, keep: str = "newest") -> str:

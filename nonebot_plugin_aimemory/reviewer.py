@@ -7,7 +7,7 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone, tzinfo
 from typing import Any
 
@@ -25,7 +25,6 @@ logger = logging.getLogger("nonebot_plugin_aimemory")
 MAX_ROWS = 50
 MAX_CHARS = 8000
 MAX_OPS = 3
-ROW_OVERHEAD_CHARS = 40  # time, speaker and row id around each line
 MIN_PARTIAL_ROW_CHARS = 200
 MAX_FAILURES = 5
 # Scheduled reviews running at once, across sessions: a tick after a busy hour must not
@@ -78,14 +77,13 @@ class MemoryReviewer:
 
     async def review(self, scope: str, after_row: int) -> ReviewOutcome:
         """Review rows after `after_row`; raises LLMError when the model cannot be reached."""
-        rows = _within_chars(await self.chat_log.since(scope, after_row, MAX_ROWS))
+        rows, log = _shown_log(await self.chat_log.since(scope, after_row, MAX_ROWS), self.zone)
         if not rows:
             return ReviewOutcome(last_row=after_row)
         memories = await self.memory.list(scope)
         where = "群聊" if scope.startswith("g:") else "私聊"
         system = REVIEW_PROMPT.format(persona=self.persona, where=where, max_ops=MAX_OPS)
         listing = "\n".join(f"#{m.id} {m.content}" for m in memories) or "（无）"
-        log = "\n".join(f"[#{row.id}] {format_row(row, self.zone)}" for row in rows)
         completion = await self.llm.complete(
             [
                 Message("system", system),
@@ -156,22 +154,28 @@ class MemoryReviewer:
         outcome.rejected.append(f"invalid op: {str(op)[:100]}")
 
 
-def _within_chars(rows: list[ChatRow]) -> list[ChatRow]:
-    """The newest rows whose text fits in MAX_CHARS, oldest first; the row where the budget
-    runs out is shortened rather than dropped when a useful part of it still fits."""
+def _shown_log(rows: list[ChatRow], zone: tzinfo) -> tuple[list[ChatRow], str]:
+    """The newest rows whose `[#id] [time] speaker：text` lines fit in MAX_CHARS, and those
+    lines, oldest first; the line where the budget runs out is shortened rather than
+    dropped when a useful part of it still fits."""
     kept: list[ChatRow] = []
+    lines: list[str] = []
     used = 0
     for row in reversed(rows):
-        cost = len(row.text) + ROW_OVERHEAD_CHARS
-        if used + cost > MAX_CHARS:
-            room = MAX_CHARS - used - ROW_OVERHEAD_CHARS - 1
-            if room >= MIN_PARTIAL_ROW_CHARS or not kept:
-                kept.append(replace(row, text=row.text[: max(room, 0)] + "…"))
+        line = f"[#{row.id}] {format_row(row, zone)}"
+        separator = 1 if lines else 0
+        if used + separator + len(line) > MAX_CHARS:
+            room = MAX_CHARS - used - separator
+            if room >= MIN_PARTIAL_ROW_CHARS or not lines:
+                kept.append(row)
+                lines.append(line[: room - 1] + "…")
             break
         kept.append(row)
-        used += cost
+        lines.append(line)
+        used += separator + len(line)
     kept.reverse()
-    return kept
+    lines.reverse()
+    return kept, "\n".join(lines)
 
 
 def _evidence(raw: Any, row_ids: set[int]) -> list[int]:

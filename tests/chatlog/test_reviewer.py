@@ -315,6 +315,26 @@ async def test_the_reviewer_is_shown_at_most_8000_characters_of_chat(plugin, rev
     assert chat.endswith("机器人：好的")
 
 
+async def test_long_names_and_row_ids_still_keep_the_reviewer_within_8000_characters(
+    plugin, reviewer
+) -> None:
+    from nonebot_plugin_aimemory.store.chat_log_store import ChatRow
+    from nonebot_plugin_aimemory.store.database import utc_now_text
+
+    name = "一个很长很长的群名片昵称一二三四五六七八九十"
+    await plugin.runtime.chat_log.store.insert_many(
+        [ChatRow(GROUP, utc_now_text(), "user", "字" * 120, "1234567890", name)] * 60
+    )
+    await talk(plugin, RecordingBot(), "最后一条")
+
+    await tick_and_wait(plugin)
+
+    chat = reviewer.shown.split("最近的聊天记录：\n", 1)[1]
+    assert len(chat) <= 8000
+    assert chat.endswith("机器人：好的")
+    assert all(line.startswith("[#") for line in chat.splitlines())
+
+
 async def test_one_huge_message_is_not_sent_to_the_reviewer_beyond_8000_characters(
     plugin, reviewer
 ) -> None:

@@ -226,6 +226,21 @@ async def test_every_line_of_read_recent_chat_names_its_time_and_speaker(plugin,
     assert re.match(r"^\[[^\]]+\] 机器人：好的$", lines[1])
 
 
+async def test_a_message_of_several_lines_stays_on_one_line_with_its_time_and_speaker(
+    plugin,
+) -> None:
+    await log_rows(plugin, GROUP, "聚餐安排：\n周五 火锅\r\n周六 烧烤")
+
+    for tool, arguments in (
+        ("read_recent_chat", {}),
+        ("search_current_chat", {"keyword": "烧烤"}),
+    ):
+        result = await model_calls(plugin, RecordingBot(), tool, arguments)
+        lines = result.splitlines()
+        assert all(re.match(LINE_PATTERN, line) for line in lines), lines
+        assert any(line.endswith("聚餐安排： ⏎ 周五 火锅 ⏎ 周六 烧烤") for line in lines), lines
+
+
 async def test_a_match_longer_than_the_cap_is_still_reported_as_found(plugin) -> None:
     await log_rows(plugin, GROUP, "麻辣烫" + "很长的一段话" * 2000)
 
