@@ -49,9 +49,9 @@ __plugin_meta__ = PluginMetadata(
 try:
     plugin_config = get_plugin_config(Config)
 except ValidationError as error:
-    raise ConfigError(
-        f"nonebot-plugin-aimemory: invalid configuration: {describe_validation_error(error)}"
-    ) from None
+    _problem = f"nonebot-plugin-aimemory: invalid configuration: {describe_validation_error(error)}"
+    logger.error(_problem)
+    raise ConfigError(_problem) from None
 
 # Engine modules log through the standard library; show them in NoneBot's console.
 _engine_logger = logging.getLogger("nonebot_plugin_aimemory")

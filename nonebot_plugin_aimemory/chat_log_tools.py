@@ -45,7 +45,8 @@ def chat_log_tools(runtime: Runtime, session_key: str) -> Iterable[Tool]:
             raise ToolError("缺少参数 keyword")
         await chat_log.flush()
         rows = await chat_log.store.search(session_key, keyword, _limit(arguments.get("limit")))
-        return format_rows(rows, zone, keep="first") or f"没有找到包含“{keyword}”的聊天记录。"
+        shown = keyword if len(keyword) <= 50 else keyword[:50] + "…"
+        return format_rows(rows, zone, keep="first") or f"没有找到包含“{shown}”的聊天记录。"
 
     limit_schema = {
         "type": "integer",

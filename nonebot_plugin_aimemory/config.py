@@ -108,8 +108,10 @@ class Config(BaseModel):
         return value.strip()
 
 
-class ConfigError(ValueError):
-    """An invalid configuration value, named by its key."""
+class ConfigError(SystemExit):
+    """An invalid configuration value, named by its key. A SystemExit so that it stops
+    startup: NoneBot's plugin loader logs and skips plugins that raise an Exception, and a
+    bot quietly running without its AI is worse than one that refuses to start."""
 
 
 def describe_validation_error(error: ValidationError) -> str:

@@ -227,13 +227,22 @@ async def answer(chatbot: ChatBot, bot: Bot, event: MessageEvent, runtime: Runti
             exc.status,
             exc.detail[:300],
         )
-        await send_quietly(bot, event, [failure_text(exc)], runtime=None, key=chatbot.key)
+        await apologise(bot, event, runtime, chatbot.key, failure_text(exc))
         return
     except Exception:
         logger.exception("turn failed in %s", chatbot.key)
-        await send_quietly(bot, event, [texts.TURN_FAILED], runtime=None, key=chatbot.key)
+        await apologise(bot, event, runtime, chatbot.key, texts.TURN_FAILED)
         return
     await send_quietly(bot, event, replies, runtime=runtime, key=chatbot.key)
+
+
+async def apologise(
+    bot: Bot, event: MessageEvent, runtime: Runtime, key: str, apology: str
+) -> None:
+    """Send the short apology; the chat log keeps it like any reply the bot sent."""
+    if runtime.chat_log is not None:
+        runtime.chat_log.add(assistant_row(key, apology))
+    await send_quietly(bot, event, [apology], runtime=None, key=key)
 
 
 async def send_quietly(

@@ -120,6 +120,8 @@ class UpdateOutcome:
     memory: MemoryRecord | None = None
     truncated: bool = False
     reason: str = ""
+    # False when content, tags and user_id were already as asked (evidence may still grow).
+    changed: bool = True
 
 
 @dataclass(frozen=True, slots=True)
@@ -293,14 +295,17 @@ class MemoryService:
                 changes["tags"] = clean_tags(tags)
             if not isinstance(user_id, _Missing):
                 changes["user_id"] = _clean_user_id(user_id)
-            if changes and add_evidence:
-                changes["evidence"] = list(dict.fromkeys([*record.evidence, *add_evidence]))
+            changes = {k: v for k, v in changes.items() if getattr(record, k) != v}
+            changed = bool(changes)
+            evidence = list(dict.fromkeys([*record.evidence, *add_evidence]))
+            if evidence != record.evidence:
+                changes["evidence"] = evidence
             if not changes:
-                return UpdateOutcome("updated", memory=record)
+                return UpdateOutcome("updated", memory=record, changed=False)
             updated = replace(record, **changes, updated_at=utc_now_text())  # type: ignore[arg-type]
             await self.store.update(scope, updated)
             loaded.entries[updated.id] = _Entry.of(updated)
-        return UpdateOutcome("updated", memory=updated, truncated=truncated)
+        return UpdateOutcome("updated", memory=updated, truncated=truncated, changed=changed)
 
     async def forget(self, scope: str, memory_id: str, *, by_person: bool) -> MemoryRecord | None:
         """Delete one memory. A person's deletion leaves a tombstone: the same content is

@@ -44,4 +44,8 @@ def failure_text(error: LLMError) -> str:
         return texts.TOO_LONG
     if error.kind == "empty":
         return texts.LLM_EMPTY
+    if error.status in (401, 403):
+        return texts.LLM_REJECTED_KEY
+    if error.status == 402:  # DeepSeek and others: insufficient balance
+        return texts.LLM_NO_BALANCE
     return texts.LLM_UNAVAILABLE

@@ -100,6 +100,8 @@ class MemoryReviewer:
             outcome.updated,
             len(outcome.rejected),
         )
+        for reason in outcome.rejected:
+            logger.info("review of %s: skipped %s", scope, reason)
         return outcome
 
     async def _apply(
@@ -146,8 +148,10 @@ class MemoryReviewer:
             updated = await self.memory.update(
                 scope, op["id"], content=content, add_evidence=evidence
             )
-            if updated.status == "updated":
+            if updated.status == "updated" and updated.changed:
                 outcome.updated += 1
+            elif updated.status == "updated":
+                outcome.rejected.append(f"update {op['id']!r} changed nothing")
             else:
                 outcome.rejected.append(f"update {op['id']!r} refused ({updated.status})")
             return

@@ -7,12 +7,14 @@ Tests start a fresh Runtime on the same database file to exercise a real restart
 from __future__ import annotations
 
 import asyncio
+import ipaddress
 import logging
 import sqlite3
 from collections.abc import AsyncIterator, Callable, Iterable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import urlsplit
 
 import httpx
 
@@ -207,6 +209,12 @@ class Runtime:
                 "aimemory: no API key (aimemory_api_key) is set; addressed messages get a "
                 "'not configured' reply until one is configured"
             )
+        elif not config.aimemory_api_key and not _is_local_url(config.aimemory_api_base):
+            logger.warning(
+                "aimemory: no API key (aimemory_api_key) is set for %s; only a server of "
+                "your own (Ollama, vLLM) works without one",
+                config.aimemory_api_base,
+            )
         return runtime
 
     def start_content(self, database: Database | None) -> None:
@@ -344,6 +352,20 @@ def compression_policy(config: Config) -> CompressionPolicy:
         chunk_tokens=config.aimemory_compress_chunk_tokens
         or min(compressor_window // 2, max(budget * 7 // 10, 256)),
     )
+
+
+def _is_local_url(url: str) -> bool:
+    """Whether an API base points at this machine or a private network (Ollama, vLLM)."""
+    try:
+        host = urlsplit(url).hostname or ""
+    except ValueError:
+        return False
+    if host == "localhost" or host.endswith(".local"):
+        return True
+    try:
+        return not ipaddress.ip_address(host).is_global
+    except ValueError:
+        return False
 
 
 async def _open_database(db_path: str) -> Database | None:

@@ -10,6 +10,8 @@ if TYPE_CHECKING:
 
 NOT_CONFIGURED = "AI 还没有配置好（缺少 API Key），请联系机器人管理员。"
 LLM_UNAVAILABLE = "AI 暂时无法回答，请稍后再试。"
+LLM_REJECTED_KEY = "AI 接口拒绝了访问（API Key 无效或没有权限），请联系机器人管理员。"
+LLM_NO_BALANCE = "AI 接口的余额不足，请联系机器人管理员。"
 LLM_TIMEOUT = "AI 响应超时了，请稍后再试。"
 TOO_LONG = "这条消息太长了，超出了模型能处理的长度，请缩短后再发。"
 LLM_EMPTY = "AI 这次没有给出回答，换个说法再试试吧。"
@@ -161,7 +163,9 @@ def review_status(
     *, enabled: bool, interval_seconds: int, last_review: str | None, pending: bool, running: bool
 ) -> str:
     """The reviewer part of `~记忆 状态`: switch, interval, last run and pending work."""
-    switch = f"开启（每 {interval_seconds} 秒）" if enabled else "关闭"
+    switch = (
+        f"开启（每 {interval_seconds} 秒）" if enabled else f"关闭（间隔 {interval_seconds} 秒）"
+    )
     state = "进行中" if running else ("有待整理的新聊天" if pending else "无")
     return "\n".join(
         [

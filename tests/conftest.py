@@ -3,6 +3,7 @@ plugin; each test gets its own database file and fake LLM server on 127.0.0.1.""
 
 from __future__ import annotations
 
+import logging
 import tempfile
 from collections.abc import AsyncIterator, Iterator
 from typing import TYPE_CHECKING
@@ -52,6 +53,19 @@ def _nonebot_init() -> None:
 def llm() -> Iterator[FakeOpenAI]:
     with FakeOpenAI(api_key="sk-test") as server:
         yield server
+
+
+@pytest.fixture
+def plugin_log(caplog: pytest.LogCaptureFixture) -> Iterator[pytest.LogCaptureFixture]:
+    """Records of the plugin's logger, which feeds loguru and does not propagate to the
+    root logger pytest listens on."""
+    logger = logging.getLogger("nonebot_plugin_aimemory")
+    logger.addHandler(caplog.handler)
+    try:
+        with caplog.at_level(logging.INFO, logger="nonebot_plugin_aimemory"):
+            yield caplog
+    finally:
+        logger.removeHandler(caplog.handler)
 
 
 @pytest.fixture

@@ -100,11 +100,14 @@ async def test_status_shows_the_last_review_in_local_time(plugin, reviewer, cloc
     assert "待整理：无" in reply
 
 
-async def test_status_shows_review_switched_off(plugin, reviewer) -> None:
+async def test_status_shows_review_switched_off_with_the_interval_it_keeps(
+    plugin, reviewer
+) -> None:
     bot = RecordingBot()
+    await command(bot, "~记忆 间隔 600")
     assert await command(bot, "~记忆 关闭") == texts.review_switched(False)
 
-    assert "自动整理记忆：关闭" in await command(bot, "~记忆 状态")
+    assert "自动整理记忆：关闭（间隔 600 秒）" in await command(bot, "~记忆 状态")
 
 
 @pytest.mark.parametrize("argument", ["59", "86401", "0", "-120", "abc", "1.5", ""])

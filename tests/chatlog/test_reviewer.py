@@ -3,8 +3,6 @@ long-term memory rules (dedupe, tombstones, guards, scope, at most three ops).""
 
 from __future__ import annotations
 
-import logging
-
 import pytest
 
 from tests.chatlog.helpers import (
@@ -143,6 +141,32 @@ async def test_an_update_aimed_at_another_scopes_memory_is_refused(plugin, revie
     assert await live_memories(plugin) == []
 
 
+async def test_an_update_that_changes_nothing_is_not_reported_as_an_update(
+    plugin, reviewer
+) -> None:
+    bot = RecordingBot()
+    existing = (await plugin.runtime.memory.save(GROUP, "小明(2001)喜欢吃辣")).memory
+    await talk(plugin, bot, "我还是喜欢吃辣")
+    user_row = (await logged(plugin))[0]
+    reviewer.answer(
+        ops(
+            {
+                "op": "update",
+                "id": existing.id,
+                "content": "小明(2001)喜欢吃辣",
+                "evidence": [user_row.id],
+            }
+        )
+    )
+
+    reply = await command(bot, "~记忆 立即生成")
+
+    assert "没有需要记住的内容" in reply
+    (memory,) = await live_memories(plugin)
+    assert memory.content == existing.content
+    assert user_row.id in memory.evidence
+
+
 async def test_at_most_three_ops_are_applied(plugin, reviewer) -> None:
     await talk(plugin, RecordingBot(), "自我介绍一下")
     facts = ["小明喜欢猫", "小明住在杭州", "小明是程序员", "小明会弹吉他", "小明养了一条狗"]
@@ -220,7 +244,7 @@ async def test_ops_in_a_json_fence_with_chatter_around_it_are_applied(plugin, re
 
 
 async def test_unknown_and_incomplete_ops_are_skipped_and_logged_while_valid_ones_apply(
-    plugin, reviewer, caplog
+    plugin, reviewer, plugin_log
 ) -> None:
     await talk(plugin, RecordingBot(), "我家的猫叫咪咪")
     reviewer.answer(
@@ -231,19 +255,15 @@ async def test_unknown_and_incomplete_ops_are_skipped_and_logged_while_valid_one
         )
     )
 
-    # The plugin logger doesn't propagate (it feeds loguru), so listen on it directly.
-    plugin_logger = logging.getLogger("nonebot_plugin_aimemory")
-    plugin_logger.addHandler(caplog.handler)
-    try:
-        with caplog.at_level(logging.INFO, logger="nonebot_plugin_aimemory"):
-            outcome = await plugin.runtime.reviews.run_now(GROUP)
-    finally:
-        plugin_logger.removeHandler(caplog.handler)
+    outcome = await plugin.runtime.reviews.run_now(GROUP)
 
     assert (outcome.created, outcome.updated) == (1, 0)
     assert len(outcome.rejected) == 2
     assert [m.content for m in await live_memories(plugin)] == ["小明家的猫叫咪咪"]
-    assert any("2 rejected" in r.getMessage() for r in caplog.records)
+    messages = [r.getMessage() for r in plugin_log.records]
+    assert any("2 rejected" in m for m in messages)
+    assert any("skipped" in m and "'abcd'" in m for m in messages), messages
+    assert any("skipped" in m and "宠物" in m for m in messages), messages
 
 
 async def test_updates_with_a_bad_or_missing_id_are_skipped_while_valid_ops_apply(

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from nonebot_plugin_aimemory import texts
 from tests.fakes.bots import RecordingBot
 from tests.fakes.events import group_message, private_message
@@ -29,21 +31,67 @@ async def test_a_failed_question_is_kept_and_the_next_request_is_valid(plugin) -
     assert "第二句" in users[0]["content"]
 
 
-async def test_llm_timeout_gets_a_timeout_apology(plugin) -> None:
+async def test_llm_timeout_gets_a_timeout_apology_and_the_session_keeps_working(
+    plugin,
+) -> None:
     await plugin.restart(aimemory_request_timeout=0.3)
     plugin.llm.script(delay(1.0, text("太晚了")))
     bot = RecordingBot()
     await bot.receive(private_message("在吗"))
-    assert bot.sent_texts == [texts.LLM_TIMEOUT]
+    plugin.llm.script(text("在的"))
+    await bot.receive(private_message("现在呢"))
+    assert bot.sent_texts == [texts.LLM_TIMEOUT, "在的"]
 
 
-async def test_garbage_from_the_llm_gets_an_apology(plugin) -> None:
+async def test_garbage_from_the_llm_gets_an_apology_and_the_session_keeps_working(
+    plugin,
+) -> None:
     plugin.llm.script(raw(200, "<html>502 Bad Gateway</html>", content_type="text/html"))
     bot = RecordingBot()
     await bot.receive(private_message("在吗"))
     plugin.llm.script(raw(200, '{"choices": []}'))
     await bot.receive(private_message("在吗"))
-    assert bot.sent_texts == [texts.LLM_UNAVAILABLE, texts.LLM_UNAVAILABLE]
+    plugin.llm.script(text("好了"))
+    await bot.receive(private_message("现在呢"))
+    assert bot.sent_texts == [texts.LLM_UNAVAILABLE, texts.LLM_UNAVAILABLE, "好了"]
+
+
+async def test_a_failure_is_logged_with_session_model_status_and_body(plugin, plugin_log) -> None:
+    plugin.llm.script(error(500, "upstream exploded"), error(500, "upstream exploded"))
+    await RecordingBot().receive(private_message("在吗", user_id=77))
+
+    lines = [r.getMessage() for r in plugin_log.records if "LLM failed" in r.getMessage()]
+    assert len(lines) == 1
+    assert "f:77" in lines[0]
+    assert "model=fake-model" in lines[0]
+    assert "status=500" in lines[0]
+    assert "upstream exploded" in lines[0]
+
+
+@pytest.mark.parametrize(
+    ("status", "apology"),
+    [(401, texts.LLM_REJECTED_KEY), (403, texts.LLM_REJECTED_KEY), (402, texts.LLM_NO_BALANCE)],
+)
+async def test_a_rejected_key_or_empty_balance_is_named_and_not_retried(
+    plugin, status: int, apology: str
+) -> None:
+    plugin.llm.script(error(status))
+    bot = RecordingBot()
+    await bot.receive(private_message("在吗"))
+    assert bot.sent_texts == [apology]
+    assert len(plugin.llm.chat_requests) == 1
+
+
+async def test_an_apology_goes_into_the_chat_log_like_any_reply(plugin) -> None:
+    plugin.llm.script(error(500), error(500))
+    await RecordingBot().receive(private_message("在吗", user_id=78))
+    await plugin.runtime.chat_log.flush()
+
+    rows = await plugin.runtime.chat_log.store.recent("f:78", 10)
+    assert [(r.role, r.text) for r in rows] == [
+        ("user", "在吗"),
+        ("assistant", texts.LLM_UNAVAILABLE),
+    ]
 
 
 async def test_empty_answer_gets_a_short_note(plugin) -> None:
@@ -71,20 +119,40 @@ async def test_reported_usage_becomes_the_context_size(plugin) -> None:
     assert plugin.runtime.sessions.get("f:32").bot.context_tokens == 1234
 
 
-async def test_no_api_key_gets_a_not_configured_reply(plugin) -> None:
+async def test_no_api_key_gets_a_not_configured_reply(plugin, plugin_log) -> None:
     await plugin.restart(aimemory_api_key="", aimemory_api_base="https://api.openai.com/v1")
     bot = RecordingBot()
     await bot.receive(private_message("你好"))
     await bot.receive(group_message("你好", to_me=True))
     assert bot.sent_texts == [texts.NOT_CONFIGURED, texts.NOT_CONFIGURED]
     assert plugin.llm.chat_requests == []
+    assert any("no API key" in r.getMessage() for r in plugin_log.records)
 
 
-async def test_unwritable_database_path_falls_back_to_memory(plugin, tmp_path) -> None:
+@pytest.mark.parametrize(
+    ("api_base", "warned"),
+    [
+        ("https://api.deepseek.com/v1", True),
+        ("http://127.0.0.1:11434/v1", False),
+        ("http://localhost:8000/v1", False),
+        ("http://192.168.1.20:8000/v1", False),
+    ],
+)
+async def test_no_key_for_a_hosted_api_is_warned_at_startup_but_a_local_server_is_fine(
+    plugin, plugin_log, api_base: str, warned: bool
+) -> None:
+    await plugin.restart(aimemory_api_key="", aimemory_api_base=api_base)
+
+    warnings = [r for r in plugin_log.records if "no API key" in r.getMessage()]
+    assert bool(warnings) is warned
+
+
+async def test_unwritable_database_path_falls_back_to_memory(plugin, plugin_log, tmp_path) -> None:
     blocker = tmp_path / "not-a-dir"
     blocker.write_text("x")
     runtime = await plugin.restart(aimemory_db_path=str(blocker / "aimemory.db"))
     assert not runtime.persistent
+    assert any("in-memory history only" in r.getMessage() for r in plugin_log.records)
     bot = RecordingBot()
     plugin.llm.script(text("记住了"), text("你说过你叫阿花"))
     await bot.receive(private_message("我叫阿花"))
