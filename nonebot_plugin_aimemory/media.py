@@ -1,5 +1,6 @@
 """Images: download once with a size cap, then either hand them to a multimodal model as a
-data URI or ask a vision model for a short description (cached by content hash)."""
+data URI or ask a vision model for a short description (cached by content hash). Any
+failure along the way leaves the `[图片 <short hash>：无法识别]` marker."""
 
 from __future__ import annotations
 
@@ -15,13 +16,15 @@ from urllib.parse import urlsplit
 
 import httpx
 
-from .engine.llm import LLMClient, LLMError
+from .engine.llm import LLMClient
 from .engine.messages import ImagePart, Message, TextPart
 from .store.image_store import ImageDescriptionStore
 
 logger = logging.getLogger("nonebot_plugin_aimemory")
 
 DOWNLOAD_TIMEOUT_SECONDS = 15.0
+# The whole vision call, retries included: a hung vision model must not hold the turn.
+VISION_TIMEOUT_SECONDS = 30.0
 DESCRIPTION_MAX_CHARS = 120
 MEMORY_CACHE_SIZE = 1024
 UNRECOGNISED = "无法识别"
@@ -50,9 +53,15 @@ class Image:
     mime: str
 
     @property
+    def sha256(self) -> str:
+        """The content's full SHA-256 hex digest: the description cache's key."""
+        return hashlib.sha256(self.data).hexdigest()
+
+    @property
     def short_hash(self) -> str:
-        """The first 8 hex digits of the content's SHA-256, to tell images apart in text."""
-        return hashlib.sha256(self.data).hexdigest()[:8]
+        """The first 8 hex digits of the content's SHA-256, to tell images apart in text
+        (too short to key the cache: 32 bits collide within a busy bot's lifetime)."""
+        return self.sha256[:8]
 
     @property
     def data_uri(self) -> str:
@@ -170,6 +179,7 @@ class ImageReader:
         self.multimodal = multimodal
         self.vision = vision
         self.cache = cache
+        self.vision_timeout_seconds = VISION_TIMEOUT_SECONDS
         # The database holds every description; this only spares it the hot stickers.
         self._memory_cache: OrderedDict[str, str] = OrderedDict()
 
@@ -179,14 +189,16 @@ class ImageReader:
         return self.multimodal or self.vision is not None
 
     async def read(self, url: str, identity: str) -> ImagePart | TextPart:
-        """An image part (multimodal) or a marker text with its description."""
+        """An image part (multimodal) or a marker text with its description; the
+        unrecognised marker when the image cannot be downloaded."""
         if not self.downloads:
             return TextPart(marker(short_hash_of(identity or url)))
         try:
             image = await download_image(self.http, url, self.max_bytes)
         except ImageTooLarge as exc:
+            # The user sees the same marker as any other failure; the reason is in the log.
             logger.info("image refused, too large (%s): %s", exc, url[:80])
-            return TextPart(marker(short_hash_of(identity or url), "图片过大，未查看"))
+            return TextPart(marker(short_hash_of(identity or url), UNRECOGNISED))
         except (httpx.HTTPError, ValueError, asyncio.TimeoutError) as exc:
             logger.info("image download failed (%r): %s", exc, url[:80])
             return TextPart(marker(short_hash_of(identity or url), UNRECOGNISED))
@@ -195,32 +207,24 @@ class ImageReader:
         return TextPart(marker(image.short_hash, await self.describe(image)))
 
     async def describe(self, image: Image) -> str:
-        """A short description, from the cache when this image was seen before."""
-        key = image.short_hash
+        """A short description, from the cache when this image was seen before;
+        UNRECOGNISED when the vision model fails in any way or takes too long."""
+        key = image.sha256
         cached = self._memory_cache.get(key)
         if cached is None and self.cache is not None:
             cached = await self._cached(key)
         if cached is not None:
             self._remember(key, cached)
             return cached
-        assert self.vision is not None
         try:
-            completion = await self.vision.complete(
-                [
-                    Message(
-                        "user",
-                        (
-                            TextPart(VISION_PROMPT),
-                            ImagePart(url=image.data_uri, marker=marker(key)),
-                        ),
-                    )
-                ],
-                context=f"vision {key}",
+            description = await asyncio.wait_for(
+                self._ask_vision(image), self.vision_timeout_seconds
             )
-        except LLMError as exc:
-            logger.info("vision model could not describe image %s: %s", key, exc)
+        except Exception as exc:
+            # Whatever went wrong (API error, timeout, odd answer), the chat goes on with
+            # the marker; nothing is cached, so the next sight of the image tries again.
+            logger.info("vision model could not describe image %s: %r", image.short_hash, exc)
             return UNRECOGNISED
-        description = " ".join(completion.message.text.split())[:DESCRIPTION_MAX_CHARS]
         if not description:
             return UNRECOGNISED
         self._remember(key, description)
@@ -228,8 +232,22 @@ class ImageReader:
             try:
                 await self.cache.put(key, description)
             except Exception:
-                logger.exception("could not cache the description of image %s", key)
+                logger.exception("could not cache the description of image %s", image.short_hash)
         return description
+
+    async def _ask_vision(self, image: Image) -> str:
+        """The vision model's description of the image, on one line and clipped."""
+        if self.vision is None:
+            raise RuntimeError("no vision model is configured")
+        request = Message(
+            "user",
+            (
+                TextPart(VISION_PROMPT),
+                ImagePart(url=image.data_uri, marker=marker(image.short_hash)),
+            ),
+        )
+        completion = await self.vision.complete([request], context=f"vision {image.short_hash}")
+        return " ".join(completion.message.text.split())[:DESCRIPTION_MAX_CHARS]
 
     def _remember(self, key: str, description: str) -> None:
         self._memory_cache[key] = description

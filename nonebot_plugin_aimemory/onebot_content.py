@@ -11,10 +11,18 @@ import re
 import time
 from collections import OrderedDict
 from collections.abc import Awaitable
+from dataclasses import dataclass
 from typing import Any
 
-from nonebot.adapters.onebot.v11 import Bot, GroupMessageEvent, MessageEvent, MessageSegment
+from nonebot.adapters.onebot.v11 import (
+    Bot,
+    GroupMessageEvent,
+    Message,
+    MessageEvent,
+    MessageSegment,
+)
 
+from .chat_log import LINE_BREAK_MARK
 from .engine.messages import Part, TextPart
 from .media import ImageReader, download_image, marker, short_hash_of
 
@@ -24,7 +32,11 @@ API_TIMEOUT_SECONDS = 5.0
 QUOTE_MAX_CHARS = 100
 FORWARD_MAX_LINES = 20
 FORWARD_LINE_MAX_CHARS = 100
+# Levels of forwarded records shown: a record, and the records forwarded inside it.
 FORWARD_MAX_DEPTH = 2
+FORWARD_INDENT = "  "
+FORWARD_MARKER = "[合并转发的聊天记录]"
+UNAVAILABLE_FORWARD = "[合并转发的聊天记录（无法获取）]"
 MEMBER_NAME_TTL_SECONDS = 600.0
 # A failed lookup may be a passing API error: retry it sooner than a known name.
 MEMBER_MISS_TTL_SECONDS = 60.0
@@ -41,16 +53,17 @@ def render_plain(event: MessageEvent) -> list[Part]:
     """The content without any I/O (no downloads, no API calls): the cheap form used for
     messages the bot only logs."""
     self_id = str(event.self_id)
-    parts: list[Part] = []
-    for segment in event.message:
-        try:
-            part = render_segment(segment, self_id)
-        except Exception:
-            logger.warning("could not render a %r segment", getattr(segment, "type", "?"))
-            part = TextPart(f"[{getattr(segment, 'type', '消息')}]")
-        if part is not None:
-            parts.append(part)
-    return merge_text(parts)
+    parts = [_render_safely(segment, self_id) for segment in event.message]
+    return merge_text([part for part in parts if part is not None])
+
+
+def _render_safely(segment: MessageSegment, self_id: str) -> Part | None:
+    """render_segment, with a `[type]` placeholder should an odd segment still break it."""
+    try:
+        return render_segment(segment, self_id)
+    except Exception:
+        logger.warning("could not render a %r segment", getattr(segment, "type", "?"))
+        return TextPart(f"[{getattr(segment, 'type', '消息')}]")
 
 
 def render_segment(segment: MessageSegment, self_id: str) -> Part | None:
@@ -96,7 +109,7 @@ def _simple_marker(kind: str, data: dict[str, Any]) -> str | None:
     if kind in ("dice", "rps", "poke", "shake"):
         return {"dice": "[骰子]", "rps": "[猜拳]"}.get(kind, "[戳一戳]")
     if kind == "forward":
-        return "[合并转发的聊天记录]"
+        return FORWARD_MARKER
     if kind == "markdown":
         return str(data.get("content", ""))[:500]
     return None
@@ -178,6 +191,15 @@ class MemberNames:
         return name
 
 
+@dataclass
+class _LineBudget:
+    """What a forwarded record may still show: lines left (nested records share them) and
+    the messages left out for want of lines."""
+
+    left: int
+    skipped: int = 0
+
+
 class ContentRenderer:
     """The rich form of an addressed message: images read, names looked up, the quoted
     message and forwarded records fetched."""
@@ -193,114 +215,227 @@ class ContentRenderer:
             quote = await self.quote(bot, event)
         except Exception:
             logger.warning("could not render the quoted message", exc_info=True)
-            quote = UNAVAILABLE_QUOTE
+            quote = [TextPart(UNAVAILABLE_QUOTE)]
         if quote:
-            parts.append(TextPart(quote + "\n"))
+            parts += [*quote, TextPart("\n")]
         for segment in event.message:
             try:
-                parts.extend(await self.segment(bot, event, segment, depth=0))
+                parts.extend(await self.segment(bot, event, segment))
             except Exception:
                 logger.warning("could not render a %r segment", segment.type, exc_info=True)
                 parts.append(TextPart(f"[{segment.type}]"))
         return merge_text(parts)
 
-    async def segment(
-        self, bot: Bot, event: MessageEvent, segment: MessageSegment, depth: int
-    ) -> list[Part]:
-        """One segment in rich form, fetching what it needs (images, @names, forwards)."""
-        data = segment.data if isinstance(segment.data, dict) else {}
+    async def segment(self, bot: Bot, event: MessageEvent, segment: MessageSegment) -> list[Part]:
+        """One segment of the user's own message in rich form; a forward is fetched and
+        flattened into lines."""
+        if segment.type == "forward":
+            return [TextPart(await self.forward(bot, event, _data_of(segment)))]
+        return await self.inline(bot, event, segment)
+
+    async def inline(self, bot: Bot, event: MessageEvent, segment: MessageSegment) -> list[Part]:
+        """One segment as part of a line: images read (as for any incoming image), @names
+        looked up; a forward stays a marker. The bot's own @ renders as nothing."""
+        data = _data_of(segment)
         if segment.type == "image":
             url = str(data.get("url") or data.get("file") or "")
             return [await self.images.read(url, str(data.get("file") or url))]
-        if segment.type == "at" and isinstance(event, GroupMessageEvent):
-            qq = str(data.get("qq", ""))
-            if qq.isdigit() and qq != str(event.self_id) and not data.get("name"):
-                name = await self.members.name(bot, event.group_id, int(qq))
-                return [TextPart(f"@{name or qq} ")]
-        if segment.type == "forward" and depth < FORWARD_MAX_DEPTH:
-            return [TextPart(await self.forward(bot, data, depth))]
+        if segment.type == "at":
+            at = await self.at_text(bot, event, data, self_id=str(event.self_id))
+            return [TextPart(at)] if at is not None else []
         part = render_segment(segment, str(event.self_id))
         return [part] if part is not None else []
 
-    async def quote(self, bot: Bot, event: MessageEvent) -> str | None:
-        """`[引用 小明(12345)：…]` for a message that replies to another one."""
+    async def at_text(
+        self, bot: Bot, event: MessageEvent, data: dict[str, Any], *, self_id: str
+    ) -> str | None:
+        """`@<card or nickname> `, looked up in the event's group when the segment carries no
+        name; the QQ number when the name is unknown; None for an @ of `self_id`."""
+        qq = str(data.get("qq", ""))
+        if qq == self_id:
+            return None
+        if qq == "all":
+            return "@全体成员 "
+        name = data.get("name")
+        if not name and qq.isdigit() and isinstance(event, GroupMessageEvent):
+            name = await self.members.name(bot, event.group_id, int(qq))
+        return f"@{name or qq} "
+
+    async def quote(self, bot: Bot, event: MessageEvent) -> list[Part]:
+        """`[引用 小明(12345)：…]` when the message replies to another one (nothing otherwise);
+        images and @s in the quote are read like those of the user's own message."""
         reply = getattr(event, "reply", None)
         if reply is not None:
             sender = reply.sender
-            return _quote_line(
-                str(event.self_id),
-                sender.user_id,
-                getattr(sender, "card", None) or sender.nickname,
-                _plain(reply.message, str(event.self_id)),
-            )
+            name = getattr(sender, "card", None) or sender.nickname
+            return await self._quote_parts(bot, event, sender.user_id, name, list(reply.message))
         segment = next((s for s in event.original_message if s.type == "reply"), None)
         if segment is None:
-            return None
-        data = segment.data if isinstance(segment.data, dict) else {}
+            return []
+        fetched = await self._fetch_quoted(bot, _data_of(segment))
+        if fetched is None:
+            return [TextPart(UNAVAILABLE_QUOTE)]
+        sender = fetched.get("sender") if isinstance(fetched.get("sender"), dict) else {}
+        return await self._quote_parts(
+            bot,
+            event,
+            sender.get("user_id"),
+            sender.get("card") or sender.get("nickname"),
+            _as_segments(fetched.get("message")),
+        )
+
+    async def _fetch_quoted(self, bot: Bot, data: dict[str, Any]) -> dict[str, Any] | None:
+        """The quoted message from `get_msg`; None when its id is malformed or the call fails."""
         try:
             message_id = int(str(data.get("id", "")))
         except ValueError:
-            return UNAVAILABLE_QUOTE
+            return None
         fetched = await _call(bot.get_msg(message_id=message_id))
-        if not isinstance(fetched, dict):
-            return UNAVAILABLE_QUOTE
-        sender = fetched.get("sender") if isinstance(fetched.get("sender"), dict) else {}
-        return _quote_line(
-            str(event.self_id),
-            sender.get("user_id"),
-            sender.get("card") or sender.get("nickname"),
-            _plain(_as_segments(fetched.get("message")), str(event.self_id)),
-        )
+        return fetched if isinstance(fetched, dict) else None
 
-    async def forward(self, bot: Bot, data: dict[str, Any], depth: int) -> str:
-        """A forwarded chat record flattened to at most FORWARD_MAX_LINES lines."""
-        nodes = data.get("content") if isinstance(data.get("content"), list) else None
-        if nodes is None and data.get("id"):
+    async def _quote_parts(
+        self,
+        bot: Bot,
+        event: MessageEvent,
+        user_id: object,
+        name: object,
+        segments: list[MessageSegment],
+    ) -> list[Part]:
+        speaker = (
+            "机器人" if str(user_id) == str(event.self_id) else f"{name or user_id}({user_id})"
+        )
+        body = await self._clipped(bot, event, segments, QUOTE_MAX_CHARS)
+        return merge_text([TextPart(f"[引用 {speaker}："), *body, TextPart("]")])
+
+    async def _clipped(
+        self, bot: Bot, event: MessageEvent, segments: list[MessageSegment], max_chars: int
+    ) -> list[Part]:
+        """The segments rendered inline up to `max_chars` of text. Text is cut there; a
+        marker is kept whole (half an image description would mislead), and nothing after
+        the limit is read, so a long quote costs no extra downloads."""
+        parts: list[Part] = []
+        left = max_chars
+        for segment in segments:
+            if left <= 0:
+                break
+            for part in await self.inline(bot, event, segment):
+                clipped = part
+                if isinstance(part, TextPart) and segment.type == "text":
+                    clipped = TextPart(part.text[:left])
+                left -= len(clipped.text if isinstance(clipped, TextPart) else clipped.marker)
+                parts.append(clipped)
+        return _strip_ends(merge_text(parts))
+
+    async def forward(self, bot: Bot, event: MessageEvent, data: dict[str, Any]) -> str:
+        """A forwarded chat record: one line per message, nested records (up to
+        FORWARD_MAX_DEPTH levels) indented beneath theirs, FORWARD_MAX_LINES lines in all."""
+        nodes = await self._forward_nodes(bot, data)
+        if nodes is None:
+            return UNAVAILABLE_FORWARD
+        budget = _LineBudget(FORWARD_MAX_LINES)
+        lines = await self._forward_lines(bot, event, nodes, 1, budget)
+        tail = f"\n…（还有 {budget.skipped} 条）" if budget.skipped else ""
+        return f"{FORWARD_MARKER}\n" + "\n".join(lines) + tail + "\n"
+
+    async def _forward_nodes(self, bot: Bot, data: dict[str, Any]) -> list[Any] | None:
+        """The record's messages: inline (NapCat sends them along) or from `get_forward_msg`."""
+        nodes = data.get("content")
+        if not (isinstance(nodes, list) and nodes) and data.get("id"):
             fetched = await _call(bot.get_forward_msg(id=str(data["id"])))
             if isinstance(fetched, dict):
                 nodes = fetched.get("messages") or fetched.get("message")
             elif isinstance(fetched, list):
                 nodes = fetched
-        if not isinstance(nodes, list) or not nodes:
-            return "[合并转发的聊天记录（无法获取）]"
-        lines = []
-        for node in nodes[:FORWARD_MAX_LINES]:
-            if not isinstance(node, dict):
+        return nodes if isinstance(nodes, list) and nodes else None
+
+    async def _forward_lines(
+        self, bot: Bot, event: MessageEvent, nodes: list[Any], level: int, budget: _LineBudget
+    ) -> list[str]:
+        indent = FORWARD_INDENT * (level - 1)
+        lines: list[str] = []
+        for node in nodes:
+            parsed = _forward_node(node)
+            if parsed is None:
                 continue
-            body = node.get("data") if node.get("type") == "node" else node
-            body = body if isinstance(body, dict) else {}
-            sender = body.get("sender") if isinstance(body.get("sender"), dict) else {}
-            name = sender.get("card") or sender.get("nickname") or body.get("nickname") or "某人"
-            content = body.get("message", body.get("content"))
-            text = _plain(_as_segments(content), "")[:FORWARD_LINE_MAX_CHARS]
-            lines.append(f"{name}：{text}")
-        more = len(nodes) - FORWARD_MAX_LINES
-        tail = f"\n…（还有 {more} 条）" if more > 0 else ""
-        return "[合并转发的聊天记录]\n" + "\n".join(lines) + tail + "\n"
+            if budget.left <= 0:
+                budget.skipped += 1
+                continue
+            name, segments = parsed
+            text, nested = await self._node_text(bot, event, segments)
+            lines.append(f"{indent}{name}：{_one_line(text)[:FORWARD_LINE_MAX_CHARS]}")
+            budget.left -= 1
+            for inner in nested if level < FORWARD_MAX_DEPTH else ():
+                inner_nodes = await self._forward_nodes(bot, inner) if budget.left > 0 else None
+                if inner_nodes is not None:
+                    lines += await self._forward_lines(bot, event, inner_nodes, level + 1, budget)
+        return lines
+
+    async def _node_text(
+        self, bot: Bot, event: MessageEvent, segments: list[MessageSegment]
+    ) -> tuple[str, list[dict[str, Any]]]:
+        """A forwarded message's text and the records nested in it. Its images stay plain
+        markers: a record may hold dozens, and each would cost a download and a vision call."""
+        texts: list[str] = []
+        nested: list[dict[str, Any]] = []
+        for segment in segments:
+            if segment.type == "forward":
+                nested.append(_data_of(segment))
+                texts.append(FORWARD_MARKER)
+            elif segment.type == "at":
+                # Nobody is addressing the bot inside a record: its own @ is shown too.
+                texts.append(await self.at_text(bot, event, _data_of(segment), self_id="") or "")
+            else:
+                part = _render_safely(segment, "")
+                texts.append(_part_text(part) if part is not None else "")
+        return "".join(texts), nested
 
 
-def _quote_line(self_id: str, user_id: object, name: object, text: str) -> str:
-    speaker = "机器人" if str(user_id) == self_id else f"{name or user_id}({user_id})"
-    return f"[引用 {speaker}：{text[:QUOTE_MAX_CHARS]}]"
+def _forward_node(node: Any) -> tuple[str, list[MessageSegment]] | None:
+    """Sender name and content of a forwarded message in any implementation's shape:
+    NapCat's message events, go-cqhttp's CQ-code `content`, `node` segments."""
+    if not isinstance(node, dict):
+        return None
+    body = node.get("data") if node.get("type") == "node" else node
+    body = body if isinstance(body, dict) else {}
+    sender = body.get("sender") if isinstance(body.get("sender"), dict) else {}
+    name = sender.get("card") or sender.get("nickname") or body.get("nickname") or "某人"
+    return str(name), _as_segments(body.get("message", body.get("content")))
 
 
-def _plain(segments: Any, self_id: str) -> str:
-    """Plain text of a segment list (dicts or MessageSegments), without I/O."""
-    parts = []
-    for raw in segments or ():
-        segment = raw if isinstance(raw, MessageSegment) else _segment_from_dict(raw)
-        if segment is None:
-            continue
-        part = render_segment(segment, self_id)
-        if part is not None:
-            parts.append(part.text if isinstance(part, TextPart) else part.marker)
-    return "".join(parts).strip()
+def _one_line(text: str) -> str:
+    """Line breaks as ⏎ (as in the chat log), so one forwarded message is one line."""
+    return LINE_BREAK_MARK.join(line for line in text.strip().splitlines() if line.strip())
 
 
-def _as_segments(content: Any) -> list[Any]:
+def _strip_ends(parts: list[Part]) -> list[Part]:
+    """The parts without whitespace at the very start and end."""
+    stripped = list(parts)
+    if stripped and isinstance(stripped[0], TextPart):
+        stripped[0] = TextPart(stripped[0].text.lstrip())
+    if stripped and isinstance(stripped[-1], TextPart):
+        stripped[-1] = TextPart(stripped[-1].text.rstrip())
+    return [part for part in stripped if not (isinstance(part, TextPart) and not part.text)]
+
+
+def _part_text(part: Part) -> str:
+    return part.text if isinstance(part, TextPart) else part.marker
+
+
+def _data_of(segment: MessageSegment) -> dict[str, Any]:
+    return segment.data if isinstance(segment.data, dict) else {}
+
+
+def _as_segments(content: Any) -> list[MessageSegment]:
+    """Message content as segments: CQ-code text (go-cqhttp's string format) is parsed, so
+    an image becomes a marker and its URL never reaches the model."""
     if isinstance(content, str):
-        return [MessageSegment.text(content)]
-    return content if isinstance(content, list) else []
+        return list(Message(content))
+    if not isinstance(content, list):
+        return []
+    segments = (
+        raw if isinstance(raw, MessageSegment) else _segment_from_dict(raw) for raw in content
+    )
+    return [segment for segment in segments if segment is not None]
 
 
 def _segment_from_dict(raw: Any) -> MessageSegment | None:
@@ -322,11 +457,21 @@ async def _call(request: Awaitable[Any]) -> Any:
 # ------------------------------------------------------------------ the model's reply -> QQ
 
 MAX_REPLY_IMAGES = 3
-_REPLY_IMAGE = re.compile(
-    r"!\[[^\]]*\]\((https?://[^\s)]+)\)|(https?://[^\s<>\"'）)]+?\.(?:png|jpe?g|gif|webp)(?:\?[^\s<>\"'）)]*)?)",
-    re.IGNORECASE,
+# `![alt](url)`, `![alt](<url>)`, each with an optional CommonMark title ("t", 't' or (t)).
+_MARKDOWN_IMAGE = (
+    r"!\[[^\]]*\]\(\s*<?(https?://[^\s<>)]+)>?"
+    r"(?:\s+(?:\"[^\"]*\"|'[^']*'|\([^)]*\)))?\s*\)"
 )
-_REPLY_AT = re.compile(r"@(\d{5,11})(?!\d)")
+# A bare link whose path ends in an image extension, and the link ends there (or after its
+# query): `a.png.html`, `a.pngx` or `a.png/b` name something else. CJK text may follow.
+_BARE_IMAGE = (
+    r"(https?://[^\s<>\"'）)]+?\.(?:png|jpe?g|gif|webp)(?:\?[^\s<>\"'）)]*)?)"
+    r"(?![A-Za-z0-9_\-/%#]|\.[A-Za-z0-9_])"
+)
+_REPLY_IMAGE = re.compile(f"{_MARKDOWN_IMAGE}|{_BARE_IMAGE}", re.IGNORECASE)
+# Not inside an email address (`foo@123456.com`, `a.b@123456`); ASCII-only classes, as
+# Chinese text right before an @ is common and `\w` would match it.
+_REPLY_AT = re.compile(r"(?<![A-Za-z0-9_.])@(\d{5,11})(?!\d)(?!\.[A-Za-z0-9_])")
 
 
 class ReplyBuilder:

@@ -8,7 +8,8 @@ from .database import Database, utc_now_text
 
 
 class ImageDescriptionStore:
-    """SQL for `image_descriptions`: vision-model descriptions cached by image hash."""
+    """SQL for `image_descriptions`: vision-model descriptions cached by the image's full
+    SHA-256 hex digest. Rows keyed by the old 8-hex short hash are never read again."""
 
     def __init__(self, database: Database) -> None:
         self.database = database

@@ -48,13 +48,20 @@ class QQBot(RecordingBot):
         }
 
     def store_message(self, message_id: int, user_id: int, card: str, said: str) -> None:
+        self.store_content(message_id, user_id, card, [{"type": "text", "data": {"text": said}}])
+
+    def store_content(
+        self, message_id: int, user_id: int, card: str, message: list[dict[str, Any]] | str
+    ) -> None:
+        """A message `get_msg` returns: segments as dicts, or CQ-code text (go-cqhttp's
+        string format)."""
         self.stored_messages[message_id] = {
             "time": 1_796_000_000,
             "message_type": "group",
             "message_id": message_id,
             "real_id": message_id,
             "sender": {"user_id": user_id, "nickname": f"nick{user_id}", "card": card},
-            "message": [{"type": "text", "data": {"text": said}}],
+            "message": message,
         }
 
     async def call_api(self, api: str, **data: Any) -> Any:
@@ -90,6 +97,11 @@ class QQBot(RecordingBot):
 def qq_image(url: str, file: str = "6A1F0E2B9C.png") -> MessageSegment:
     """An image segment as NapCat sends it: a file name and QQ's temporary URL."""
     return MessageSegment("image", {"file": file, "url": url, "summary": "", "file_size": "68"})
+
+
+def as_dict(segment: MessageSegment) -> dict[str, Any]:
+    """A segment as the JSON a OneBot API answer holds."""
+    return {"type": segment.type, "data": dict(segment.data)}
 
 
 def content(*segments: MessageSegment | str) -> Message:

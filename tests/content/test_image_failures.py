@@ -11,6 +11,7 @@ import pytest
 
 from nonebot_plugin_aimemory import media
 from tests.content.helpers import (
+    DESCRIPTION,
     QQBot,
     content,
     describing,
@@ -22,13 +23,12 @@ from tests.content.helpers import (
 )
 from tests.fakes.events import private_message
 from tests.fakes.image_server import ImageServer, png_bytes
-from tests.fakes.openai_server import error, raw
+from tests.fakes.openai_server import delay, error, raw, text
 
 PNG = png_bytes()
 MAX_BYTES = 4096
 OVERSIZE_BYTES = 32 * 1024 * 1024  # far more than loopback socket buffers can hold
 UNRECOGNISED = re.compile(r"\[图片 [0-9a-f]{8}：无法识别\]")
-TOO_LARGE = re.compile(r"\[图片 [0-9a-f]{8}：[^\]]*过大[^\]]*\]")
 
 
 async def start_reading_images(plugin, mode: str, **overrides: Any) -> None:
@@ -55,6 +55,41 @@ async def test_failing_vision_model_leaves_an_unrecognised_marker(
 
     assert user_line(plugin.llm).endswith(f"这是什么[图片 {short_hash(PNG)}：无法识别]")
     assert vision_requests(plugin.llm)
+    assert qq.sent_texts == ["好的"]
+
+
+async def test_unexpected_vision_error_leaves_an_unrecognised_marker(
+    plugin, qq: QQBot, images: ImageServer, monkeypatch
+) -> None:
+    runtime = await restart_with_vision(plugin)
+    vision = runtime.content.images.vision
+
+    async def broken(*args: Any, **kwargs: Any) -> Any:
+        raise RuntimeError("not an LLMError")
+
+    monkeypatch.setattr(vision, "complete", broken)
+    url = images.add_image("download/cat.png", PNG)
+
+    await qq.receive(private_message(content("这是什么", qq_image(url))))
+
+    assert user_line(plugin.llm).endswith(f"这是什么[图片 {short_hash(PNG)}：无法识别]")
+    assert qq.sent_texts == ["好的"]
+
+
+async def test_hung_vision_model_is_abandoned_after_the_vision_timeout(
+    plugin, qq: QQBot, images: ImageServer
+) -> None:
+    runtime = await restart_with_vision(plugin)
+    runtime.content.images.vision_timeout_seconds = 0.3
+    plugin.llm.responder = describing(delay(3, text(DESCRIPTION)))
+    url = images.add_image("download/cat.png", PNG)
+    loop = asyncio.get_running_loop()
+    started = loop.time()
+
+    await qq.receive(private_message(content("这是什么", qq_image(url))))
+
+    assert loop.time() - started < 1.5
+    assert user_line(plugin.llm).endswith(f"这是什么[图片 {short_hash(PNG)}：无法识别]")
     assert qq.sent_texts == ["好的"]
 
 
@@ -98,7 +133,7 @@ async def test_download_trickling_past_the_timeout_is_abandoned(
 
 @pytest.mark.parametrize("mode", ["multimodal", "vision"])
 @pytest.mark.parametrize("declare_length", [True, False], ids=["content-length", "streamed"])
-async def test_oversize_image_is_refused_and_the_chat_goes_on(
+async def test_oversize_image_is_unrecognised_and_the_chat_goes_on(
     plugin, qq: QQBot, images: ImageServer, mode: str, declare_length: bool
 ) -> None:
     await start_reading_images(plugin, mode, aimemory_image_max_bytes=MAX_BYTES)
@@ -107,7 +142,7 @@ async def test_oversize_image_is_refused_and_the_chat_goes_on(
     await qq.receive(private_message(content("这是什么", qq_image(url))))
 
     line = user_line(plugin.llm)
-    assert TOO_LARGE.search(line), line
+    assert re.search(r"这是什么\[图片 [0-9a-f]{8}：无法识别\]$", line), line
     assert "base64" not in str(plugin.llm.chat_requests)
     assert vision_requests(plugin.llm) == []
     assert qq.sent_texts == ["好的"]

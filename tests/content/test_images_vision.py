@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 
 from tests.content.helpers import (
@@ -10,6 +11,7 @@ from tests.content.helpers import (
     QQBot,
     content,
     data_uri,
+    everything_persisted,
     image_urls,
     main_requests,
     qq_image,
@@ -114,3 +116,42 @@ async def test_description_cache_survives_a_restart(plugin, qq: QQBot, images: I
 
     assert len(vision_requests(plugin.llm)) == 1
     assert user_line(plugin.llm).endswith(f"又是它[图片 {short_hash(PNG)}：{DESCRIPTION}]")
+
+
+async def test_description_cache_is_keyed_by_the_full_content_hash(
+    plugin, qq: QQBot, images: ImageServer
+) -> None:
+    # Given a cached description under the 8-hex short hash only (another picture whose
+    # short hash collides, or a row from before the cache used full hashes).
+    runtime = await restart_with_vision(plugin)
+    cache = runtime.content.images.cache
+    await cache.put(short_hash(PNG), "另一张图：一片海")
+    url = images.add_image("download/cat.png", PNG)
+
+    await qq.receive(private_message(content("这是什么", qq_image(url))))
+
+    assert len(vision_requests(plugin.llm)) == 1
+    assert user_line(plugin.llm).endswith(f"这是什么[图片 {short_hash(PNG)}：{DESCRIPTION}]")
+    assert await cache.get(hashlib.sha256(PNG).hexdigest()) == DESCRIPTION
+
+
+async def test_after_a_restart_history_holds_only_the_described_marker(
+    plugin, qq: QQBot, images: ImageServer
+) -> None:
+    await restart_with_vision(plugin)
+    url = images.add_image("download/cat.png", PNG)
+    await qq.receive(private_message(content("这是什么", qq_image(url))))
+
+    await plugin.restart()
+    await qq.receive(private_message("还记得那张图吗"))
+
+    request = main_requests(plugin.llm)[-1]
+    described = f"[图片 {short_hash(PNG)}：{DESCRIPTION}]"
+    assert request["messages"][1]["content"].endswith(f"这是什么{described}")
+    assert all(not image_urls(message) for message in request["messages"])
+    persisted = await everything_persisted(plugin)
+    assert described in persisted
+    assert url not in persisted
+    assert "127.0.0.1" not in persisted
+    assert "base64" not in persisted
+    assert "data:" not in persisted

@@ -141,3 +141,68 @@ async def test_at_in_a_private_chat_stays_text(plugin, qq: QQBot) -> None:
     assert [s.type for s in qq.last_sent] == ["text"]
     assert qq.sent_texts == ["你可以找 @12345 问问"]
     assert qq.lookups("get_group_member_info") == []
+
+
+async def test_markdown_image_with_a_title_is_sent_as_an_image(
+    plugin, qq: QQBot, images: ImageServer
+) -> None:
+    url = images.add_image("cat.png", PNG)
+    plugin.llm.script(text(f'看：![猫]({url} "一只猫") 可爱吧'))
+
+    await qq.receive(private_message("发张猫图"))
+
+    sent = list(qq.last_sent)
+    assert [s.type for s in sent] == ["text", "image", "text"]
+    assert sent[0].data["text"] == "看："
+    assert sent[1].data["file"] == image_file(PNG)
+    assert sent[2].data["text"] == " 可爱吧"
+
+
+@pytest.mark.parametrize("suffix", [".html", "x", "/index", "-large.txt"])
+async def test_link_that_only_starts_like_an_image_url_stays_text(
+    plugin, qq: QQBot, images: ImageServer, suffix: str
+) -> None:
+    url = images.add_image("cat.png", PNG)
+    reply = f"看这个 {url}{suffix} 吧"
+    plugin.llm.script(text(reply))
+
+    await qq.receive(private_message("发个链接"))
+
+    assert [s.type for s in qq.last_sent] == ["text"]
+    assert qq.sent_texts == [reply]
+    assert images.requests == []
+
+
+async def test_bare_image_url_followed_by_chinese_text_is_sent_as_an_image(
+    plugin, qq: QQBot, images: ImageServer
+) -> None:
+    url = images.add_image("cat.png", PNG)
+    plugin.llm.script(text(f"看 {url}。可爱吧"))
+
+    await qq.receive(private_message("发张猫图"))
+
+    sent = list(qq.last_sent)
+    assert [s.type for s in sent] == ["text", "image", "text"]
+    assert sent[2].data["text"] == "。可爱吧"
+
+
+@pytest.mark.parametrize("reply", ["发到 foo@12345.com 吧", "发到 foo.bar@12345 吧"])
+async def test_at_inside_an_email_address_stays_text(plugin, qq: QQBot, reply: str) -> None:
+    qq.add_member(GROUP, 12345, card="小明")
+    plugin.llm.script(text(reply))
+
+    await qq.receive(group_message("邮箱是什么", group_id=GROUP, to_me=True))
+
+    assert [s.type for s in without_quote(qq.last_sent)] == ["text"]
+    assert qq.sent_texts == [reply]
+
+
+async def test_at_right_after_chinese_text_becomes_a_real_at(plugin, qq: QQBot) -> None:
+    qq.add_member(GROUP, 12345, card="小明")
+    plugin.llm.script(text("叫@12345 来看看。"))
+
+    await qq.receive(group_message("叫一下小明", group_id=GROUP, to_me=True))
+
+    sent = without_quote(qq.last_sent)
+    assert [s.type for s in sent] == ["text", "at", "text"]
+    assert sent[1].data["qq"] == "12345"

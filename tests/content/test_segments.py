@@ -5,6 +5,7 @@ become markers too, and never stop the chat."""
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 import pytest
@@ -222,6 +223,87 @@ async def test_long_forward_is_cut_to_twenty_lines_with_a_note(plugin, qq: QQBot
     shown = [i for i in range(25) if f"人{i}：第{i}句" in line]
     assert shown == list(range(20))
     assert "还有 5 条" in line
+
+
+def forward_block(line: str) -> list[str]:
+    """The lines of the forwarded record in the user line, from its header to its end."""
+    block = line[line.index("[合并转发的聊天记录]") :].split("\n")
+    return block[: block.index("")] if "" in block else block
+
+
+async def test_cq_code_text_in_a_forwarded_node_shows_markers_never_urls(plugin, qq: QQBot) -> None:
+    said = "[CQ:image,file=abc.png,url=https://gchat.qpic.cn/x/abc.png]好看吗[CQ:face,id=14]"
+    qq.forwards["fw1"] = [gocq_node("甲", said)]
+
+    await qq.receive(addressed(MessageSegment.forward("fw1")))
+
+    line = user_line(plugin.llm)
+    assert re.search(r"甲：\[图片 [0-9a-f]{8}\]好看吗\[表情:14\]", line), line
+    assert "CQ:" not in line
+    assert "https://" not in line
+
+
+async def test_forwarded_message_with_line_breaks_stays_on_one_line(plugin, qq: QQBot) -> None:
+    qq.forwards["fw1"] = [napcat_node("甲", "第一行\n第二行\n\n第三行"), napcat_node("乙", "好")]
+
+    await qq.receive(addressed(MessageSegment.forward("fw1")))
+
+    assert "甲：第一行 ⏎ 第二行 ⏎ 第三行\n乙：好" in user_line(plugin.llm)
+
+
+async def test_forward_of_multi_line_messages_stays_within_the_line_cap(plugin, qq: QQBot) -> None:
+    qq.forwards["long"] = [napcat_node(f"人{i}", "一\n二\n三") for i in range(25)]
+
+    await qq.receive(addressed(MessageSegment.forward("long")))
+
+    block = forward_block(user_line(plugin.llm))
+    header, *records, note = block
+    assert header == "[合并转发的聊天记录]"
+    assert len(records) == 20
+    assert note == "…（还有 5 条）"
+
+
+async def test_nested_forward_is_expanded_within_the_same_line_cap(plugin, qq: QQBot) -> None:
+    outer_said = [
+        {"type": "text", "data": {"text": "看看这段"}},
+        {"type": "forward", "data": {"id": "inner"}},
+    ]
+    qq.forwards["outer"] = [
+        {**napcat_node("甲", ""), "message": outer_said},
+        *[napcat_node(f"外{i}", f"外话{i}") for i in range(15)],
+    ]
+    qq.forwards["inner"] = [napcat_node(f"内{i}", f"内话{i}") for i in range(10)]
+
+    await qq.receive(addressed(MessageSegment.forward("outer")))
+
+    block = forward_block(user_line(plugin.llm))
+    assert qq.lookups("get_forward_msg") == [{"id": "outer"}, {"id": "inner"}]
+    assert block[1] == "甲：看看这段[合并转发的聊天记录]"
+    assert block[2] == "  内0：内话0"
+    assert len(block) == 1 + 20 + 1
+    assert block[-1] == "…（还有 6 条）"
+
+
+async def test_forward_nested_deeper_than_two_levels_is_not_fetched(plugin, qq: QQBot) -> None:
+    for level, inner in (("1", "2"), ("2", "3"), ("3", "4")):
+        said = [{"type": "forward", "data": {"id": f"level{inner}"}}]
+        qq.forwards[f"level{level}"] = [{**napcat_node(f"第{level}层", ""), "message": said}]
+
+    await qq.receive(addressed(MessageSegment.forward("level1")))
+
+    assert qq.lookups("get_forward_msg") == [{"id": "level1"}, {"id": "level2"}]
+    block = forward_block(user_line(plugin.llm))
+    assert block[1:] == ["第1层：[合并转发的聊天记录]", "  第2层：[合并转发的聊天记录]"]
+
+
+async def test_at_in_a_forwarded_message_shows_the_members_name(plugin, qq: QQBot) -> None:
+    qq.add_member(GROUP, 456, card="阿强")
+    said = [{"type": "at", "data": {"qq": "456"}}, {"type": "text", "data": {"text": "你好"}}]
+    qq.forwards["fw1"] = [{**napcat_node("甲", ""), "message": said}]
+
+    await qq.receive(addressed(MessageSegment.forward("fw1")))
+
+    assert "甲：@阿强 你好" in user_line(plugin.llm)
 
 
 async def test_forward_that_cannot_be_fetched_is_marked(plugin, qq: QQBot) -> None:
