@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Protocol
 
@@ -57,12 +57,32 @@ class HistoryStore(Protocol):
 @dataclass(frozen=True, slots=True)
 class TurnResult:
     """What a turn produced: the reply, usage over all calls (compression included), tool
-    rounds used and compressions done."""
+    rounds used and how often the window was compressed (or, that failing, truncated)."""
 
     reply: str
     usage: Usage
     tool_rounds: int
     compressions: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class Compacted:
+    """What one compaction did: the compressor's usage and whether the window changed."""
+
+    usage: Usage = field(default_factory=Usage)
+    changed: bool = False
+
+
+@dataclass(slots=True)
+class _TurnSpend:
+    """Usage and window-changing compactions of the turn so far."""
+
+    usage: Usage = field(default_factory=Usage)
+    compressions: int = 0
+
+    def add(self, compacted: Compacted) -> None:
+        self.usage += compacted.usage
+        self.compressions += compacted.changed
 
 
 class ChatBot:
@@ -133,31 +153,22 @@ class ChatBot:
         if not self.send_images:
             message = message.with_image_markers()
         pending: list[Message] = []
-        usage = Usage()
-        rounds = compressions = 0
-        retried_context = False
+        spend = _TurnSpend()
+        rounds = 0
         try:
             if self._over_threshold():
-                usage += await self.compact(reason="threshold")
-                compressions += 1
+                spend.add(await self._compact(reason="threshold"))
             while True:
                 if self._request_over_budget(message, pending) and self._can_fold():
-                    usage += await self.compact(
-                        reason="request over budget",
-                        keep_recent_tokens=self._tail_room(message, pending),
+                    spend.add(
+                        await self._compact(
+                            reason="request over budget",
+                            keep_recent_tokens=self._tail_room(message, pending),
+                        )
                     )
-                    compressions += 1
                 force_answer = rounds >= self.max_tool_rounds
-                try:
-                    completion = await self._call(message, pending, force_answer)
-                except ContextLengthError:
-                    if retried_context or self.compressor is None or not self.window.messages:
-                        raise
-                    retried_context = True
-                    usage += await self.compact(reason="context length error", keep_recent_tokens=0)
-                    compressions += 1
-                    continue
-                usage += completion.usage or Usage()
+                completion = await self._call_recovering(message, pending, force_answer, spend)
+                spend.usage += completion.usage or Usage()
                 reply = completion.message
                 if reply.tool_calls and not force_answer:
                     rounds += 1
@@ -170,7 +181,7 @@ class ChatBot:
                 if not reply.text:
                     raise LLMError("empty", f"only tool calls after {rounds} rounds ({self.key})")
                 pending.append(Message("assistant", reply.text))
-                return TurnResult(reply.text, usage, rounds, compressions)
+                return TurnResult(reply.text, spend.usage, rounds, spend.compressions)
         finally:
             # Runs on success, failure and cancellation alike: pending only ever holds whole
             # tool rounds, so what is kept is always a valid history.
@@ -179,6 +190,11 @@ class ChatBot:
     async def compact(self, *, reason: str, keep_recent_tokens: int | None = None) -> Usage:
         """Fold the older window into the summary (or truncate if that fails); returns the
         compressor's usage. The new window replaces the stored one."""
+        return (await self._compact(reason=reason, keep_recent_tokens=keep_recent_tokens)).usage
+
+    async def _compact(self, *, reason: str, keep_recent_tokens: int | None = None) -> Compacted:
+        """`compact`, also telling whether the window changed: only a change is counted, as
+        a compression in the stats or as a reason to retry a request."""
         assert self.compressor is not None
         logger.info(
             "compressing %s (%s): %d messages, ~%d tokens",
@@ -187,16 +203,18 @@ class ChatBot:
             len(self.window),
             self.context_tokens,
         )
+        before = list(self.window.messages)
         compaction = await self.compressor.compact(
-            self.key, self.window.messages, keep_recent_tokens=keep_recent_tokens
+            self.key, before, keep_recent_tokens=keep_recent_tokens
         )
         if compaction is None:
             if keep_recent_tokens != 0:
-                return Usage()
+                return Compacted()
             # Even the whole window has nothing to fold: the only way down is truncation.
-            compaction = self.compressor.truncate(
-                self.key, self.window.messages, reason="nothing to fold"
-            )
+            compaction = self.compressor.truncate(self.key, before, reason="nothing to fold")
+        if compaction.messages == before:
+            logger.info("compressing %s (%s) left the window as it was", self.key, reason)
+            return Compacted(compaction.usage)
         self._apply(compaction)
         compressed_at = None if compaction.fell_back else datetime.now(timezone.utc)
         if compressed_at is not None:
@@ -204,7 +222,7 @@ class ChatBot:
         await self._persist(
             self.store.replace(self.key, compaction.messages, compressed_at=compressed_at)
         )
-        return compaction.usage
+        return Compacted(compaction.usage, changed=True)
 
     def _apply(self, compaction: Compaction) -> None:
         self.window.replace(compaction.messages)
@@ -237,6 +255,23 @@ class ChatBot:
     def _can_fold(self) -> bool:
         """Something beyond an existing summary is left to fold or truncate."""
         return bool(split_summary(self.window.messages)[1])
+
+    async def _call_recovering(
+        self, message: Message, pending: list[Message], force_answer: bool, spend: _TurnSpend
+    ) -> Completion:
+        """`_call`; after a context-length error shrink the window and send the request once
+        more. One retry per request bounds a turn to two calls per tool round."""
+        try:
+            return await self._call(message, pending, force_answer)
+        except ContextLengthError as exc:
+            error = exc
+        if self.compressor is None or not self.window.messages:
+            raise error
+        compacted = await self._compact(reason="context length error", keep_recent_tokens=0)
+        spend.add(compacted)
+        if not compacted.changed:
+            raise error  # the same request would fail the same way
+        return await self._call(message, pending, force_answer)
 
     async def _call(
         self, message: Message, pending: list[Message], force_answer: bool

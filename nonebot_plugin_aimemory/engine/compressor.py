@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from .hooks import PreCompactHooks
-from .llm import LLMClient, LLMError, Usage
+from .llm import Completion, LLMClient, LLMError, Usage
 from .messages import Message
 from .tokens import TokenCounter, message_tokens
 from .window import first_user_index_at_or_after, truncate_oldest_half
@@ -92,6 +92,14 @@ class Compaction:
     summary: str | None
     usage: Usage = field(default_factory=Usage)
     fell_back: bool = False
+
+
+class FoldError(LLMError):
+    """Folding failed part-way; `spent` is the usage of the calls that had already answered."""
+
+    def __init__(self, cause: LLMError, spent: Usage) -> None:
+        super().__init__(cause.kind, cause.detail, cause.status)
+        self.spent = spent
 
 
 def split_summary(messages: Sequence[Message]) -> tuple[str | None, list[Message]]:
@@ -222,9 +230,10 @@ class Compressor:
             await self.hooks.fire(key, folded)
         try:
             summary, usage = await self._fold(previous, folded, key)
-        except LLMError as exc:
+        except FoldError as exc:
             logger.warning("compressor failed for %s (%s); truncating instead", key, exc)
-            return self.truncate(key, window, reason=exc.kind)
+            # Earlier chunks were paid for even though their summary is thrown away.
+            return replace(self.truncate(key, window, reason=exc.kind), usage=exc.spent)
         return Compaction([*summary_messages(summary), *tail], folded, summary, usage)
 
     def truncate(self, key: str, window: Sequence[Message], *, reason: str) -> Compaction:
@@ -246,23 +255,30 @@ class Compressor:
     async def _fold(
         self, previous: str | None, folded: Sequence[Message], key: str
     ) -> tuple[str, Usage]:
+        """Merge `folded` into `previous` chunk by chunk; raises FoldError with the usage
+        spent so far when a call fails."""
         summary = previous or ""
         usage = Usage()
+        chunks = chunk_lines(render_transcript(folded), self.policy.chunk_tokens, self.counter)
+        try:
+            for chunk in chunks:
+                completion = await self._fold_chunk(summary, chunk, key)
+                usage += completion.usage or Usage()
+                text = completion.message.text.strip()
+                if not text:
+                    raise LLMError("empty", "compressor returned no summary")
+                summary, shorten_usage = await self._within_cap(text, key)
+                usage += shorten_usage
+        except LLMError as exc:
+            raise FoldError(exc, usage) from exc
+        return summary, usage
+
+    async def _fold_chunk(self, summary: str, chunk: str, key: str) -> Completion:
+        """One compressor call merging `chunk` into the summary so far."""
         max_chars = int(self.policy.summary_max_tokens * CHARS_PER_CHUNK_TOKEN)
         system = Message("system", COMPRESSOR_PROMPT.format(max_chars=max_chars))
-        chunks = chunk_lines(render_transcript(folded), self.policy.chunk_tokens, self.counter)
-        for chunk in chunks:
-            request = Message(
-                "user", f"已有摘要：\n{summary or '（无）'}\n\n需要合并的对话：\n{chunk}"
-            )
-            completion = await self.llm.complete([system, request], context=f"compress {key}")
-            usage += completion.usage or Usage()
-            text = completion.message.text.strip()
-            if not text:
-                raise LLMError("empty", "compressor returned no summary")
-            summary, shorten_usage = await self._within_cap(text, key)
-            usage += shorten_usage
-        return summary, usage
+        request = Message("user", f"已有摘要：\n{summary or '（无）'}\n\n需要合并的对话：\n{chunk}")
+        return await self.llm.complete([system, request], context=f"compress {key}")
 
     async def _within_cap(self, summary: str, key: str) -> tuple[str, Usage]:
         """Ask once for a shorter summary when it is over the cap; cut only what still is."""

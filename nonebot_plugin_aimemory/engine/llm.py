@@ -20,16 +20,27 @@ RETRY_STATUSES = frozenset({408, 409, 429, 500, 502, 503, 504, 520, 522, 524, 52
 MAX_RETRY_AFTER_SECONDS = 10.0
 BODY_EXCERPT_CHARS = 300
 _THINK_BLOCK = re.compile(r"<think>.*?(?:</think>|\Z)", re.DOTALL | re.IGNORECASE)
+# How servers say a request is over the model's context window, lower-cased. A 400 matching
+# none of these is an ordinary bad request, which compressing the history would not fix.
 _CONTEXT_PHRASES = (
-    "context_length_exceeded",
-    "maximum context length",
-    "context length",
-    "context window",
-    "too many tokens",
-    "input is too long",
+    "context_length_exceeded",  # OpenAI's error code
+    "exceed_context_size_error",  # llama.cpp server's (and Ollama's) error type
+    "context length",  # OpenAI, DeepSeek, vLLM: "This model's maximum context length is N"
+    "context window",  # OpenAI: "Your input exceeds the context window of this model"
+    "context size",  # llama.cpp: "the request exceeds the available context size"
+    "range of input length",  # DashScope (Qwen): "Range of input length should be [1, N]"
+    "maximum model length",  # vLLM: "The decoder prompt (length N) is longer than the ..."
+    "too long to fit into the model",  # older vLLM
     "prompt is too long",
+    "input is too long",
+    "exceeds the maximum number of tokens",  # Gemini's OpenAI-compatible endpoint
+    "exceeded model token limit",  # Moonshot (Kimi)
     "reduce the length",
+    "too many tokens",
 )
+# llama.cpp answers some overflows with a 500, which a retry would only repeat; any other 500
+# is a server error worth retrying, whatever its text says.
+_SERVER_ERROR_CONTEXT_PHRASES = ("exceed_context_size_error", "context size has been exceeded")
 
 
 @dataclass(frozen=True, slots=True)
@@ -228,10 +239,10 @@ def _parse_usage(raw: Any) -> Usage | None:
 
 
 def _is_context_length_error(status: int, body: str) -> bool:
-    if status not in (400, 413, 422):
-        return False
     lowered = body.lower()
-    return any(phrase in lowered for phrase in _CONTEXT_PHRASES)
+    if status == 500:
+        return any(phrase in lowered for phrase in _SERVER_ERROR_CONTEXT_PHRASES)
+    return status in (400, 413, 422) and any(phrase in lowered for phrase in _CONTEXT_PHRASES)
 
 
 def _retry_delay(response: httpx.Response, default: float) -> float:

@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+import json
+from collections import deque
+from collections.abc import AsyncIterator, Callable, Sequence
+from typing import Any
 
 import httpx
 import pytest
@@ -16,13 +19,14 @@ from nonebot_plugin_aimemory.engine.compressor import (
     Compressor,
 )
 from nonebot_plugin_aimemory.engine.hooks import PreCompactHooks
-from nonebot_plugin_aimemory.engine.llm import Endpoint, LLMClient, LLMError
+from nonebot_plugin_aimemory.engine.llm import ContextLengthError, Endpoint, LLMClient, LLMError
 from nonebot_plugin_aimemory.engine.messages import Message
-from nonebot_plugin_aimemory.engine.tokens import TiktokenCounter
+from nonebot_plugin_aimemory.engine.tokens import TiktokenCounter, message_tokens
+from nonebot_plugin_aimemory.engine.tools import Tool, ToolRegistry
 from nonebot_plugin_aimemory.store.database import Database
 from nonebot_plugin_aimemory.store.history_store import SqliteHistoryStore
-from tests.fakes.openai_server import FakeOpenAI, error, raw, text
-from tests.fakes.responders import FactKeepingLLM, is_compression_request
+from tests.fakes.openai_server import FakeOpenAI, Reply, error, raw, text, tool_calls
+from tests.fakes.responders import FactKeepingLLM, count_prompt_tokens, is_compression_request
 
 COUNTER = TiktokenCounter()
 COUNTER.load()
@@ -50,6 +54,7 @@ def make_bot(
     budget: int = 2000,
     hooks: PreCompactHooks | None = None,
     compressor_model: str = "fake-model",
+    tools: Sequence[Tool] = (),
     **policy: int,
 ) -> ChatBot:
     client = LLMClient(
@@ -74,6 +79,7 @@ def make_bot(
         store=store,
         counter=COUNTER,
         system_prompt="你是测试助手。",
+        tools=ToolRegistry(tools),
         compressor=compressor,
     )
 
@@ -90,6 +96,29 @@ async def chat(bot: ChatBot, content: str):
     return await bot.turn(Message("user", content))
 
 
+def scripted(
+    *, chat: Sequence[Reply] = (), compress: Sequence[Reply] = ()
+) -> Callable[[dict[str, Any]], Reply]:
+    """A responder playing `chat` to chat requests and `compress` to compression requests, in
+    order, then behaving as FactKeepingLLM: a failure can be aimed at one kind of call."""
+    fallback = FactKeepingLLM()
+    queues = {True: deque(compress), False: deque(chat)}
+
+    def respond(body: dict[str, Any]) -> Reply:
+        queue = queues[is_compression_request(body)]
+        return queue.popleft() if queue else fallback(body)
+
+    return respond
+
+
+def weather_tool() -> Tool:
+    async def get_weather(arguments: dict[str, Any]) -> str:
+        return "晴，25 度"
+
+    parameters = {"type": "object", "properties": {"city": {"type": "string"}}}
+    return Tool("get_weather", "查询城市天气", get_weather, parameters)
+
+
 @pytest.fixture
 def llm() -> FakeOpenAI:
     with FakeOpenAI(api_key="sk-test") as server:
@@ -97,18 +126,36 @@ def llm() -> FakeOpenAI:
         yield server
 
 
-async def test_compression_triggers_above_the_threshold(llm, http, store) -> None:
-    bot = make_bot(llm, http, store, budget=2000)
-    turns = 0
-    while not compression_requests(llm) and turns < 40:
-        await chat(bot, f"{LINE} 第{turns}轮")
-        turns += 1
-    assert compression_requests(llm), "no compression within 40 turns"
-    # It fired on the first turn whose previous prompt exceeded 80 % of the budget.
-    sizes = [COUNTER.count(str(b["messages"])) for b in chat_requests(llm)]
-    assert turns > 3
+async def test_compression_fires_on_the_first_turn_after_a_prompt_over_the_threshold(
+    llm, http, store
+) -> None:
+    # given a 2000-token budget: compression is due once a prompt exceeds 80 % of it
+    budget = 2000
+    trigger_tokens = budget * 0.8
+    bot = make_bot(llm, http, store, budget=budget)
+    turns_below = 0
+    for turn in range(40):
+        # the prompt size the server reported for the last request (FactKeepingLLM's usage)
+        sent = chat_requests(llm)
+        last_prompt = count_prompt_tokens(sent[-1]["messages"]) if sent else 0
+        assert bot.context_tokens == last_prompt
+        # when the next turn is taken
+        await chat(bot, f"{LINE} 第{turn}轮")
+        compressed = bool(compression_requests(llm))
+        # then no turn compresses while the last prompt was within the threshold...
+        if last_prompt <= trigger_tokens:
+            assert not compressed, f"turn {turn} compressed after a {last_prompt}-token prompt"
+            turns_below += 1
+            continue
+        # ...and the first turn after a prompt over it does, before sending its own request
+        assert compressed, f"turn {turn} did not compress after a {last_prompt}-token prompt"
+        break
+    else:
+        pytest.fail("no prompt crossed the threshold within 40 turns")
+    assert turns_below > 3
+    assert len(compression_requests(llm)) == 1
+    assert is_compression_request(llm.chat_requests[-2])
     assert bot.stats.count == 1
-    assert sizes  # requests were made
 
 
 async def test_next_request_carries_the_summary_and_acknowledgment(llm, http, store) -> None:
@@ -260,7 +307,10 @@ async def test_oversize_input_is_folded_in_chunks(llm, http, store) -> None:
         assert f"#fact{i}:事项{i}" in (bot.summary or "")
 
 
-async def test_precompact_receives_exactly_the_folded_messages(llm, http, store) -> None:
+async def test_precompact_receives_exactly_the_folded_messages_and_not_the_tail(
+    llm, http, store
+) -> None:
+    # given a verbatim tail of exactly the last two turns
     hooks = PreCompactHooks(wait_seconds=1)
     received: list[tuple[str, list[Message]]] = []
 
@@ -268,15 +318,27 @@ async def test_precompact_receives_exactly_the_folded_messages(llm, http, store)
     async def remember(key, messages):
         received.append((key, list(messages)))
 
-    bot = make_bot(llm, http, store, budget=4000, hooks=hooks, keep_recent_tokens=0)
-    for i in range(4):
-        await chat(bot, f"{LINE} {i}")
+    said = [f"{LINE} 编号{i}" for i in range(6)]
+    last_two_turns = [
+        message
+        for line in said[-2:]
+        for message in (Message("user", line), Message("assistant", "好的"))
+    ]
+    keep = sum(message_tokens(m, COUNTER) for m in last_two_turns)
+    bot = make_bot(llm, http, store, budget=4000, hooks=hooks, keep_recent_tokens=keep)
+    for line in said:
+        await chat(bot, line)
     window_before = list(bot.window.messages)
+    assert window_before[-4:] == last_two_turns
+    # when the window is compressed
     await bot.compact(reason="test")
+    # then the hook saw the folded messages, exactly, and none of the tail
     assert len(received) == 1
     key, folded = received[0]
     assert key == "g:1"
-    assert folded == window_before
+    assert folded == window_before[:-4]
+    assert [m.text for m in folded if m.role == "user"] == said[:-2]
+    assert bot.window.messages[2:] == last_two_turns
 
 
 async def test_a_raising_or_slow_precompact_callback_does_not_stop_compression(
@@ -366,3 +428,208 @@ def test_hard_cut_keeps_section_headers_and_drops_the_oldest_items_first() -> No
     assert "待办与未决：\n- 订餐厅" in cut
     assert "第39条" in cut
     assert "第0条" not in cut
+
+
+# --------------------------------------------------------------------------- context-length errors
+
+
+def vllm_error(message: str) -> Reply:
+    """vLLM's own error body (not OpenAI's `{"error": ...}` wrapper)."""
+    body = {"object": "error", "message": message, "type": "BadRequestError", "param": None}
+    return raw(400, json.dumps({**body, "code": 400}))
+
+
+CONTEXT_LENGTH_ERRORS = [
+    pytest.param(
+        raw(
+            400,
+            json.dumps(
+                {
+                    "code": "InvalidParameter",
+                    "message": "<400> InternalError.Algo.InvalidParameter: "
+                    "Range of input length should be [1, 30720]",
+                    "request_id": "0f4b2c1e",
+                }
+            ),
+        ),
+        id="dashscope",
+    ),
+    pytest.param(
+        error(400, "Range of input length should be [1, 30720]", code="invalid_parameter_error"),
+        id="dashscope-compatible-mode",
+    ),
+    pytest.param(
+        vllm_error(
+            "This model's maximum context length is 2048 tokens. However, you requested 2136 "
+            "tokens (2036 in the messages, 100 in the completion). Please reduce the length of "
+            "the messages or completion."
+        ),
+        id="vllm",
+    ),
+    pytest.param(
+        vllm_error(
+            "The decoder prompt (length 2136) is longer than the maximum model length of 2048. "
+            "Make sure that `max_model_len` is no smaller than the number of text tokens."
+        ),
+        id="vllm-decoder-prompt",
+    ),
+    pytest.param(
+        error(
+            400,
+            "Input length (2136) exceeds maximum context length (2048).",
+            type="BadRequestError",
+        ),
+        id="vllm-input-length",
+    ),
+    pytest.param(
+        error(
+            400,
+            "This model's maximum context length is 65536 tokens. However, you requested 70000 "
+            "tokens (70000 in the messages, 0 in the completion). Please reduce the length of "
+            "the messages or completion.",
+        ),
+        id="deepseek",
+    ),
+    pytest.param(
+        error(400, "Invalid request.", code="context_length_exceeded"), id="openai-code-only"
+    ),
+    pytest.param(
+        raw(
+            400,
+            '{"error":{"code":400,"message":"the request exceeds the available context size. '
+            'try increasing the context size or enable context shift",'
+            '"type":"exceed_context_size_error","n_prompt_tokens":14429,"n_ctx":8192}}',
+        ),
+        id="llama-cpp",
+    ),
+    pytest.param(
+        error(
+            400,
+            "request (4390 tokens) exceeds the available context size (4096 tokens), "
+            "try increasing it",
+            type="exceed_context_size_error",
+        ),
+        id="llama-cpp-newer",
+    ),
+    pytest.param(error(400, "context window exceeded"), id="ollama"),
+]
+
+
+@pytest.mark.parametrize("overflow", CONTEXT_LENGTH_ERRORS)
+async def test_each_servers_context_length_error_is_recovered_by_one_retry(
+    llm, http, store, overflow: Reply
+) -> None:
+    # given a conversation with some history, and a server that rejects the next request
+    bot = make_bot(llm, http, store, budget=100_000)
+    for i in range(3):
+        await chat(bot, f"{LINE} {i}")
+    sent_before = len(chat_requests(llm))
+    llm.script(overflow)
+    # when the user speaks
+    result = await chat(bot, "现在呢？")
+    # then the window was compressed and the request sent once more, and answered
+    assert result.reply == "好的"
+    assert result.compressions == 1
+    assert len(compression_requests(llm)) == 1
+    assert len(chat_requests(llm)) - sent_before == 2
+    retried = chat_requests(llm)[-1]["messages"]
+    assert retried[1]["content"].startswith(SUMMARY_PREFIX)
+    assert retried[-1]["content"] == "现在呢？"
+
+
+async def test_a_context_length_error_in_a_later_tool_round_is_recovered_too(
+    llm, http, store
+) -> None:
+    # given a turn whose first request overflows (recovered by truncating: the compressor is
+    # down) and whose tool round's request overflows as well
+    bot = make_bot(llm, http, store, budget=100_000, tools=[weather_tool()])
+    for i in range(8):
+        await chat(bot, f"#fact{i}:事{i} {LINE}")
+    too_long = error(400, "maximum context length exceeded", code="context_length_exceeded")
+    llm.responder = scripted(
+        chat=[too_long, tool_calls(("get_weather", {"city": "北京"})), too_long],
+        compress=[error(500)],
+    )
+    # when the user asks something that needs the tool
+    result = await chat(bot, "北京天气怎么样？")
+    # then each overflowing request got its own retry and the turn answered
+    assert result.reply == "好的"
+    assert result.tool_rounds == 1
+    assert result.compressions == 2  # a truncation, then a summary
+    assert bot.stats.count == 1
+    final = chat_requests(llm)[-1]["messages"]
+    assert final[1]["content"].startswith(SUMMARY_PREFIX)
+    assert [m["role"] for m in final[-3:]] == ["user", "assistant", "tool"]
+
+
+async def test_a_context_length_error_that_compression_cannot_shrink_is_raised_without_retry(
+    llm, http, store
+) -> None:
+    # given a window that is nothing but a summary: there is nothing left to fold or drop
+    bot = make_bot(llm, http, store, budget=100_000)
+    await chat(bot, f"#fact0:小明吃素 {LINE}")
+    await bot.compact(reason="test", keep_recent_tokens=0)
+    assert bot.window.messages[2:] == []
+    sent_before = len(chat_requests(llm))
+    too_long = error(400, "maximum context length exceeded", code="context_length_exceeded")
+    llm.responder = scripted(chat=[too_long, too_long])
+    # when the next request overflows
+    with pytest.raises(ContextLengthError):
+        await chat(bot, "很长的消息")
+    # then the identical request was not sent again, and no compression was counted
+    assert len(chat_requests(llm)) - sent_before == 1
+    assert bot.stats.count == 1
+
+
+# --------------------------------------------------------------------------- accounting
+
+
+async def test_usage_of_chunks_folded_before_a_failure_is_counted_in_the_turn(
+    llm, http, store
+) -> None:
+    # given a window folded in chunks, whose first chunk is summarised (and then shortened)
+    # while the second chunk's call fails
+    bot = make_bot(
+        llm,
+        http,
+        store,
+        budget=4000,
+        chunk_tokens=300,
+        keep_recent_tokens=0,
+        summary_max_tokens=100,
+    )
+    for i in range(12):
+        await chat(bot, f"{LINE} {i}")
+    chunk_usage = {"prompt_tokens": 300, "completion_tokens": 200}
+    shorten_usage = {"prompt_tokens": 210, "completion_tokens": 40}
+    llm.responder = scripted(
+        compress=[
+            text("事实：\n" + "- 很长的摘要条目\n" * 80, usage=chunk_usage),
+            text("事实：\n- 短摘要", usage=shorten_usage),
+            error(500),
+        ]
+    )
+    bot.context_tokens = 3900  # over the threshold: the turn compresses first
+    # when the turn runs
+    result = await chat(bot, "继续")
+    # then the window was truncated, and the two calls that answered are in the turn's usage
+    assert bot.stats.count == 0
+    assert len(compression_requests(llm)) == 3
+    reply_prompt = count_prompt_tokens(chat_requests(llm)[-1]["messages"])
+    assert result.usage.prompt_tokens == reply_prompt + 300 + 210
+    assert result.usage.completion_tokens == 5 + 200 + 40
+
+
+async def test_a_compaction_that_folds_nothing_is_not_counted(llm, http, store) -> None:
+    # given a window that fits in the verbatim tail, and a prompt over the threshold (a huge
+    # system prompt, say)
+    bot = make_bot(llm, http, store, budget=2000)
+    await chat(bot, LINE)
+    bot.context_tokens = 1900
+    # when the next turn runs
+    result = await chat(bot, "继续")
+    # then nothing was folded, and nothing counted as a compression, in memory or stored
+    assert compression_requests(llm) == []
+    assert result.compressions == 0
+    assert bot.stats.count == 0
+    assert (await store.load_stats("g:1")).count == 0

@@ -32,7 +32,16 @@ from nonebot_plugin_aimemory.engine.messages import (
     user,
 )
 from tests.engine.conftest import MODEL
-from tests.fakes.openai_server import FakeOpenAI, delay, drop, error, raw, text, tool_calls
+from tests.fakes.openai_server import (
+    ErrorReply,
+    FakeOpenAI,
+    delay,
+    drop,
+    error,
+    raw,
+    text,
+    tool_calls,
+)
 
 QUESTION = [system("你是小忆"), user("你好")]
 
@@ -369,3 +378,60 @@ async def test_other_400_is_a_plain_http_error(llm: FakeOpenAI, llm_client: LLMC
     assert not isinstance(raised.value, ContextLengthError)
     assert (raised.value.kind, raised.value.status) == ("http", 400)
     assert llm.pending == 1
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [
+        pytest.param(
+            error(400, "Range of max_tokens should be [1, 8192]"), id="dashscope-max-tokens"
+        ),
+        pytest.param(error(400, "Invalid value for 'temperature'."), id="bad-parameter"),
+        pytest.param(
+            error(
+                400, "Input data may contain inappropriate content.", code="data_inspection_failed"
+            ),
+            id="dashscope-content-filter",
+        ),
+    ],
+)
+async def test_a_400_about_something_else_is_not_a_context_length_error(
+    llm: FakeOpenAI, llm_client: LLMClient, reply: ErrorReply
+) -> None:
+    # given a bad request that shrinking the history would not fix
+    llm.script(reply)
+    # when a completion is requested
+    with pytest.raises(LLMError) as raised:
+        await llm_client.complete(QUESTION)
+    # then it is a plain HTTP error, so the turn does not compress for nothing
+    assert not isinstance(raised.value, ContextLengthError)
+    assert (raised.value.kind, raised.value.status) == ("http", 400)
+
+
+LLAMA_CPP_OVERFLOW_500 = (
+    '{"error":{"code":500,"message":"the request exceeds the available context size. '
+    'try increasing the context size or enable context shift",'
+    '"type":"exceed_context_size_error","n_prompt_tokens":1407,"n_ctx":256}}'
+)
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        pytest.param(LLAMA_CPP_OVERFLOW_500, id="exceed-context-size"),
+        pytest.param(
+            '{"error":{"code":500,"message":"Context size has been exceeded.","type":"server_error"}}',
+            id="context-size-exceeded",
+        ),
+    ],
+)
+async def test_a_llama_cpp_overflow_sent_as_500_is_a_context_error_and_not_retried(
+    llm: FakeOpenAI, llm_client: LLMClient, body: str
+) -> None:
+    # given llama.cpp's overflow answer with a 500 status (some versions send it so)
+    llm.script(raw(500, body), text("不会用到"))
+    # when a completion is requested
+    with pytest.raises(ContextLengthError):
+        await llm_client.complete(QUESTION)
+    # then the identical request is not sent again as if the server had hiccupped
+    assert len(llm.chat_requests) == 1
