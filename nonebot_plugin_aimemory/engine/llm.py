@@ -16,7 +16,8 @@ from .messages import Message, parse_tool_call
 
 logger = logging.getLogger("nonebot_plugin_aimemory")
 
-RETRY_STATUSES = frozenset({408, 409, 429, 500, 502, 503, 504, 520, 522, 524, 529})
+# Besides every 5xx: request timeout, conflict (OpenAI's transient lock) and rate limits.
+RETRY_STATUSES = frozenset({408, 409, 429})
 MAX_RETRY_AFTER_SECONDS = 10.0
 BODY_EXCERPT_CHARS = 300
 _THINK_BLOCK = re.compile(r"<think>.*?(?:</think>|\Z)", re.DOTALL | re.IGNORECASE)
@@ -171,7 +172,7 @@ class LLMClient:
                 excerpt = response.text[:BODY_EXCERPT_CHARS]
                 if _is_context_length_error(response.status_code, response.text):
                     raise ContextLengthError("context_length", excerpt, response.status_code)
-                if response.status_code not in RETRY_STATUSES or attempt >= self.max_retries:
+                if not _retryable_status(response.status_code) or attempt >= self.max_retries:
                     raise LLMError("http", excerpt, response.status_code)
                 delay = _retry_delay(response, self.backoff_seconds * 2**attempt)
             attempt += 1
@@ -243,6 +244,10 @@ def _is_context_length_error(status: int, body: str) -> bool:
     if status == 500:
         return any(phrase in lowered for phrase in _SERVER_ERROR_CONTEXT_PHRASES)
     return status in (400, 413, 422) and any(phrase in lowered for phrase in _CONTEXT_PHRASES)
+
+
+def _retryable_status(status: int) -> bool:
+    return status in RETRY_STATUSES or 500 <= status <= 599
 
 
 def _retry_delay(response: httpx.Response, default: float) -> float:

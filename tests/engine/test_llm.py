@@ -200,10 +200,11 @@ async def test_wrong_api_key_is_an_http_error_without_retry(
 # --------------------------------------------------------------------------- retries
 
 
+@pytest.mark.parametrize("status", [500, 501, 502, 503, 504, 507, 521, 529, 408, 409, 429])
 async def test_server_error_is_retried_once_then_succeeds(
-    llm: FakeOpenAI, llm_client: LLMClient
+    llm: FakeOpenAI, llm_client: LLMClient, status: int
 ) -> None:
-    llm.script(error(500), text("好了"))
+    llm.script(error(status), text("好了"))
 
     completion = await llm_client.complete(QUESTION)
 
