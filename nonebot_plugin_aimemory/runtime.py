@@ -33,7 +33,8 @@ from .media import ImageReader
 from .memory import MemoryService
 from .memory_extract import FactExtractor
 from .onebot import resolve_timezone
-from .onebot_content import ContentRenderer, MemberNames, ReplyBuilder
+from .onebot_content import ContentRenderer, MemberNames
+from .onebot_reply import ReplyBuilder
 from .reviewer import MemoryReviewer, ReviewScheduler
 from .segmenter import initialise as initialise_segmenter
 from .sessions import SessionCache, group_key
