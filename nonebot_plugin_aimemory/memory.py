@@ -6,11 +6,13 @@ from __future__ import annotations
 
 import asyncio
 import heapq
+import itertools
 import logging
 import secrets
 import unicodedata
-from collections import OrderedDict
-from collections.abc import Sequence
+from collections import Counter, OrderedDict
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field, replace
 from typing import Literal
 
@@ -39,11 +41,11 @@ class MemoryFull(Exception):
     """The scope already holds `max_entries` memories."""
 
 
-class _Missing:
+class Missing:
     """Marks an update field the caller did not give (keep the stored value)."""
 
 
-MISSING = _Missing()
+MISSING = Missing()
 
 
 def fold_whitespace(text: str) -> str:
@@ -73,6 +75,7 @@ class _Entry:
     record: MemoryRecord
     content_tokens: frozenset[str]
     tag_tokens: frozenset[str]
+    _safe: bool | None = None
 
     @classmethod
     def of(cls, record: MemoryRecord) -> _Entry:
@@ -82,12 +85,19 @@ class _Entry:
             tag_tokens |= segmenter.token_set(tag)
         return cls(record, segmenter.token_set(record.content), frozenset(tag_tokens))
 
+    @property
+    def safe(self) -> bool:
+        """Whether the memory may be shown to the model (checked once: entries are
+        re-indexed whenever their record changes)."""
+        if self._safe is None:
+            self._safe = is_safe_to_show(self.record)
+        return self._safe
+
 
 @dataclass(slots=True)
 class _Scope:
     entries: dict[str, _Entry]
     tombstones: dict[str, str]
-    lock: asyncio.Lock = field(default_factory=asyncio.Lock)
 
     def live(self) -> list[_Entry]:
         """Entries not deleted."""
@@ -149,6 +159,16 @@ class MemoryService:
         self.embedder = embedder
         self._scopes: OrderedDict[str, _Scope] = OrderedDict()
         self._loading: dict[str, asyncio.Future[_Scope]] = {}
+        # Write locks live apart from the cache so that evicting a scope never gives it a
+        # second lock; `_lock_users` counts holders and waiters, and a scope with any is
+        # never evicted (its writer's index must stay the cached one).
+        self._locks: dict[str, asyncio.Lock] = {}
+        self._lock_users: Counter[str] = Counter()
+        # Set when a memory was stored without a vector while embeddings are configured: the
+        # next successful embedding call starts a backfill for it.
+        self._vectors_missing = False
+        self._backfilling = False
+        self._background: set[asyncio.Task[int]] = set()
 
     # ----------------------------------------------------------------- reading
 
@@ -162,39 +182,47 @@ class MemoryService:
         """How many live memories the scope holds."""
         return len((await self._scope(scope)).live())
 
-    async def get(self, scope: str, memory_id: str) -> MemoryRecord | None:
-        """A live memory by id (`#` and case ignored), or None."""
-        entry = (await self._scope(scope)).entries.get(memory_id.strip().lstrip("#").lower())
-        return entry.record if entry is not None and not entry.record.deleted else None
+    async def get(
+        self, scope: str, memory_id: str, *, include_deleted: bool = False
+    ) -> MemoryRecord | None:
+        """A memory by id (`#` and case ignored), or None; deleted ones only when asked."""
+        entry = (await self._scope(scope)).entries.get(_id_key(memory_id))
+        if entry is None or (entry.record.deleted and not include_deleted):
+            return None
+        return entry.record
 
-    async def search(self, scope: str, query: str | None, limit: int = 10) -> list[SearchHit]:
+    async def search(
+        self, scope: str, query: str | None, limit: int = 10, *, safe_only: bool = False
+    ) -> list[SearchHit]:
         """Without a query: everything, newest first. With one: keyword score (tags weigh
-        more than content) plus a semantic score when embeddings are configured."""
-        loaded = await self._scope(scope)
+        more than content) plus a semantic score when embeddings are configured.
+        `safe_only` leaves out memories that fail the injection guard."""
+        live = (await self._scope(scope)).live()
+        # The guard runs only on entries about to be returned (and once per entry).
         if not query or not query.strip():
-            return [SearchHit(r, 0.0) for r in (await self.list(scope))[:limit]]
-        if not any(not e.record.deleted for e in loaded.entries.values()):
+            live.sort(key=lambda e: (e.record.updated_at, e.record.id), reverse=True)
+            shown = (e for e in live if not safe_only or e.safe)
+            return [SearchHit(e.record, 0.0) for e in itertools.islice(shown, limit)]
+        if not live:
             return []  # the common case of a new chat: no tokenising, no embedding call
         query_tokens = segmenter.token_set(query)
         query_vector = await self._embed_quietly(query)
         hits: list[SearchHit] = []
-        for entry in loaded.entries.values():
-            if entry.record.deleted:
-                continue
+        for entry in live:
             score = _keyword_score(query_tokens, entry)
             if query_vector is not None and entry.record.embedding:
                 similarity = cosine(query_vector, entry.record.embedding)
                 if similarity > SEMANTIC_FLOOR:
                     score += (similarity - SEMANTIC_FLOOR) / (1 - SEMANTIC_FLOOR)
-            if score > 0:
+            if score > 0 and (not safe_only or entry.safe):
                 hits.append(SearchHit(entry.record, score))
         return heapq.nlargest(limit, hits, key=lambda h: (h.score, h.memory.updated_at))
 
     async def relevant(self, scope: str, text: str, top_k: int) -> list[MemoryRecord]:
         """The memories most relevant to `text` that are safe to show the model."""
-        hits = await self.search(scope, text, limit=top_k * 2) if text.strip() else []
-        safe = [h.memory for h in hits if is_safe_to_show(h.memory)]
-        return safe[:top_k]
+        if not text.strip():
+            return []
+        return [h.memory for h in await self.search(scope, text, top_k, safe_only=True)]
 
     # ----------------------------------------------------------------- writing
 
@@ -217,20 +245,22 @@ class MemoryService:
         if tag_problem is not None:
             return SaveOutcome("refused", reason=tag_problem)
         normalized = normalize(text)
-        loaded = await self._scope(scope)
-        async with loaded.lock:
-            if normalized in loaded.tombstones:
-                return SaveOutcome("tombstoned", memory=None, reason=loaded.tombstones[normalized])
-            existing = loaded.find_live_by_normalized(normalized)
-            if existing is not None:
-                return SaveOutcome("duplicate", memory=existing.record)
-            live = loaded.live()
-            if len(live) >= self.max_entries:
-                return SaveOutcome("full")
+        embedding: list[float] | None = None
+        if self.embedder is not None:
+            # The lock is not held while the embedding server answers; the rules are checked
+            # before the call too, so that a duplicate costs no request.
+            refusal = self._save_refusal(await self._scope(scope), normalized)
+            if refusal is not None:
+                return refusal
+            embedding = await self._embed_quietly(text)
+        async with self._writing(scope) as loaded:
+            refusal = self._save_refusal(loaded, normalized)
+            if refusal is not None:
+                return refusal
             tokens = segmenter.token_set(text)
             similar = [
                 e.record
-                for e in live
+                for e in loaded.live()
                 if segmenter.dice(tokens, e.content_tokens) >= NEAR_DUPLICATE_DICE
             ]
             now = utc_now_text()
@@ -238,9 +268,9 @@ class MemoryService:
                 id=self._new_id(loaded),
                 content=text,
                 normalized=normalized,
-                tags=clean_tags(tags),
+                tags=self._prepare_tags(tags),
                 user_id=_clean_user_id(user_id),
-                embedding=await self._embed_quietly(text),
+                embedding=embedding,
                 evidence=list(evidence),
                 source=source,
                 created_at=now,
@@ -248,6 +278,7 @@ class MemoryService:
             )
             await self.store.insert(scope, record)
             loaded.entries[record.id] = _Entry.of(record)
+        self._note_vector(embedding)
         return SaveOutcome("saved", memory=record, similar=similar[:3], truncated=truncated)
 
     async def update(
@@ -255,26 +286,32 @@ class MemoryService:
         scope: str,
         memory_id: str,
         *,
-        content: str | _Missing = MISSING,
-        tags: Sequence[object] | _Missing | None = MISSING,
-        user_id: str | _Missing | None = MISSING,
+        content: str | Missing = MISSING,
+        tags: Sequence[object] | Missing | None = MISSING,
+        user_id: str | Missing | None = MISSING,
         add_evidence: Sequence[int] = (),
     ) -> UpdateOutcome:
         """Change a memory; omitted fields keep their value, empty tags/user_id clear them.
         `add_evidence` appends chat-log row ids the change was based on."""
-        loaded = await self._scope(scope)
-        async with loaded.lock:
-            entry = loaded.entries.get(memory_id.strip().lstrip("#").lower())
+        key = _id_key(memory_id)
+        prepared = None if isinstance(content, Missing) else self._prepare_content(content)
+        embedding: list[float] | None = None
+        if isinstance(prepared, tuple):
+            # Embedded before taking the lock, and only when the text really changes.
+            current = (await self._scope(scope)).entries.get(key)
+            if current is not None and current.record.content != prepared[0]:
+                embedding = await self._embed_quietly(prepared[0])
+        async with self._writing(scope) as loaded:
+            entry = loaded.entries.get(key)
             if entry is None or entry.record.deleted:
                 return UpdateOutcome("not_found")
             record = entry.record
             changes: dict[str, object] = {}
             truncated = False
-            if not isinstance(content, _Missing):
-                prepared = self._prepare_content(content)
-                if isinstance(prepared, SaveOutcome):
-                    status = "empty" if prepared.status == "empty" else "refused"
-                    return UpdateOutcome(status, memory=record, reason=prepared.reason)
+            if isinstance(prepared, SaveOutcome):
+                status = "empty" if prepared.status == "empty" else "refused"
+                return UpdateOutcome(status, memory=record, reason=prepared.reason)
+            if prepared is not None:
                 text, truncated = prepared
                 normalized = normalize(text)
                 if normalized != record.normalized:
@@ -283,17 +320,16 @@ class MemoryService:
                     other = loaded.find_live_by_normalized(normalized)
                     if other is not None and other.record.id != record.id:
                         return UpdateOutcome("duplicate", memory=other.record)
-                    changes.update(
-                        content=text,
-                        normalized=normalized,
-                        embedding=await self._embed_quietly(text),
-                    )
-            if not isinstance(tags, _Missing):
+                # A case- or width-only edit keeps the normalised form (no dedupe question)
+                # but is still the wording asked for.
+                if text != record.content:
+                    changes.update(content=text, normalized=normalized, embedding=embedding)
+            if not isinstance(tags, Missing):
                 tag_problem = _tags_problem(tags)
                 if tag_problem is not None:
                     return UpdateOutcome("refused", memory=record, reason=tag_problem)
-                changes["tags"] = clean_tags(tags)
-            if not isinstance(user_id, _Missing):
+                changes["tags"] = self._prepare_tags(tags)
+            if not isinstance(user_id, Missing):
                 changes["user_id"] = _clean_user_id(user_id)
             changes = {k: v for k, v in changes.items() if getattr(record, k) != v}
             changed = bool(changes)
@@ -305,6 +341,8 @@ class MemoryService:
             updated = replace(record, **changes, updated_at=utc_now_text())  # type: ignore[arg-type]
             await self.store.update(scope, updated)
             loaded.entries[updated.id] = _Entry.of(updated)
+        if "content" in changes:
+            self._note_vector(updated.embedding)
         return UpdateOutcome("updated", memory=updated, truncated=truncated, changed=changed)
 
     async def forget(self, scope: str, memory_id: str, *, by_person: bool) -> MemoryRecord | None:
@@ -322,9 +360,8 @@ class MemoryService:
     async def restore(self, scope: str, memory_id: str) -> MemoryRecord | None:
         """Undo a deletion: lift the tombstone and bring the entry back. Raises MemoryFull
         when the scope has no room for it."""
-        loaded = await self._scope(scope)
-        async with loaded.lock:
-            entry = loaded.entries.get(memory_id.strip().lstrip("#").lower())
+        async with self._writing(scope) as loaded:
+            entry = loaded.entries.get(_id_key(memory_id))
             if entry is None or not entry.record.deleted:
                 return None
             record = entry.record
@@ -345,33 +382,48 @@ class MemoryService:
         return restored
 
     async def backfill_embeddings(self, batch_size: int = 32) -> int:
-        """Compute vectors for memories saved before embeddings were configured, until none
-        is left (or the embedding server fails: keyword search keeps working meanwhile)."""
+        """Compute vectors for memories stored without one (saved before embeddings were
+        configured, or while the server was down), until none is left or the embedding
+        server fails: keyword search keeps working meanwhile, and the next successful
+        embedding call starts the backfill again."""
         if self.embedder is None:
             return 0
+        self._backfilling = True
+        self._vectors_missing = False
         filled = 0
-        while True:
-            missing = await self.store.missing_embeddings(limit=batch_size * 8)
-            done_this_round = 0
-            for scope, ids_and_texts in missing:
-                for start in range(0, len(ids_and_texts), batch_size):
-                    batch = ids_and_texts[start : start + batch_size]
-                    try:
-                        vectors = await self.embedder.embed([text for _, text in batch])
-                    except LLMError as exc:
-                        logger.info("embedding backfill stopped: %s", exc)
-                        return filled
-                    done_this_round += await self._store_vectors(scope, batch, vectors)
-            filled += done_this_round
-            if not missing or done_this_round == 0:
-                return filled
+        try:
+            while True:
+                missing = await self.store.missing_embeddings(limit=batch_size * 8)
+                done_this_round = 0
+                for scope, ids_and_texts in missing:
+                    for start in range(0, len(ids_and_texts), batch_size):
+                        batch = ids_and_texts[start : start + batch_size]
+                        try:
+                            vectors = await self.embedder.embed([text for _, text in batch])
+                        except LLMError as exc:
+                            logger.info("embedding backfill stopped: %s", exc)
+                            self._vectors_missing = True
+                            return filled
+                        done_this_round += await self._store_vectors(scope, batch, vectors)
+                filled += done_this_round
+                if not missing or done_this_round == 0:
+                    return filled
+        finally:
+            self._backfilling = False
+
+    async def close(self) -> None:
+        """Stop a backfill started after the embedding server recovered: it may have many
+        batches to go, and whatever it has not filled is filled after the next start."""
+        for task in self._background:
+            task.cancel()
+        if self._background:
+            await asyncio.gather(*self._background, return_exceptions=True)
 
     async def _store_vectors(
         self, scope: str, batch: list[tuple[str, str]], vectors: list[list[float]]
     ) -> int:
         """Write backfilled vectors, skipping entries whose content changed meanwhile."""
-        loaded = await self._scope(scope)
-        async with loaded.lock:
+        async with self._writing(scope) as loaded:
             fresh: dict[str, list[float]] = {}
             for (memory_id, text), vector in zip(batch, vectors, strict=True):
                 entry = loaded.entries.get(memory_id)
@@ -389,7 +441,7 @@ class MemoryService:
         text = fold_whitespace(raw)
         if not text:
             return SaveOutcome("empty", reason="内容为空")
-        # Checked before folding too: role markers only count at the start of a line.
+        # Checked before folding: a heading like "### System" is only one at a line start.
         reason = injection_reason(raw)
         if reason is not None:
             return SaveOutcome("refused", reason=reason)
@@ -398,14 +450,30 @@ class MemoryService:
         truncated = len(text) > MAX_CONTENT_CHARS
         return (text[:MAX_CONTENT_CHARS], truncated)
 
+    def _prepare_tags(self, tags: Sequence[object] | None) -> list[str]:
+        # Masked before `clean_tags` cuts them short: a cut would leave a partial number.
+        if self.mask_pii:
+            tags = [mask_pii(fold_whitespace(str(tag))) for tag in tags or ()]
+        return clean_tags(tags)
+
+    def _save_refusal(self, loaded: _Scope, normalized: str) -> SaveOutcome | None:
+        """Why this content may not be saved to the scope now (None if it may)."""
+        if normalized in loaded.tombstones:
+            return SaveOutcome("tombstoned", memory=None, reason=loaded.tombstones[normalized])
+        existing = loaded.find_live_by_normalized(normalized)
+        if existing is not None:
+            return SaveOutcome("duplicate", memory=existing.record)
+        if len(loaded.live()) >= self.max_entries:
+            return SaveOutcome("full")
+        return None
+
     async def _delete(
         self, scope: str, memory_ids: Sequence[str], *, by_person: bool
     ) -> list[MemoryRecord]:
-        loaded = await self._scope(scope)
-        async with loaded.lock:
+        async with self._writing(scope) as loaded:
             targets = []
             for raw_id in memory_ids:
-                entry = loaded.entries.get(raw_id.strip().lstrip("#").lower())
+                entry = loaded.entries.get(_id_key(raw_id))
                 if entry is not None and not entry.record.deleted:
                     targets.append(entry.record)
             if not targets:
@@ -435,10 +503,54 @@ class MemoryService:
         if self.embedder is None:
             return None
         try:
-            return (await self.embedder.embed([text]))[0]
+            vector = (await self.embedder.embed([text]))[0]
         except LLMError as exc:
-            logger.info("embedding unavailable, keyword search only: %s", exc)
+            if exc.kind == "paused":
+                logger.debug("embedding paused, keyword search only: %s", exc)
+            else:
+                logger.info("embedding unavailable, keyword search only: %s", exc)
             return None
+        self._resume_backfill()
+        return vector
+
+    def _note_vector(self, embedding: list[float] | None) -> None:
+        """Remember that a memory was stored without a vector, to backfill it later."""
+        if embedding is None and self.embedder is not None:
+            self._vectors_missing = True
+
+    def _resume_backfill(self) -> None:
+        """The embedding server answers again: fill in what was stored while it did not."""
+        if not self._vectors_missing or self._backfilling:
+            return
+        self._backfilling = True  # until the task starts: one backfill at a time
+        task = asyncio.ensure_future(self._backfill_in_background())
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
+
+    async def _backfill_in_background(self) -> int:
+        try:
+            return await self.backfill_embeddings()
+        except Exception:
+            # Nobody awaits this task: log here (database closed at shutdown, disk full...).
+            logger.exception("embedding backfill failed; keyword search still works")
+            self._vectors_missing = True
+            return 0
+
+    @asynccontextmanager
+    async def _writing(self, scope: str) -> AsyncIterator[_Scope]:
+        """Hold the scope's write lock and yield its index, loaded (or reloaded) under it."""
+        lock = self._locks.get(scope)
+        if lock is None:
+            lock = self._locks[scope] = asyncio.Lock()
+        self._lock_users[scope] += 1
+        try:
+            async with lock:
+                yield await self._scope(scope)
+        finally:
+            self._lock_users[scope] -= 1
+            if not self._lock_users[scope]:
+                del self._lock_users[scope]
+                del self._locks[scope]
 
     async def _scope(self, scope: str) -> _Scope:
         cached = self._scopes.get(scope)
@@ -468,13 +580,20 @@ class MemoryService:
 
     def _remember_scope(self, scope: str, loaded: _Scope) -> None:
         self._scopes[scope] = loaded
-        # Keep a bounded number of scopes indexed; an evicted one is reloaded on demand.
+        # Keep a bounded number of scopes indexed; an evicted one is reloaded on demand. A
+        # scope being written stays: its writer updates this very index after the database.
         while len(self._scopes) > MAX_CACHED_SCOPES:
-            oldest, candidate = next(iter(self._scopes.items()))
-            if candidate.lock.locked():
-                self._scopes.move_to_end(oldest)
-                break
-            del self._scopes[oldest]
+            victim = next(
+                (s for s in self._scopes if s != scope and s not in self._lock_users), None
+            )
+            if victim is None:
+                return  # every other cached scope is being written: over the bound for now
+            del self._scopes[victim]
+
+
+def _id_key(memory_id: str) -> str:
+    """How ids are looked up: `#ab3d`, `AB3D` and ` ab3d ` are the same id."""
+    return memory_id.strip().lstrip("#").lower()
 
 
 def _keyword_score(query_tokens: frozenset[str], entry: _Entry) -> float:
@@ -494,7 +613,7 @@ def _clean_user_id(user_id: object) -> str | None:
 
 
 def _tags_problem(tags: object) -> str | None:
-    if isinstance(tags, _Missing) or not tags:
+    if isinstance(tags, Missing) or not tags:
         return None
     for tag in tags if isinstance(tags, list | tuple) else [tags]:
         reason = injection_reason(str(tag))
@@ -504,6 +623,6 @@ def _tags_problem(tags: object) -> str | None:
 
 
 def is_safe_to_show(record: MemoryRecord) -> bool:
-    """Never inject a memory that looks like steering (in its content or its tags)."""
+    """Never show the model a memory that looks like steering (in its content or tags)."""
     fields = [record.content, *record.tags, record.user_id or ""]
     return all(injection_reason(text) is None for text in fields)

@@ -47,23 +47,30 @@ async def run_memory_action(
         if page is None:
             return texts.MEMORY_USAGE
         records = await memory.list(scope)
-        return texts.memory_page(records, page, PAGE_SIZE) if records else texts.MEMORY_EMPTY
+        if not records:
+            return texts.MEMORY_EMPTY
+        pages = texts.memory_page_count(len(records), PAGE_SIZE)
+        if page > pages:
+            return texts.memory_no_such_page(page, pages, len(records))
+        return texts.memory_page(records, page, PAGE_SIZE)
     if action == "搜索" and argument:
         hits = await memory.search(scope, argument, SEARCH_LIMIT)
         return texts.memory_search_result(argument, [h.memory for h in hits])
     if action == "删除" and _looks_like_id(argument):
         deleted = await memory.forget(scope, argument, by_person=True)
-        return texts.memory_deleted(deleted) if deleted else texts.memory_not_found(argument)
+        if deleted is None:
+            return texts.memory_not_found_with_usage(argument)
+        return texts.memory_deleted(deleted)
     if action == "恢复" and _looks_like_id(argument):
         try:
             restored = await memory.restore(scope, argument)
         except MemoryFull as full:
             return texts.memory_full_for_restore(full.args[0])
-        return (
-            texts.memory_restored(restored)
-            if restored
-            else texts.memory_nothing_to_restore(argument)
-        )
+        if restored is not None:
+            return texts.memory_restored(restored)
+        if await memory.get(scope, argument) is not None:
+            return texts.memory_nothing_to_restore(argument)  # a live memory: nothing to undo
+        return texts.memory_nothing_to_restore_with_usage(argument)
     if action == "清空" and argument == "":
         count = await memory.count(scope)
         return texts.memory_clear_confirm(count) if count else texts.MEMORY_EMPTY

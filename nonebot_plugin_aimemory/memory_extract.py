@@ -15,8 +15,9 @@ from .model_json import parse_json_object
 
 logger = logging.getLogger("nonebot_plugin_aimemory")
 
-MAX_TRANSCRIPT_CHARS = 12_000
-MAX_FACTS = 10
+MAX_TRANSCRIPT_CHARS = 12_000  # one extraction request
+MAX_CHUNKS = 4  # per fold; beyond that only the newest messages are examined
+MAX_FACTS = 10  # per extraction request
 EXTRACT_PROMPT = """你负责从即将被压缩的聊天记录里提取值得长期记住的事实。
 只提取长期有效的信息：某人的偏好、称呼、个人情况、约定、计划、重要事件和决定。
 不要提取：寒暄、一次性的问题、临时情绪、未确认的猜测、证件号/银行卡号/密码等敏感信息。
@@ -41,17 +42,27 @@ class FactExtractor:
         task.add_done_callback(self._tasks.discard)
 
     async def extract_and_save(self, scope: str, messages: Sequence[Message]) -> int:
-        """Returns how many new memories were saved."""
-        transcript = "\n".join(render_transcript(messages))[-MAX_TRANSCRIPT_CHARS:]
-        if not transcript.strip():
-            return 0
+        """Returns how many new memories were saved. A long fold is examined in chunks of
+        at most `MAX_TRANSCRIPT_CHARS`, oldest first, one extraction request each."""
+        chunks = transcript_chunks(render_transcript(messages))
+        saved = 0
+        for index, chunk in enumerate(chunks, 1):
+            saved += await self._extract_chunk(scope, chunk, f"{index}/{len(chunks)}")
+        logger.info("saved %d memories from messages folded in %s", saved, scope)
+        return saved
+
+    async def _extract_chunk(self, scope: str, transcript: str, part: str) -> int:
+        """Ask for the facts of one chunk and save them; returns how many were new."""
         try:
             completion = await self.llm.complete(
                 [Message("system", EXTRACT_PROMPT), Message("user", transcript)],
-                context=f"extract {scope}",
+                context=f"extract {scope} {part}",
             )
         except LLMError as exc:
-            logger.info("fact extraction before compression failed for %s: %s", scope, exc)
+            # The other chunks may still get through: a timeout is often about one request.
+            logger.info(
+                "fact extraction (%s) before compression failed for %s: %s", part, scope, exc
+            )
             return 0
         saved = 0
         for fact in parse_facts(completion.message.text)[:MAX_FACTS]:
@@ -63,13 +74,33 @@ class FactExtractor:
                 source="extract",
             )
             saved += outcome.status == "saved"
-        logger.info("saved %d memories from messages folded in %s", saved, scope)
         return saved
 
     async def drain(self) -> None:
         """Wait for extractions still running (used at shutdown)."""
         if self._tasks:
             await asyncio.gather(*self._tasks, return_exceptions=True)
+
+
+def transcript_chunks(lines: Sequence[str]) -> list[str]:
+    """The transcript cut at line ends into chunks of at most `MAX_TRANSCRIPT_CHARS` (a
+    longer line is cut in pieces), oldest first; at most `MAX_CHUNKS`, the newest kept."""
+    chunks: list[str] = []
+    current: list[str] = []
+    size = 0
+    for line in lines:
+        pieces = [
+            line[i : i + MAX_TRANSCRIPT_CHARS] for i in range(0, len(line), MAX_TRANSCRIPT_CHARS)
+        ]
+        for piece in pieces:
+            if current and size + 1 + len(piece) > MAX_TRANSCRIPT_CHARS:
+                chunks.append("\n".join(current))
+                current, size = [], 0
+            size += len(piece) + (1 if current else 0)
+            current.append(piece)
+    if current:
+        chunks.append("\n".join(current))
+    return [chunk for chunk in chunks if chunk.strip()][-MAX_CHUNKS:]
 
 
 def parse_facts(text: str) -> list[dict]:

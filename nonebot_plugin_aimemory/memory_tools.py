@@ -3,24 +3,31 @@ in a closure: no argument can name another scope, and another scope's id is simp
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import re
+import unicodedata
+from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from . import texts
 from .engine.tools import Tool, ToolError
-from .memory import MISSING, MemoryService, SaveOutcome, UpdateOutcome
+from .memory import MISSING, MemoryService, Missing, SaveOutcome, UpdateOutcome
 
 if TYPE_CHECKING:
+    from .memory import SearchHit
     from .runtime import Runtime
 
-SEARCH_LIMIT_MAX = 50
+SEARCH_LIMIT_DEFAULT = 10
+SEARCH_LIMIT_MAX = 50  # with a query; without one the model may list every entry
+# Below the engine's 8000-character cap on tool results, so the paging note is never cut.
+SEARCH_RESULT_MAX_CHARS = 7500
+USER_ID_PROBLEM = "user_id 必须是 QQ 号（纯数字）；要清空请传空字符串"
 _STRING = {"type": "string"}
 _TAGS = {
     "type": "array",
     "items": {"type": "string"},
     "description": "可选：1~3 个分类标签，如“饮食”“生日”“约定”",
 }
-_USER_ID = {"type": "string", "description": "可选：这条记忆是关于哪位用户的 QQ 号"}
+_USER_ID = {"type": "string", "description": "可选：这条记忆是关于哪位用户的 QQ 号（纯数字）"}
 
 SAVE_DESCRIPTION = (
     "保存一条长期记忆。记忆只属于当前这个群聊或私聊，其他群和私聊看不到。"
@@ -30,12 +37,13 @@ SAVE_DESCRIPTION = (
     "不要保存寒暄、一次性的问题、临时情绪、未确认的猜测，以及证件号、银行卡号、密码等敏感信息。"
 )
 SEARCH_DESCRIPTION = (
-    "搜索当前会话的长期记忆。不带 query 时按时间列出全部；带 query 时按相关度排序。"
-    "回答涉及以前提到过的人、偏好、约定时，先搜索。"
+    "搜索当前会话的长期记忆。不带 query 时按时间列出全部（从新到旧）；带 query 时按相关度排序。"
+    "回答涉及以前提到过的人、偏好、约定时，先搜索。结果太长时会说明还剩多少条，用 offset 继续查看。"
 )
 UPDATE_DESCRIPTION = (
     "按编号修改一条已有记忆：记忆过时或有误时更正它；两条记忆说的是同一件事时，把内容合并到一条。"
-    "省略的字段保持不变；tags 传空数组、user_id 传空字符串表示清空。content 不能为空。"
+    "省略的字段保持不变（content 传 null 也算省略）；tags 传空数组、user_id 传空字符串表示清空。"
+    "content 不能为空；user_id 只能是 QQ 号。"
 )
 FORGET_DESCRIPTION = "按编号删除一条记忆：错误、过时或与其他记忆重复的记忆。"
 
@@ -69,8 +77,16 @@ def memory_tools(runtime: Runtime, scope: str) -> Iterable[Tool]:
                     "limit": {
                         "type": "integer",
                         "minimum": 1,
-                        "maximum": SEARCH_LIMIT_MAX,
-                        "description": "最多返回几条，默认 10",
+                        "maximum": max(memory.max_entries, SEARCH_LIMIT_MAX),
+                        "description": (
+                            f"可选：最多返回几条。带 query 时默认 {SEARCH_LIMIT_DEFAULT}、"
+                            f"最多 {SEARCH_LIMIT_MAX}；不带 query 时默认全部"
+                        ),
+                    },
+                    "offset": {
+                        "type": "integer",
+                        "minimum": 0,
+                        "description": "可选：跳过前面几条，用于翻页，默认 0",
                     },
                 },
                 [],
@@ -106,12 +122,14 @@ def _object(properties: dict[str, Any], required: list[str]) -> dict[str, Any]:
 def _saver(memory: MemoryService, scope: str):
     async def save(arguments: dict[str, Any]) -> str:
         """The `memory_save` tool: store a new memory in this scope."""
-        content = _text_argument(arguments, "content")
+        content = _content_argument(arguments.get("content"))
+        if isinstance(content, Missing) or not content.strip():
+            raise ToolError("缺少参数 content")
         outcome = await memory.save(
             scope,
             content,
             tags=_tags_argument(arguments.get("tags")),
-            user_id=_optional_text(arguments.get("user_id")),
+            user_id=_user_id_argument(arguments.get("user_id")),
             source="tool",
         )
         return describe_save(outcome, memory.max_entries)
@@ -123,11 +141,18 @@ def _searcher(memory: MemoryService, scope: str):
     async def search(arguments: dict[str, Any]) -> str:
         """The `memory_search` tool: this scope's memories, by query or newest first."""
         query = _optional_text(arguments.get("query"))
-        limit = _limit_argument(arguments.get("limit"))
-        hits = await memory.search(scope, query, limit)
+        has_query = bool(query and query.strip())
+        cap = SEARCH_LIMIT_MAX if has_query else max(memory.max_entries, SEARCH_LIMIT_MAX)
+        default = SEARCH_LIMIT_DEFAULT if has_query else cap
+        limit = _int_argument(arguments.get("limit"), default, low=1, high=cap)
+        offset = _int_argument(arguments.get("offset"), 0, low=0, high=None)
+        # Memories that fail the guard (rows stored before it caught them) are never shown.
+        hits = await memory.search(scope, query, offset + limit, safe_only=True)
         if not hits:
-            return "没有找到相关记忆。" if query else "当前会话还没有任何记忆。"
-        return "\n".join(texts.memory_line(hit.memory) for hit in hits)
+            return "没有找到相关记忆。" if has_query else "当前会话还没有任何记忆。"
+        if offset >= len(hits):
+            return f"offset={offset} 超出了范围：一共只有 {len(hits)} 条。"
+        return search_page(hits, offset)
 
     return search
 
@@ -139,9 +164,10 @@ def _updater(memory: MemoryService, scope: str):
         outcome = await memory.update(
             scope,
             memory_id,
-            content=str(arguments["content"]) if "content" in arguments else MISSING,
+            # null content counts as omitted: content cannot be cleared, only forgotten.
+            content=_content_argument(arguments.get("content")),
             tags=_tags_argument(arguments["tags"]) if "tags" in arguments else MISSING,
-            user_id=_optional_text(arguments["user_id"]) if "user_id" in arguments else MISSING,
+            user_id=_user_id_argument(arguments["user_id"]) if "user_id" in arguments else MISSING,
         )
         return describe_update(outcome, memory_id)
 
@@ -158,6 +184,24 @@ def _forgetter(memory: MemoryService, scope: str):
         return f"已删除记忆 #{deleted.id}。"
 
     return forget
+
+
+def search_page(hits: Sequence[SearchHit], offset: int) -> str:
+    """Hits from `offset` on, one per line, as many as fit the result size; when some do
+    not fit, a last line says how many are left and which offset shows them."""
+    lines: list[str] = []
+    used = 0
+    for hit in hits[offset:]:
+        line = texts.memory_line(hit.memory)
+        if lines and used + len(line) + 1 > SEARCH_RESULT_MAX_CHARS:
+            break
+        lines.append(line)
+        used += len(line) + 1
+    left = len(hits) - offset - len(lines)
+    if left > 0:
+        next_offset = offset + len(lines)
+        lines.append(f"（还有 {left} 条没有显示，用 offset={next_offset} 继续查看）")
+    return "\n".join(lines)
 
 
 def describe_save(outcome: SaveOutcome, max_entries: int) -> str:
@@ -214,19 +258,47 @@ def _optional_text(value: Any) -> str | None:
     return None if value is None else str(value)
 
 
+def _content_argument(value: Any) -> str | Missing:
+    """The content a tool was given; null is the same as leaving it out."""
+    if value is None:
+        return MISSING
+    if not isinstance(value, str):
+        raise ToolError("content 必须是字符串")
+    return value
+
+
+def _user_id_argument(value: Any) -> str | None:
+    """A QQ number, or None (null or empty clears it). Anything else is refused rather than
+    silently dropped: a nickname here would otherwise wipe the stored number."""
+    if value is None:
+        return None
+    if isinstance(value, int) and not isinstance(value, bool):
+        value = str(value)
+    if not isinstance(value, str):
+        raise ToolError(USER_ID_PROBLEM)
+    text = unicodedata.normalize("NFKC", value).strip()
+    if not text:
+        return None
+    if not re.fullmatch(r"[0-9]{1,20}", text):
+        raise ToolError(USER_ID_PROBLEM)
+    return text
+
+
 def _tags_argument(value: Any) -> list[str] | None:
     if value is None:
         return None
     if isinstance(value, str):
         return [part for part in value.replace("，", ",").split(",") if part.strip()]
-    if isinstance(value, list):
+    if isinstance(value, list) and all(isinstance(item, str | int | float) for item in value):
         return [str(item) for item in value]
     raise ToolError("tags 必须是字符串数组")
 
 
-def _limit_argument(value: Any) -> int:
+def _int_argument(value: Any, default: int, *, low: int, high: int | None) -> int:
+    """An integer argument clamped to [low, high]; missing or unreadable gives `default`."""
     try:
-        limit = int(value) if value is not None else 10
+        number = int(value) if value is not None else default
     except (TypeError, ValueError):
-        limit = 10
-    return max(1, min(limit, SEARCH_LIMIT_MAX))
+        number = default
+    number = max(low, number)
+    return number if high is None else min(number, high)

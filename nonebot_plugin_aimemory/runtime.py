@@ -305,6 +305,8 @@ class Runtime:
         await pre_compact.drain()
         if self._background:
             await asyncio.gather(*self._background, return_exceptions=True)
+        if self.memory is not None:
+            await self.memory.close()  # a backfill after an embedding outage may be running
         if self.database is not None:
             await self.database.close()
         await self.http.aclose()

@@ -83,27 +83,48 @@ def memory_not_found(memory_id: str) -> str:
     return f"没有编号为 #{memory_id.strip().lstrip('#')} 的记忆。"
 
 
+def memory_not_found_with_usage(memory_id: str) -> str:
+    """`~记忆 删除` of an id this chat does not have: say so, and how the command goes."""
+    return memory_not_found(memory_id) + MEMORY_USAGE
+
+
 def memory_injection(records: Sequence[MemoryRecord], max_chars: int) -> str:
-    """The block put before one turn's user text (never persisted)."""
+    """The block put before one turn's user text (never persisted). Records come best
+    first; one that does not fit is skipped, except the best, which is cut rather than
+    dropped (to half the budget, leaving room for the next ones)."""
     lines = [MEMORY_INJECTION_HEADER]
     used = len(MEMORY_INJECTION_HEADER)
-    for record in records:
+    for rank, record in enumerate(records):
         line = memory_line(record)
         if used + len(line) + 1 > max_chars:
-            break
+            if rank > 0:
+                continue
+            line = line[: max(max_chars // 2 - used - 2, 0)]
+            if len(line) <= len(f"#{record.id} "):
+                continue  # no room left for any of its content
+            line += "…"
         lines.append(line)
         used += len(line) + 1
     return "\n".join(lines) if len(lines) > 1 else ""
 
 
+def memory_page_count(total: int, page_size: int) -> int:
+    """How many pages `~记忆 列表` has for `total` memories (at least one)."""
+    return max(1, -(-total // page_size))
+
+
 def memory_page(records: Sequence[MemoryRecord], page: int, page_size: int) -> str:
-    """One page of the `~记忆 列表` listing; the page number is clamped to the range."""
+    """One page of the `~记忆 列表` listing (`page` within 1…memory_page_count)."""
     total = len(records)
-    pages = max(1, -(-total // page_size))
-    page = min(max(page, 1), pages)
+    pages = memory_page_count(total, page_size)
     shown = records[(page - 1) * page_size : page * page_size]
     header = f"记忆（第 {page}/{pages} 页，共 {total} 条）："
     return "\n".join([header, *(memory_line(r) for r in shown)])
+
+
+def memory_no_such_page(page: int, pages: int, total: int) -> str:
+    """`~记忆 列表 <页码>` past the last page."""
+    return f"没有第 {page} 页：记忆共 {total} 条，{pages} 页。"
 
 
 def memory_search_result(query: str, records: Sequence[MemoryRecord]) -> str:
@@ -116,8 +137,8 @@ def memory_search_result(query: str, records: Sequence[MemoryRecord]) -> str:
 def memory_deleted(record: MemoryRecord) -> str:
     """Confirm a deletion and say how to undo it."""
     return (
-        f"已删除记忆 #{record.id}：{record.content[:50]}\n"
-        f"之后不会再自动记住这条内容；如需撤销：~记忆 恢复 {record.id}"
+        f"已删除记忆 #{record.id}：{record.content[:50]}"
+        f"（之后不会再自动记住这条内容；撤销请发：~记忆 恢复 {record.id}）"
     )
 
 
@@ -129,6 +150,11 @@ def memory_restored(record: MemoryRecord) -> str:
 def memory_nothing_to_restore(memory_id: str) -> str:
     """Reply when there is no deleted memory with that id to restore."""
     return f"没有可恢复的记忆 #{memory_id.strip().lstrip('#')}。"
+
+
+def memory_nothing_to_restore_with_usage(memory_id: str) -> str:
+    """`~记忆 恢复` of an id this chat has never had: say so, and how the command goes."""
+    return memory_nothing_to_restore(memory_id) + MEMORY_USAGE
 
 
 def memory_full_for_restore(max_entries: int) -> str:

@@ -3,17 +3,23 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+import time
+from collections.abc import Callable, Sequence
 
 import httpx
 
 from .llm import BODY_EXCERPT_CHARS, Endpoint, LLMError
 
 EMBEDDING_TIMEOUT_SECONDS = 15.0
+PAUSE_INITIAL_SECONDS = 60.0
+PAUSE_MAX_SECONDS = 600.0
 
 
 class EmbeddingClient:
-    """Turns texts into vectors; any failure raises LLMError so callers can fall back."""
+    """Turns texts into vectors; any failure raises LLMError so callers can fall back.
+
+    After a failure the client pauses (60 s, doubling up to 10 min while failures go on) and
+    fails at once meanwhile: a down or hanging server must not cost every turn a timeout."""
 
     def __init__(
         self,
@@ -21,15 +27,46 @@ class EmbeddingClient:
         endpoint: Endpoint,
         *,
         timeout_seconds: float = EMBEDDING_TIMEOUT_SECONDS,
+        pause_initial_seconds: float = PAUSE_INITIAL_SECONDS,
+        pause_max_seconds: float = PAUSE_MAX_SECONDS,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.http = http
         self.endpoint = endpoint
         self.timeout_seconds = timeout_seconds
+        self.pause_initial_seconds = pause_initial_seconds
+        self.pause_max_seconds = pause_max_seconds
+        self.clock = clock
+        self._pause_seconds = 0.0  # the current pause; 0 while the server answers
+        self._paused_until = 0.0
+
+    @property
+    def paused(self) -> bool:
+        """Whether calls are skipped because the server failed recently."""
+        return self.clock() < self._paused_until
 
     async def embed(self, texts: Sequence[str]) -> list[list[float]]:
         """One vector per text, in order, from the `/embeddings` endpoint."""
         if not texts:
             return []
+        if self.paused:
+            remaining = self._paused_until - self.clock()
+            raise LLMError("paused", f"embeddings: paused for {remaining:.0f} s after a failure")
+        try:
+            vectors = await self._request(texts)
+        except LLMError:
+            self._pause()
+            raise
+        self._pause_seconds = 0.0
+        return vectors
+
+    def _pause(self) -> None:
+        """Pause after a failure; each failure in a row doubles the pause, up to the max."""
+        doubled = self._pause_seconds * 2 if self._pause_seconds else self.pause_initial_seconds
+        self._pause_seconds = min(doubled, self.pause_max_seconds)
+        self._paused_until = self.clock() + self._pause_seconds
+
+    async def _request(self, texts: Sequence[str]) -> list[list[float]]:
         headers = (
             {"Authorization": f"Bearer {self.endpoint.api_key}"} if self.endpoint.api_key else {}
         )

@@ -126,3 +126,33 @@ async def test_injected_block_stays_within_about_1500_characters(plugin) -> None
     block = injected_block(last_user_content(plugin))
     assert len(block) <= 1500
     assert len(memory_lines(block)) == 2  # the third would not fit
+
+
+async def test_an_entry_that_does_not_fit_is_skipped_and_the_next_ones_still_go_in(plugin) -> None:
+    # Ranked: the short plan first, then the long plan (does not fit), then the budget
+    # note, which must not be blocked by the long plan.
+    first = await remember(plugin, "小明(2001)的旅行计划：暑假去青岛，旅行预算三千")
+    await remember(plugin, "小明(2001)的旅行计划：" + "去海边看日出，" * 200)
+    third = await remember(plugin, "小明(2001)的预算是三千元")
+    bot = RecordingBot()
+
+    await bot.receive(asking("小明的旅行计划和旅行预算"))
+
+    lines = memory_lines(injected_block(last_user_content(plugin)))
+    assert [line.split()[0] for line in lines] == [f"#{first}", f"#{third}"]
+
+
+async def test_an_over_budget_best_match_is_injected_cut_rather_than_dropped(plugin) -> None:
+    long_plan = "小明(2001)的旅行计划：" + "去海边看日出，" * 300
+    long_id = await remember(plugin, long_plan)
+    short_id = await remember(plugin, "小明(2001)不喜欢坐飞机")
+    bot = RecordingBot()
+
+    await bot.receive(asking("小明(2001)的旅行计划：去海边看日出"))
+
+    block = injected_block(last_user_content(plugin))
+    best, *rest = memory_lines(block)
+    assert len(block) <= 1500
+    assert best.startswith(f"#{long_id} 小明(2001)的旅行计划：去海边看日出，")
+    assert best.endswith("…")
+    assert [line.split()[0] for line in rest] == [f"#{short_id}"]

@@ -62,6 +62,16 @@ async def test_delete_marks_the_memory_deleted(plugin) -> None:
     assert [r.id for r in await stored(plugin, SCOPE, deleted=True)] == [memory_id]
 
 
+async def test_the_delete_reply_is_one_line_with_the_undo_hint(plugin) -> None:
+    memory_id = await remember(plugin)
+    bot = RecordingBot()
+
+    reply = await command(bot, by_admin(f"~记忆 删除 {memory_id}"))
+
+    assert "\n" not in reply
+    assert reply.endswith(f"~记忆 恢复 {memory_id}）")
+
+
 async def test_content_a_person_deleted_is_refused_when_the_model_saves_it_again(plugin) -> None:
     memory_id = await remember(plugin)
     bot = RecordingBot()
@@ -271,7 +281,7 @@ async def test_a_private_user_cannot_delete_someone_elses_memory(plugin) -> None
 
     reply = await command(bot, private_message(f"~记忆 删除 {memory_id}", user_id=3903))
 
-    assert reply == texts.memory_not_found(memory_id)
+    assert reply == f"没有编号为 #{memory_id} 的记忆。{texts.MEMORY_USAGE}"
     assert len(await stored(plugin, "f:3902")) == 1
 
 
@@ -359,12 +369,43 @@ async def test_a_bad_action_or_argument_gets_the_usage_line(plugin, typed) -> No
     assert len(await stored(plugin, SCOPE)) == 1
 
 
-async def test_deleting_an_unknown_id_says_it_is_not_found(plugin) -> None:
+async def test_deleting_an_unknown_id_says_it_is_not_found_with_the_usage_line(plugin) -> None:
     bot = RecordingBot()
 
     reply = await command(bot, by_admin("~记忆 删除 zzzz"))
 
-    assert reply == texts.memory_not_found("zzzz")
+    assert reply == f"没有编号为 #zzzz 的记忆。{texts.MEMORY_USAGE}"
+
+
+async def test_restoring_an_unknown_id_says_so_with_the_usage_line(plugin) -> None:
+    await remember(plugin)
+    bot = RecordingBot()
+
+    reply = await command(bot, by_admin("~记忆 恢复 #zzzz"))
+
+    assert reply == f"没有可恢复的记忆 #zzzz。{texts.MEMORY_USAGE}"
+
+
+async def test_an_id_of_another_group_is_unknown_to_delete_and_restore(plugin) -> None:
+    other_id = await remember(plugin, scope="g:902")
+    bot = RecordingBot()
+
+    deleted = await command(bot, by_admin(f"~记忆 删除 {other_id}"))
+    restored = await command(bot, by_admin(f"~记忆 恢复 {other_id}"))
+
+    assert deleted == f"没有编号为 #{other_id} 的记忆。{texts.MEMORY_USAGE}"
+    assert restored == f"没有可恢复的记忆 #{other_id}。{texts.MEMORY_USAGE}"
+    assert len(await stored(plugin, "g:902")) == 1
+
+
+async def test_a_page_past_the_last_says_how_many_pages_there_are(plugin) -> None:
+    for i in range(12):
+        await remember(plugin, f"第{i}号群友的口头禅是“收到{i}”")
+    bot = RecordingBot()
+
+    reply = await command(bot, in_group("~记忆 列表 3"))
+
+    assert reply == "没有第 3 页：记忆共 12 条，2 页。"
 
 
 async def test_commands_never_reach_the_model(plugin) -> None:

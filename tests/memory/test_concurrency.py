@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import asyncio
 
+from nonebot_plugin_aimemory import memory as memory_module
+
 SCOPE = "g:1101"
 
 
@@ -51,3 +53,92 @@ async def test_concurrent_saves_to_different_scopes_do_not_mix(memory) -> None:
     for scope in scopes:
         rows = await memory.store.load_scope(scope)
         assert [r.content for r in rows] == [f"{scope} 的专属记忆"]
+
+
+async def test_saves_to_one_scope_stay_serialised_while_other_scopes_churn_the_cache(
+    memory, monkeypatch
+) -> None:
+    # Given a tiny scope cache, slow inserts (wide windows between one writer and the next)
+    # and a steady stream of other scopes being loaded, which keeps evicting entries...
+    monkeypatch.setattr(memory_module, "MAX_CACHED_SCOPES", 2)
+    memory.max_entries = 5
+    insert = memory.store.insert
+
+    async def slow_insert(scope, record) -> None:
+        await asyncio.sleep(0.005)
+        await insert(scope, record)
+
+    monkeypatch.setattr(memory.store, "insert", slow_insert)
+    churning = True
+
+    async def churn(offset: int) -> None:
+        n = 0
+        while churning:
+            await memory.count(f"g:{3000 + offset * 1000 + n}")
+            n += 1
+
+    async def save(i: int):
+        await asyncio.sleep(i * 0.003)
+        return await memory.save(SCOPE, f"第{i}条互不相同的记忆：编号{i * 13}")
+
+    churners = [asyncio.ensure_future(churn(k)) for k in range(4)]
+    try:
+        # ...when forty saves, half of them the same content, reach one scope over time...
+        outcomes = await asyncio.gather(*(save(i % 20) for i in range(40)))
+    finally:
+        churning = False
+        await asyncio.gather(*churners)
+
+    # ...then the cap holds and no content is stored twice.
+    rows = await memory.store.load_scope(SCOPE)
+    assert len(rows) == 5
+    assert len({r.normalized for r in rows}) == 5
+    assert sorted(o.status for o in outcomes).count("saved") == 5
+
+
+async def test_a_scope_is_not_evicted_between_one_writer_and_the_next(memory, monkeypatch) -> None:
+    """The narrowest window: another scope finishes loading (and evicts the oldest cached
+    scope) in the very instant the first save hands the scope's lock to the queued second
+    save. A third save arriving then must still queue behind the second."""
+    monkeypatch.setattr(memory_module, "MAX_CACHED_SCOPES", 2)
+    memory.max_entries = 2
+    await memory.count(SCOPE)
+    await memory.count("g:3001")  # the cache is full: [SCOPE, g:3001]
+    at_gate, released = asyncio.Event(), asyncio.Event()
+
+    async def index_once_released(func, /, *args, **kwargs):
+        # Given: the load of g:3002 indexes its entries only once the first save has written.
+        at_gate.set()
+        await released.wait()
+        return func(*args, **kwargs)
+
+    insert = memory.store.insert
+    inserts = 0
+
+    async def insert_in_turn(scope, record) -> None:
+        nonlocal inserts
+        inserts += 1
+        if inserts == 2:
+            await asyncio.sleep(0.05)  # the second save is still writing when the third comes
+        await insert(scope, record)
+        if inserts == 1:
+            await memory.count("g:3001")  # another chat reads: SCOPE is now the oldest cached
+            released.set()  # the load resumes just before this save releases the lock
+
+    monkeypatch.setattr(asyncio, "to_thread", index_once_released)
+    monkeypatch.setattr(memory.store, "insert", insert_in_turn)
+    loading = asyncio.ensure_future(memory.count("g:3002"))
+    await at_gate.wait()
+
+    # When two saves queue on the scope, the load completes between them, and a third save
+    # arrives after it...
+    first_two = asyncio.gather(
+        memory.save(SCOPE, "小明(2001)吃素"), memory.save(SCOPE, "群里每周五开例会")
+    )
+    await loading
+    third = await memory.save(SCOPE, "小红(2002)住在杭州")
+    statuses = [o.status for o in await first_two]
+
+    # ...then the third finds the scope full: the cap of two holds.
+    assert (statuses, third.status) == (["saved", "saved"], "full")
+    assert len(await memory.store.load_scope(SCOPE)) == 2

@@ -3,8 +3,16 @@ when the embedding server fails, and backfill of entries saved before embeddings
 
 from __future__ import annotations
 
+import asyncio
+import threading
+import time
+
+import httpx
 import pytest
 
+from nonebot_plugin_aimemory import texts
+from nonebot_plugin_aimemory.engine.embeddings import EmbeddingClient
+from nonebot_plugin_aimemory.engine.llm import Endpoint, LLMError
 from tests.fakes.bots import RecordingBot
 from tests.fakes.events import group_message
 from tests.fakes.openai_server import embed_text
@@ -143,3 +151,138 @@ async def test_backfill_reaches_every_older_entry_not_only_the_first_batch(plugi
 
     await wait_for(nothing_missing)
     assert await missing_vectors() == 0
+
+
+# ---------------------------------------------------------------- a failing or hanging server
+
+
+def hang_embeddings(plugin, monkeypatch, seconds: float) -> threading.Event:
+    """Make the fake server answer embedding requests only after `seconds` (or once the
+    returned event is set); chat completions are unaffected."""
+    answer_now = threading.Event()
+    respond = plugin.llm._embeddings
+
+    def slowly(handler, record) -> None:
+        answer_now.wait(seconds)  # the server's handler thread, not the event loop
+        respond(handler, record)
+
+    monkeypatch.setattr(plugin.llm, "_embeddings", slowly)
+    return answer_now
+
+
+async def timed_turn(bot: RecordingBot, content: str) -> float:
+    started = time.monotonic()
+    await bot.receive(asking(content))
+    return time.monotonic() - started
+
+
+async def test_after_a_failure_the_embedding_server_is_left_alone_for_a_while(plugin) -> None:
+    await with_embeddings(plugin)
+    await seed(plugin)
+    plugin.llm.embeddings_fail = True
+    before = len(plugin.llm.embedding_requests)
+    bot = RecordingBot()
+
+    for question in ("谁打篮球", "Bob plays basketball?", "basketball 周末"):
+        await bot.receive(asking(question))
+
+    assert len(plugin.llm.embedding_requests) == before + 1
+
+
+async def test_a_hanging_embedding_server_costs_one_timeout_not_one_per_turn(
+    plugin, monkeypatch
+) -> None:
+    runtime = await with_embeddings(plugin)
+    target_id = await seed(plugin)
+    runtime.memory.embedder.timeout_seconds = 0.3
+    answer_now = hang_embeddings(plugin, monkeypatch, seconds=5)
+    bot = RecordingBot()
+
+    try:
+        first = await timed_turn(bot, "谁打 basketball")
+        later = [await timed_turn(bot, "谁打 basketball") for _ in range(3)]
+    finally:
+        answer_now.set()
+
+    assert first >= 0.3
+    assert max(later) < 0.3
+    # Keyword search goes on meanwhile: the memory is still injected.
+    sent = plugin.llm.last_messages()[-1]["content"]
+    assert sent.startswith(texts.MEMORY_INJECTION_HEADER)
+    assert f"#{target_id} " in sent
+
+
+async def test_a_save_does_not_hold_its_scope_while_the_embedding_is_computed(
+    plugin, monkeypatch
+) -> None:
+    runtime = await with_embeddings(plugin)
+    memory = runtime.memory
+    other_id = (await memory.save(SCOPE, OTHERS[0])).memory.id
+    answer_now = hang_embeddings(plugin, monkeypatch, seconds=1)
+
+    try:
+        saving = asyncio.ensure_future(memory.save(SCOPE, BASKETBALL))
+        await asyncio.sleep(0.1)  # the save is waiting for its vector
+        started = time.monotonic()
+        forgotten = await memory.forget(SCOPE, other_id, by_person=True)
+        forget_seconds = time.monotonic() - started
+    finally:
+        answer_now.set()
+    saved = await saving
+
+    assert forgotten is not None
+    assert forget_seconds < 0.3
+    assert saved.status == "saved"
+    assert saved.memory.embedding == pytest.approx(embed_text(BASKETBALL))
+
+
+async def test_memories_saved_while_the_server_was_down_get_vectors_once_it_is_back(
+    plugin,
+) -> None:
+    runtime = await with_embeddings(plugin)
+    runtime.memory.embedder.pause_initial_seconds = 0.05
+    plugin.llm.embeddings_fail = True
+    bot = RecordingBot()
+    await model_calls_one(plugin, bot, asking(), "memory_save", {"content": BASKETBALL})
+    assert [r.embedding for r in await stored(plugin, SCOPE)] == [None]
+
+    plugin.llm.embeddings_fail = False
+    await asyncio.sleep(0.1)  # the pause is over
+    await bot.receive(asking("谁周末打篮球"))  # the first embedding call that works again
+
+    async def has_vector() -> bool:
+        return all(r.embedding is not None for r in await stored(plugin, SCOPE))
+
+    assert await wait_for(has_vector)
+    (record,) = await stored(plugin, SCOPE)
+    assert record.embedding == pytest.approx(embed_text(BASKETBALL))
+
+
+async def test_the_pause_doubles_while_failures_go_on_and_resets_after_a_success(llm) -> None:
+    now = [1000.0]
+    async with httpx.AsyncClient() as http:
+        client = EmbeddingClient(
+            http, Endpoint(llm.base_url, "sk-test", "fake-embed"), clock=lambda: now[0]
+        )
+        llm.embeddings_fail = True
+        pauses = []
+        for _ in range(6):
+            with pytest.raises(LLMError):
+                await client.embed(["hi"])
+            started = now[0]
+            while client.paused:
+                now[0] += 1
+            pauses.append(now[0] - started)
+        requests_while_failing = len(llm.embedding_requests)
+        llm.embeddings_fail = False
+        await client.embed(["hi"])
+        llm.embeddings_fail = True
+        with pytest.raises(LLMError):
+            await client.embed(["hi"])
+        started = now[0]
+        while client.paused:
+            now[0] += 1
+
+    assert pauses == [60, 120, 240, 480, 600, 600]
+    assert requests_while_failing == 6
+    assert now[0] - started == 60

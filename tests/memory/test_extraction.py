@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from nonebot_plugin_aimemory.engine.messages import Message
 from tests.fakes.bots import RecordingBot
 from tests.fakes.events import group_message
 from tests.fakes.openai_server import Reply, delay, last_user_text, text
@@ -168,3 +169,35 @@ async def test_a_slow_extraction_does_not_delay_the_reply(plugin) -> None:
     assert durations[-1] < 1.0
     await plugin.runtime.extractor.drain()
     assert await stored(plugin, "g:1207") != []
+
+
+def long_fold(messages: int) -> list[Message]:
+    """`messages` user lines of about 300 characters, each naming its topic."""
+    return [Message("user", f"话题{i} " + LINE * 9) for i in range(messages)]
+
+
+async def test_a_long_fold_is_examined_whole_in_chunks(plugin) -> None:
+    llm = ExtractingLLM(facts_of_topics)
+    runtime = await start(plugin, llm)
+    folded = long_fold(100)  # about 30 000 characters
+
+    await runtime.extractor.extract_and_save("g:1208", folded)
+
+    assert len(llm.transcripts) == 3
+    assert all(len(t) <= 12_000 for t in llm.transcripts)
+    examined = [int(n) for t in llm.transcripts for n in TOPIC.findall(t)]
+    assert examined == list(range(100))
+
+
+async def test_a_very_long_fold_sends_at_most_four_chunks_of_the_newest_messages(plugin) -> None:
+    llm = ExtractingLLM(facts_of_topics)
+    runtime = await start(plugin, llm)
+    folded = long_fold(400)  # about 120 000 characters
+
+    await runtime.extractor.extract_and_save("g:1209", folded)
+
+    assert len(llm.transcripts) == 4
+    assert all(len(t) <= 12_000 for t in llm.transcripts)
+    examined = [int(n) for t in llm.transcripts for n in TOPIC.findall(t)]
+    assert examined == list(range(examined[0], 400))
+    assert len(examined) > 100  # the four chunks are full, not just the last one

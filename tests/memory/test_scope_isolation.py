@@ -138,7 +138,7 @@ async def test_memory_tools_offer_no_way_to_name_a_scope(plugin) -> None:
     }
     assert {name: sorted(schema["properties"]) for name, schema in tools.items()} == {
         "memory_save": ["content", "tags", "user_id"],
-        "memory_search": ["limit", "query"],
+        "memory_search": ["limit", "offset", "query"],
         "memory_update": ["content", "id", "tags", "user_id"],
         "memory_forget": ["id"],
     }

@@ -112,3 +112,39 @@ async def test_search_tool_lists_hits_one_per_line_best_first(plugin) -> None:
         f"#{cat.id} 阿强(2003)养了一只叫豆豆的猫 [标签：宠物]",
         f"#{vet.id} 宠物医院在学校东门",
     ]
+
+
+async def search_tool(plugin, group_id: int, arguments: dict) -> str:
+    bot = RecordingBot()
+    event = group_message("看看记忆", group_id=group_id, to_me=True)
+    return await model_calls_one(plugin, bot, event, "memory_search", arguments)
+
+
+async def test_search_tool_without_a_query_lists_all_entries_of_a_full_scope(plugin) -> None:
+    memory = plugin.runtime.memory
+    ids = []
+    for i in range(memory.max_entries):
+        ids.append((await memory.save("g:503", f"第{i}号群友的口头禅是“收到{i}”")).memory.id)
+
+    result = await search_tool(plugin, 503, {})
+
+    assert [line.split()[0] for line in result.splitlines()] == [f"#{i}" for i in reversed(ids)]
+
+
+async def test_search_tool_pages_a_listing_too_long_for_one_result(plugin) -> None:
+    memory = plugin.runtime.memory
+    ids = []
+    for i in range(60):
+        content = f"第{i}号群友的自我介绍：" + "我喜欢爬山、看电影和做饭，" * 15
+        ids.append((await memory.save("g:504", content)).memory.id)
+
+    first = await search_tool(plugin, 504, {"limit": 200})
+    *first_lines, note = first.splitlines()
+    shown = len(first_lines)
+    second = await search_tool(plugin, 504, {"limit": 200, "offset": shown})
+
+    assert len(first) <= 8000
+    assert 0 < shown < 60
+    assert note == f"（还有 {60 - shown} 条没有显示，用 offset={shown} 继续查看）"
+    listed = [line.split()[0] for line in [*first_lines, *second.splitlines()]]
+    assert listed == [f"#{i}" for i in reversed(ids)]

@@ -135,3 +135,87 @@ async def test_content_change_recomputes_the_embedding(plugin) -> None:
 
     record = await the_record(plugin)
     assert record.embedding == pytest.approx(embed_text("Bob(2004) plays basketball every weekend"))
+
+
+async def test_null_content_keeps_the_content_and_applies_the_other_fields(plugin) -> None:
+    bot = RecordingBot()
+    memory_id = await saved_with_tags_and_user(plugin, bot)
+
+    result = await update(plugin, bot, id=memory_id, content=None, tags=["口味"])
+
+    record = await the_record(plugin)
+    assert (record.content, record.tags, record.user_id) == ("小明(2001)吃素", ["口味"], "2001")
+    assert result == f"已更新记忆 {texts.memory_line(record)}"
+
+
+@pytest.mark.parametrize("field", ["tags", "user_id"])
+async def test_null_tags_or_user_id_clear_them(plugin, field) -> None:
+    bot = RecordingBot()
+    memory_id = await saved_with_tags_and_user(plugin, bot)
+
+    await update(plugin, bot, id=memory_id, **{field: None})
+
+    record = await the_record(plugin)
+    assert record.content == "小明(2001)吃素"
+    assert (record.tags, record.user_id) == (([], "2001") if field == "tags" else (["饮食"], None))
+
+
+@pytest.mark.parametrize("content", [42, ["小明吃素"], {"text": "小明吃素"}, True])
+async def test_content_that_is_not_a_string_gets_a_tool_error(plugin, content) -> None:
+    bot = RecordingBot()
+    memory_id = await saved_with_tags_and_user(plugin, bot)
+
+    result = await update(plugin, bot, id=memory_id, content=content)
+
+    assert result == "错误：content 必须是字符串"
+    assert (await the_record(plugin)).content == "小明(2001)吃素"
+
+
+@pytest.mark.parametrize("user_id", ["小明", "2001 小明", "-2001", 20.5])
+async def test_a_user_id_that_is_not_a_qq_number_is_refused_and_kept(plugin, user_id) -> None:
+    bot = RecordingBot()
+    memory_id = await saved_with_tags_and_user(plugin, bot)
+
+    result = await update(plugin, bot, id=memory_id, user_id=user_id)
+
+    assert result == "错误：user_id 必须是 QQ 号（纯数字）；要清空请传空字符串"
+    assert (await the_record(plugin)).user_id == "2001"
+
+
+async def test_a_user_id_given_as_a_number_is_stored(plugin) -> None:
+    bot = RecordingBot()
+    memory_id = await saved_with_tags_and_user(plugin, bot)
+
+    await update(plugin, bot, id=memory_id, user_id=2002)
+
+    assert (await the_record(plugin)).user_id == "2002"
+
+
+async def test_save_with_a_user_id_that_is_not_a_qq_number_is_refused(plugin) -> None:
+    bot = RecordingBot()
+
+    result = await model_calls_one(
+        plugin, bot, asking(), "memory_save", {"content": "小明吃素", "user_id": "小明"}
+    )
+
+    assert result == "错误：user_id 必须是 QQ 号（纯数字）；要清空请传空字符串"
+    assert await stored(plugin, SCOPE) == []
+
+
+@pytest.mark.parametrize(
+    "edited",
+    ["Alice(2005) likes PYTHON", "Ａｌｉｃｅ(2005) likes Python"],
+    ids=["case", "full width"],
+)
+async def test_a_case_or_width_only_edit_is_stored(plugin, edited) -> None:
+    bot = RecordingBot()
+    first = await model_calls_one(
+        plugin, bot, asking(), "memory_save", {"content": "Alice(2005) likes Python"}
+    )
+    memory_id = saved_id(first)
+
+    result = await update(plugin, bot, id=memory_id, content=edited)
+
+    (record,) = await stored(plugin, SCOPE)
+    assert (record.id, record.content) == (memory_id, edited)
+    assert result == f"已更新记忆 {texts.memory_line(record)}"
