@@ -16,6 +16,7 @@ from .store.review_store import ReviewStore
 logger = logging.getLogger("nonebot_plugin_aimemory")
 
 FLUSH_BATCH_ROWS = 500
+MAX_QUEUED_ROWS = 20_000
 CLEANUP_INTERVAL_SECONDS = 24 * 3600
 MAX_TOOL_OUTPUT_CHARS = 8000
 
@@ -72,19 +73,24 @@ class ChatLog:
         self._lock = asyncio.Lock()
         self._tasks: list[asyncio.Task[None]] = []
         self._early_flush: asyncio.Task[None] | None = None
+        # After a failed write only the periodic flush retries, not every added row.
+        self._failing = False
 
     def add(self, row: ChatRow, *, review: bool = False) -> None:
         """Queue one row (never awaits); `review` marks its session for a memory review."""
         self._buffer.append(row)
         if review:
             self._to_review.add(row.session_key)
-        if len(self._buffer) >= FLUSH_BATCH_ROWS and (
-            self._early_flush is None or self._early_flush.done()
+        if (
+            len(self._buffer) >= FLUSH_BATCH_ROWS
+            and not self._failing
+            and (self._early_flush is None or self._early_flush.done())
         ):
             self._early_flush = asyncio.ensure_future(self.flush())
 
     async def flush(self) -> None:
-        """Write everything queued so far in one transaction."""
+        """Write everything queued so far in one transaction. On failure (disk full, file
+        locked) the rows go back to the queue and the next flush tries again."""
         async with self._lock:
             rows, self._buffer = self._buffer, []
             review_keys, self._to_review = self._to_review, set()
@@ -92,10 +98,28 @@ class ChatLog:
                 return
             try:
                 await self.store.insert_many(rows)
-                if self.reviews is not None and review_keys:
-                    await self.reviews.mark_pending(review_keys)
             except Exception:
-                logger.exception("could not write %d chat-log rows", len(rows))
+                logger.exception("could not write %d chat-log rows; will retry", len(rows))
+                self._failing = True
+                self._requeue(rows, review_keys)
+                return
+            self._failing = False
+            if self.reviews is not None and review_keys:
+                try:
+                    await self.reviews.mark_pending(review_keys)
+                except Exception:
+                    logger.exception("could not mark %d sessions for review", len(review_keys))
+                    self._to_review |= review_keys
+
+    def _requeue(self, rows: list[ChatRow], review_keys: set[str]) -> None:
+        """Put unwritten rows back before the ones queued meanwhile, keeping at most
+        MAX_QUEUED_ROWS (the newest) so a disk that stays full cannot exhaust memory."""
+        self._buffer = [*rows, *self._buffer]
+        dropped = len(self._buffer) - MAX_QUEUED_ROWS
+        if dropped > 0:
+            logger.error("chat log: dropping the %d oldest unwritten rows", dropped)
+            del self._buffer[:dropped]
+        self._to_review |= review_keys
 
     async def cleanup(self, now: datetime | None = None) -> int:
         """Delete rows older than the retention; memories and tombstones are not touched."""

@@ -4,6 +4,7 @@ store."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from collections.abc import Awaitable, Sequence
 from dataclasses import dataclass, field
@@ -116,6 +117,9 @@ class ChatBot:
         self.context_tokens = 0
         self.stats = CompressionStats()
         self._fixed_tokens: int | None = None
+        # A store write failed (disk full, file locked): the stored window misses messages,
+        # so the next write stores the whole window instead of appending after a gap.
+        self._store_behind = False
 
     @property
     def summary(self) -> str | None:
@@ -136,7 +140,7 @@ class ChatBot:
     async def clear(self) -> None:
         """Forget the conversation, in memory and in the store."""
         self.forget()
-        await self._persist(self.store.clear(self.key))
+        await self._persist(self.store.clear(self.key), whole=True)
 
     def forget(self) -> None:
         """Forget the conversation in memory only (the caller clears the store)."""
@@ -220,7 +224,8 @@ class ChatBot:
         if compressed_at is not None:
             self.stats = CompressionStats(self.stats.count + 1, compressed_at)
         await self._persist(
-            self.store.replace(self.key, compaction.messages, compressed_at=compressed_at)
+            self.store.replace(self.key, compaction.messages, compressed_at=compressed_at),
+            whole=True,
         )
         return Compacted(compaction.usage, changed=True)
 
@@ -298,14 +303,28 @@ class ChatBot:
 
     async def _commit(self, messages: list[Message]) -> None:
         self.window.extend(messages)
-        await self._persist(self.store.append(self.key, messages))
+        if self._store_behind:
+            await self._persist(self.store.replace(self.key, self.window.messages), whole=True)
+        else:
+            await self._persist(self.store.append(self.key, messages))
 
-    async def _persist(self, write: Awaitable[None]) -> None:
-        """Run a store write to completion even if the turn is cancelled; log a failure."""
+    async def _persist(self, write: Awaitable[None], *, whole: bool = False) -> None:
+        """Run a store write to completion even if the turn is cancelled. A failure is
+        logged and remembered; a later write of the `whole` window catches the store up."""
         task = asyncio.ensure_future(write)
-        try:
+        task.add_done_callback(lambda done: self._after_write(done, whole=whole))
+        with contextlib.suppress(Exception):
             await asyncio.shield(task)
-        except asyncio.CancelledError:
-            raise
-        except Exception:
-            logger.exception("history write failed for %s; keeping it in memory only", self.key)
+
+    def _after_write(self, task: asyncio.Future[None], *, whole: bool) -> None:
+        error = None if task.cancelled() else task.exception()
+        if task.cancelled() or error is not None:
+            self._store_behind = True
+            logger.error(
+                "history write failed for %s; kept in memory, stored again with the next "
+                "turn: %r",
+                self.key,
+                error,
+            )
+        elif whole:
+            self._store_behind = False

@@ -208,3 +208,44 @@ async def test_a_command_that_fails_says_so_briefly(plugin) -> None:
     await plugin.runtime.database._connection.close()
     await bot.receive(private_message("~记忆 列表", user_id=35))
     assert bot.sent_texts == [texts.COMMAND_FAILED]
+
+
+async def fill_the_disk(plugin) -> None:
+    """Let the database file grow no more: every write that needs a new page fails with
+    SQLITE_FULL ("database or disk is full"), as on a full disk."""
+    database = plugin.runtime.database
+    ((pages,),) = await database.read("PRAGMA page_count")
+    await database.read(f"PRAGMA max_page_count = {int(pages)}")
+
+
+async def free_the_disk(plugin) -> None:
+    await plugin.runtime.database.read("PRAGMA max_page_count = 1073741823")
+
+
+async def test_a_full_disk_loses_nothing_once_space_is_back(plugin) -> None:
+    bot = RecordingBot()
+    plugin.llm.script(text("记住了"))
+    await bot.receive(private_message("我叫阿福", user_id=41))
+    await fill_the_disk(plugin)
+    pasted = "我的购物清单：" + "苹果香蕉橙子" * 2000
+
+    plugin.llm.script(text("清单收到"))
+    await bot.receive(private_message(pasted, user_id=41))
+    await plugin.runtime.chat_log.flush()  # fails: the rows wait in memory
+    await free_the_disk(plugin)
+    plugin.llm.script(text("好的"))
+    await bot.receive(private_message("空间够了吗", user_id=41))
+    await plugin.restart()
+    plugin.llm.script(text("你叫阿福"))
+    await bot.receive(private_message("我叫什么？", user_id=41))
+
+    assert bot.sent_texts == ["记住了", "清单收到", "好的", "你叫阿福"]
+    contents = [str(m["content"]) for m in plugin.llm.last_messages()]
+    assert any("我叫阿福" in c for c in contents)
+    assert any(pasted in c for c in contents)
+    assert "清单收到" in contents
+    await plugin.runtime.chat_log.flush()
+    logged = [r.text for r in await plugin.runtime.chat_log.store.recent("f:41", 20)]
+    assert logged == [
+        "我叫阿福", "记住了", pasted, "清单收到", "空间够了吗", "好的", "我叫什么？", "你叫阿福"
+    ]  # fmt: skip
