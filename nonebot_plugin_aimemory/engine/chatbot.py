@@ -321,8 +321,7 @@ class ChatBot:
         if task.cancelled() or error is not None:
             self._store_behind = True
             logger.error(
-                "history write failed for %s; kept in memory, stored again with the next "
-                "turn: %r",
+                "history write failed for %s; kept in memory, stored again with the next turn: %r",
                 self.key,
                 error,
             )
