@@ -266,12 +266,9 @@ def fact_tag(number: int) -> str:
 def group_system_prompt() -> str:
     """The system prompt the plugin sends in a group (as Runtime.system_prompt_for builds it)."""
     from nonebot_plugin_aimemory.config import DEFAULT_SYSTEM_PROMPT
+    from nonebot_plugin_aimemory.runtime import build_system_prompt
 
-    group_id = SESSION_KEY.partition(":")[2]
-    return (
-        f"{DEFAULT_SYSTEM_PROMPT}\n\n你正在 QQ 群 {group_id} 中聊天。"
-        "每条用户消息以“[时间] 昵称(QQ号)：”开头，注明是谁在说话。"
-    )
+    return build_system_prompt(DEFAULT_SYSTEM_PROMPT, SESSION_KEY)
 
 
 def make_responder(seed: int) -> Any:

@@ -28,7 +28,7 @@ from .onebot import (
     speaker_name,
 )
 from .onebot_content import render_plain
-from .replies import failure_text, split_reply
+from .replies import failure_text, plain_for_qq, split_reply
 from .runtime import Runtime, current_runtime
 from .sessions import TurnStopped
 from .store.chat_log_store import ChatRow
@@ -214,7 +214,7 @@ async def answer(chatbot: ChatBot, bot: Bot, event: MessageEvent, runtime: Runti
         if chat_log is not None:
             chat_log.add(assistant_row(chatbot.key, result.reply), review=True)
         replies = split_reply(
-            result.reply,
+            plain_for_qq(result.reply),
             max_chars=config.aimemory_reply_max_chars,
             max_parts=config.aimemory_reply_max_parts,
         )

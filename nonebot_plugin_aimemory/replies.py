@@ -2,11 +2,29 @@
 
 from __future__ import annotations
 
+import re
+
 from . import texts
 from .engine.llm import LLMError
 
 # Prefer to cut at a paragraph, then a line, then a sentence end, then anywhere.
 _BREAKS = ("\n\n", "\n", "。", "！", "？", ". ", "! ", "? ", "；", "，", " ")
+
+
+_BOLD = re.compile(r"(\*\*|__)(?=\S)(.+?)(?<=\S)\1")
+_HEADING = re.compile(r"^[ \t]{0,3}#{1,6}[ \t]+", re.MULTILINE)
+_FENCE = re.compile(r"^[ \t]*```[^\n`]*\n?", re.MULTILINE)
+# `[text](url)` but not an image `![alt](url)`: the reply builder turns those into pictures.
+_LINK = re.compile(r"(?<!!)\[([^\]\n]+)\]\((https?://[^\s)]+)\)")
+
+
+def plain_for_qq(text: str) -> str:
+    """The model's Markdown as QQ shows it best: bold and heading marks and code fences
+    dropped, `[text](url)` written as `text（url）`; images and everything else untouched."""
+    text = _FENCE.sub("", text)
+    text = _HEADING.sub("", text)
+    text = _BOLD.sub(r"\2", text)
+    return _LINK.sub(r"\1（\2）", text)
 
 
 def split_reply(text: str, *, max_chars: int, max_parts: int) -> list[str]:

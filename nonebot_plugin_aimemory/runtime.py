@@ -133,13 +133,7 @@ class Runtime:
 
     def system_prompt_for(self, key: str) -> str:
         """The persona plus where the chat happens; identical every turn (prefix caching)."""
-        kind, _, target = key.partition(":")
-        where = (
-            f"你正在 QQ 群 {target} 中聊天。每条用户消息以“[时间] 昵称(QQ号)：”开头，注明是谁在说话。"
-            if kind == "g"
-            else f"你正在和 QQ 用户 {target} 私聊。每条用户消息以“[时间]”开头。"
-        )
-        return f"{self.config.aimemory_system_prompt}\n\n{where}"
+        return build_system_prompt(self.config.aimemory_system_prompt, key)
 
     async def clear_session(self, key: str) -> None:
         """Clear one conversation's window, in memory and in the store, under its lock."""
@@ -310,6 +304,26 @@ class Runtime:
         if self.database is not None:
             await self.database.close()
         await self.http.aclose()
+
+
+# QQ shows Markdown as raw symbols; image links and `@QQ号` are turned into real images and
+# @s by the reply builder, so the model is told it may use them.
+GROUP_CHAT_NOTE = (
+    "你正在 QQ 群 {target} 中聊天。每条用户消息以“[时间] 昵称(QQ号)：”开头，注明是谁在说话。"
+    "QQ 不显示 Markdown：用纯文本回复，不要用 **加粗**、# 标题或表格。"
+    "要发图片就写图片链接；要提醒群里的某人就写 @QQ号。"
+)
+PRIVATE_CHAT_NOTE = (
+    "你正在和 QQ 用户 {target} 私聊。每条用户消息以“[时间]”开头。"
+    "QQ 不显示 Markdown：用纯文本回复，不要用 **加粗**、# 标题或表格。要发图片就写图片链接。"
+)
+
+
+def build_system_prompt(persona: str, key: str) -> str:
+    """The system prompt of session `key`: the persona, then where the chat happens."""
+    kind, _, target = key.partition(":")
+    note = GROUP_CHAT_NOTE if kind == "g" else PRIVATE_CHAT_NOTE
+    return f"{persona}\n\n{note.format(target=target)}"
 
 
 def llm_client(http: httpx.AsyncClient, config: Config, role: str) -> LLMClient:

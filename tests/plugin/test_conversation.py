@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from nonebot.adapters.onebot.v11 import Bot, Message, MessageSegment
 from nonebug import App
 
@@ -225,6 +226,27 @@ async def test_long_reply_is_split_into_several_messages(plugin) -> None:
     assert len(bot.sent) > 1
     assert all(len(t) <= 100 for t in bot.sent_texts)
     assert "".join(bot.sent_texts).replace("\n", "") == long_reply.replace("\n", "")
+
+
+@pytest.mark.parametrize(
+    ("reply", "shown"),
+    [
+        ("**重点**是明天下雨", "重点是明天下雨"),
+        ("## 天气\n明天有雨", "天气\n明天有雨"),
+        ("看这里：[天气预报](https://example.com/w)", "看这里：天气预报（https://example.com/w）"),
+        ("代码：\n```python\nprint(1)\n```", "代码：\nprint(1)"),
+        ("2**10 等于 1024，a * b 是乘法", "2**10 等于 1024，a * b 是乘法"),
+        ("#话题 不是标题", "#话题 不是标题"),
+    ],
+    ids=["bold", "heading", "link", "fence", "not-bold", "hashtag"],
+)
+async def test_markdown_is_shown_as_plain_text_in_qq(plugin, reply: str, shown: str) -> None:
+    plugin.llm.script(text(reply))
+    bot = RecordingBot()
+    await bot.receive(private_message("明天天气"))
+    assert bot.sent_texts == [shown]
+    await bot.receive(private_message("好的"))
+    assert reply in [m["content"] for m in plugin.llm.last_messages()]  # the model's own text
 
 
 async def test_reasoning_is_never_sent_to_qq(plugin) -> None:
