@@ -74,6 +74,10 @@ async def handle_message() -> None:
     event = current_event.get()
     if runtime is None or not isinstance(event, MessageEvent):
         return
+    if event.user_id == event.self_id:
+        # Implementations set to report the bot's own messages (LLOneBot, NapCat) would
+        # otherwise have it answer itself, forever, in a private chat.
+        return
     bot = current_bot.get()
     if not isinstance(bot, Bot):
         return

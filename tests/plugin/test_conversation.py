@@ -70,6 +70,18 @@ async def test_unaddressed_group_message_makes_no_llm_call(plugin) -> None:
     assert bot.sent == []
 
 
+async def test_the_bots_own_messages_reported_back_are_never_answered(plugin) -> None:
+    from tests.fakes.events import SELF_ID
+
+    bot = RecordingBot()
+    await bot.receive(private_message("你好呀", user_id=SELF_ID))
+    await bot.receive(group_message("@大家 你好", user_id=SELF_ID, to_me=True))
+    await bot.receive(group_message("~对话 状态", user_id=SELF_ID))
+
+    assert plugin.llm.chat_requests == []
+    assert bot.sent == []
+
+
 async def test_mention_in_the_middle_is_detected_by_the_plugin(plugin) -> None:
     bot = RecordingBot()
     message = (
