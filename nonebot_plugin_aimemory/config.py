@@ -66,6 +66,13 @@ class Config(BaseModel):
     aimemory_reply_max_parts: int = Field(default=5, ge=1, le=20)
     # Image links in the model's reply are fetched only from public hosts unless this is set.
     aimemory_reply_image_allow_private: bool = False
+    # Where the bot talks: empty allowlist = every group; the denylist always wins. The
+    # `| str` only keeps NoneBot's env reader from insisting on JSON (`123,456` and an empty
+    # value are fine); the validator below always makes a list. Read `allowed_groups`.
+    aimemory_group_allowlist: list[int] | str = Field(default_factory=list)
+    aimemory_group_denylist: list[int] | str = Field(default_factory=list)
+    # False: private chats are answered for SUPERUSERS only.
+    aimemory_private_chat: bool = True
 
     @field_validator(
         "aimemory_max_context_tokens",
@@ -78,6 +85,26 @@ class Config(BaseModel):
     def _empty_means_default(cls, value: object) -> object:
         """`KEY=` in .env arrives as an empty string: treat it as "not set"."""
         return None if isinstance(value, str) and not value.strip() else value
+
+    @property
+    def allowed_groups(self) -> frozenset[int]:
+        """`aimemory_group_allowlist` as a set (empty: every group)."""
+        return frozenset(self.aimemory_group_allowlist)  # type: ignore[arg-type]
+
+    @property
+    def denied_groups(self) -> frozenset[int]:
+        """`aimemory_group_denylist` as a set."""
+        return frozenset(self.aimemory_group_denylist)  # type: ignore[arg-type]
+
+    @field_validator("aimemory_group_allowlist", "aimemory_group_denylist", mode="before")
+    @classmethod
+    def _group_list(cls, value: object) -> object:
+        """`123,456` or `123` in .env (not JSON) as a list; empty as no groups."""
+        if isinstance(value, int) and not isinstance(value, bool):
+            return [value]
+        if isinstance(value, str):
+            return [item.strip() for item in value.replace("，", ",").split(",") if item.strip()]
+        return value
 
     @field_validator(
         "aimemory_api_base",

@@ -14,12 +14,15 @@ from nonebot.matcher import current_bot, current_event, current_matcher
 
 from . import texts
 from .commands import run_dialog_command
+from .config import Config
 from .engine.chatbot import ChatBot
 from .engine.llm import LLMError
 from .engine.messages import Message, Part, TextPart
 from .memory_commands import run_memory_command
 from .onebot import (
+    group_is_served,
     is_addressed,
+    is_superuser,
     line_prefix,
     resolve_timezone,
     send_parts,
@@ -79,7 +82,7 @@ async def handle_message() -> None:
         # otherwise have it answer itself, forever, in a private chat.
         return
     bot = current_bot.get()
-    if not isinstance(bot, Bot):
+    if not isinstance(bot, Bot) or not await is_served(bot, event, runtime.config):
         return
     command = COMMAND.match(event.get_plaintext())
     if command is not None:
@@ -87,6 +90,14 @@ async def handle_message() -> None:
         await run_command(bot, event, runtime, command)
         return
     await handle_chat(bot, event, runtime)
+
+
+async def is_served(bot: Bot, event: MessageEvent, config: Config) -> bool:
+    """Whether the bot talks here at all: group allow/deny lists, and private chats for
+    everyone or (when switched off) for SUPERUSERS only. Elsewhere it is silent."""
+    if isinstance(event, GroupMessageEvent):
+        return group_is_served(event.group_id, config.allowed_groups, config.denied_groups)
+    return config.aimemory_private_chat or await is_superuser(bot, event)
 
 
 async def run_command(

@@ -58,3 +58,20 @@ def test_model_roles_fall_back_key_by_key() -> None:
     assert (review.api_key, review.model) == ("review-key", "cheap")
     assert endpoint_for(config, "vision").model == "vision"
     assert endpoint_for(config, "embedding").api_key == "main-key"
+
+
+@pytest.mark.parametrize(
+    ("value", "groups"),
+    [("", []), ("123", [123]), (123, [123]), ("123, 456", [123, 456]), ("123，456", [123, 456]),
+     ([123, "456"], [123, 456])],
+)  # fmt: skip
+def test_group_lists_accept_what_people_write_in_env(value: object, groups: list[int]) -> None:
+    config = Config(aimemory_group_allowlist=value, aimemory_group_denylist=value)
+    assert config.aimemory_group_allowlist == groups
+    assert config.aimemory_group_denylist == groups
+
+
+def test_a_group_list_with_a_non_number_is_named() -> None:
+    with pytest.raises(ValidationError) as caught:
+        Config(aimemory_group_allowlist="123,abc")
+    assert describe_validation_error(caught.value).startswith("aimemory_group_allowlist")

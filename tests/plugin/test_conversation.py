@@ -290,3 +290,34 @@ async def test_a_broken_tool_provider_does_not_break_the_conversation(plugin) ->
     assert bot.sent_texts == ["照常回答"]
     tool_names = [t["function"]["name"] for t in plugin.llm.chat_requests[-1]["tools"]]
     assert "memory_save" in tool_names
+
+
+async def test_only_allowlisted_groups_are_answered(plugin) -> None:
+    await plugin.restart(aimemory_group_allowlist=[111])
+    plugin.llm.script(text("在的"))
+    bot = RecordingBot()
+    await bot.receive(group_message("在吗", group_id=222, to_me=True))
+    await bot.receive(group_message("~对话 状态", group_id=222))
+    await bot.receive(group_message("在吗", group_id=111, to_me=True))
+    assert bot.sent_texts == ["在的"]
+    assert len(plugin.llm.chat_requests) == 1
+
+
+async def test_a_denylisted_group_is_ignored_even_when_allowlisted(plugin) -> None:
+    await plugin.restart(aimemory_group_allowlist=[111], aimemory_group_denylist=[111])
+    bot = RecordingBot()
+    await bot.receive(group_message("在吗", group_id=111, to_me=True))
+    assert bot.sent == []
+    assert plugin.llm.chat_requests == []
+
+
+async def test_private_chat_switched_off_answers_superusers_only(plugin) -> None:
+    from tests.conftest import SUPERUSER_ID
+
+    await plugin.restart(aimemory_private_chat=False)
+    plugin.llm.script(text("主人好"))
+    bot = RecordingBot()
+    await bot.receive(private_message("你好", user_id=3001))
+    await bot.receive(private_message("你好", user_id=int(SUPERUSER_ID)))
+    assert bot.sent_texts == ["主人好"]
+    assert len(plugin.llm.chat_requests) == 1

@@ -28,8 +28,11 @@ LOAD_AND_REPORT = (
     "from nonebot.adapters.onebot.v11 import Adapter\n"
     "nonebot.init()\n"
     "nonebot.get_driver().register_adapter(Adapter)\n"
-    "nonebot.load_plugin('nonebot_plugin_aimemory')\n"
+    "plugin = nonebot.load_plugin('nonebot_plugin_aimemory')\n"
     "print('STILL RUNNING')\n"
+    "if plugin is not None:\n"
+    "    config = plugin.module.plugin_config\n"
+    "    print('LOADED', sorted(config.allowed_groups), sorted(config.denied_groups))\n"
 )
 
 
@@ -60,10 +63,16 @@ def test_an_invalid_value_stops_any_nonebot_that_loads_the_plugin(tmp_path: Path
 
 
 def test_a_valid_configuration_loads(tmp_path: Path) -> None:
-    result = run_python(["-c", LOAD_AND_REPORT], tmp_path, AIMEMORY_REQUEST_TIMEOUT="30")
+    result = run_python(
+        ["-c", LOAD_AND_REPORT],
+        tmp_path,
+        AIMEMORY_REQUEST_TIMEOUT="30",
+        AIMEMORY_GROUP_ALLOWLIST="123,456",
+        AIMEMORY_GROUP_DENYLIST="[789]",
+    )
 
     assert result.returncode == 0, result.stderr[-2000:]
-    assert "STILL RUNNING" in result.stdout
+    assert "LOADED [123, 456] [789]" in result.stdout, result.stdout[-2000:]
 
 
 def test_bot_py_refuses_to_start_with_an_invalid_value(tmp_path: Path) -> None:
