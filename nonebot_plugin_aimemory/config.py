@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from functools import cached_property
+
 from pydantic import BaseModel, Field, ValidationError, field_validator
 
 DEFAULT_SYSTEM_PROMPT = (
@@ -86,12 +88,12 @@ class Config(BaseModel):
         """`KEY=` in .env arrives as an empty string: treat it as "not set"."""
         return None if isinstance(value, str) and not value.strip() else value
 
-    @property
+    @cached_property
     def allowed_groups(self) -> frozenset[int]:
         """`aimemory_group_allowlist` as a set (empty: every group)."""
         return frozenset(self.aimemory_group_allowlist)  # type: ignore[arg-type]
 
-    @property
+    @cached_property
     def denied_groups(self) -> frozenset[int]:
         """`aimemory_group_denylist` as a set."""
         return frozenset(self.aimemory_group_denylist)  # type: ignore[arg-type]

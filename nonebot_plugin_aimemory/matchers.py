@@ -82,7 +82,11 @@ async def handle_message() -> None:
         # otherwise have it answer itself, forever, in a private chat.
         return
     bot = current_bot.get()
-    if not isinstance(bot, Bot) or not await is_served(bot, event, runtime.config):
+    if not isinstance(bot, Bot) or not is_served_group(event, runtime.config):
+        return
+    if not isinstance(event, GroupMessageEvent) and not await private_chat_served(
+        bot, event, runtime.config
+    ):
         return
     command = COMMAND.match(event.get_plaintext())
     if command is not None:
@@ -92,11 +96,16 @@ async def handle_message() -> None:
     await handle_chat(bot, event, runtime)
 
 
-async def is_served(bot: Bot, event: MessageEvent, config: Config) -> bool:
-    """Whether the bot talks here at all: group allow/deny lists, and private chats for
-    everyone or (when switched off) for SUPERUSERS only. Elsewhere it is silent."""
-    if isinstance(event, GroupMessageEvent):
-        return group_is_served(event.group_id, config.allowed_groups, config.denied_groups)
+def is_served_group(event: MessageEvent, config: Config) -> bool:
+    """False for a group outside the allow/deny lists: there the bot is silent. Synchronous,
+    as every unaddressed group message passes here."""
+    if not isinstance(event, GroupMessageEvent):
+        return True
+    return group_is_served(event.group_id, config.allowed_groups, config.denied_groups)
+
+
+async def private_chat_served(bot: Bot, event: MessageEvent, config: Config) -> bool:
+    """Private chats are for everyone, or (switched off) for SUPERUSERS only."""
     return config.aimemory_private_chat or await is_superuser(bot, event)
 
 
