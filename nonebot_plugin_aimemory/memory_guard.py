@@ -17,7 +17,10 @@ _INJECTION_PATTERNS: tuple[re.Pattern[str], ...] = tuple(
         r"\b(reveal|show|print|repeat|output|leak)\b.{0,30}\b(system\s*prompt|your\s+(prompt|instructions))",
         r"\byou\s+are\s+now\b",
         r"\b(jailbreak|developer\s+mode|DAN\s+mode)\b",
-        r"(忽略|无视|忘记|忘掉|不要理会|覆盖).{0,10}(之前|以上|上面|前面|先前|此前|原来|原有|所有|系统).{0,10}(指令|指示|提示|规则|设定|要求|命令|对话)",
+        # Not "不要忽略…" (the opposite of steering) nor "忘记了…" (a fact about someone).
+        r"(?<!不要)(?<!别)(?<!请勿)(?<!不能)(?<!不可)(忽略|无视|忘记|忘掉|不要理会|覆盖)(?![了过])"
+        r".{0,10}(之前|以上|上面|前面|先前|此前|原来|原有|所有|系统).{0,10}"
+        r"(指令|指示|提示|规则|设定|要求|命令|对话)",
         r"(你现在是|从现在(开始|起)你(是|就是|要扮演)|你的新(身份|角色|设定)是|现在开始扮演)",
         r"(泄露|输出|告诉我|显示|打印|复述).{0,10}(系统提示|提示词|system\s*prompt|你的设定|你的指令)",
         r"(开发者模式|越狱模式|解除(所有)?限制)",

@@ -207,6 +207,8 @@ ORDINARY = {
     "english noun": "Bob(2004) works as a system administrator",
     "user feedback": "会议纪要：用户反馈系统太慢，下周优化",
     "a markdown heading about users": "## User guide 放在群文件里",
+    "a warning not to ignore": "群规：不要忽略系统的更新要求，收到就升级",
+    "someone forgot": "小明(2001)上周忘记了之前定下的规则，被罚发红包",
 }
 
 
