@@ -8,6 +8,7 @@ import asyncio
 import heapq
 import itertools
 import logging
+import re
 import secrets
 import unicodedata
 from collections import Counter, OrderedDict
@@ -258,10 +259,12 @@ class MemoryService:
             if refusal is not None:
                 return refusal
             tokens = segmenter.token_set(text)
+            subject = _people_of(text, _clean_user_id(user_id))
             similar = [
                 e.record
                 for e in loaded.live()
                 if segmenter.dice(tokens, e.content_tokens) >= NEAR_DUPLICATE_DICE
+                and not _different_people(subject, _people_of(e.record.content, e.record.user_id))
             ]
             now = utc_now_text()
             record = MemoryRecord(
@@ -589,6 +592,22 @@ class MemoryService:
             if victim is None:
                 return  # every other cached scope is being written: over the bound for now
             del self._scopes[victim]
+
+
+_QQ_IN_TEXT = re.compile(r"[(（](\d{5,11})[)）]")
+
+
+def _people_of(content: str, user_id: str | None) -> frozenset[str]:
+    """The QQ numbers a memory is about: its user_id, else the `昵称(QQ号)` in its text."""
+    if user_id:
+        return frozenset((user_id,))
+    return frozenset(_QQ_IN_TEXT.findall(content))
+
+
+def _different_people(one: frozenset[str], other: frozenset[str]) -> bool:
+    """Same-shaped facts about different people ("小明(1)爱吃辣" / "阿强(2)爱吃辣") are not
+    duplicates to merge."""
+    return bool(one) and bool(other) and not one & other
 
 
 def _id_key(memory_id: str) -> str:

@@ -66,6 +66,16 @@ async def test_near_duplicate_is_saved_with_a_hint_to_merge(plugin) -> None:
     assert len(await stored(plugin, SCOPE)) == 2
 
 
+async def test_the_same_fact_about_someone_else_gets_no_hint_to_merge(plugin) -> None:
+    bot = RecordingBot()
+    await save(plugin, bot, "小明(123456)喜欢吃四川火锅，尤其是麻辣锅底")
+
+    result = await save(plugin, bot, "阿强(654321)喜欢吃四川火锅，尤其是麻辣锅底")
+
+    assert "相似" not in result
+    assert len(await stored(plugin, SCOPE)) == 2
+
+
 async def test_an_unrelated_fact_gets_no_similarity_hint(plugin) -> None:
     bot = RecordingBot()
     await save(plugin, bot, "小明(2001)吃素，不吃任何肉类")
