@@ -183,14 +183,10 @@ class MemoryService:
         """How many live memories the scope holds."""
         return len((await self._scope(scope)).live())
 
-    async def get(
-        self, scope: str, memory_id: str, *, include_deleted: bool = False
-    ) -> MemoryRecord | None:
-        """A memory by id (`#` and case ignored), or None; deleted ones only when asked."""
+    async def get(self, scope: str, memory_id: str) -> MemoryRecord | None:
+        """A live memory by id (`#` and case ignored), or None."""
         entry = (await self._scope(scope)).entries.get(_id_key(memory_id))
-        if entry is None or (entry.record.deleted and not include_deleted):
-            return None
-        return entry.record
+        return entry.record if entry is not None and not entry.record.deleted else None
 
     async def search(
         self, scope: str, query: str | None, limit: int = 10, *, safe_only: bool = False
@@ -259,7 +255,7 @@ class MemoryService:
             if refusal is not None:
                 return refusal
             tokens = segmenter.token_set(text)
-            subject = _people_of(text, _clean_user_id(user_id))
+            subject = _people_of(text, clean_user_id(user_id))
             similar = [
                 e.record
                 for e in loaded.live()
@@ -272,7 +268,7 @@ class MemoryService:
                 content=text,
                 normalized=normalized,
                 tags=self._prepare_tags(tags),
-                user_id=_clean_user_id(user_id),
+                user_id=clean_user_id(user_id),
                 embedding=embedding,
                 evidence=list(evidence),
                 source=source,
@@ -333,7 +329,7 @@ class MemoryService:
                     return UpdateOutcome("refused", memory=record, reason=tag_problem)
                 changes["tags"] = self._prepare_tags(tags)
             if not isinstance(user_id, Missing):
-                changes["user_id"] = _clean_user_id(user_id)
+                changes["user_id"] = clean_user_id(user_id)
             changes = {k: v for k, v in changes.items() if getattr(record, k) != v}
             changed = bool(changes)
             evidence = list(dict.fromkeys([*record.evidence, *add_evidence]))
@@ -594,6 +590,7 @@ class MemoryService:
             del self._scopes[victim]
 
 
+_QQ_NUMBER = re.compile(r"[0-9]{1,20}")
 _QQ_IN_TEXT = re.compile(r"[(（](\d{5,11})[)）]")
 
 
@@ -623,12 +620,13 @@ def _keyword_score(query_tokens: frozenset[str], entry: _Entry) -> float:
     return (content_hits + TAG_HIT_WEIGHT * tag_hits) / len(query_tokens)
 
 
-def _clean_user_id(user_id: object) -> str | None:
-    """A QQ number, or nothing: free text here would be one more way into the prompt."""
+def clean_user_id(user_id: object) -> str | None:
+    """A QQ number (full-width digits accepted), or nothing: free text here would be one
+    more way into the prompt."""
     if user_id is None:
         return None
-    text = str(user_id).strip()
-    return text if text.isdigit() and len(text) <= 20 else None
+    text = unicodedata.normalize("NFKC", str(user_id)).strip()
+    return text if _QQ_NUMBER.fullmatch(text) else None
 
 
 def _tags_problem(tags: object) -> str | None:

@@ -3,14 +3,19 @@ in a closure: no argument can name another scope, and another scope's id is simp
 
 from __future__ import annotations
 
-import re
-import unicodedata
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from . import texts
 from .engine.tools import Tool, ToolError
-from .memory import MISSING, MemoryService, Missing, SaveOutcome, UpdateOutcome
+from .memory import (
+    MISSING,
+    MemoryService,
+    Missing,
+    SaveOutcome,
+    UpdateOutcome,
+    clean_user_id,
+)
 
 if TYPE_CHECKING:
     from .memory import SearchHit
@@ -270,18 +275,14 @@ def _content_argument(value: Any) -> str | Missing:
 def _user_id_argument(value: Any) -> str | None:
     """A QQ number, or None (null or empty clears it). Anything else is refused rather than
     silently dropped: a nickname here would otherwise wipe the stored number."""
-    if value is None:
+    if value is None or (isinstance(value, str) and not value.strip()):
         return None
-    if isinstance(value, int) and not isinstance(value, bool):
-        value = str(value)
-    if not isinstance(value, str):
+    if isinstance(value, bool) or not isinstance(value, str | int):
         raise ToolError(USER_ID_PROBLEM)
-    text = unicodedata.normalize("NFKC", value).strip()
-    if not text:
-        return None
-    if not re.fullmatch(r"[0-9]{1,20}", text):
+    number = clean_user_id(value)
+    if number is None:
         raise ToolError(USER_ID_PROBLEM)
-    return text
+    return number
 
 
 def _tags_argument(value: Any) -> list[str] | None:
