@@ -20,7 +20,6 @@ from .engine.llm import LLMError
 from .engine.messages import Message, Part, TextPart
 from .memory_commands import run_memory_command
 from .onebot import (
-    group_is_served,
     is_addressed,
     is_superuser,
     line_prefix,
@@ -97,11 +96,13 @@ async def handle_message() -> None:
 
 
 def is_served_group(event: MessageEvent, config: Config) -> bool:
-    """False for a group outside the allow/deny lists: there the bot is silent. Synchronous,
-    as every unaddressed group message passes here."""
+    """False for a denied group, or one missing from a non-empty allowlist: there the bot is
+    silent. Synchronous, as every unaddressed group message passes here."""
     if not isinstance(event, GroupMessageEvent):
         return True
-    return group_is_served(event.group_id, config.allowed_groups, config.denied_groups)
+    if event.group_id in config.denied_groups:
+        return False
+    return not config.allowed_groups or event.group_id in config.allowed_groups
 
 
 async def private_chat_served(bot: Bot, event: MessageEvent, config: Config) -> bool:

@@ -82,14 +82,6 @@ async def send_segments(
         await bot.send(event, message)
 
 
-def group_is_served(group_id: int, allowlist: frozenset[int], denylist: frozenset[int]) -> bool:
-    """Whether the bot talks in this group: not denied, and allowed (an empty allowlist
-    allows every group)."""
-    if group_id in denylist:
-        return False
-    return not allowlist or group_id in allowlist
-
-
 async def is_manager(bot: Bot, event: MessageEvent) -> bool:
     """Group owner/admin or a superuser in groups; in private chats the user owns the chat."""
     if not isinstance(event, GroupMessageEvent):
