@@ -8,12 +8,16 @@ first, exactly as `tests/conftest.py` does it for the test suite.
 
 from __future__ import annotations
 
+import argparse
+import asyncio
 import math
 import random
 import sys
+import tempfile
 import time
+from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
@@ -27,6 +31,7 @@ if TYPE_CHECKING:
     from tests.fakes.harness import PluginHarness
     from tests.fakes.openai_server import FakeOpenAI
 
+Plan = TypeVar("Plan")
 SELF_ID = "42"  # matches tests/fakes/events.SELF_ID
 
 # Fragments of everyday group chat; lines are stitched from them to 50-150 characters.
@@ -110,6 +115,25 @@ def init_nonebot(data_dir: str, *, load_plugin: bool = True) -> RecordingBot:
     if load_plugin and nonebot.load_plugin("nonebot_plugin_aimemory") is None:
         raise SystemExit("nonebot_plugin_aimemory failed to load (see the error logged above)")
     return RecordingBot(nonebot.get_adapter(Adapter))
+
+
+def run_planned_bench(
+    description: str,
+    run: Callable[[Plan, str, str | None], Awaitable[None]],
+    *,
+    full_plan: Plan,
+    quick_plan: Plan,
+    profile_phases: Sequence[str],
+) -> None:
+    """The command line of a bench with a full and a `--quick` plan and an optional
+    `--profile PHASE`: NoneBot and the plugin initialised in a temporary directory."""
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("--quick", action="store_true", help="a few-second smoke run")
+    parser.add_argument("--profile", choices=profile_phases, help="cProfile one phase")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="aimemory-bench-") as work_dir:
+        init_nonebot(work_dir)
+        asyncio.run(run(quick_plan if args.quick else full_plan, work_dir, args.profile))
 
 
 async def start_plugin(db_path: str, llm: FakeOpenAI, **overrides: Any) -> PluginHarness:

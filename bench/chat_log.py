@@ -36,7 +36,6 @@ Run: /tmp/venv/bin/python bench/chat_log.py [--quick] [--profile insert|search]
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import cProfile
 import gc
@@ -45,7 +44,6 @@ import pstats
 import random
 import string
 import sys
-import tempfile
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -56,7 +54,7 @@ from typing import TYPE_CHECKING, Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench._common import init_nonebot, ms, percentile, verdict
+from bench._common import ms, percentile, run_planned_bench, verdict
 
 if TYPE_CHECKING:
     from nonebot_plugin_aimemory.store.chat_log_store import ChatLogStore, ChatRow
@@ -770,13 +768,13 @@ async def run(plan: Plan, work_dir: str, profile_phase: str | None) -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="a few-second smoke run")
-    parser.add_argument("--profile", choices=PROFILE_PHASES, help="cProfile one phase")
-    args = parser.parse_args()
-    with tempfile.TemporaryDirectory(prefix="aimemory-bench-") as work_dir:
-        init_nonebot(work_dir)
-        asyncio.run(run(QUICK_PLAN if args.quick else FULL_PLAN, work_dir, args.profile))
+    run_planned_bench(
+        __doc__.splitlines()[0],
+        run,
+        full_plan=FULL_PLAN,
+        quick_plan=QUICK_PLAN,
+        profile_phases=PROFILE_PHASES,
+    )
 
 
 if __name__ == "__main__":

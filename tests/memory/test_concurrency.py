@@ -55,47 +55,6 @@ async def test_concurrent_saves_to_different_scopes_do_not_mix(memory) -> None:
         assert [r.content for r in rows] == [f"{scope} 的专属记忆"]
 
 
-async def test_saves_to_one_scope_stay_serialised_while_other_scopes_churn_the_cache(
-    memory, monkeypatch
-) -> None:
-    # Given a tiny scope cache, slow inserts (wide windows between one writer and the next)
-    # and a steady stream of other scopes being loaded, which keeps evicting entries...
-    monkeypatch.setattr(memory_module, "MAX_CACHED_SCOPES", 2)
-    memory.max_entries = 5
-    insert = memory.store.insert
-
-    async def slow_insert(scope, record) -> None:
-        await asyncio.sleep(0.005)
-        await insert(scope, record)
-
-    monkeypatch.setattr(memory.store, "insert", slow_insert)
-    churning = True
-
-    async def churn(offset: int) -> None:
-        n = 0
-        while churning:
-            await memory.count(f"g:{3000 + offset * 1000 + n}")
-            n += 1
-
-    async def save(i: int):
-        await asyncio.sleep(i * 0.003)
-        return await memory.save(SCOPE, f"第{i}条互不相同的记忆：编号{i * 13}")
-
-    churners = [asyncio.ensure_future(churn(k)) for k in range(4)]
-    try:
-        # ...when forty saves, half of them the same content, reach one scope over time...
-        outcomes = await asyncio.gather(*(save(i % 20) for i in range(40)))
-    finally:
-        churning = False
-        await asyncio.gather(*churners)
-
-    # ...then the cap holds and no content is stored twice.
-    rows = await memory.store.load_scope(SCOPE)
-    assert len(rows) == 5
-    assert len({r.normalized for r in rows}) == 5
-    assert sorted(o.status for o in outcomes).count("saved") == 5
-
-
 async def test_a_scope_is_not_evicted_between_one_writer_and_the_next(memory, monkeypatch) -> None:
     """The narrowest window: another scope finishes loading (and evicts the oldest cached
     scope) in the very instant the first save hands the scope's lock to the queued second
