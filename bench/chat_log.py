@@ -384,7 +384,7 @@ class SegmentTimer:
 
     @contextmanager
     def installed(self) -> Iterator[SegmentTimer]:
-        from nonebot_plugin_aimemory import segmenter
+        from nonebot_plugin_aimemory.text import segmenter
 
         original = segmenter.segmented
 
@@ -477,7 +477,7 @@ async def write_through_chat_log(
     store: ChatLogStore, database: Database, rows: Sequence[ChatRow]
 ) -> WriteResult:
     """The production path: `add` each row, `flush` every FLUSH_EVERY_ROWS."""
-    from nonebot_plugin_aimemory.chat_log import ChatLog
+    from nonebot_plugin_aimemory.chatlog.writer import ChatLog
     from nonebot_plugin_aimemory.store.review_store import ReviewStore
 
     chat_log = ChatLog(store, ReviewStore(database), flush_seconds=1.0, keep_days=30)
@@ -537,7 +537,7 @@ async def write_raw(
 
 def segmentation_alone(rows: Sequence[ChatRow]) -> tuple[float, float]:
     """Rows/s and us/row of `segmented()` alone, tokenizer cache cleared first."""
-    from nonebot_plugin_aimemory import segmenter
+    from nonebot_plugin_aimemory.text import segmenter
 
     segmenter._cut.cache_clear()
     gc.collect()
@@ -641,9 +641,9 @@ def print_profile(profiler: cProfile.Profile, phase: str) -> None:
 
 
 async def run(plan: Plan, work_dir: str, profile_phase: str | None) -> None:
-    from nonebot_plugin_aimemory import segmenter
     from nonebot_plugin_aimemory.store.chat_log_store import ChatLogStore, ChatRow
     from nonebot_plugin_aimemory.store.database import Database
+    from nonebot_plugin_aimemory.text import segmenter
 
     started = time.perf_counter()
     init_started = time.perf_counter()

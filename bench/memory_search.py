@@ -48,7 +48,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bench._common import ms, percentile, run_planned_bench, verdict
 
 if TYPE_CHECKING:
-    from nonebot_plugin_aimemory.memory import MemoryService
+    from nonebot_plugin_aimemory.memory.service import MemoryService
     from nonebot_plugin_aimemory.store.memory_store import MemoryRecord, MemoryStore
 
 T = TypeVar("T")
@@ -267,8 +267,8 @@ def random_memory(rng: random.Random) -> Memory:
 def distinct_memories(rng: random.Random, count: int, seen: set[str]) -> list[Memory]:
     """`count` memories whose normalised content is in neither `seen` nor each other (added
     to `seen`), and which the guard would neither refuse nor mask."""
-    from nonebot_plugin_aimemory.memory import normalize
-    from nonebot_plugin_aimemory.memory_guard import injection_reason, mask_pii
+    from nonebot_plugin_aimemory.memory.guard import injection_reason, mask_pii
+    from nonebot_plugin_aimemory.memory.service import normalize
 
     result: list[Memory] = []
     while len(result) < count:
@@ -296,7 +296,7 @@ def distinct_queries(rng: random.Random, count: int) -> list[str]:
 
 def stored_records(rng: random.Random, memories: Sequence[Memory]) -> list[MemoryRecord]:
     """The records `save` would write for `memories`, dated over the past year."""
-    from nonebot_plugin_aimemory.memory import ID_ALPHABET, ID_LENGTH, clean_tags, normalize
+    from nonebot_plugin_aimemory.memory.service import ID_ALPHABET, ID_LENGTH, clean_tags, normalize
     from nonebot_plugin_aimemory.store.database import utc_text
     from nonebot_plugin_aimemory.store.memory_store import MemoryRecord
 
@@ -393,8 +393,8 @@ async def time_loads(
     profiler: cProfile.Profile | None = None,
 ) -> list[int]:
     """Load `scope` into a new service (nothing cached) `repeats` times."""
-    from nonebot_plugin_aimemory import segmenter
-    from nonebot_plugin_aimemory.memory import MemoryService
+    from nonebot_plugin_aimemory.memory.service import MemoryService
+    from nonebot_plugin_aimemory.text import segmenter
 
     samples = []
     for _ in range(repeats):
@@ -498,10 +498,10 @@ async def measure_small_saves(
 
 
 async def run(plan: Plan, work_dir: str, profile_phase: str | None) -> None:
-    from nonebot_plugin_aimemory import segmenter
-    from nonebot_plugin_aimemory.memory import MemoryService
+    from nonebot_plugin_aimemory.memory.service import MemoryService
     from nonebot_plugin_aimemory.store.database import Database
     from nonebot_plugin_aimemory.store.memory_store import MemoryStore
+    from nonebot_plugin_aimemory.text import segmenter
 
     started = time.perf_counter()
     segmenter.initialise()

@@ -60,9 +60,9 @@ if not any(isinstance(h, LoguruHandler) for h in _engine_logger.handlers):
     _engine_logger.setLevel(logging.INFO)
     _engine_logger.propagate = False
 
-from . import matchers  # noqa: E402, F401
-from .chat_log_tools import chat_log_tools  # noqa: E402
-from .memory_tools import memory_tools  # noqa: E402
+from .onebot import matcher  # noqa: E402, F401
+from .chatlog.tools import chat_log_tools  # noqa: E402
+from .memory.tools import memory_tools  # noqa: E402
 
 register_tool_provider(memory_tools)
 register_tool_provider(chat_log_tools)

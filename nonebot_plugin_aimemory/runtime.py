@@ -18,9 +18,11 @@ from urllib.parse import urlsplit
 
 import httpx
 
-from .autoclear import GroupAutoClear
-from .chat_log import ChatLog
+from .chatlog.reviewer import MemoryReviewer, ReviewScheduler
+from .chatlog.writer import ChatLog
 from .config import DEFAULT_API_BASE, Config
+from .conversation.autoclear import GroupAutoClear
+from .conversation.sessions import SessionCache, group_key
 from .engine.chatbot import ChatBot, HistoryStore
 from .engine.compressor import CompressionPolicy, Compressor
 from .engine.embeddings import EmbeddingClient
@@ -29,15 +31,12 @@ from .engine.llm import Endpoint, LLMClient
 from .engine.models import context_window_for, default_budget_for
 from .engine.tokens import TiktokenCounter
 from .engine.tools import Tool, ToolRegistry
-from .media import ImageReader
-from .memory import MemoryService
-from .memory_extract import FactExtractor
-from .onebot import resolve_timezone
-from .onebot_content import ContentRenderer, MemberNames
-from .onebot_reply import ReplyBuilder
-from .reviewer import MemoryReviewer, ReviewScheduler
-from .segmenter import initialise as initialise_segmenter
-from .sessions import SessionCache, group_key
+from .media.images import ImageReader
+from .memory.extractor import FactExtractor
+from .memory.service import MemoryService
+from .onebot.content import ContentRenderer, MemberNames
+from .onebot.events import resolve_timezone
+from .onebot.outbound import ReplyBuilder
 from .store.chat_log_store import ChatLogStore
 from .store.counters import GroupCounterStore
 from .store.database import Database
@@ -45,6 +44,7 @@ from .store.history_store import MemoryOnlyHistoryStore, SqliteHistoryStore
 from .store.image_store import ImageDescriptionStore
 from .store.memory_store import MemoryStore
 from .store.review_store import ReviewStore
+from .text.segmenter import initialise as initialise_segmenter
 
 logger = logging.getLogger("nonebot_plugin_aimemory")
 

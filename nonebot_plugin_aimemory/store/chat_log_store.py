@@ -8,7 +8,7 @@ import sqlite3
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from .. import segmenter
+from ..text import segmenter
 from .database import Database
 
 

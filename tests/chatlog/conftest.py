@@ -35,9 +35,9 @@ def clock(plugin) -> FakeClock:
 
 @pytest.fixture
 async def chat_store(tmp_path) -> AsyncIterator[ChatLogStore]:
-    from nonebot_plugin_aimemory import segmenter
     from nonebot_plugin_aimemory.store.chat_log_store import ChatLogStore
     from nonebot_plugin_aimemory.store.database import Database
+    from nonebot_plugin_aimemory.text import segmenter
 
     segmenter.initialise()
     database = await Database.open(tmp_path / "chat_log.db")

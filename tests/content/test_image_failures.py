@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from nonebot_plugin_aimemory import media
+from nonebot_plugin_aimemory.media import images as media
 from tests.content.helpers import (
     DESCRIPTION,
     QQBot,

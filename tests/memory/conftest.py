@@ -11,12 +11,12 @@ from typing import TYPE_CHECKING
 import pytest
 
 if TYPE_CHECKING:
-    from nonebot_plugin_aimemory.memory import MemoryService
+    from nonebot_plugin_aimemory.memory.service import MemoryService
 
 
 @pytest.fixture
 async def memory(tmp_path) -> AsyncIterator[MemoryService]:
-    from nonebot_plugin_aimemory.memory import MemoryService
+    from nonebot_plugin_aimemory.memory.service import MemoryService
     from nonebot_plugin_aimemory.store.database import Database
     from nonebot_plugin_aimemory.store.memory_store import MemoryStore
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 
-from nonebot_plugin_aimemory import memory as memory_module
+from nonebot_plugin_aimemory.memory import service as memory_module
 
 SCOPE = "g:1101"
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from nonebot_plugin_aimemory import texts
-from nonebot_plugin_aimemory.memory import normalize
+from nonebot_plugin_aimemory.memory.service import normalize
 from nonebot_plugin_aimemory.store.database import utc_now_text
 from nonebot_plugin_aimemory.store.memory_store import MemoryRecord, MemoryStore
 from tests.fakes.bots import RecordingBot

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 
-from nonebot_plugin_aimemory.sessions import SessionCache
+from nonebot_plugin_aimemory.conversation.sessions import SessionCache
 from tests.fakes.bots import RecordingBot
 from tests.fakes.events import private_message
 from tests.fakes.openai_server import delay, text

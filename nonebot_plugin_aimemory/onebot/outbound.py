@@ -8,8 +8,8 @@ import re
 
 from nonebot.adapters.onebot.v11 import Bot, GroupMessageEvent, MessageEvent, MessageSegment
 
-from .media import ImageReader, download_image
-from .onebot_content import MemberNames
+from ..media.images import ImageReader, download_image
+from .content import MemberNames
 
 logger = logging.getLogger("nonebot_plugin_aimemory")
 

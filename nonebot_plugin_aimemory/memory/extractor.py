@@ -7,11 +7,11 @@ import asyncio
 import logging
 from collections.abc import Sequence
 
-from .engine.compressor import render_transcript
-from .engine.llm import LLMClient, LLMError
-from .engine.messages import Message
-from .memory import MemoryService
-from .model_json import parse_json_object
+from ..engine.compressor import render_transcript
+from ..engine.llm import LLMClient, LLMError
+from ..engine.messages import Message
+from ..text.model_json import parse_json_object
+from .service import MemoryService
 
 logger = logging.getLogger("nonebot_plugin_aimemory")
 

@@ -12,7 +12,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from .engine.chatbot import ChatBot
+from ..engine.chatbot import ChatBot
 
 logger = logging.getLogger("nonebot_plugin_aimemory")
 

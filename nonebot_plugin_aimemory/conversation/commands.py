@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from nonebot.adapters.onebot.v11 import Bot, MessageEvent
 
-from . import texts
-from .onebot import is_manager, is_superuser, resolve_timezone, send_parts, session_key_for
-from .runtime import Runtime
+from .. import texts
+from ..onebot.events import is_manager, is_superuser, resolve_timezone, send_parts, session_key_for
+from ..runtime import Runtime
 
 
 async def run_dialog_command(

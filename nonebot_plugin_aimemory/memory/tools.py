@@ -6,9 +6,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from . import texts
-from .engine.tools import Tool, ToolError
-from .memory import (
+from .. import texts
+from ..engine.tools import Tool, ToolError
+from .service import (
     MISSING,
     MemoryService,
     Missing,
@@ -18,8 +18,8 @@ from .memory import (
 )
 
 if TYPE_CHECKING:
-    from .memory import SearchHit
-    from .runtime import Runtime
+    from ..runtime import Runtime
+    from .service import SearchHit
 
 SEARCH_LIMIT_DEFAULT = 10
 SEARCH_LIMIT_MAX = 50  # with a query; without one the model may list every entry

@@ -16,7 +16,7 @@ from nonebot.adapters.onebot.v11 import (
 )
 from nonebot.permission import SUPERUSER
 
-from .sessions import group_key, private_key
+from ..conversation.sessions import group_key, private_key
 
 CHINA_STANDARD_TIME = timezone(timedelta(hours=8), "CST")
 MANAGERS = GROUP_ADMIN | GROUP_OWNER | SUPERUSER

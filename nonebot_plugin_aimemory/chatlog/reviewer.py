@@ -11,14 +11,14 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone, tzinfo
 from typing import Any
 
-from .chat_log import format_row
-from .engine.llm import LLMClient
-from .engine.messages import Message
-from .memory import MemoryService
-from .model_json import parse_json_object
-from .store.chat_log_store import ChatLogStore, ChatRow
-from .store.database import parse_utc_text, utc_text
-from .store.review_store import ReviewState, ReviewStore
+from ..engine.llm import LLMClient
+from ..engine.messages import Message
+from ..memory.service import MemoryService
+from ..store.chat_log_store import ChatLogStore, ChatRow
+from ..store.database import parse_utc_text, utc_text
+from ..store.review_store import ReviewState, ReviewStore
+from ..text.model_json import parse_json_object
+from .writer import format_row
 
 logger = logging.getLogger("nonebot_plugin_aimemory")
 

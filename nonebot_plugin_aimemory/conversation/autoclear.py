@@ -11,7 +11,7 @@ import logging
 from collections.abc import Awaitable, Callable
 from contextlib import AbstractAsyncContextManager
 
-from .store.counters import GroupCounterStore
+from ..store.counters import GroupCounterStore
 
 logger = logging.getLogger("nonebot_plugin_aimemory")
 

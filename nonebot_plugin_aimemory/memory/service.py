@@ -17,12 +17,12 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass, field, replace
 from typing import Literal
 
-from . import segmenter
-from .engine.embeddings import EmbeddingClient, cosine
-from .engine.llm import LLMError
-from .memory_guard import injection_reason, mask_pii
-from .store.database import utc_now_text
-from .store.memory_store import MemoryRecord, MemoryStore
+from ..engine.embeddings import EmbeddingClient, cosine
+from ..engine.llm import LLMError
+from ..store.database import utc_now_text
+from ..store.memory_store import MemoryRecord, MemoryStore
+from ..text import segmenter
+from .guard import injection_reason, mask_pii
 
 logger = logging.getLogger("nonebot_plugin_aimemory")
 

@@ -7,12 +7,12 @@ import re
 
 from nonebot.adapters.onebot.v11 import Bot, MessageEvent
 
-from . import texts
-from .engine.llm import LLMError
-from .memory import MemoryFull, MemoryService
-from .onebot import is_manager, resolve_timezone, send_parts, session_key_for
-from .runtime import Runtime
-from .store.database import parse_utc_text
+from .. import texts
+from ..engine.llm import LLMError
+from ..onebot.events import is_manager, resolve_timezone, send_parts, session_key_for
+from ..runtime import Runtime
+from ..store.database import parse_utc_text
+from .service import MemoryFull, MemoryService
 
 logger = logging.getLogger("nonebot_plugin_aimemory")
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import re
 
-from . import texts
-from .engine.llm import LLMError
+from .. import texts
+from ..engine.llm import LLMError
 
 # Prefer to cut at a paragraph, then a line, then a sentence end, then anywhere.
 _BREAKS = ("\n\n", "\n", "。", "！", "？", ". ", "! ", "? ", "；", "，", " ")

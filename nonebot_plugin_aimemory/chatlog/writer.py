@@ -9,9 +9,9 @@ import logging
 from collections.abc import Sequence
 from datetime import datetime, timedelta, timezone, tzinfo
 
-from .store.chat_log_store import ChatLogStore, ChatRow
-from .store.database import parse_utc_text, utc_text
-from .store.review_store import ReviewStore
+from ..store.chat_log_store import ChatLogStore, ChatRow
+from ..store.database import parse_utc_text, utc_text
+from ..store.review_store import ReviewStore
 
 logger = logging.getLogger("nonebot_plugin_aimemory")
 

@@ -5,12 +5,12 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
-from .chat_log import format_rows
-from .engine.tools import Tool, ToolError
-from .onebot import resolve_timezone
+from ..engine.tools import Tool, ToolError
+from ..onebot.events import resolve_timezone
+from .writer import format_rows
 
 if TYPE_CHECKING:
-    from .runtime import Runtime
+    from ..runtime import Runtime
 
 RECENT_DEFAULT = 20
 LIMIT_MAX = 100

@@ -22,9 +22,9 @@ from nonebot.adapters.onebot.v11 import (
     MessageSegment,
 )
 
-from .chat_log import LINE_BREAK_MARK
-from .engine.messages import Part, TextPart
-from .media import ImageReader, marker, short_hash_of
+from ..chatlog.writer import LINE_BREAK_MARK
+from ..engine.messages import Part, TextPart
+from ..media.images import ImageReader, marker, short_hash_of
 
 logger = logging.getLogger("nonebot_plugin_aimemory")
 

@@ -12,14 +12,20 @@ from nonebot import on_message
 from nonebot.adapters.onebot.v11 import Bot, GroupMessageEvent, MessageEvent
 from nonebot.matcher import current_bot, current_event, current_matcher
 
-from . import texts
-from .commands import run_dialog_command
-from .config import Config
-from .engine.chatbot import ChatBot
-from .engine.llm import LLMError
-from .engine.messages import Message, Part, TextPart
-from .memory_commands import run_memory_command
-from .onebot import (
+from .. import texts
+from ..config import Config
+from ..conversation.commands import run_dialog_command
+from ..conversation.replies import failure_text, plain_for_qq, split_reply
+from ..conversation.sessions import TurnStopped
+from ..engine.chatbot import ChatBot
+from ..engine.llm import LLMError
+from ..engine.messages import Message, Part, TextPart
+from ..memory.commands import run_memory_command
+from ..runtime import Runtime, current_runtime
+from ..store.chat_log_store import ChatRow
+from ..store.database import utc_now_text, utc_text
+from .content import render_plain
+from .events import (
     is_addressed,
     is_superuser,
     line_prefix,
@@ -29,12 +35,6 @@ from .onebot import (
     session_key_for,
     speaker_name,
 )
-from .onebot_content import render_plain
-from .replies import failure_text, plain_for_qq, split_reply
-from .runtime import Runtime, current_runtime
-from .sessions import TurnStopped
-from .store.chat_log_store import ChatRow
-from .store.database import utc_now_text, utc_text
 
 logger = logging.getLogger("nonebot_plugin_aimemory")
 

@@ -16,9 +16,9 @@ from urllib.parse import urlsplit
 
 import httpx
 
-from .engine.llm import LLMClient
-from .engine.messages import ImagePart, Message, TextPart
-from .store.image_store import ImageDescriptionStore
+from ..engine.llm import LLMClient
+from ..engine.messages import ImagePart, Message, TextPart
+from ..store.image_store import ImageDescriptionStore
 
 logger = logging.getLogger("nonebot_plugin_aimemory")
 
