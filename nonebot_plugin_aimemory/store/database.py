@@ -13,7 +13,7 @@ from typing import Any, TypeVar
 
 import aiosqlite
 
-from .schema import MIGRATIONS
+from .schema import LATEST_SCHEMA, MIGRATIONS, SCHEMA_VERSION, TABLES
 
 logger = logging.getLogger("nonebot_plugin_aimemory")
 
@@ -114,11 +114,39 @@ def _in_transaction(connection: sqlite3.Connection, work: Callable[[sqlite3.Conn
 
 
 async def _migrate(connection: aiosqlite.Connection) -> None:
+    """Bring the file to SCHEMA_VERSION: a new one in one step, an older one by migrations."""
     cursor = await connection.execute("PRAGMA user_version")
     row = await cursor.fetchone()
     version = int(row[0]) if row else 0
+    if version == SCHEMA_VERSION:
+        return
+    if version > SCHEMA_VERSION:
+        # Written by a newer release: its additions are unknown here, so leave them be.
+        logger.warning(
+            "database is at schema version %d, newer than this release's %d",
+            version,
+            SCHEMA_VERSION,
+        )
+        return
+    if version == 0 and not await _holds_our_tables(connection):
+        await connection.executescript(
+            f"BEGIN IMMEDIATE;\n{LATEST_SCHEMA}\nPRAGMA user_version = {SCHEMA_VERSION};\nCOMMIT;"
+        )
+        logger.info("database created at schema version %d", SCHEMA_VERSION)
+        return
+    # One transaction per migration: a failure keeps the steps before it, and the next
+    # start resumes from there.
     for target, script in enumerate(MIGRATIONS[version:], start=version + 1):
         await connection.executescript(
             f"BEGIN IMMEDIATE;\n{script}\nPRAGMA user_version = {target};\nCOMMIT;"
         )
-        logger.info("database migrated to schema version %d", target)
+    logger.info("database migrated from schema version %d to %d", version, SCHEMA_VERSION)
+
+
+async def _holds_our_tables(connection: aiosqlite.Connection) -> bool:
+    placeholders = ", ".join("?" for _ in TABLES)
+    cursor = await connection.execute(
+        f"SELECT 1 FROM sqlite_master WHERE type = 'table' AND name IN ({placeholders}) LIMIT 1",
+        TABLES,
+    )
+    return await cursor.fetchone() is not None

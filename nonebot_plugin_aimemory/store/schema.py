@@ -1,6 +1,9 @@
-"""The database schema and its migrations, applied in order by `PRAGMA user_version`."""
+"""The database schema: the latest one for a new file, and the migrations that bring an older
+file to it, applied in order by `PRAGMA user_version`."""
 
 from __future__ import annotations
+
+import re
 
 # Each entry migrates from version i to i + 1; never edit a released entry, append a new one.
 MIGRATIONS: tuple[str, ...] = (
@@ -121,3 +124,98 @@ MIGRATIONS: tuple[str, ...] = (
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)
+
+# A new file gets the schema that every migration above builds, in one step. Keep it equal
+# to that result (tests/store/test_migrations.py compares the two): when a migration is
+# appended, change this script to match. Every statement tolerates running on a file that
+# already holds it, so two processes creating the same file at once cannot fail.
+LATEST_SCHEMA = """
+CREATE TABLE IF NOT EXISTS sessions (
+    key TEXT PRIMARY KEY,
+    next_seq INTEGER NOT NULL DEFAULT 0,
+    updated_at TEXT NOT NULL,
+    compressions INTEGER NOT NULL DEFAULT 0,
+    last_compressed_at TEXT
+);
+CREATE TABLE IF NOT EXISTS messages (
+    session_key TEXT NOT NULL,
+    seq INTEGER NOT NULL,
+    role TEXT NOT NULL,
+    body TEXT NOT NULL,
+    created_at TEXT NOT NULL,
+    PRIMARY KEY (session_key, seq)
+) WITHOUT ROWID;
+CREATE TRIGGER IF NOT EXISTS sessions_delete_messages AFTER DELETE ON sessions
+BEGIN
+    DELETE FROM messages WHERE session_key = OLD.key;
+END;
+CREATE TABLE IF NOT EXISTS group_counters (
+    group_id TEXT PRIMARY KEY,
+    unaddressed INTEGER NOT NULL,
+    updated_at TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS memories (
+    scope TEXT NOT NULL,
+    id TEXT NOT NULL,
+    content TEXT NOT NULL,
+    normalized TEXT NOT NULL,
+    tags TEXT NOT NULL DEFAULT '[]',
+    user_id TEXT,
+    embedding TEXT,
+    evidence TEXT NOT NULL DEFAULT '[]',
+    source TEXT NOT NULL DEFAULT 'tool',
+    created_at TEXT NOT NULL,
+    updated_at TEXT NOT NULL,
+    deleted_at TEXT,
+    PRIMARY KEY (scope, id)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS memories_by_normalized ON memories (scope, normalized);
+CREATE TABLE IF NOT EXISTS memory_tombstones (
+    scope TEXT NOT NULL,
+    normalized TEXT NOT NULL,
+    memory_id TEXT NOT NULL,
+    deleted_at TEXT NOT NULL,
+    PRIMARY KEY (scope, normalized)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS chat_log (
+    id INTEGER PRIMARY KEY,
+    session_key TEXT NOT NULL,
+    created_at TEXT NOT NULL,
+    speaker_id TEXT,
+    speaker_name TEXT,
+    role TEXT NOT NULL,
+    text TEXT NOT NULL,
+    addressed INTEGER NOT NULL DEFAULT 1
+);
+CREATE INDEX IF NOT EXISTS chat_log_by_session ON chat_log (session_key, id);
+CREATE INDEX IF NOT EXISTS chat_log_by_time ON chat_log (created_at);
+CREATE VIRTUAL TABLE IF NOT EXISTS chat_log_fts USING fts5 (
+    session, tokens, tokenize = 'unicode61 remove_diacritics 2'
+);
+CREATE TABLE IF NOT EXISTS chat_log_ids (
+    only_row INTEGER PRIMARY KEY CHECK (only_row = 1),
+    last_id INTEGER NOT NULL
+);
+INSERT OR IGNORE INTO chat_log_ids (only_row, last_id) VALUES (1, 0);
+CREATE TABLE IF NOT EXISTS review_state (
+    session_key TEXT PRIMARY KEY,
+    enabled INTEGER,
+    interval_seconds INTEGER,
+    last_review_at TEXT,
+    last_reviewed_row INTEGER NOT NULL DEFAULT 0,
+    pending INTEGER NOT NULL DEFAULT 0,
+    failures INTEGER NOT NULL DEFAULT 0,
+    next_attempt_at TEXT
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS image_descriptions (
+    hash TEXT PRIMARY KEY,
+    description TEXT NOT NULL,
+    created_at TEXT NOT NULL
+) WITHOUT ROWID;
+"""
+
+# The tables LATEST_SCHEMA creates (FTS5 adds its shadow tables on its own): a file holding
+# none of them is new, whatever else it may hold.
+TABLES: tuple[str, ...] = tuple(
+    re.findall(r"CREATE (?:VIRTUAL )?TABLE IF NOT EXISTS (\w+)", LATEST_SCHEMA)
+)

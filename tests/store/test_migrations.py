@@ -1,14 +1,38 @@
-"""Schema migrations applied to a database written by an older version."""
+"""Schema migrations applied to a database written by an older version, and the one-step
+schema of a new database, which must equal what the migrations build."""
 
 from __future__ import annotations
 
+import json
+import logging
+import re
 import sqlite3
+from pathlib import Path
 
-from nonebot_plugin_aimemory.store.chat_log_store import ChatLogStore
+import pytest
+
+from nonebot_plugin_aimemory.store.chat_log_store import ChatLogStore, ChatRow, session_token
+from nonebot_plugin_aimemory.store.counters import GroupCounterStore
 from nonebot_plugin_aimemory.store.database import Database
-from nonebot_plugin_aimemory.store.schema import MIGRATIONS, SCHEMA_VERSION
+from nonebot_plugin_aimemory.store.history_store import SqliteHistoryStore
+from nonebot_plugin_aimemory.store.image_store import ImageDescriptionStore
+from nonebot_plugin_aimemory.store.memory_store import MemoryStore
+from nonebot_plugin_aimemory.store.review_store import ReviewStore
+from nonebot_plugin_aimemory.store.schema import MIGRATIONS, SCHEMA_VERSION, TABLES
 
+# The first version that has each table or column the sample rows below fill in.
+SESSIONS_AND_MESSAGES = 1
+COMPRESSION_STATS = 2
+MEMORIES = 3
+CHAT_LOG = 4
+IMAGE_DESCRIPTIONS = 5
 FTS_WITH_SESSION_TOKEN = 6
+
+AT = "2026-11-30T00:00:00.000000Z"
+IMAGE_HASH = "ab" * 32
+LAST_REVIEWED_ROW = 5  # beyond the last chat-log id, so the id counter must start after it
+
+Schema = tuple[list[tuple[str, str, str, str | None]], dict[str, list[tuple[object, ...]]]]
 
 
 def write_old_database(path, version: int) -> None:
@@ -17,6 +41,297 @@ def write_old_database(path, version: int) -> None:
         connection.executescript(f"{script}\nPRAGMA user_version = {target};")
     connection.commit()
     connection.close()
+
+
+def normalised_sql(sql: str | None) -> str | None:
+    """`sql` with whitespace folded and the created table's name unquoted."""
+    if sql is None:
+        return None
+    folded = re.sub(r" ?([(),]) ?", r"\1", " ".join(sql.split()))
+    # ALTER TABLE ... RENAME writes the new name quoted and FTS5 quotes its shadow tables'
+    # names; the quotes do not change the schema.
+    return re.sub(r"^(CREATE (?:VIRTUAL )?TABLE )([\"'])(\w+)\2", r"\1\3", folded)
+
+
+def schema_of(path: Path) -> Schema:
+    """Every schema object of the file, and the columns (hidden ones too) of every table."""
+    connection = sqlite3.connect(path)
+    try:
+        objects = [
+            (kind, name, table, normalised_sql(sql))
+            for kind, name, table, sql in connection.execute(
+                "SELECT type, name, tbl_name, sql FROM sqlite_master ORDER BY type, name"
+            )
+        ]
+        columns = {
+            name: connection.execute(f'PRAGMA table_xinfo("{name}")').fetchall()
+            for kind, name, _, _ in objects
+            if kind == "table"
+        }
+    finally:
+        connection.close()
+    return objects, columns
+
+
+def raw_rows(path: Path, sql: str) -> list[tuple[object, ...]]:
+    connection = sqlite3.connect(path)
+    try:
+        return connection.execute(sql).fetchall()
+    finally:
+        connection.close()
+
+
+async def open_and_close(path: Path) -> None:
+    database = await Database.open(path)
+    await database.close()
+
+
+def schema_lines(log: pytest.LogCaptureFixture) -> list[str]:
+    return [r.getMessage() for r in log.records if "schema version" in r.getMessage()]
+
+
+@pytest.fixture
+async def fresh_schema(tmp_path) -> Schema:
+    path = tmp_path / "fresh.db"
+    await open_and_close(path)
+    return schema_of(path)
+
+
+def write_sample_rows(path: Path, version: int) -> None:
+    """Rows of every kind the tables at `version` hold, written as that version wrote them."""
+    connection = sqlite3.connect(path)
+    if version >= SESSIONS_AND_MESSAGES:
+        connection.execute(
+            "INSERT INTO sessions (key, next_seq, updated_at) VALUES ('g:1', 2, ?)", (AT,)
+        )
+        if version >= COMPRESSION_STATS:
+            connection.execute(
+                "UPDATE sessions SET compressions = 3, last_compressed_at = ? WHERE key = 'g:1'",
+                (AT,),
+            )
+        for seq, role, text in ((0, "user", "周五去爬山吗"), (1, "assistant", "好呀")):
+            connection.execute(
+                "INSERT INTO messages (session_key, seq, role, body, created_at) "
+                "VALUES ('g:1', ?, ?, ?, ?)",
+                (seq, role, json.dumps({"role": role, "content": text}), AT),
+            )
+        connection.execute(
+            "INSERT INTO group_counters (group_id, unaddressed, updated_at) VALUES ('1', 4, ?)",
+            (AT,),
+        )
+    if version >= MEMORIES:
+        for memory_id, content, deleted_at in (
+            ("m1", "小明喜欢爬山", None),
+            ("m2", "小明怕狗", AT),
+        ):
+            connection.execute(
+                "INSERT INTO memories (scope, id, content, normalized, tags, user_id, evidence, "
+                "source, created_at, updated_at, deleted_at) "
+                "VALUES ('g:1', ?, ?, ?, '[\"爱好\"]', '10001', '[1]', 'review', ?, ?, ?)",
+                (memory_id, content, content, AT, AT, deleted_at),
+            )
+        connection.execute(
+            "INSERT INTO memory_tombstones (scope, normalized, memory_id, deleted_at) "
+            "VALUES ('g:1', '小明怕狗', 'm2', ?)",
+            (AT,),
+        )
+    if version >= CHAT_LOG:
+        for row_id, key, text, tokens in (
+            (1, "g:1", "周五去爬山", "周五 爬山"),
+            (2, "g:2", "周五去看电影", "周五 电影"),
+        ):
+            connection.execute(
+                "INSERT INTO chat_log (id, session_key, created_at, speaker_id, speaker_name, "
+                "role, text) VALUES (?, ?, ?, '10001', '小明', 'user', ?)",
+                (row_id, key, AT, text),
+            )
+            if version >= FTS_WITH_SESSION_TOKEN:
+                connection.execute(
+                    "INSERT INTO chat_log_fts (rowid, session, tokens) VALUES (?, ?, ?)",
+                    (row_id, session_token(key), tokens),
+                )
+            else:
+                connection.execute(
+                    "INSERT INTO chat_log_fts (rowid, session_key, tokens) VALUES (?, ?, ?)",
+                    (row_id, key, tokens),
+                )
+        connection.execute(
+            "INSERT INTO review_state (session_key, enabled, interval_seconds, last_review_at, "
+            "last_reviewed_row, pending) VALUES ('g:1', 1, 3600, ?, ?, 1)",
+            (AT, LAST_REVIEWED_ROW),
+        )
+    if version >= IMAGE_DESCRIPTIONS:
+        connection.execute(
+            "INSERT INTO image_descriptions (hash, description, created_at) VALUES (?, '一只猫', ?)",
+            (IMAGE_HASH, AT),
+        )
+    connection.commit()
+    connection.close()
+
+
+async def assert_sample_rows_readable(database: Database, version: int) -> None:
+    """The rows `write_sample_rows` wrote at `version`, read back through the stores."""
+    history = SqliteHistoryStore(database)
+    if version >= SESSIONS_AND_MESSAGES:
+        assert [m.text for m in await history.load("g:1")] == ["周五去爬山吗", "好呀"]
+        assert await GroupCounterStore(database).load_all() == {"1": 4}
+    assert (await history.load_stats("g:1")).count == (3 if version >= COMPRESSION_STATS else 0)
+
+    memories = MemoryStore(database)
+    records = {r.id: r for r in await memories.load_scope("g:1")}
+    if version >= MEMORIES:
+        assert sorted(records) == ["m1", "m2"]
+        assert records["m1"].tags == ["爱好"]
+        assert records["m1"].evidence == [1]
+        assert not records["m1"].deleted
+        assert records["m2"].deleted
+        assert await memories.load_tombstones("g:1") == {"小明怕狗": "m2"}
+    else:
+        assert records == {}
+
+    chat_log = ChatLogStore(database)
+    review = await ReviewStore(database).get("g:1")
+    if version >= CHAT_LOG:
+        assert [r.text for r in await chat_log.search("g:1", "周五", 10)] == ["周五去爬山"]
+        assert [r.speaker_name for r in await chat_log.recent("g:2", 10)] == ["小明"]
+        assert review.last_reviewed_row == LAST_REVIEWED_ROW
+        assert review.pending
+        assert review.interval_seconds == 3600
+    else:
+        assert await chat_log.recent("g:1", 10) == []
+        assert review.last_reviewed_row == 0
+
+    image = await ImageDescriptionStore(database).get(IMAGE_HASH)
+    assert image == ("一只猫" if version >= IMAGE_DESCRIPTIONS else None)
+
+
+async def test_a_new_database_has_the_schema_every_migration_builds(tmp_path) -> None:
+    fresh = tmp_path / "fresh.db"
+    await open_and_close(fresh)
+    migrated = tmp_path / "migrated.db"
+    write_old_database(migrated, SCHEMA_VERSION)
+
+    assert schema_of(fresh) == schema_of(migrated)
+    assert raw_rows(fresh, "SELECT * FROM chat_log_ids") == [(1, 0)]
+    assert raw_rows(migrated, "SELECT * FROM chat_log_ids") == [(1, 0)]
+    assert raw_rows(fresh, "PRAGMA user_version") == [(SCHEMA_VERSION,)]
+    visible = raw_rows(
+        fresh, "SELECT name FROM pragma_table_xinfo('chat_log_fts') WHERE hidden = 0"
+    )
+    assert visible == [("session",), ("tokens",)]
+    (fts_sql,) = raw_rows(fresh, "SELECT sql FROM sqlite_master WHERE name = 'chat_log_fts'")[0]
+    assert "tokenize = 'unicode61 remove_diacritics 2'" in fts_sql
+
+
+async def test_tables_names_every_table_of_a_new_database(tmp_path) -> None:
+    # A version-0 file holding any of TABLES is migrated rather than created.
+    path = tmp_path / "fresh.db"
+    await open_and_close(path)
+    tables = raw_rows(
+        path,
+        "SELECT name FROM pragma_table_list WHERE schema = 'main' "
+        "AND type IN ('table', 'virtual') AND name NOT LIKE 'sqlite_%'",
+    )
+    assert sorted(TABLES) == sorted(name for (name,) in tables)
+
+
+async def test_a_new_database_logs_one_schema_line(tmp_path, plugin_log) -> None:
+    await open_and_close(tmp_path / "fresh.db")
+
+    assert schema_lines(plugin_log) == [f"database created at schema version {SCHEMA_VERSION}"]
+
+
+@pytest.mark.parametrize("version", range(SCHEMA_VERSION))
+async def test_every_older_version_migrates_with_its_rows(
+    tmp_path, fresh_schema: Schema, plugin_log, version: int
+) -> None:
+    path = tmp_path / "old.db"
+    write_old_database(path, version)
+    write_sample_rows(path, version)
+
+    database = await Database.open(path)
+    try:
+        (reached,) = (await database.read("PRAGMA user_version"))[0]
+        await assert_sample_rows_readable(database, version)
+    finally:
+        await database.close()
+
+    assert reached == SCHEMA_VERSION
+    assert schema_of(path) == fresh_schema
+    # The id counter starts after every id a chat-log row or a review already used.
+    last_id = LAST_REVIEWED_ROW if version >= CHAT_LOG else 0
+    assert raw_rows(path, "SELECT * FROM chat_log_ids") == [(1, last_id)]
+    expected = (
+        f"database migrated from schema version {version} to {SCHEMA_VERSION}"
+        if version
+        else f"database created at schema version {SCHEMA_VERSION}"
+    )
+    assert schema_lines(plugin_log) == [expected]
+
+
+@pytest.mark.parametrize("version", range(1, SCHEMA_VERSION))
+async def test_migrated_rows_stay_writable(tmp_path, version: int) -> None:
+    path = tmp_path / "old.db"
+    write_old_database(path, version)
+    write_sample_rows(path, version)
+
+    database = await Database.open(path)
+    try:
+        chat_log = ChatLogStore(database)
+        await chat_log.insert_many([ChatRow("g:1", AT, "user", "周六去爬山")])
+        found = [(r.id, r.text) for r in await chat_log.search("g:1", "爬山", 10)]
+        # Clearing a session removes its messages through the trigger of version 7.
+        await SqliteHistoryStore(database).clear("g:1")
+        messages = await database.read("SELECT COUNT(*) FROM messages")
+    finally:
+        await database.close()
+
+    next_id = LAST_REVIEWED_ROW + 1 if version >= CHAT_LOG else 1
+    assert (next_id, "周六去爬山") in found
+    assert messages == [(0,)]
+
+
+async def test_a_version_zero_file_with_our_tables_is_migrated_in_place(
+    tmp_path, fresh_schema: Schema, plugin_log
+) -> None:
+    # The first migration's tables without a user_version: migrate, keeping the rows.
+    path = tmp_path / "unversioned.db"
+    connection = sqlite3.connect(path)
+    connection.executescript(MIGRATIONS[0])
+    connection.close()
+    write_sample_rows(path, SESSIONS_AND_MESSAGES)
+
+    database = await Database.open(path)
+    try:
+        await assert_sample_rows_readable(database, SESSIONS_AND_MESSAGES)
+    finally:
+        await database.close()
+
+    assert schema_of(path) == fresh_schema
+    assert schema_lines(plugin_log) == [
+        f"database migrated from schema version 0 to {SCHEMA_VERSION}"
+    ]
+
+
+async def test_a_newer_version_is_left_alone_with_a_warning(tmp_path, plugin_log) -> None:
+    path = tmp_path / "newer.db"
+    await open_and_close(path)
+    connection = sqlite3.connect(path)
+    connection.execute(f"PRAGMA user_version = {SCHEMA_VERSION + 1}")
+    connection.execute("CREATE TABLE from_the_future (x)")
+    connection.commit()
+    connection.close()
+    plugin_log.clear()
+
+    await open_and_close(path)
+
+    assert raw_rows(path, "PRAGMA user_version") == [(SCHEMA_VERSION + 1,)]
+    assert raw_rows(path, "SELECT COUNT(*) FROM from_the_future") == [(0,)]
+    warnings = [r for r in plugin_log.records if r.levelno == logging.WARNING]
+    assert [r.getMessage() for r in warnings] == [
+        f"database is at schema version {SCHEMA_VERSION + 1}, newer than this release's "
+        f"{SCHEMA_VERSION}"
+    ]
 
 
 async def test_chat_log_search_index_is_rebuilt_with_the_session_bound(tmp_path) -> None:
