@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from contextlib import AbstractAsyncContextManager
 
+from ..engine.background import Background
 from ..store.counters import GroupCounterStore
 
 logger = logging.getLogger("nonebot_plugin_aimemory")
@@ -39,7 +40,8 @@ class GroupAutoClear:
         self._dirty: set[str] = set()
         self._to_clear: set[str] = set()
         self._batch: asyncio.Task[None] | None = None
-        self._tasks: set[asyncio.Task[None]] = set()
+        # Clears and batches run off the hot path; close() waits for all of them.
+        self._background = Background("auto-clear")
         self.clears_done = 0
         self.batches_written = 0
 
@@ -67,7 +69,7 @@ class GroupAutoClear:
         self._dirty.add(group_id)
         if count >= self.threshold:
             self.with_context.discard(group_id)
-            self._spawn(self._clear(group_id))
+            self._background.spawn(self._clear(group_id))
         elif count % PERSIST_EVERY_MESSAGES == 0:
             self._next_batch()
 
@@ -94,9 +96,7 @@ class GroupAutoClear:
     def _next_batch(self) -> asyncio.Task[None]:
         """The batch that will carry what is due now (started if none is waiting)."""
         if self._batch is None:
-            self._batch = asyncio.ensure_future(self._write_batch_later())
-            self._tasks.add(self._batch)
-            self._batch.add_done_callback(self._tasks.discard)
+            self._batch = self._background.spawn(self._write_batch_later())
         return self._batch
 
     async def _write_batch_later(self) -> None:
@@ -119,17 +119,11 @@ class GroupAutoClear:
         except Exception:
             logger.exception("could not persist auto-clear counters and clears")
 
-    def _spawn(self, work: Awaitable[None]) -> None:
-        task = asyncio.ensure_future(work)
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
-
     async def close(self) -> None:
         """Finish pending clears and write the last counts."""
         if self._batch is not None:
             self._batch.cancel()  # written right below, without the wait
             self._batch = None
         await self.flush()
-        while self._tasks:
-            await asyncio.gather(*self._tasks, return_exceptions=True)
+        await self._background.close()
         await self.flush()

@@ -12,6 +12,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..engine.background import Background
 from ..engine.chatbot import ChatBot
 
 logger = logging.getLogger("nonebot_plugin_aimemory")
@@ -133,6 +134,7 @@ class SessionCache:
         self.max_sessions = max_sessions
         self._clock = clock
         self._sessions: dict[str, Session] = {}
+        self._background = Background("session janitor")
         self._janitor: asyncio.Task[None] | None = None
         self._sweep_soon: asyncio.Task[int] | None = None
 
@@ -198,30 +200,18 @@ class SessionCache:
         if self.max_sessions <= 0 or len(self._sessions) <= self.max_sessions * 2:
             return
         if self._sweep_soon is None or self._sweep_soon.done():
-            self._sweep_soon = asyncio.get_running_loop().create_task(self.evict_idle_sessions())
+            self._sweep_soon = self._background.spawn(self.evict_idle_sessions())
 
     def start_janitor(self, interval_seconds: float) -> None:
         """Start evicting idle sessions every `interval_seconds`, unless already started."""
         if self._janitor is None or self._janitor.done():
-            self._janitor = asyncio.get_running_loop().create_task(
-                self._run_janitor(interval_seconds), name="aimemory-janitor"
+            self._janitor = self._background.every(
+                interval_seconds, self.evict_idle_sessions, name="sweep"
             )
-
-    async def _run_janitor(self, interval_seconds: float) -> None:
-        while True:
-            await asyncio.sleep(interval_seconds)
-            try:
-                await self.evict_idle_sessions()
-            except Exception:
-                logger.exception("session janitor sweep failed")
 
     async def close(self) -> None:
         """Stop the janitor and every session's worker."""
-        for task in (self._janitor, self._sweep_soon):
-            if task is not None and not task.done():
-                task.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await task
+        await self._background.close(cancel=True)
         for session in list(self._sessions.values()):
             await session.shutdown()
         self._sessions.clear()

@@ -7,6 +7,7 @@ import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Sequence
 
+from .background import Background
 from .messages import Message
 
 logger = logging.getLogger("nonebot_plugin_aimemory")
@@ -21,7 +22,8 @@ class PreCompactHooks:
     def __init__(self, wait_seconds: float = DEFAULT_WAIT_SECONDS) -> None:
         self.wait_seconds = wait_seconds
         self._callbacks: list[PreCompactCallback] = []
-        self._running: set[asyncio.Task[None]] = set()
+        # Slow callbacks outlive `fire`; they are awaited at shutdown by `drain`.
+        self._background = Background("PreCompact")
 
     def register(self, callback: PreCompactCallback) -> PreCompactCallback:
         """Add a callback (usable as a decorator)."""
@@ -41,12 +43,9 @@ class PreCompactHooks:
             return
         folded = tuple(messages)
         tasks = [
-            asyncio.ensure_future(self._guarded(callback, key, folded))
+            self._background.spawn(self._guarded(callback, key, folded))
             for callback in list(self._callbacks)
         ]
-        for task in tasks:
-            self._running.add(task)
-            task.add_done_callback(self._running.discard)
         _, pending = await asyncio.wait(tasks, timeout=self.wait_seconds)
         if pending:
             logger.warning(
@@ -65,5 +64,4 @@ class PreCompactHooks:
 
     async def drain(self) -> None:
         """Wait for callbacks still running (at shutdown)."""
-        if self._running:
-            await asyncio.gather(*self._running, return_exceptions=True)
+        await self._background.wait()

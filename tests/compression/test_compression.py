@@ -361,8 +361,7 @@ async def test_a_raising_or_slow_precompact_callback_does_not_stop_compression(
     await bot.compact(reason="test")
     assert asyncio.get_running_loop().time() - started < 2
     assert bot.stats.count == 1
-    for task in list(hooks._running):
-        task.cancel()
+    await hooks._background.close(cancel=True)
 
 
 async def test_nothing_is_folded_when_the_window_fits_in_the_tail(llm, http, store) -> None:

@@ -2,16 +2,12 @@
 
 from __future__ import annotations
 
-import asyncio
-
 from tests.fakes.bots import RecordingBot
 from tests.fakes.events import group_message
 
 
 async def wait_for_background(plugin) -> None:
-    tasks = list(plugin.runtime.autoclear._tasks)
-    if tasks:
-        await asyncio.gather(*tasks)
+    await plugin.runtime.autoclear._background.wait()
 
 
 async def window_of(plugin, key: str):
