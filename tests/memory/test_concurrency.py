@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 
-from nonebot_plugin_aimemory.memory import service as memory_module
+from nonebot_plugin_aimemory.memory import index as memory_index
 
 SCOPE = "g:1101"
 
@@ -59,7 +59,7 @@ async def test_a_scope_is_not_evicted_between_one_writer_and_the_next(memory, mo
     """The narrowest window: another scope finishes loading (and evicts the oldest cached
     scope) in the very instant the first save hands the scope's lock to the queued second
     save. A third save arriving then must still queue behind the second."""
-    monkeypatch.setattr(memory_module, "MAX_CACHED_SCOPES", 2)
+    monkeypatch.setattr(memory_index, "MAX_CACHED_SCOPES", 2)
     memory.max_entries = 2
     await memory.count(SCOPE)
     await memory.count("g:3001")  # the cache is full: [SCOPE, g:3001]

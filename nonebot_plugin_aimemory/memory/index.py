@@ -1,0 +1,142 @@
+"""The in-memory index of memories: each scope's entries (with their search tokens) and
+tombstones, loaded on demand, a bounded number cached, and one write lock per scope."""
+
+from __future__ import annotations
+
+import asyncio
+from collections import Counter, OrderedDict
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+
+from ..store.memory_store import MemoryRecord, MemoryStore
+from ..text import segmenter
+from .rules import is_safe_to_show
+
+TAG_HIT_WEIGHT = 2.0
+MAX_CACHED_SCOPES = 64
+
+
+@dataclass(slots=True)
+class IndexedMemory:
+    """A memory with its search tokens, as kept in a scope's in-memory index."""
+
+    record: MemoryRecord
+    content_tokens: frozenset[str]
+    tag_tokens: frozenset[str]
+    _safe: bool | None = None
+
+    @classmethod
+    def of(cls, record: MemoryRecord) -> IndexedMemory:
+        """Index a record: token sets of its content and of its tags."""
+        tag_tokens = {t.lower() for t in record.tags}
+        for tag in record.tags:
+            tag_tokens |= segmenter.token_set(tag)
+        return cls(record, segmenter.token_set(record.content), frozenset(tag_tokens))
+
+    @property
+    def safe(self) -> bool:
+        """Whether the memory may be shown to the model (checked once: entries are
+        re-indexed whenever their record changes)."""
+        if self._safe is None:
+            self._safe = is_safe_to_show(self.record)
+        return self._safe
+
+
+@dataclass(slots=True)
+class LoadedScope:
+    """One scope as indexed: every entry by id (deleted ones too) and its tombstones
+    (normalised content → id of the memory a person deleted)."""
+
+    entries: dict[str, IndexedMemory]
+    tombstones: dict[str, str]
+
+    def live(self) -> list[IndexedMemory]:
+        """Entries not deleted."""
+        return [e for e in self.entries.values() if not e.record.deleted]
+
+    def find_live_by_normalized(self, normalized: str) -> IndexedMemory | None:
+        """The live entry with this normalised content, if any."""
+        for entry in self.entries.values():
+            if not entry.record.deleted and entry.record.normalized == normalized:
+                return entry
+        return None
+
+
+def keyword_score(query_tokens: frozenset[str], entry: IndexedMemory) -> float:
+    """The share of query tokens found in the entry, a tag hit counting `TAG_HIT_WEIGHT`."""
+    if not query_tokens:
+        return 0.0
+    content_hits = len(query_tokens & entry.content_tokens)
+    tag_hits = len(query_tokens & entry.tag_tokens)
+    return (content_hits + TAG_HIT_WEIGHT * tag_hits) / len(query_tokens)
+
+
+class ScopeIndex:
+    """The indexed scopes: loaded once per scope (concurrent readers share one load), at
+    most `MAX_CACHED_SCOPES` kept, and written only under the scope's lock."""
+
+    def __init__(self, store: MemoryStore) -> None:
+        self.store = store
+        self._scopes: OrderedDict[str, LoadedScope] = OrderedDict()
+        self._loading: dict[str, asyncio.Future[LoadedScope]] = {}
+        # Write locks live apart from the cache so that evicting a scope never gives it a
+        # second lock; `_lock_users` counts holders and waiters, and a scope with any is
+        # never evicted (its writer's index must stay the cached one).
+        self._locks: dict[str, asyncio.Lock] = {}
+        self._lock_users: Counter[str] = Counter()
+
+    async def get(self, scope: str) -> LoadedScope:
+        """The scope's index, loaded from the store if it is not cached."""
+        cached = self._scopes.get(scope)
+        if cached is not None:
+            self._scopes.move_to_end(scope)
+            return cached
+        pending = self._loading.get(scope)
+        if pending is not None:
+            return await asyncio.shield(pending)
+        future: asyncio.Future[LoadedScope] = asyncio.get_running_loop().create_future()
+        self._loading[scope] = future
+        try:
+            records = await self.store.load_scope(scope)
+            tombstones = await self.store.load_tombstones(scope)
+            # Tokenising thousands of entries takes long enough to stall every chat: off-loop.
+            entries = await asyncio.to_thread(lambda: {r.id: IndexedMemory.of(r) for r in records})
+            loaded = LoadedScope(entries, tombstones)
+            self._remember(scope, loaded)
+            future.set_result(loaded)
+            return loaded
+        except BaseException as exc:
+            future.set_exception(exc)
+            future.exception()  # retrieved: waiting callers re-raise it
+            raise
+        finally:
+            del self._loading[scope]
+
+    @asynccontextmanager
+    async def writing(self, scope: str) -> AsyncIterator[LoadedScope]:
+        """Hold the scope's write lock and yield its index, loaded (or reloaded) under it."""
+        lock = self._locks.get(scope)
+        if lock is None:
+            lock = self._locks[scope] = asyncio.Lock()
+        self._lock_users[scope] += 1
+        try:
+            async with lock:
+                yield await self.get(scope)
+        finally:
+            self._lock_users[scope] -= 1
+            if not self._lock_users[scope]:
+                del self._lock_users[scope]
+                del self._locks[scope]
+
+    def _remember(self, scope: str, loaded: LoadedScope) -> None:
+        self._scopes[scope] = loaded
+        # Keep a bounded number of scopes indexed; an evicted one is reloaded on demand. A
+        # scope being written stays: its writer updates this very index after the database.
+        while len(self._scopes) > MAX_CACHED_SCOPES:
+            victim = next(
+                (s for s in self._scopes if s != scope and s not in self._lock_users), None
+            )
+            if victim is None:
+                return  # every other cached scope is being written: over the bound for now
+            del self._scopes[victim]

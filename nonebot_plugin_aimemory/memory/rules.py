@@ -1,0 +1,113 @@
+"""The rules a memory's text, tags, subject and id follow, as pure functions: what counts
+as the same content, which tags and QQ numbers are accepted, what may be shown the model."""
+
+from __future__ import annotations
+
+import re
+import secrets
+import unicodedata
+from collections.abc import Container, Sequence
+
+from ..store.memory_store import MemoryRecord
+from .guard import injection_reason, mask_pii
+
+MAX_CONTENT_CHARS = 2000
+MAX_TAGS = 8
+MAX_TAG_CHARS = 20
+NEAR_DUPLICATE_DICE = 0.55
+ID_ALPHABET = "23456789abcdefghjkmnpqrstuvwxyz"
+ID_LENGTH = 4
+
+_QQ_NUMBER = re.compile(r"[0-9]{1,20}")
+_QQ_IN_TEXT = re.compile(r"[(（](\d{5,11})[)）]")
+
+
+class Missing:
+    """Marks an update field the caller did not give (keep the stored value)."""
+
+
+MISSING = Missing()
+
+
+def fold_whitespace(text: str) -> str:
+    """Collapse runs of whitespace into single spaces and trim the ends."""
+    return " ".join(text.split())
+
+
+def normalize(text: str) -> str:
+    """The form compared for exact duplicates and tombstones."""
+    return fold_whitespace(unicodedata.normalize("NFKC", text)).casefold()
+
+
+def clean_tags(tags: Sequence[object] | None) -> list[str]:
+    """Tags as distinct, trimmed, length-capped strings, at most `MAX_TAGS`."""
+    result: list[str] = []
+    for tag in tags or ():
+        text = fold_whitespace(str(tag))[:MAX_TAG_CHARS]
+        if text and text not in result:
+            result.append(text)
+    return result[:MAX_TAGS]
+
+
+def prepare_tags(tags: Sequence[object] | None, *, mask: bool) -> list[str]:
+    """Tags as stored: cleaned, and with personal identifiers masked when `mask` is on."""
+    # Masked before `clean_tags` cuts them short: a cut would leave a partial number.
+    if mask:
+        tags = [mask_pii(fold_whitespace(str(tag))) for tag in tags or ()]
+    return clean_tags(tags)
+
+
+def tags_problem(tags: object) -> str | None:
+    """Why these tags may not be stored (one of them tries to steer the model), or None."""
+    if isinstance(tags, Missing) or not tags:
+        return None
+    for tag in tags if isinstance(tags, list | tuple) else [tags]:
+        reason = injection_reason(str(tag))
+        if reason is not None:
+            return f"标签{reason}"
+    return None
+
+
+def clean_user_id(user_id: object) -> str | None:
+    """A QQ number (full-width digits accepted), or nothing: free text here would be one
+    more way into the prompt."""
+    if user_id is None:
+        return None
+    text = unicodedata.normalize("NFKC", str(user_id)).strip()
+    return text if _QQ_NUMBER.fullmatch(text) else None
+
+
+def people_of(content: str, user_id: str | None) -> frozenset[str]:
+    """The QQ numbers a memory is about: its user_id, else the `昵称(QQ号)` in its text."""
+    if user_id:
+        return frozenset((user_id,))
+    return frozenset(_QQ_IN_TEXT.findall(content))
+
+
+def different_people(one: frozenset[str], other: frozenset[str]) -> bool:
+    """Same-shaped facts about different people ("小明(1)爱吃辣" / "阿强(2)爱吃辣") are not
+    duplicates to merge."""
+    return bool(one) and bool(other) and not one & other
+
+
+def is_safe_to_show(record: MemoryRecord) -> bool:
+    """Never show the model a memory that looks like steering (in its content or tags)."""
+    fields = [record.content, *record.tags, record.user_id or ""]
+    return all(injection_reason(text) is None for text in fields)
+
+
+def id_key(memory_id: str) -> str:
+    """How ids are looked up: `#ab3d`, `AB3D` and ` ab3d ` are the same id."""
+    return memory_id.strip().lstrip("#").lower()
+
+
+def new_id(taken: Container[str]) -> str:
+    """A short random id not in `taken`; longer ones only when short ones keep colliding."""
+    length = ID_LENGTH
+    for attempt in range(64):
+        if attempt and attempt % 16 == 0:
+            length += 1
+        candidate = "".join(secrets.choice(ID_ALPHABET) for _ in range(length))
+        if candidate not in taken:
+            return candidate
+    raise RuntimeError("could not allocate a memory id")
