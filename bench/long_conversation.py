@@ -346,6 +346,7 @@ async def run(turns: int, budget_tokens: int, work_dir: str) -> None:
     from nonebot_plugin_aimemory.engine.llm import Endpoint, LLMClient
     from nonebot_plugin_aimemory.engine.messages import Message
     from nonebot_plugin_aimemory.engine.tokens import TiktokenCounter
+    from nonebot_plugin_aimemory.prompts import SUMMARY_PROMPTS
     from nonebot_plugin_aimemory.runtime import compression_policy
     from nonebot_plugin_aimemory.store.database import Database
     from nonebot_plugin_aimemory.store.history_store import SqliteHistoryStore
@@ -371,7 +372,7 @@ async def run(turns: int, budget_tokens: int, work_dir: str) -> None:
         async with httpx.AsyncClient() as http:
             endpoint = Endpoint(llm.base_url, "sk-bench", "gpt-4o-mini")
             client = LLMClient(http, endpoint, timeout_seconds=30)
-            compressor = make_compressor_class()(client, counter, policy)
+            compressor = make_compressor_class()(client, counter, policy, prompts=SUMMARY_PROMPTS)
             bot = ChatBot(
                 SESSION_KEY,
                 llm=client,

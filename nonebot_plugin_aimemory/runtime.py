@@ -18,6 +18,7 @@ from urllib.parse import urlsplit
 
 import httpx
 
+from . import prompts
 from .chatlog.reviewer import MemoryReviewer, ReviewScheduler
 from .chatlog.writer import ChatLog
 from .config import DEFAULT_API_BASE, Config
@@ -171,6 +172,7 @@ class Runtime:
             counter,
             compression_policy(config),
             pre_compact,
+            prompts=prompts.SUMMARY_PROMPTS,
         )
         runtime = cls(
             config=config,

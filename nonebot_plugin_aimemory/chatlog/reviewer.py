@@ -11,14 +11,16 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone, tzinfo
 from typing import Any
 
+from .. import prompts
 from ..engine.llm import LLMClient
 from ..engine.messages import Message
 from ..memory.service import MemoryService
 from ..store.chat_log_store import ChatLogStore, ChatRow
 from ..store.database import parse_utc_text, utc_text
 from ..store.review_store import ReviewState, ReviewStore
+from ..text.fit import cut_line, fit_lines
 from ..text.model_json import parse_json_object
-from .writer import format_row
+from .lines import format_row
 
 logger = logging.getLogger("nonebot_plugin_aimemory")
 
@@ -32,19 +34,6 @@ MAX_FAILURES = 5
 MAX_CONCURRENT_REVIEWS = 4
 RETRY_BASE_SECONDS = 60.0
 RETRY_MAX_SECONDS = 3600.0
-REVIEW_PROMPT = """{persona}
-
----
-现在你的任务不是聊天，而是为这个{where}整理长期记忆：根据“最近的聊天记录”，决定新增或更新哪些长期记忆。
-规则：
-- 只记长期有效、以后用得上的信息：偏好、称呼、个人情况、约定、计划、重要事件和决定。
-- 寒暄、一次性的问题、临时情绪、未确认的猜测、秘密和敏感信息（证件号、银行卡号、密码等）一律 noop。
-- 新信息与已有记忆矛盾或是它的更新时，用 update 修改那条已有记忆（写它的编号），不要新建第二条。
-- 已有记忆里已经有的内容不要重复创建。
-- 每条内容必须脱离对话也能看懂：写清主语（昵称和 QQ 号）和具体内容。
-- 最多 {max_ops} 个操作；evidence 写所依据的聊天记录编号。
-只输出一个 JSON 对象，不要输出任何其他文字，格式如下：
-{{"ops":[{{"op":"create","content":"…","tags":["…"],"user_id":"…","evidence":[12]}},{{"op":"update","id":"已有记忆的编号","content":"…","evidence":[13]}},{{"op":"noop"}}]}}"""
 
 
 @dataclass(slots=True)
@@ -81,13 +70,13 @@ class MemoryReviewer:
         if not rows:
             return ReviewOutcome(last_row=after_row)
         memories = await self.memory.list(scope)
-        where = "群聊" if scope.startswith("g:") else "私聊"
-        system = REVIEW_PROMPT.format(persona=self.persona, where=where, max_ops=MAX_OPS)
-        listing = "\n".join(f"#{m.id} {m.content}" for m in memories) or "（无）"
+        system = prompts.review_prompt(
+            self.persona, in_group=scope.startswith("g:"), max_ops=MAX_OPS
+        )
         completion = await self.llm.complete(
             [
                 Message("system", system),
-                Message("user", f"已有记忆：\n{listing}\n\n最近的聊天记录：\n{log}"),
+                Message("user", prompts.review_request(memories, log)),
             ],
             context=f"review {scope}",
         )
@@ -162,24 +151,15 @@ def _shown_log(rows: list[ChatRow], zone: tzinfo) -> tuple[list[ChatRow], str]:
     """The newest rows whose `[#id] [time] speaker：text` lines fit in MAX_CHARS, and those
     lines, oldest first; the line where the budget runs out is shortened rather than
     dropped when a useful part of it still fits."""
-    kept: list[ChatRow] = []
-    lines: list[str] = []
-    used = 0
-    for row in reversed(rows):
-        line = f"[#{row.id}] {format_row(row, zone)}"
-        separator = 1 if lines else 0
-        if used + separator + len(line) > MAX_CHARS:
-            room = MAX_CHARS - used - separator
-            if room >= MIN_PARTIAL_ROW_CHARS or not lines:
-                kept.append(row)
-                lines.append(line[: room - 1] + "…")
-            break
-        kept.append(row)
-        lines.append(line)
-        used += separator + len(line)
-    kept.reverse()
-    lines.reverse()
-    return kept, "\n".join(lines)
+
+    def shorten(line: str, room_chars: int, rank: int) -> str | None:
+        if rank == 0 or room_chars >= MIN_PARTIAL_ROW_CHARS:
+            return cut_line(line, room_chars)
+        return None
+
+    lines = [f"[#{row.id}] {format_row(row, zone)}" for row in rows]
+    fitted = fit_lines(lines, MAX_CHARS, newest=True, shorten=shorten)
+    return [rows[i] for i in fitted.indices], fitted.text
 
 
 def _evidence(raw: Any, row_ids: set[int]) -> list[int]:

@@ -5,24 +5,16 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
+from .. import prompts
 from ..engine.tools import Tool, ToolError
 from ..onebot.events import resolve_timezone
-from .writer import format_rows
+from .lines import format_rows
 
 if TYPE_CHECKING:
     from ..runtime import Runtime
 
 RECENT_DEFAULT = 20
 LIMIT_MAX = 100
-
-READ_RECENT_DESCRIPTION = (
-    "读取当前会话最近的聊天记录（客观记录，包括已被压缩或清空的上下文）。"
-    "每行带时间和发言人。只能读取当前这个群聊或私聊。"
-)
-SEARCH_DESCRIPTION = (
-    "按关键词全文搜索当前会话的聊天记录，例如“上个月说的聚餐地点”。"
-    "结果按相关度排序，每行带时间和发言人。只能搜索当前这个群聊或私聊。"
-)
 
 
 def chat_log_tools(runtime: Runtime, session_key: str) -> Iterable[Tool]:
@@ -48,31 +40,20 @@ def chat_log_tools(runtime: Runtime, session_key: str) -> Iterable[Tool]:
         shown = keyword if len(keyword) <= 50 else keyword[:50] + "…"
         return format_rows(rows, zone, keep="first") or f"没有找到包含“{shown}”的聊天记录。"
 
-    limit_schema = {
-        "type": "integer",
-        "minimum": 1,
-        "maximum": LIMIT_MAX,
-        "description": "条数，1~100，默认 20",
-    }
     return [
         Tool(
             "read_recent_chat",
-            READ_RECENT_DESCRIPTION,
+            prompts.READ_RECENT_CHAT_DESCRIPTION,
             read_recent_chat,
-            {"type": "object", "properties": {"limit": limit_schema}, "required": []},
+            prompts.read_recent_chat_parameters(default_limit=RECENT_DEFAULT, limit_max=LIMIT_MAX),
         ),
         Tool(
             "search_current_chat",
-            SEARCH_DESCRIPTION,
+            prompts.SEARCH_CURRENT_CHAT_DESCRIPTION,
             search_current_chat,
-            {
-                "type": "object",
-                "properties": {
-                    "keyword": {"type": "string", "description": "关键词"},
-                    "limit": limit_schema,
-                },
-                "required": ["keyword"],
-            },
+            prompts.search_current_chat_parameters(
+                default_limit=RECENT_DEFAULT, limit_max=LIMIT_MAX
+            ),
         ),
     ]
 

@@ -6,11 +6,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Sequence
-from datetime import datetime, timedelta, timezone, tzinfo
+from datetime import datetime, timedelta, timezone
 
 from ..store.chat_log_store import ChatLogStore, ChatRow
-from ..store.database import parse_utc_text, utc_text
+from ..store.database import utc_text
 from ..store.review_store import ReviewStore
 
 logger = logging.getLogger("nonebot_plugin_aimemory")
@@ -18,39 +17,6 @@ logger = logging.getLogger("nonebot_plugin_aimemory")
 FLUSH_BATCH_ROWS = 500
 MAX_QUEUED_ROWS = 20_000
 CLEANUP_INTERVAL_SECONDS = 24 * 3600
-MAX_TOOL_OUTPUT_CHARS = 8000
-
-
-LINE_BREAK_MARK = " ⏎ "
-
-
-def format_row(row: ChatRow, zone: tzinfo) -> str:
-    """`[2026-11-30 14:05] 小明(12345)：text` on one line (line breaks inside a message become
-    ⏎, so every line starts with its time and speaker); the bot's own lines say 机器人."""
-    moment = parse_utc_text(row.created_at).astimezone(zone).strftime("%Y-%m-%d %H:%M")
-    if row.role == "assistant":
-        speaker = "机器人"
-    else:
-        speaker = f"{row.speaker_name or row.speaker_id}({row.speaker_id})"
-    return LINE_BREAK_MARK.join(f"[{moment}] {speaker}：{row.text}".splitlines())
-
-
-def format_rows(rows: Sequence[ChatRow], zone: tzinfo, *, keep: str = "newest") -> str:
-    """Lines within MAX_TOOL_OUTPUT_CHARS, keeping the newest (or the first, best-ranked)."""
-    lines = [format_row(row, zone) for row in rows]
-    ordered = list(reversed(lines)) if keep == "newest" else lines
-    kept: list[str] = []
-    used = 0
-    for line in ordered:
-        if used + len(line) + 1 > MAX_TOOL_OUTPUT_CHARS:
-            if not kept:  # one line longer than the cap: show its start, not "nothing found"
-                kept.append(line[: MAX_TOOL_OUTPUT_CHARS - 1] + "…")
-            break
-        kept.append(line)
-        used += len(line) + 1
-    if keep == "newest":
-        kept.reverse()
-    return "\n".join(kept)
 
 
 class ChatLog:

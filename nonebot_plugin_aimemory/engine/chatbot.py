@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Protocol
 
-from .compressor import Compaction, Compressor, split_summary
+from .compressor import Compaction, Compressor
 from .llm import Completion, ContextLengthError, LLMClient, LLMError, Usage
 from .messages import Message, tool_result
 from .tokens import TokenCounter, message_tokens
@@ -123,8 +123,11 @@ class ChatBot:
 
     @property
     def summary(self) -> str | None:
-        """The running summary at the head of the window, if compression made one."""
-        return split_summary(self.window.messages)[0]
+        """The running summary at the head of the window, if compression made one (the
+        compressor's prompts are what recognise it, so none without a compressor)."""
+        if self.compressor is None:
+            return None
+        return self.compressor.split_summary(self.window.messages)[0]
 
     async def load(self) -> None:
         """Fill the window from the store (an unreadable store leaves it empty)."""
@@ -259,7 +262,8 @@ class ChatBot:
 
     def _can_fold(self) -> bool:
         """Something beyond an existing summary is left to fold or truncate."""
-        return bool(split_summary(self.window.messages)[1])
+        assert self.compressor is not None
+        return bool(self.compressor.split_summary(self.window.messages)[1])
 
     async def _call_recovering(
         self, message: Message, pending: list[Message], force_answer: bool, spend: _TurnSpend

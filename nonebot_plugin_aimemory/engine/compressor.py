@@ -11,37 +11,37 @@ from .hooks import PreCompactHooks
 from .llm import Completion, LLMClient, LLMError, Usage
 from .messages import Message
 from .tokens import TokenCounter, message_tokens
+from .transcript import chunk_lines, render_transcript
 from .window import first_user_index_at_or_after, truncate_oldest_half
 
 logger = logging.getLogger("nonebot_plugin_aimemory")
 
-SUMMARY_PREFIX = "以下是之前的对话摘要："
-SUMMARY_ACK = "好的，我已了解之前的对话内容，会在接下来的对话中参考。"
 # Characters of transcript per token of chunk budget: CJK runs ~0.8 chars/token, so stay under.
 CHARS_PER_CHUNK_TOKEN = 0.7
-COMPRESSOR_PROMPT = """你是对话压缩器。请把“需要合并的对话”与“已有摘要”合并成一份新的摘要，供同一个 AI 助手在之后的对话中参考。
-
-必须保留：
-- 关键事实、人名/昵称与 QQ 号；群聊里谁说了什么
-- 用户的意图和偏好
-- 已做出的决定和得出的结论
-- 尚未解决的问题、做出的承诺和约定
-必须删除：工具调用的细节、寒暄客套、中间推理过程。
-已有摘要里的内容除非被新对话明确推翻，否则必须保留在新摘要里。
-
-只输出摘要本身，用简短的条目，分成三节，格式如下：
-事实：
-- …
-决定：
-- …
-待办与未决：
-- …
-总长度不超过 {max_chars} 字。"""
 
 
-SHORTEN_PROMPT = """你是对话压缩器。下面这份对话摘要太长了，请把它压缩到不超过 {max_chars} 字。
-合并重复或相近的条目，删去次要细节；人名/昵称与 QQ 号、偏好、决定、约定和承诺必须保留。
-保持原来的三节格式（事实 / 决定 / 待办与未决），只输出摘要本身。"""
+@dataclass(frozen=True, slots=True)
+class SummaryPrompts:
+    """Every text the compressor sends or stores. The engine holds no wording of its own:
+    the plugin passes these in (its prompts module), so they can be reviewed with the rest."""
+
+    fold_system: str
+    """System prompt of a fold; `{max_chars}` is the summary's length cap."""
+    fold_request: str
+    """The fold's user message; `{summary}` is the summary so far, `{chunk}` the transcript."""
+    no_summary: str
+    """Stands in for `{summary}` before the first fold."""
+    shorten_system: str
+    """System prompt asking for a shorter summary; `{max_chars}` is the cap."""
+    shorten_request: str
+    """The shortening call's user message; `{summary}` is the summary that is too long."""
+    summary_prefix: str
+    """Starts the stored summary message; a window is recognised as summarised by it, so
+    it must never change (histories stored by older versions begin with it)."""
+    summary_ack: str
+    """The assistant's acknowledgement after the summary, so roles keep alternating."""
+    assistant_label: str
+    """Prefix of the assistant's lines in the folded transcript."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,23 +102,29 @@ class FoldError(LLMError):
         self.spent = spent
 
 
-def split_summary(messages: Sequence[Message]) -> tuple[str | None, list[Message]]:
+def split_summary(
+    messages: Sequence[Message], prompts: SummaryPrompts
+) -> tuple[str | None, list[Message]]:
     """The summary at the head of a window (if any) and the messages after it."""
+    prefix = prompts.summary_prefix
     if (
         len(messages) >= 2
         and messages[0].role == "user"
-        and messages[0].text.startswith(SUMMARY_PREFIX)
+        and messages[0].text.startswith(prefix)
         and messages[1].role == "assistant"
         and not messages[1].tool_calls
     ):
-        return messages[0].text[len(SUMMARY_PREFIX) :].strip(), list(messages[2:])
+        return messages[0].text[len(prefix) :].strip(), list(messages[2:])
     return None, list(messages)
 
 
-def summary_messages(summary: str) -> list[Message]:
+def summary_messages(summary: str, prompts: SummaryPrompts) -> list[Message]:
     """The summary as a user message plus an acknowledgment, so roles keep alternating (a
     second system message is rejected by Qwen, Llama and Gemma chat templates)."""
-    return [Message("user", f"{SUMMARY_PREFIX}\n{summary}"), Message("assistant", SUMMARY_ACK)]
+    return [
+        Message("user", f"{prompts.summary_prefix}\n{summary}"),
+        Message("assistant", prompts.summary_ack),
+    ]
 
 
 def tail_start(messages: Sequence[Message], keep_tokens: int, counter: TokenCounter) -> int:
@@ -131,35 +137,17 @@ def tail_start(messages: Sequence[Message], keep_tokens: int, counter: TokenCoun
     return first_user_index_at_or_after(messages, index)
 
 
-def render_transcript(messages: Sequence[Message]) -> list[str]:
-    """The folded messages as plain lines; tool calls and their results are left out."""
-    lines: list[str] = []
-    for message in messages:
-        text = message.text.strip()
-        if not text or message.role in ("tool", "system"):
-            continue
-        lines.append(text if message.role == "user" else f"助手：{text}")
-    return lines
-
-
-def chunk_lines(lines: Sequence[str], chunk_tokens: int, counter: TokenCounter) -> list[str]:
-    """Group lines into chunks of at most `chunk_tokens`; an oversized line is cut in pieces."""
-    piece_chars = max(int(chunk_tokens * CHARS_PER_CHUNK_TOKEN), 1)
-    chunks: list[str] = []
-    current: list[str] = []
-    current_tokens = 0
-    for line in lines:
-        pieces = [line[i : i + piece_chars] for i in range(0, len(line), piece_chars)] or [""]
-        for piece in pieces:
-            tokens = counter.count(piece) + 1
-            if current and current_tokens + tokens > chunk_tokens:
-                chunks.append("\n".join(current))
-                current, current_tokens = [], 0
-            current.append(piece)
-            current_tokens += tokens
-    if current:
-        chunks.append("\n".join(current))
-    return chunks
+def fold_chunks(lines: Sequence[str], chunk_tokens: int, counter: TokenCounter) -> list[str]:
+    """The transcript in chunks of at most `chunk_tokens`, one fold call each; a line too
+    long for one chunk is cut in pieces."""
+    return chunk_lines(
+        lines,
+        chunk_tokens,
+        piece_chars=int(chunk_tokens * CHARS_PER_CHUNK_TOKEN),
+        # A piece's tokens plus one for its line break.
+        size=lambda piece: counter.count(piece) + 1,
+        separator_size=0,
+    )
 
 
 def cap_summary(summary: str, max_tokens: int, counter: TokenCounter) -> str:
@@ -209,22 +197,32 @@ class Compressor:
         counter: TokenCounter,
         policy: CompressionPolicy,
         hooks: PreCompactHooks | None = None,
+        *,
+        prompts: SummaryPrompts,
     ) -> None:
         self.llm = llm
         self.counter = counter
         self.policy = policy
         self.hooks = hooks
+        self.prompts = prompts
+
+    def split_summary(self, window: Sequence[Message]) -> tuple[str | None, list[Message]]:
+        """The summary at the head of `window` (if any) and the messages after it."""
+        return split_summary(window, self.prompts)
+
+    def _transcript(self, messages: Sequence[Message]) -> list[str]:
+        return render_transcript(messages, assistant_label=self.prompts.assistant_label)
 
     async def compact(
         self, key: str, window: Sequence[Message], *, keep_recent_tokens: int | None = None
     ) -> Compaction | None:
         """Summarise all but the recent tail; on any compressor failure, truncate instead.
         None when everything already fits in the tail (folding would gain nothing)."""
-        previous, body = split_summary(window)
+        previous, body = self.split_summary(window)
         keep = self.policy.keep_recent_tokens if keep_recent_tokens is None else keep_recent_tokens
         start = tail_start(body, keep, self.counter)
         folded, tail = body[:start], body[start:]
-        if not render_transcript(folded):
+        if not self._transcript(folded):
             return None
         if self.hooks is not None:
             await self.hooks.fire(key, folded)
@@ -234,14 +232,14 @@ class Compressor:
             logger.warning("compressor failed for %s (%s); truncating instead", key, exc)
             # Earlier chunks were paid for even though their summary is thrown away.
             return replace(self.truncate(key, window, reason=exc.kind), usage=exc.spent)
-        return Compaction([*summary_messages(summary), *tail], folded, summary, usage)
+        return Compaction([*summary_messages(summary, self.prompts), *tail], folded, summary, usage)
 
     def truncate(self, key: str, window: Sequence[Message], *, reason: str) -> Compaction:
         """Fallback: keep the summary (if any) and the newer half of the rest, cut at a user
         message; in the extreme nothing but the summary is left."""
-        previous, body = split_summary(window)
+        previous, body = self.split_summary(window)
         kept = truncate_oldest_half(body)
-        head = summary_messages(previous) if previous else []
+        head = summary_messages(previous, self.prompts) if previous else []
         logger.warning(
             "window of %s truncated (%s): %d of %d messages kept",
             key,
@@ -259,7 +257,7 @@ class Compressor:
         spent so far when a call fails."""
         summary = previous or ""
         usage = Usage()
-        chunks = chunk_lines(render_transcript(folded), self.policy.chunk_tokens, self.counter)
+        chunks = fold_chunks(self._transcript(folded), self.policy.chunk_tokens, self.counter)
         try:
             for chunk in chunks:
                 completion = await self._fold_chunk(summary, chunk, key)
@@ -276,8 +274,11 @@ class Compressor:
     async def _fold_chunk(self, summary: str, chunk: str, key: str) -> Completion:
         """One compressor call merging `chunk` into the summary so far."""
         max_chars = int(self.policy.summary_max_tokens * CHARS_PER_CHUNK_TOKEN)
-        system = Message("system", COMPRESSOR_PROMPT.format(max_chars=max_chars))
-        request = Message("user", f"已有摘要：\n{summary or '（无）'}\n\n需要合并的对话：\n{chunk}")
+        prompts = self.prompts
+        system = Message("system", prompts.fold_system.format(max_chars=max_chars))
+        request = Message(
+            "user", prompts.fold_request.format(summary=summary or prompts.no_summary, chunk=chunk)
+        )
         return await self.llm.complete([system, request], context=f"compress {key}")
 
     async def _within_cap(self, summary: str, key: str) -> tuple[str, Usage]:
@@ -290,8 +291,8 @@ class Compressor:
         try:
             completion = await self.llm.complete(
                 [
-                    Message("system", SHORTEN_PROMPT.format(max_chars=max_chars)),
-                    Message("user", f"需要缩短的摘要：\n{summary}"),
+                    Message("system", self.prompts.shorten_system.format(max_chars=max_chars)),
+                    Message("user", self.prompts.shorten_request.format(summary=summary)),
                 ],
                 context=f"shorten summary {key}",
             )

@@ -16,6 +16,8 @@ from .messages import ToolCall
 
 logger = logging.getLogger("nonebot_plugin_aimemory")
 
+# The one cap on a tool result: tools that size their own output (chat log, memory search)
+# derive their budgets from it, so the registry never has to cut them.
 MAX_TOOL_RESULT_CHARS = 8000
 ToolHandler = Callable[[dict[str, Any]], Awaitable[str]]
 

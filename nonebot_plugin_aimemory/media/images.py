@@ -18,6 +18,7 @@ import httpx
 
 from ..engine.llm import LLMClient
 from ..engine.messages import ImagePart, Message, TextPart
+from ..prompts import VISION_PROMPT
 from ..store.image_store import ImageDescriptionStore
 
 logger = logging.getLogger("nonebot_plugin_aimemory")
@@ -28,10 +29,6 @@ VISION_TIMEOUT_SECONDS = 30.0
 DESCRIPTION_MAX_CHARS = 120
 MEMORY_CACHE_SIZE = 1024
 UNRECOGNISED = "无法识别"
-VISION_PROMPT = (
-    "用一两句简短的中文客观描述这张图片：画面里有什么、图中的文字（如果有）。"
-    "如果是表情包，说明它表达的情绪。不要超过 60 字，不要加任何前缀。"
-)
 _MAGIC: tuple[tuple[bytes, str], ...] = (
     (b"\x89PNG\r\n\x1a\n", "image/png"),
     (b"\xff\xd8\xff", "image/jpeg"),

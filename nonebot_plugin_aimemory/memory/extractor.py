@@ -7,9 +7,10 @@ import asyncio
 import logging
 from collections.abc import Sequence
 
-from ..engine.compressor import render_transcript
 from ..engine.llm import LLMClient, LLMError
 from ..engine.messages import Message
+from ..engine.transcript import chunk_lines, render_transcript
+from ..prompts import EXTRACT_PROMPT, TRANSCRIPT_ASSISTANT_LABEL
 from ..text.model_json import parse_json_object
 from .service import MemoryService
 
@@ -18,13 +19,6 @@ logger = logging.getLogger("nonebot_plugin_aimemory")
 MAX_TRANSCRIPT_CHARS = 12_000  # one extraction request
 MAX_CHUNKS = 4  # per fold; beyond that only the newest messages are examined
 MAX_FACTS = 10  # per extraction request
-EXTRACT_PROMPT = """你负责从即将被压缩的聊天记录里提取值得长期记住的事实。
-只提取长期有效的信息：某人的偏好、称呼、个人情况、约定、计划、重要事件和决定。
-不要提取：寒暄、一次性的问题、临时情绪、未确认的猜测、证件号/银行卡号/密码等敏感信息。
-每条事实必须脱离对话也能看懂：写清主语（昵称和 QQ 号）和具体内容。
-只输出一个 JSON 对象，不要输出其他文字：
-{"facts":[{"content":"小明(12345)吃素","tags":["饮食"],"user_id":"12345"}]}
-没有值得记住的内容时输出 {"facts":[]}。"""
 
 
 class FactExtractor:
@@ -44,7 +38,8 @@ class FactExtractor:
     async def extract_and_save(self, scope: str, messages: Sequence[Message]) -> int:
         """Returns how many new memories were saved. A long fold is examined in chunks of
         at most `MAX_TRANSCRIPT_CHARS`, oldest first, one extraction request each."""
-        chunks = transcript_chunks(render_transcript(messages))
+        lines = render_transcript(messages, assistant_label=TRANSCRIPT_ASSISTANT_LABEL)
+        chunks = transcript_chunks(lines)
         saved = 0
         for index, chunk in enumerate(chunks, 1):
             saved += await self._extract_chunk(scope, chunk, f"{index}/{len(chunks)}")
@@ -85,21 +80,7 @@ class FactExtractor:
 def transcript_chunks(lines: Sequence[str]) -> list[str]:
     """The transcript cut at line ends into chunks of at most `MAX_TRANSCRIPT_CHARS` (a
     longer line is cut in pieces), oldest first; at most `MAX_CHUNKS`, the newest kept."""
-    chunks: list[str] = []
-    current: list[str] = []
-    size = 0
-    for line in lines:
-        pieces = [
-            line[i : i + MAX_TRANSCRIPT_CHARS] for i in range(0, len(line), MAX_TRANSCRIPT_CHARS)
-        ]
-        for piece in pieces:
-            if current and size + 1 + len(piece) > MAX_TRANSCRIPT_CHARS:
-                chunks.append("\n".join(current))
-                current, size = [], 0
-            size += len(piece) + (1 if current else 0)
-            current.append(piece)
-    if current:
-        chunks.append("\n".join(current))
+    chunks = chunk_lines(lines, MAX_TRANSCRIPT_CHARS, piece_chars=MAX_TRANSCRIPT_CHARS)
     return [chunk for chunk in chunks if chunk.strip()][-MAX_CHUNKS:]
 
 

@@ -6,8 +6,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from .. import texts
-from ..engine.tools import Tool, ToolError
+from .. import prompts, texts
+from ..engine.tools import MAX_TOOL_RESULT_CHARS, Tool, ToolError
+from ..text.fit import fit_lines
 from .service import (
     MISSING,
     MemoryService,
@@ -23,34 +24,9 @@ if TYPE_CHECKING:
 
 SEARCH_LIMIT_DEFAULT = 10
 SEARCH_LIMIT_MAX = 50  # with a query; without one the model may list every entry
-# Below the engine's 8000-character cap on tool results, so the paging note is never cut.
-SEARCH_RESULT_MAX_CHARS = 7500
+# Room left under the engine's cap on tool results for the paging note, so it is never cut.
+SEARCH_RESULT_MAX_CHARS = MAX_TOOL_RESULT_CHARS - 500
 USER_ID_PROBLEM = "user_id 必须是 QQ 号（纯数字）；要清空请传空字符串"
-_STRING = {"type": "string"}
-_TAGS = {
-    "type": "array",
-    "items": {"type": "string"},
-    "description": "可选：1~3 个分类标签，如“饮食”“生日”“约定”",
-}
-_USER_ID = {"type": "string", "description": "可选：这条记忆是关于哪位用户的 QQ 号（纯数字）"}
-
-SAVE_DESCRIPTION = (
-    "保存一条长期记忆。记忆只属于当前这个群聊或私聊，其他群和私聊看不到。"
-    "当对方说出值得长期记住的信息时使用：偏好、名字或称呼、个人情况、约定、计划、重要事件等。"
-    "每条记忆必须脱离当前对话也能看懂：写清主语（昵称和 QQ 号）、时间和具体内容，"
-    "例如“小明(12345)吃素，不吃任何肉类”。"
-    "不要保存寒暄、一次性的问题、临时情绪、未确认的猜测，以及证件号、银行卡号、密码等敏感信息。"
-)
-SEARCH_DESCRIPTION = (
-    "搜索当前会话的长期记忆。不带 query 时按时间列出全部（从新到旧）；带 query 时按相关度排序。"
-    "回答涉及以前提到过的人、偏好、约定时，先搜索。结果太长时会说明还剩多少条，用 offset 继续查看。"
-)
-UPDATE_DESCRIPTION = (
-    "按编号修改一条已有记忆：记忆过时或有误时更正它；两条记忆说的是同一件事时，把内容合并到一条。"
-    "省略的字段保持不变（content 传 null 也算省略）；tags 传空数组、user_id 传空字符串表示清空。"
-    "content 不能为空；user_id 只能是 QQ 号。"
-)
-FORGET_DESCRIPTION = "按编号删除一条记忆：错误、过时或与其他记忆重复的记忆。"
 
 
 def memory_tools(runtime: Runtime, scope: str) -> Iterable[Tool]:
@@ -61,67 +37,33 @@ def memory_tools(runtime: Runtime, scope: str) -> Iterable[Tool]:
     return [
         Tool(
             "memory_save",
-            SAVE_DESCRIPTION,
+            prompts.MEMORY_SAVE_DESCRIPTION,
             _saver(memory, scope),
-            _object(
-                {
-                    "content": {**_STRING, "description": "要记住的内容，一句完整独立的话"},
-                    "tags": _TAGS,
-                    "user_id": _USER_ID,
-                },
-                ["content"],
-            ),
+            prompts.MEMORY_SAVE_PARAMETERS,
         ),
         Tool(
             "memory_search",
-            SEARCH_DESCRIPTION,
+            prompts.MEMORY_SEARCH_DESCRIPTION,
             _searcher(memory, scope),
-            _object(
-                {
-                    "query": {**_STRING, "description": "可选：关键词"},
-                    "limit": {
-                        "type": "integer",
-                        "minimum": 1,
-                        "maximum": max(memory.max_entries, SEARCH_LIMIT_MAX),
-                        "description": (
-                            f"可选：最多返回几条。带 query 时默认 {SEARCH_LIMIT_DEFAULT}、"
-                            f"最多 {SEARCH_LIMIT_MAX}；不带 query 时默认全部"
-                        ),
-                    },
-                    "offset": {
-                        "type": "integer",
-                        "minimum": 0,
-                        "description": "可选：跳过前面几条，用于翻页，默认 0",
-                    },
-                },
-                [],
+            prompts.memory_search_parameters(
+                default_limit=SEARCH_LIMIT_DEFAULT,
+                query_limit_max=SEARCH_LIMIT_MAX,
+                limit_max=max(memory.max_entries, SEARCH_LIMIT_MAX),
             ),
         ),
         Tool(
             "memory_update",
-            UPDATE_DESCRIPTION,
+            prompts.MEMORY_UPDATE_DESCRIPTION,
             _updater(memory, scope),
-            _object(
-                {
-                    "id": {**_STRING, "description": "记忆编号，如 ab3d"},
-                    "content": _STRING,
-                    "tags": _TAGS,
-                    "user_id": _USER_ID,
-                },
-                ["id"],
-            ),
+            prompts.MEMORY_UPDATE_PARAMETERS,
         ),
         Tool(
             "memory_forget",
-            FORGET_DESCRIPTION,
+            prompts.MEMORY_FORGET_DESCRIPTION,
             _forgetter(memory, scope),
-            _object({"id": {**_STRING, "description": "记忆编号，如 ab3d"}}, ["id"]),
+            prompts.MEMORY_FORGET_PARAMETERS,
         ),
     ]
-
-
-def _object(properties: dict[str, Any], required: list[str]) -> dict[str, Any]:
-    return {"type": "object", "properties": properties, "required": required}
 
 
 def _saver(memory: MemoryService, scope: str):
@@ -194,14 +136,14 @@ def _forgetter(memory: MemoryService, scope: str):
 def search_page(hits: Sequence[SearchHit], offset: int) -> str:
     """Hits from `offset` on, one per line, as many as fit the result size; when some do
     not fit, a last line says how many are left and which offset shows them."""
-    lines: list[str] = []
-    used = 0
-    for hit in hits[offset:]:
-        line = texts.memory_line(hit.memory)
-        if lines and used + len(line) + 1 > SEARCH_RESULT_MAX_CHARS:
-            break
-        lines.append(line)
-        used += len(line) + 1
+    fitted = fit_lines(
+        [texts.memory_line(hit.memory) for hit in hits[offset:]],
+        SEARCH_RESULT_MAX_CHARS,
+        # The first hit is shown whole even over the budget (a memory is at most 2000
+        # characters), so paging always moves on.
+        shorten=lambda line, _room, rank: line if rank == 0 else None,
+    )
+    lines = fitted.lines
     left = len(hits) - offset - len(lines)
     if left > 0:
         next_offset = offset + len(lines)

@@ -22,7 +22,7 @@ from nonebot.adapters.onebot.v11 import (
     MessageSegment,
 )
 
-from ..chatlog.writer import LINE_BREAK_MARK
+from ..chatlog.lines import LINE_BREAK_MARK
 from ..engine.messages import Part, TextPart
 from ..media.images import ImageReader, marker, short_hash_of
 

@@ -12,17 +12,13 @@ import httpx
 import pytest
 
 from nonebot_plugin_aimemory.engine.chatbot import ChatBot
-from nonebot_plugin_aimemory.engine.compressor import (
-    SUMMARY_ACK,
-    SUMMARY_PREFIX,
-    CompressionPolicy,
-    Compressor,
-)
+from nonebot_plugin_aimemory.engine.compressor import CompressionPolicy, Compressor
 from nonebot_plugin_aimemory.engine.hooks import PreCompactHooks
 from nonebot_plugin_aimemory.engine.llm import ContextLengthError, Endpoint, LLMClient, LLMError
 from nonebot_plugin_aimemory.engine.messages import Message
 from nonebot_plugin_aimemory.engine.tokens import TiktokenCounter, message_tokens
 from nonebot_plugin_aimemory.engine.tools import Tool, ToolRegistry
+from nonebot_plugin_aimemory.prompts import SUMMARY_ACK, SUMMARY_PREFIX, SUMMARY_PROMPTS
 from nonebot_plugin_aimemory.store.database import Database
 from nonebot_plugin_aimemory.store.history_store import SqliteHistoryStore
 from tests.fakes.openai_server import FakeOpenAI, Reply, error, raw, text, tool_calls
@@ -71,7 +67,11 @@ def make_bot(
         max_retries=0,
     )
     compressor = Compressor(
-        compressor_client, COUNTER, CompressionPolicy.for_budget(budget, **policy), hooks
+        compressor_client,
+        COUNTER,
+        CompressionPolicy.for_budget(budget, **policy),
+        hooks,
+        prompts=SUMMARY_PROMPTS,
     )
     return ChatBot(
         "g:1",

@@ -15,6 +15,7 @@ from nonebot_plugin_aimemory.engine.compressor import (
 from nonebot_plugin_aimemory.engine.messages import Message
 from nonebot_plugin_aimemory.engine.tokens import EstimatingCounter, message_tokens
 from nonebot_plugin_aimemory.engine.window import api_safe
+from nonebot_plugin_aimemory.prompts import SUMMARY_PROMPTS
 from tests.engine.test_window import assert_accepted, raw_windows, valid_windows
 
 COUNTER = EstimatingCounter()
@@ -22,7 +23,9 @@ PROPERTY = settings(max_examples=150, deadline=None, suppress_health_check=[Heal
 
 
 def with_optional_summary(window: list[Message], summarised: bool) -> list[Message]:
-    return [*summary_messages("事实：\n- 旧摘要"), *window] if summarised else window
+    return (
+        [*summary_messages("事实：\n- 旧摘要", SUMMARY_PROMPTS), *window] if summarised else window
+    )
 
 
 def every_keep(window: list[Message]) -> range:
@@ -34,9 +37,12 @@ def every_keep(window: list[Message]) -> range:
 @given(valid_windows(), st.booleans())
 def test_every_tail_of_a_valid_window_is_valid_without_repair(window, summarised) -> None:
     window = with_optional_summary(window, summarised)
-    _, body = split_summary(window)
+    _, body = split_summary(window, SUMMARY_PROMPTS)
     for keep in every_keep(body):
-        new_window = [*summary_messages("新摘要"), *body[tail_start(body, keep, COUNTER) :]]
+        new_window = [
+            *summary_messages("新摘要", SUMMARY_PROMPTS),
+            *body[tail_start(body, keep, COUNTER) :],
+        ]
         assert api_safe(new_window) == new_window
         assert_accepted(new_window)
 
@@ -45,16 +51,24 @@ def test_every_tail_of_a_valid_window_is_valid_without_repair(window, summarised
 @given(raw_windows(), st.booleans())
 def test_every_tail_of_any_stored_window_is_valid_after_api_safe(window, summarised) -> None:
     window = with_optional_summary(window, summarised)
-    _, body = split_summary(window)
+    _, body = split_summary(window, SUMMARY_PROMPTS)
     for keep in every_keep(body):
-        new_window = [*summary_messages("新摘要"), *body[tail_start(body, keep, COUNTER) :]]
+        new_window = [
+            *summary_messages("新摘要", SUMMARY_PROMPTS),
+            *body[tail_start(body, keep, COUNTER) :],
+        ]
         assert_accepted(api_safe(new_window))
 
 
 @PROPERTY
 @given(valid_windows(), st.booleans())
 def test_truncation_fallback_of_a_valid_window_is_valid_without_repair(window, summarised) -> None:
-    compressor = Compressor(None, COUNTER, CompressionPolicy.for_budget(1000))  # type: ignore[arg-type]
+    compressor = Compressor(
+        None,  # type: ignore[arg-type]
+        COUNTER,
+        CompressionPolicy.for_budget(1000),
+        prompts=SUMMARY_PROMPTS,
+    )
     window = with_optional_summary(window, summarised)
     kept = compressor.truncate("g:1", window, reason="test").messages
     assert api_safe(kept) == kept
@@ -65,10 +79,15 @@ def test_truncation_fallback_of_a_valid_window_is_valid_without_repair(window, s
 @PROPERTY
 @given(raw_windows(), st.booleans())
 def test_repeated_truncation_converges_to_a_valid_window(window, summarised) -> None:
-    compressor = Compressor(None, COUNTER, CompressionPolicy.for_budget(1000))  # type: ignore[arg-type]
+    compressor = Compressor(
+        None,  # type: ignore[arg-type]
+        COUNTER,
+        CompressionPolicy.for_budget(1000),
+        prompts=SUMMARY_PROMPTS,
+    )
     current = with_optional_summary(window, summarised)
     for _ in range(12):
         current = compressor.truncate("g:1", current, reason="test").messages
         assert_accepted(api_safe(current))
-    _, body = split_summary(current)
+    _, body = split_summary(current, SUMMARY_PROMPTS)
     assert body == [] or len(body) <= 2

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from nonebot_plugin_aimemory import texts
 from nonebot_plugin_aimemory.config import Config
-from nonebot_plugin_aimemory.engine.compressor import SUMMARY_PREFIX
 from nonebot_plugin_aimemory.engine.models import context_window_for, default_budget_for
+from nonebot_plugin_aimemory.prompts import SUMMARY_PREFIX
 from nonebot_plugin_aimemory.runtime import compression_policy
 from tests.fakes.bots import RecordingBot
 from tests.fakes.events import group_message

@@ -1,0 +1,31 @@
+"""Chat-log rows as the model reads them: one line per message, time and speaker first."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import tzinfo
+
+from ..engine.tools import MAX_TOOL_RESULT_CHARS
+from ..store.chat_log_store import ChatRow
+from ..store.database import parse_utc_text
+from ..text.fit import cut_first, fit_lines
+
+LINE_BREAK_MARK = " ⏎ "
+
+
+def format_row(row: ChatRow, zone: tzinfo) -> str:
+    """`[2026-11-30 14:05] 小明(12345)：text` on one line (line breaks inside a message become
+    ⏎, so every line starts with its time and speaker); the bot's own lines say 机器人."""
+    moment = parse_utc_text(row.created_at).astimezone(zone).strftime("%Y-%m-%d %H:%M")
+    if row.role == "assistant":
+        speaker = "机器人"
+    else:
+        speaker = f"{row.speaker_name or row.speaker_id}({row.speaker_id})"
+    return LINE_BREAK_MARK.join(f"[{moment}] {speaker}：{row.text}".splitlines())
+
+
+def format_rows(rows: Sequence[ChatRow], zone: tzinfo, *, keep: str = "newest") -> str:
+    """Lines within the tool-result cap, keeping the newest (or the first, best-ranked); one
+    line longer than the cap shows its start, not "nothing found"."""
+    lines = [format_row(row, zone) for row in rows]
+    return fit_lines(lines, MAX_TOOL_RESULT_CHARS, newest=keep == "newest", shorten=cut_first).text

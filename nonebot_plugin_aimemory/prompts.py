@@ -1,0 +1,281 @@
+"""Everything a model reads, in one place: the system prompt's chat notes, tool
+descriptions and schemas, the compressor's, extractor's, reviewer's and vision model's
+instructions, and the memory block injected before a turn. (What QQ users read is in
+texts.py.)"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from .engine.compressor import SummaryPrompts
+from .text.fit import cut_line, fit_lines
+from .texts import memory_line
+
+if TYPE_CHECKING:
+    from .store.memory_store import MemoryRecord
+
+# QQ shows Markdown as raw symbols; image links and `@QQ号` are turned into real images and
+# @s by the reply builder, so the model is told it may use them.
+GROUP_CHAT_NOTE = (
+    "你正在 QQ 群 {target} 中聊天。每条用户消息以“[时间] 昵称(QQ号)：”开头，注明是谁在说话。"
+    "QQ 不显示 Markdown：用纯文本回复，不要用 **加粗**、# 标题或表格。"
+    "要发图片就写图片链接；要提醒群里的某人就写 @QQ号。"
+)
+PRIVATE_CHAT_NOTE = (
+    "你正在和 QQ 用户 {target} 私聊。每条用户消息以“[时间]”开头。"
+    "QQ 不显示 Markdown：用纯文本回复，不要用 **加粗**、# 标题或表格。要发图片就写图片链接。"
+)
+
+
+def build_system_prompt(persona: str, key: str) -> str:
+    """The system prompt of session `key`: the persona, then where the chat happens."""
+    kind, _, target = key.partition(":")
+    note = GROUP_CHAT_NOTE if kind == "g" else PRIVATE_CHAT_NOTE
+    return f"{persona}\n\n{note.format(target=target)}"
+
+
+# What is worth remembering, written once for the three writers of long-term memory: the
+# model's memory_save tool, the fact extractor before compression and the reviewer.
+WORTH_REMEMBERING = (
+    "长期有效、以后用得上的信息（偏好、名字或称呼、个人情况、约定、计划、重要事件和决定）"
+)
+NOT_WORTH_REMEMBERING = (
+    "寒暄、一次性的问题、临时情绪、未确认的猜测，以及秘密和敏感信息（证件号、银行卡号、密码等）"
+)
+SELF_CONTAINED = "必须脱离对话也能看懂：写清主语（昵称和 QQ 号）、时间和具体内容"
+
+
+MEMORY_SAVE_DESCRIPTION = (
+    "保存一条长期记忆。记忆只属于当前这个群聊或私聊，其他群和私聊看不到。"
+    f"当对方说出{WORTH_REMEMBERING}时使用。"
+    f"每条记忆{SELF_CONTAINED}，例如“小明(12345)吃素，不吃任何肉类”。"
+    f"不要保存{NOT_WORTH_REMEMBERING}。"
+)
+MEMORY_SEARCH_DESCRIPTION = (
+    "搜索当前会话的长期记忆。不带 query 时按时间列出全部（从新到旧）；带 query 时按相关度排序。"
+    "回答涉及以前提到过的人、偏好、约定时，先搜索。结果太长时会说明还剩多少条，用 offset 继续查看。"
+)
+MEMORY_UPDATE_DESCRIPTION = (
+    "按编号修改一条已有记忆：记忆过时或有误时更正它；两条记忆说的是同一件事时，把内容合并到一条。"
+    "省略的字段保持不变（content 传 null 也算省略）；tags 传空数组、user_id 传空字符串表示清空。"
+    "content 不能为空；user_id 只能是 QQ 号。"
+)
+MEMORY_FORGET_DESCRIPTION = "按编号删除一条记忆：错误、过时或与其他记忆重复的记忆。"
+
+_STRING: dict[str, Any] = {"type": "string"}
+_MEMORY_ID: dict[str, Any] = {**_STRING, "description": "记忆编号，如 ab3d"}
+_TAGS: dict[str, Any] = {
+    "type": "array",
+    "items": {"type": "string"},
+    "description": "可选：1~3 个分类标签，如“饮食”“生日”“约定”",
+}
+_USER_ID: dict[str, Any] = {
+    "type": "string",
+    "description": "可选：这条记忆是关于哪位用户的 QQ 号（纯数字）",
+}
+
+MEMORY_SAVE_PARAMETERS: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "content": {**_STRING, "description": "要记住的内容，一句完整独立的话"},
+        "tags": _TAGS,
+        "user_id": _USER_ID,
+    },
+    "required": ["content"],
+}
+MEMORY_UPDATE_PARAMETERS: dict[str, Any] = {
+    "type": "object",
+    "properties": {"id": _MEMORY_ID, "content": _STRING, "tags": _TAGS, "user_id": _USER_ID},
+    "required": ["id"],
+}
+MEMORY_FORGET_PARAMETERS: dict[str, Any] = {
+    "type": "object",
+    "properties": {"id": _MEMORY_ID},
+    "required": ["id"],
+}
+
+
+def memory_search_parameters(
+    *, default_limit: int, query_limit_max: int, limit_max: int
+) -> dict[str, Any]:
+    """The memory_search schema: `limit` defaults to `default_limit` and is at most
+    `query_limit_max` with a query; without one it may list up to `limit_max` entries."""
+    return {
+        "type": "object",
+        "properties": {
+            "query": {**_STRING, "description": "可选：关键词"},
+            "limit": {
+                "type": "integer",
+                "minimum": 1,
+                "maximum": limit_max,
+                "description": (
+                    f"可选：最多返回几条。带 query 时默认 {default_limit}、"
+                    f"最多 {query_limit_max}；不带 query 时默认全部"
+                ),
+            },
+            "offset": {
+                "type": "integer",
+                "minimum": 0,
+                "description": "可选：跳过前面几条，用于翻页，默认 0",
+            },
+        },
+        "required": [],
+    }
+
+
+READ_RECENT_CHAT_DESCRIPTION = (
+    "读取当前会话最近的聊天记录（客观记录，包括已被压缩或清空的上下文）。"
+    "每行带时间和发言人。只能读取当前这个群聊或私聊。"
+)
+SEARCH_CURRENT_CHAT_DESCRIPTION = (
+    "按关键词全文搜索当前会话的聊天记录，例如“上个月说的聚餐地点”。"
+    "结果按相关度排序，每行带时间和发言人。只能搜索当前这个群聊或私聊。"
+)
+
+
+def _chat_limit(default_limit: int, limit_max: int) -> dict[str, Any]:
+    return {
+        "type": "integer",
+        "minimum": 1,
+        "maximum": limit_max,
+        "description": f"条数，1~{limit_max}，默认 {default_limit}",
+    }
+
+
+def read_recent_chat_parameters(*, default_limit: int, limit_max: int) -> dict[str, Any]:
+    """The read_recent_chat schema: an optional row count."""
+    return {
+        "type": "object",
+        "properties": {"limit": _chat_limit(default_limit, limit_max)},
+        "required": [],
+    }
+
+
+def search_current_chat_parameters(*, default_limit: int, limit_max: int) -> dict[str, Any]:
+    """The search_current_chat schema: a keyword and an optional row count."""
+    return {
+        "type": "object",
+        "properties": {
+            "keyword": {"type": "string", "description": "关键词"},
+            "limit": _chat_limit(default_limit, limit_max),
+        },
+        "required": ["keyword"],
+    }
+
+
+COMPRESSOR_PROMPT = """你是对话压缩器。请把“需要合并的对话”与“已有摘要”合并成一份新的摘要，供同一个 AI 助手在之后的对话中参考。
+
+必须保留：
+- 关键事实、人名/昵称与 QQ 号；群聊里谁说了什么
+- 用户的意图和偏好
+- 已做出的决定和得出的结论
+- 尚未解决的问题、做出的承诺和约定
+必须删除：工具调用的细节、寒暄客套、中间推理过程。
+已有摘要里的内容除非被新对话明确推翻，否则必须保留在新摘要里。
+
+只输出摘要本身，用简短的条目，分成三节，格式如下：
+事实：
+- …
+决定：
+- …
+待办与未决：
+- …
+总长度不超过 {max_chars} 字。"""
+SHORTEN_PROMPT = """你是对话压缩器。下面这份对话摘要太长了，请把它压缩到不超过 {max_chars} 字。
+合并重复或相近的条目，删去次要细节；人名/昵称与 QQ 号、偏好、决定、约定和承诺必须保留。
+保持原来的三节格式（事实 / 决定 / 待办与未决），只输出摘要本身。"""
+# Histories stored since the first version start with this prefix: it is how a summary is
+# recognised when a window is loaded, so it must stay as it is.
+SUMMARY_PREFIX = "以下是之前的对话摘要："
+SUMMARY_ACK = "好的，我已了解之前的对话内容，会在接下来的对话中参考。"
+# How the assistant's lines read in a transcript (compressor and fact extractor alike).
+TRANSCRIPT_ASSISTANT_LABEL = "助手："
+
+SUMMARY_PROMPTS = SummaryPrompts(
+    fold_system=COMPRESSOR_PROMPT,
+    fold_request="已有摘要：\n{summary}\n\n需要合并的对话：\n{chunk}",
+    no_summary="（无）",
+    shorten_system=SHORTEN_PROMPT,
+    shorten_request="需要缩短的摘要：\n{summary}",
+    summary_prefix=SUMMARY_PREFIX,
+    summary_ack=SUMMARY_ACK,
+    assistant_label=TRANSCRIPT_ASSISTANT_LABEL,
+)
+
+
+# The JSON the extractor's answer is parsed as (memory/extractor.py parse_facts).
+EXTRACT_FORMAT = """只输出一个 JSON 对象，不要输出其他文字：
+{"facts":[{"content":"小明(12345)吃素","tags":["饮食"],"user_id":"12345"}]}
+没有值得记住的内容时输出 {"facts":[]}。"""
+EXTRACT_PROMPT = f"""你负责从即将被压缩的聊天记录里提取值得长期记住的事实。
+只提取{WORTH_REMEMBERING}。
+不要提取{NOT_WORTH_REMEMBERING}。
+每条事实{SELF_CONTAINED}。
+{EXTRACT_FORMAT}"""
+
+
+# The JSON the reviewer's answer is parsed as (chatlog/reviewer.py MemoryReviewer._apply).
+REVIEW_FORMAT = """只输出一个 JSON 对象，不要输出任何其他文字，格式如下：
+{"ops":[{"op":"create","content":"…","tags":["…"],"user_id":"…","evidence":[12]},{"op":"update","id":"已有记忆的编号","content":"…","evidence":[13]},{"op":"noop"}]}"""
+
+
+def review_prompt(persona: str, *, in_group: bool, max_ops: int) -> str:
+    """The reviewer's system prompt: the bot's persona, then the task of turning recent
+    chat into at most `max_ops` memory operations."""
+    where = "群聊" if in_group else "私聊"
+    return f"""{persona}
+
+---
+现在你的任务不是聊天，而是为这个{where}整理长期记忆：根据“最近的聊天记录”，决定新增或更新哪些长期记忆。
+规则：
+- 只记{WORTH_REMEMBERING}。
+- {NOT_WORTH_REMEMBERING}一律 noop。
+- 新信息与已有记忆矛盾或是它的更新时，用 update 修改那条已有记忆（写它的编号），不要新建第二条。
+- 已有记忆里已经有的内容不要重复创建。
+- 每条内容{SELF_CONTAINED}。
+- 最多 {max_ops} 个操作；evidence 写所依据的聊天记录编号。
+{REVIEW_FORMAT}"""
+
+
+def review_request(memories: Sequence[MemoryRecord], chat: str) -> str:
+    """The reviewer's user message: the scope's memories by id, then the chat to review."""
+    listing = "\n".join(f"#{m.id} {m.content}" for m in memories) or "（无）"
+    return f"已有记忆：\n{listing}\n\n最近的聊天记录：\n{chat}"
+
+
+VISION_PROMPT = (
+    "用一两句简短的中文客观描述这张图片：画面里有什么、图中的文字（如果有）。"
+    "如果是表情包，说明它表达的情绪。不要超过 60 字，不要加任何前缀。"
+)
+
+
+MEMORY_INJECTION_HEADER = (
+    "【可能相关的长期记忆】以下是之前保存的记忆，可能对回答有帮助；与当前话题无关时请忽略；"
+    "如果发现内容过时或有误，请用 memory_update 按编号更正。"
+)
+
+
+def memory_injection(records: Sequence[MemoryRecord], max_chars: int) -> str:
+    """The block put before one turn's user text (never persisted), at most `max_chars`.
+    Records come best first; one that does not fit is skipped, except the best, which is
+    cut rather than dropped (to half the budget, leaving room for the next ones)."""
+    if not records:
+        return ""
+    best_id_chars = len(f"#{records[0].id} ")
+
+    def cut_best(line: str, room_chars: int, rank: int) -> str | None:
+        if rank > 0:
+            return None
+        # Header, line break and the best record together take at most half the budget.
+        cut = cut_line(line, max_chars // 2 - len(MEMORY_INJECTION_HEADER) - 1)
+        return cut if len(cut) - 1 > best_id_chars else None  # some content must be left
+
+    fitted = fit_lines(
+        [memory_line(record) for record in records],
+        max_chars,
+        used_chars=len(MEMORY_INJECTION_HEADER),
+        skip_misfits=True,
+        shorten=cut_best,
+    )
+    return "\n".join([MEMORY_INJECTION_HEADER, *fitted.lines]) if fitted.lines else ""

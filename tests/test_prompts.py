@@ -1,0 +1,102 @@
+"""What the models read: the rule of what is worth remembering is one text shared by the
+three writers of memory, the JSON the extractor and reviewer ask for is what their parsers
+read, and the injected memory block keeps its budget rules."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from nonebot_plugin_aimemory import prompts
+from nonebot_plugin_aimemory.chatlog.reviewer import MAX_OPS
+from nonebot_plugin_aimemory.memory.extractor import parse_facts
+from nonebot_plugin_aimemory.store.memory_store import MemoryRecord
+from nonebot_plugin_aimemory.text.model_json import parse_json_object
+
+REVIEW_PROMPT = prompts.review_prompt("你是小忆。", in_group=True, max_ops=MAX_OPS)
+MEMORY_WRITERS = {
+    "memory_save": prompts.MEMORY_SAVE_DESCRIPTION,
+    "extractor": prompts.EXTRACT_PROMPT,
+    "reviewer": REVIEW_PROMPT,
+}
+
+
+@pytest.mark.parametrize("text", MEMORY_WRITERS.values(), ids=MEMORY_WRITERS.keys())
+def test_every_memory_writer_is_told_the_same_rule(text: str) -> None:
+    assert prompts.WORTH_REMEMBERING in text
+    assert prompts.NOT_WORTH_REMEMBERING in text
+    assert prompts.SELF_CONTAINED in text
+
+
+def test_the_extractor_example_is_the_json_its_parser_reads() -> None:
+    example = prompts.EXTRACT_PROMPT.splitlines()[-2]
+
+    assert parse_facts(example) == [
+        {"content": "小明(12345)吃素", "tags": ["饮食"], "user_id": "12345"}
+    ]
+    assert prompts.EXTRACT_PROMPT.endswith('没有值得记住的内容时输出 {"facts":[]}。')
+
+
+def test_the_reviewer_example_is_the_json_its_parser_reads() -> None:
+    data = parse_json_object(REVIEW_PROMPT.splitlines()[-1])
+
+    assert data is not None
+    assert [op["op"] for op in data["ops"]] == ["create", "update", "noop"]
+
+
+def test_the_review_prompt_starts_with_the_persona_and_names_the_chat() -> None:
+    private = prompts.review_prompt("你是小忆。", in_group=False, max_ops=2)
+
+    assert REVIEW_PROMPT.startswith("你是小忆。\n\n---\n")
+    assert "为这个群聊整理长期记忆" in REVIEW_PROMPT
+    assert "为这个私聊整理长期记忆" in private
+    assert "最多 2 个操作" in private
+
+
+def test_tool_schemas_are_plain_json() -> None:
+    schemas = [
+        prompts.MEMORY_SAVE_PARAMETERS,
+        prompts.MEMORY_UPDATE_PARAMETERS,
+        prompts.MEMORY_FORGET_PARAMETERS,
+        prompts.memory_search_parameters(default_limit=10, query_limit_max=50, limit_max=200),
+        prompts.read_recent_chat_parameters(default_limit=20, limit_max=100),
+        prompts.search_current_chat_parameters(default_limit=20, limit_max=100),
+    ]
+    for schema in schemas:
+        assert json.loads(json.dumps(schema)) == schema
+        assert schema["type"] == "object"
+
+
+def record(memory_id: str, content: str) -> MemoryRecord:
+    return MemoryRecord(id=memory_id, content=content, normalized=content)
+
+
+def test_injection_is_empty_without_records() -> None:
+    assert prompts.memory_injection([], 1500) == ""
+
+
+def test_injection_skips_a_record_that_does_not_fit_and_keeps_the_next() -> None:
+    records = [record("aaaa", "短的一条"), record("bbbb", "长" * 2000), record("cccc", "又一条")]
+
+    block = prompts.memory_injection(records, 1500)
+
+    assert block.splitlines() == [prompts.MEMORY_INJECTION_HEADER, "#aaaa 短的一条", "#cccc 又一条"]
+
+
+def test_injection_cuts_an_over_budget_best_record_to_half_the_budget() -> None:
+    records = [record("aaaa", "长" * 2000), record("bbbb", "短的一条")]
+
+    block = prompts.memory_injection(records, 1500)
+
+    _, best, rest = block.splitlines()
+    assert best.startswith("#aaaa 长")
+    assert best.endswith("…")
+    assert len(prompts.MEMORY_INJECTION_HEADER) + 1 + len(best) == 1500 // 2
+    assert rest == "#bbbb 短的一条"
+
+
+def test_injection_drops_the_best_record_when_no_content_would_be_left() -> None:
+    budget = 2 * (len(prompts.MEMORY_INJECTION_HEADER) + 8)
+
+    assert prompts.memory_injection([record("aaaa", "长" * 2000)], budget) == ""
