@@ -1,0 +1,420 @@
+"""The benchmarks' one harness: NoneBot initialised as tests/conftest.py does it, the
+plugin's runtime on a temporary database against the fake OpenAI server of tests/fakes, a
+bot that counts what it sends, generated Chinese group chat, statistics, the verdict line
+and the command line (`--quick`; `--child` for benches that measure in fresh processes).
+
+Every use of the plugin's own modules is here, behind small functions, so a rename in the
+plugin is fixed in one place. `init_nonebot` must run before the plugin is imported, so
+those imports sit inside the functions that need them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import math
+import random
+import string
+import subprocess
+import sys
+import tempfile
+import time
+from collections import Counter
+from collections.abc import AsyncIterator, Callable, Coroutine, Iterator, Sequence
+from contextlib import asynccontextmanager, contextmanager
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import nonebot
+from nonebot.adapters.onebot.v11 import Adapter as OneBotV11Adapter
+from nonebot.adapters.onebot.v11 import GroupMessageEvent, Message
+
+from tests.fakes.bots import RecordingBot
+from tests.fakes.events import EVENT_TIME, group_message
+from tests.fakes.openai_server import FakeOpenAI, Reply
+
+if TYPE_CHECKING:  # the plugin's types the benches annotate with, re-exported
+    from nonebot_plugin_aimemory.chatlog.writer import ChatLog as ChatLog
+    from nonebot_plugin_aimemory.engine.chatbot import ChatBot as ChatBot
+    from nonebot_plugin_aimemory.memory.service import MemoryService as MemoryService
+    from nonebot_plugin_aimemory.runtime import Runtime as Runtime
+    from nonebot_plugin_aimemory.store.chat_log_store import ChatLogStore as ChatLogStore
+    from nonebot_plugin_aimemory.store.chat_log_store import ChatRow as ChatRow
+
+API_KEY = "sk-bench"
+RESULT_PREFIX = "BENCH-RESULT "
+# Settings of every bench runtime: the fake LLM, and no memory-review tick inside a run.
+BENCH_SETTINGS: dict[str, Any] = {
+    "aimemory_api_key": API_KEY,
+    "aimemory_model": "gpt-4o-mini",
+    "aimemory_request_timeout": 60.0,
+    "aimemory_llm_max_retries": 1,
+    "aimemory_janitor_interval_seconds": 3600,
+    "aimemory_review_tick_seconds": 3600,
+}
+
+
+@dataclass(frozen=True)
+class Bench:
+    """What one run of a bench gets: its size, a scratch directory, and in a child process
+    the spec its parent passed (see `run_child`)."""
+
+    quick: bool
+    work_dir: Path
+    child: dict[str, Any] | None = None
+
+
+BenchRun = Callable[[Bench], Coroutine[Any, Any, "dict[str, Any] | None"]]
+
+
+def main(doc: str | None, run: BenchRun) -> None:
+    """The command line of every bench (described by the first line of its `doc`): `--quick`
+    for a smoke run of a few seconds; in a child process (`--child SPEC`) the dict `run`
+    returns goes to the parent."""
+    parser = argparse.ArgumentParser(description=(doc or "").partition("\n")[0])
+    parser.add_argument("--quick", action="store_true", help="a smoke run of a few seconds")
+    parser.add_argument("--child", type=json.loads, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    child: dict[str, Any] | None = args.child
+    with tempfile.TemporaryDirectory(prefix="aimemory-bench-") as work_dir:
+        init_nonebot(work_dir, load_plugin=(child or {}).get("load_plugin", True))
+        result = asyncio.run(run(Bench(args.quick, Path(work_dir), child)))
+    if child is not None:
+        print(RESULT_PREFIX + json.dumps(result), flush=True)
+
+
+def run_child(module: str, spec: dict[str, Any]) -> dict[str, Any]:
+    """Run `python -m <module> --child <spec>` in a fresh process (a loaded plugin cannot
+    be unloaded, and memory is best read in a process of its own); its result."""
+    command = [sys.executable, "-m", module, "--child", json.dumps(spec)]
+    done = subprocess.run(command, capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        sys.stderr.write(done.stdout + done.stderr)
+        raise SystemExit(f"{module} {spec} failed with exit code {done.returncode}")
+    for line in done.stdout.splitlines():
+        if line.startswith(RESULT_PREFIX):
+            return json.loads(line.removeprefix(RESULT_PREFIX))
+    raise SystemExit(f"{module} {spec} printed no result")
+
+
+def init_nonebot(work_dir: str, *, load_plugin: bool = True) -> None:
+    """Initialise NoneBot exactly as tests/conftest.py does (no server is run), then load
+    the plugin unless `load_plugin` is false (a bare NoneBot for baselines)."""
+    nonebot.init(
+        driver="~fastapi+~httpx+~websockets",
+        superusers={"10000"},
+        nickname={"小忆"},
+        command_start={"/", "~"},
+        onebot_access_token="test-token",
+        localstore_data_dir=f"{work_dir}/data",
+        localstore_cache_dir=f"{work_dir}/cache",
+        localstore_config_dir=f"{work_dir}/config",
+        log_level="WARNING",
+    )
+    nonebot.get_driver().register_adapter(OneBotV11Adapter)
+    if load_plugin and nonebot.load_plugin("nonebot_plugin_aimemory") is None:
+        raise SystemExit("nonebot_plugin_aimemory failed to load (see the error above)")
+
+
+class CountingBot(RecordingBot):
+    """A OneBot v11 bot answering every call at once that keeps only counts and the time
+    of the last `send_msg` (a long run would otherwise hold every message it sent)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.api_counts: Counter[str] = Counter()
+        self.last_sent_ns = 0
+
+    @property
+    def sent_count(self) -> int:
+        """How many messages the bot has sent."""
+        return self.api_counts["send_msg"]
+
+    async def call_api(self, api: str, **data: Any) -> Any:
+        self.api_counts[api] += 1
+        if api == "send_msg":
+            self.last_sent_ns = time.perf_counter_ns()
+            return {"message_id": self.sent_count}
+        if api == "get_group_member_info":
+            return {"role": "member"}
+        return None
+
+
+@contextmanager
+def fake_llm(responder: Callable[[dict[str, Any]], Reply] | None = None) -> Iterator[FakeOpenAI]:
+    """The fake OpenAI server of tests/fakes on 127.0.0.1, answering with `responder`."""
+    with FakeOpenAI(api_key=API_KEY) as llm:
+        if responder is not None:
+            llm.responder = responder
+        yield llm
+
+
+def forget_requests(llm: FakeOpenAI) -> None:
+    """Drop the requests the fake recorded (each holds its parsed body), keep its responder."""
+    responder = llm.responder
+    llm.reset()
+    llm.responder = responder
+
+
+@asynccontextmanager
+async def plugin_runtime(llm: FakeOpenAI, db_path: Path, **settings: Any) -> AsyncIterator[Runtime]:
+    """The plugin's runtime on `db_path` against `llm`, installed for the matchers the way
+    NoneBot's startup hook does it, and stopped at the end as at shutdown."""
+    from nonebot_plugin_aimemory.config import Config
+    from nonebot_plugin_aimemory.runtime import Runtime, install_runtime
+
+    config = Config(**{**BENCH_SETTINGS, "aimemory_api_base": llm.base_url, **settings})
+    runtime = await Runtime.start(config, str(db_path))
+    install_runtime(runtime)
+    try:
+        yield runtime
+    finally:
+        install_runtime(None)
+        await runtime.stop()
+
+
+def group_key(group_id: int) -> str:
+    """The plugin's session key of a group."""
+    from nonebot_plugin_aimemory.conversation.sessions import group_key as key_of
+
+    return key_of(group_id)
+
+
+def session_bot(runtime: Runtime, key: str) -> ChatBot:
+    """The live ChatBot (window, summary, compression stats) of session `key`."""
+    session = runtime.sessions.get(key)
+    if session is None:
+        raise RuntimeError(f"session {key} is not resident")
+    return session.bot
+
+
+def system_prompt(runtime: Runtime, key: str) -> str:
+    """The system prompt the plugin sends in session `key` (tells chat from other calls)."""
+    return runtime.system_prompt_for(key)
+
+
+async def prefill_history(runtime: Runtime, key: str, pairs: Sequence[tuple[str, str]]) -> None:
+    """Store (user, assistant) exchanges as session `key`'s history before it is loaded."""
+    from nonebot_plugin_aimemory.engine.messages import Message
+
+    messages = [
+        Message(role, text)
+        for pair in pairs
+        for role, text in zip(("user", "assistant"), pair, strict=True)
+    ]
+    await runtime.history.append(key, messages)
+
+
+def memory_service(runtime: Runtime) -> MemoryService:
+    """The long-term memory service (`save`, `search`); it exists with a database only."""
+    from nonebot_plugin_aimemory.memory.feature import LongTermMemory
+
+    if not isinstance(runtime.memory, LongTermMemory):
+        raise RuntimeError("long-term memory is off: the runtime has no database")
+    return runtime.memory.service
+
+
+def chat_log_writer(runtime: Runtime) -> ChatLog:
+    """The chat log's batched writer (`add`, `flush`, and its `store` with `insert_many`
+    and `search`); it exists with a database only."""
+    from nonebot_plugin_aimemory.chatlog.feature import RecordedChat
+
+    if not isinstance(runtime.chat_log, RecordedChat):
+        raise RuntimeError("the chat log is off: the runtime has no database")
+    return runtime.chat_log.writer
+
+
+async def settle_autoclear(runtime: Runtime) -> None:
+    """Wait for the auto-clears and counter writes spawned so far. Nothing public waits
+    without closing, so this closes auto-clear, which stays usable afterwards."""
+    await runtime.autoclear.close()
+
+
+def chat_row(
+    session_key: str,
+    at: datetime,
+    role: str,
+    text: str,
+    speaker: tuple[str, str] | None = None,
+    *,
+    addressed: bool = False,
+) -> ChatRow:
+    """One chat-log row; `speaker` is (QQ number, name) of a user's line."""
+    from nonebot_plugin_aimemory.store.chat_log_store import ChatRow
+    from nonebot_plugin_aimemory.store.database import utc_text
+
+    speaker_id, speaker_name = speaker or (None, None)
+    return ChatRow(session_key, utc_text(at), role, text, speaker_id, speaker_name, addressed)
+
+
+@dataclass
+class LLMClock:
+    """Time spent awaiting the LLM's HTTP round trips since the last `reset`."""
+
+    ns: int = 0
+    calls: int = 0
+
+    def reset(self) -> None:
+        """Start a new measurement."""
+        self.ns = self.calls = 0
+
+
+def time_llm_calls(runtime: Runtime) -> LLMClock:
+    """Wrap the HTTP client the LLM clients share, so each post's duration is clocked."""
+    clock = LLMClock()
+    http = runtime.llm.http
+    post = http.post
+
+    async def timed_post(*args: Any, **kwargs: Any) -> Any:
+        start = time.perf_counter_ns()
+        try:
+            return await post(*args, **kwargs)
+        finally:
+            clock.ns += time.perf_counter_ns() - start
+            clock.calls += 1
+
+    http.post = timed_post  # type: ignore[method-assign]
+    return clock
+
+
+SPEAKERS = (("小明", 2001), ("阿强", 2002), ("Lily", 2003), ("老王", 2004), ("糖糖", 2005))
+# Slot values of the chat, memory and query templates (a template names a slot {pool}),
+# space-separated.
+POOLS: dict[str, tuple[str, ...]] = {
+    pool: tuple(words.split())
+    for pool, words in {
+        "name": "小明 阿强 Lily 老王 糖糖 夜猫子 张伟 李娜 王芳 刘洋 陈静 杨帆 赵磊 黄丽 周洁 "
+        "吴敏 徐涛 孙悦 马超 朱婷 郭靖宇 林小雨 何雪 高远 罗琳 郑凯 梁晨 谢婷婷 宋佳 唐宁 "
+        "韩梅梅 阿杰 大熊 豆豆 小鱼 老李 Kevin Amy Tom Jason",
+        "food": "火锅 烧烤 麻辣烫 螺蛳粉 寿司 披萨 小龙虾 红烧肉 饺子 牛肉面 煎饼果子 烤鸭 "
+        "酸菜鱼 肠粉 炸鸡 冒菜 生煎 羊肉串 番茄炒蛋 榴莲 奶茶 热干面 凉皮 香菜 芒果",
+        "city": "北京 上海 杭州 成都 重庆 西安 南京 武汉 广州 深圳 苏州 长沙 厦门 青岛 大连 "
+        "哈尔滨 昆明 洛阳 天津 宁波",
+        "place": "公司楼下 地铁站 商场 食堂 健身房 图书馆 西湖边 快递柜 会议室 电梯口 学校门口 "
+        "小区门口 老家 机场",
+        "when": "明天 后天 周末 下周三 周五晚上 这个月底 下个月初 国庆 元旦 春节前 今晚 下班后 "
+        "明早八点 十二月中旬",
+        "past": "昨天 上周 上个月 前天 去年 今年三月 上周末",
+        "game": "王者荣耀 原神 英雄联盟 我的世界 星露谷物语 塞尔达 斗地主",
+        "movie": "流浪地球 奥本海默 沙丘 封神 满江红 哪吒 星际穿越 千与千寻",
+        "thing": "机械键盘 降噪耳机 电动牙刷 扫地机器人 显示器 空气炸锅 露营帐篷 移动硬盘 "
+        "人体工学椅 咖啡机 蓝牙音箱 保温杯 充电宝",
+        "tech": "数据库 服务器 接口 前端页面 登录模块 缓存 消息队列 定时任务 单元测试 CI流水线 "
+        "支付回调 日志系统 网关",
+        "error": "KeyError TimeoutError ConnectionRefusedError OOMKilled 502 segfault ENOSPC",
+        "en_word": "deploy release hotfix rollback docker kubernetes python redis nginx github "
+        "bug review merge meeting deadline",
+        "singer": "周杰伦 陈奕迅 林俊杰 五月天 邓紫棋 薛之谦 王菲 李健",
+        "pet": "橘猫 布偶猫 英短 柯基 金毛 柴犬 仓鼠 鹦鹉 乌龟 兔子",
+        "hobby": "爬山 打羽毛球 游泳 弹吉他 拍照 跑步 钓鱼 下围棋 追番",
+        "weather": "下大雨 降温了 好热 刮大风 下雪了 雾霾很重 出太阳了",
+        "reaction": "哈哈哈哈 笑死 +1 收到 好的好的 确实 666 牛啊 ？？？ 在吗 来了来了 晚安 "
+        "没毛病 绝了 破防了 有道理 离谱 好耶",
+    }.items()
+}
+# Clauses of group chat; a line is one or more, {num}/{price}/{order} drawn fresh each time.
+CLAUSES: tuple[str, ...] = (
+    "{when}去吃{food}吗，{place}新开了一家",
+    "@{name} 你那个{tech}的问题解决了没",
+    "刚才{game}又输了，队友太坑了",
+    "{city}今天{weather}，出门记得带伞",
+    "有人看过{movie}吗，评价怎么样",
+    "我{when}要去{city}出差，有没有人推荐{food}",
+    "这个{thing}才{price}块，比上次便宜多了",
+    "{tech}又报错了：{error}",
+    "PR #{num} 已经 merge 了，大家 rebase 一下",
+    "{name}说{when}的聚餐改到{place}了",
+    "求推荐一款{thing}，预算{price}以内",
+    "@{name} 你的快递到了，放在{place}",
+    "{name}的{pet}好可爱，叫什么名字",
+    "{when}开会，记得把{tech}的方案准备好",
+    "{food}和{food}哪个好吃，在线等，挺急的",
+    "{city}到{city}的高铁票好难抢",
+    "这首{singer}的新歌真好听，循环一下午了",
+    "订单号{order}，麻烦帮我查一下",
+    "{name}你上次推荐的{thing}我买了，确实好用",
+    "今天{place}人好多，排了{num}分钟队",
+    "有没有人{when}一起去{city}看{singer}的演唱会",
+    "我妈又在家族群里转发养生文章了",
+    "快递显示已签收，但我根本没收到",
+    "最近在学做饭，{past}第一次做了{food}",
+    "周末要不要一起去{hobby}，天气预报说是晴天",
+    "anyone up for {game} tonight?",
+    "the {en_word} job failed with {error}",
+    "{reaction}",
+    "@{name} {reaction}",
+)
+PUNCTUATION = ("，", "。", "！", "？", "……", "～", " ")
+
+
+def addressed(
+    content: str | Message, group_id: int, rng: random.Random, sent_at: int = EVENT_TIME
+) -> GroupMessageEvent:
+    """A group message to the bot (`to_me`, as an @ or a reply makes it) from a SPEAKER."""
+    name, user_id = rng.choice(SPEAKERS)
+    return group_message(
+        content, group_id=group_id, user_id=user_id, card=name, to_me=True, event_time=sent_at
+    )
+
+
+def draw(rng: random.Random, slot: str) -> str:
+    """One value of `slot`: a pool entry, or a fresh number for num/price/order."""
+    if slot == "num":
+        return str(rng.randint(2, 9999))
+    if slot == "price":
+        return str(rng.choice((rng.randint(9, 99), rng.randint(100, 2999))))
+    if slot == "order":
+        return str(rng.randint(10**11, 10**12 - 1))
+    return rng.choice(POOLS[slot])
+
+
+def fill(rng: random.Random, template: str, picks: dict[str, str] | None = None) -> str:
+    """`template` with its slots drawn; with `picks`, a slot repeats its first value (and
+    the caller sees what was drawn), without, every slot is drawn anew."""
+    pieces: list[str] = []
+    for literal, slot, _, _ in string.Formatter().parse(template):
+        pieces.append(literal)
+        if slot and picks is None:
+            pieces.append(draw(rng, slot))
+        elif slot and picks is not None:
+            if slot not in picks:
+                picks[slot] = draw(rng, slot)
+            pieces.append(picks[slot])
+    return "".join(pieces)
+
+
+def chat_line(rng: random.Random, min_chars: int = 10, max_chars: int = 150) -> str:
+    """One group-chat line of `min_chars`..`max_chars` characters, clauses joined up."""
+    target = rng.randint(min_chars, max_chars)
+    line = fill(rng, rng.choice(CLAUSES))
+    while len(line) < target:
+        line += rng.choice(PUNCTUATION) + fill(rng, rng.choice(CLAUSES))
+    return line[:target]
+
+
+def percentile(values: Sequence[float], fraction: float) -> float:
+    """Nearest-rank percentile of `values` (`fraction` in 0..1)."""
+    if not values:
+        return math.nan
+    ordered = sorted(values)
+    return ordered[max(1, min(len(ordered), math.ceil(fraction * len(ordered)))) - 1]
+
+
+def ms(nanoseconds: float) -> float:
+    """Nanoseconds as milliseconds."""
+    return nanoseconds / 1e6
+
+
+def latency(label: str, samples_ns: Sequence[int]) -> str:
+    """`label: p50 … ms  p99 … ms  (n=…)` of samples in nanoseconds."""
+    p50, p99 = ms(percentile(samples_ns, 0.5)), ms(percentile(samples_ns, 0.99))
+    return f"{label:<40} p50 {p50:8.3f} ms   p99 {p99:8.3f} ms   (n={len(samples_ns)})"
+
+
+def verdict(label: str, met: bool, *, quick: bool = False) -> None:
+    """Print the closing line of a bench: whether a target is met, and what was compared."""
+    note = "; quick run, smaller than the target's run" if quick else ""
+    print(f"target met: {'yes' if met else 'no'} ({label}{note})")
