@@ -13,17 +13,11 @@ require("nonebot_plugin_localstore")
 
 from .config import Config, ConfigError, describe_validation_error  # noqa: E402
 from .engine.tools import Tool, ToolError  # noqa: E402
-from .runtime import (  # noqa: E402
-    Runtime,
-    current_runtime,
-    install_runtime,
-    pre_compact,
-    register_tool_provider,
-    unregister_tool_provider,
-)
+from .runtime import Extensions, Runtime, current_runtime, install_runtime  # noqa: E402
 
 __all__ = [
     "Config",
+    "Extensions",
     "Runtime",
     "Tool",
     "ToolError",
@@ -61,11 +55,12 @@ if not any(isinstance(h, LoguruHandler) for h in _engine_logger.handlers):
     _engine_logger.propagate = False
 
 from .onebot import matcher  # noqa: E402, F401
-from .chatlog.tools import chat_log_tools  # noqa: E402
-from .memory.tools import memory_tools  # noqa: E402
 
-register_tool_provider(memory_tools)
-register_tool_provider(chat_log_tools)
+# The plugin's registry of what other plugins add; each Runtime it starts uses it.
+extensions = Extensions()
+pre_compact = extensions.pre_compact
+register_tool_provider = extensions.register_tool_provider
+unregister_tool_provider = extensions.unregister_tool_provider
 
 driver = get_driver()
 
@@ -81,7 +76,7 @@ def default_db_path() -> str:
 
 @driver.on_startup
 async def _start_runtime() -> None:
-    install_runtime(await Runtime.start(plugin_config, default_db_path()))
+    install_runtime(await Runtime.start(plugin_config, default_db_path(), extensions))
     logger.info("nonebot-plugin-aimemory started (model {})", plugin_config.aimemory_model)
 
 

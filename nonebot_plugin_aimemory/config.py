@@ -2,15 +2,28 @@
 
 from __future__ import annotations
 
+from datetime import timedelta, timezone, tzinfo
 from functools import cached_property
 
 from pydantic import BaseModel, Field, ValidationError, field_validator
+
+from .engine.compressor import CompressionPolicy
+from .engine.llm import Endpoint
+from .engine.models import context_window_for, default_budget_for
 
 DEFAULT_SYSTEM_PROMPT = (
     "你是一个友好、可靠的 QQ 聊天伙伴。回答简洁自然，使用中文；不确定的事情就直说不知道。"
 )
 DEFAULT_API_BASE = "https://api.openai.com/v1"
 DEFAULT_MODEL = "gpt-4o-mini"
+CHINA_STANDARD_TIME = timezone(timedelta(hours=8), "CST")
+# Each model role falls back, key by key, to another role's settings when left empty.
+FALLBACK_ROLE = {
+    "compressor": "main",
+    "review": "compressor",
+    "vision": "main",
+    "embedding": "main",
+}
 
 
 class Config(BaseModel):
@@ -97,6 +110,45 @@ class Config(BaseModel):
     def denied_groups(self) -> frozenset[int]:
         """`aimemory_group_denylist` as a set."""
         return frozenset(self.aimemory_group_denylist)  # type: ignore[arg-type]
+
+    @property
+    def configured(self) -> bool:
+        """Usable without a key only when pointed at a server of one's own (Ollama, vLLM)."""
+        return bool(self.aimemory_api_key) or self.aimemory_api_base != DEFAULT_API_BASE
+
+    @cached_property
+    def zone(self) -> tzinfo:
+        """`aimemory_timezone`; China time when the name is unknown (no tzdata)."""
+        try:
+            from zoneinfo import ZoneInfo
+
+            return ZoneInfo(self.aimemory_timezone)
+        except Exception:
+            return CHINA_STANDARD_TIME
+
+    def endpoint(self, role: str) -> Endpoint:
+        """The endpoint of a model role: main, compressor, review, vision or embedding."""
+        if role == "main":
+            return Endpoint(self.aimemory_api_base, self.aimemory_api_key, self.aimemory_model)
+        parent = self.endpoint(FALLBACK_ROLE[role])
+        return Endpoint(
+            getattr(self, f"aimemory_{role}_api_base") or parent.api_base,
+            getattr(self, f"aimemory_{role}_api_key") or parent.api_key,
+            getattr(self, f"aimemory_{role}_model") or parent.model,
+        )
+
+    def compression_policy(self) -> CompressionPolicy:
+        """Budget from the config or the model table; the rest defaults to fractions of it."""
+        budget = self.aimemory_max_context_tokens or default_budget_for(self.aimemory_model)
+        compressor_window = context_window_for(self.endpoint("compressor").model)
+        return CompressionPolicy.for_budget(
+            budget,
+            threshold=self.aimemory_compress_threshold,
+            keep_recent_tokens=self.aimemory_compress_keep_recent_tokens,
+            summary_max_tokens=self.aimemory_compress_summary_max_tokens,
+            chunk_tokens=self.aimemory_compress_chunk_tokens
+            or min(compressor_window // 2, max(budget * 7 // 10, 256)),
+        )
 
     @field_validator("aimemory_group_allowlist", "aimemory_group_denylist", mode="before")
     @classmethod

@@ -1,43 +1,47 @@
-"""The plugin's running state: database, stores, HTTP pool, LLM client, sessions, janitor.
-
-Built in `driver.on_startup`, torn down in `on_shutdown`; nothing here runs at import time.
-Tests start a fresh Runtime on the same database file to exercise a real restart.
-"""
+"""The composition root: builds every part once, in `driver.on_startup`, and tears it down
+in `on_shutdown`; nothing here runs at import time. A feature that is off is a null object
+with the same interface, so no caller tests for None. Tests start a fresh Runtime on the
+same database file to exercise a real restart."""
 
 from __future__ import annotations
 
 import asyncio
-import ipaddress
 import logging
 import sqlite3
 from collections.abc import AsyncIterator, Callable, Iterable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
-from typing import Any
-from urllib.parse import urlsplit
 
 import httpx
 
 from . import prompts
+from .chatlog.commands import ReviewCommands, ReviewsUnavailable
+from .chatlog.feature import ChatLogOff, RecordedChat, ReviewsOff
 from .chatlog.reviewer import MemoryReviewer, ReviewScheduler
 from .chatlog.writer import ChatLog
-from .config import DEFAULT_API_BASE, Config
+from .config import Config
 from .conversation.autoclear import GroupAutoClear
+from .conversation.commands import Commands, DialogCommands
 from .conversation.sessions import SessionCache, group_key
+from .conversation.turn import Conversation
 from .engine.chatbot import ChatBot, HistoryStore
-from .engine.compressor import CompressionPolicy, Compressor
+from .engine.compressor import Compressor
 from .engine.embeddings import EmbeddingClient
 from .engine.hooks import PreCompactHooks
-from .engine.llm import Endpoint, LLMClient
-from .engine.models import context_window_for, default_budget_for
+from .engine.llm import LLMClient
 from .engine.tokens import TiktokenCounter
 from .engine.tools import Tool, ToolRegistry
+from .media.addresses import is_local_url
 from .media.images import ImageReader
+from .memory.commands import MemoryCommands
 from .memory.extractor import FactExtractor
+from .memory.feature import LongTermMemory, MemoryOff, NoExtraction
+from .memory.inject import NoRelevantMemories, RelevantMemories
 from .memory.service import MemoryService
-from .onebot.content import ContentRenderer, MemberNames
-from .onebot.events import resolve_timezone
-from .onebot.outbound import ReplyBuilder
+from .onebot.content import ContentRenderer
+from .onebot.inbound import Inbound
+from .onebot.members import MemberNames
+from .onebot.outbound import Outbound, ReplyBuilder
 from .store.chat_log_store import ChatLogStore
 from .store.counters import GroupCounterStore
 from .store.database import Database
@@ -45,63 +49,67 @@ from .store.history_store import MemoryOnlyHistoryStore, SqliteHistoryStore
 from .store.image_store import ImageDescriptionStore
 from .store.memory_store import MemoryStore
 from .store.review_store import ReviewStore
-from .text.segmenter import initialise as initialise_segmenter
+from .text import segmenter
 
 logger = logging.getLogger("nonebot_plugin_aimemory")
 
 # (runtime, session key) -> tools bound to that session. Bound once, when the session is built.
 ToolProvider = Callable[["Runtime", str], Iterable[Tool]]
-_tool_providers: list[ToolProvider] = []
-
-# Public: callbacks told which messages are about to be folded into a summary.
-pre_compact = PreCompactHooks()
 
 
-def register_tool_provider(provider: ToolProvider) -> ToolProvider:
-    """Add tools to every session built from now on (usable as a decorator)."""
-    if provider not in _tool_providers:
-        _tool_providers.append(provider)
-    return provider
+class Extensions:
+    """What other plugins add to the conversation: tool providers, and PreCompact callbacks
+    told which messages are about to be folded. One registry per plugin, handed to each
+    Runtime it starts."""
 
+    def __init__(self) -> None:
+        self.tool_providers: list[ToolProvider] = []
+        self.pre_compact = PreCompactHooks()
 
-def unregister_tool_provider(provider: ToolProvider) -> None:
-    """Remove a provider added with `register_tool_provider`; unknown ones are ignored."""
-    if provider in _tool_providers:
-        _tool_providers.remove(provider)
+    def register_tool_provider(self, provider: ToolProvider) -> ToolProvider:
+        """Add tools to every session built from now on (usable as a decorator)."""
+        if provider not in self.tool_providers:
+            self.tool_providers.append(provider)
+        return provider
+
+    def unregister_tool_provider(self, provider: ToolProvider) -> None:
+        """Remove a provider added with `register_tool_provider`; unknown ones are ignored."""
+        if provider in self.tool_providers:
+            self.tool_providers.remove(provider)
 
 
 @dataclass
 class Runtime:
-    """Everything the matchers and commands need while the bot runs."""
+    """Everything the matcher needs while the bot runs, built once."""
 
     config: Config
-    database: Database | None
-    history: HistoryStore
+    extensions: Extensions
     http: httpx.AsyncClient
     llm: LLMClient
-    compressor: Compressor
     counter: TiktokenCounter
+    compressor: Compressor
+    history: HistoryStore
     sessions: SessionCache
     autoclear: GroupAutoClear
-    memory: MemoryService | None = None
-    extractor: FactExtractor | None = None
-    chat_log: ChatLog | None = None
-    reviews: ReviewScheduler | None = None
-    content: ContentRenderer | None = None
-    replies: ReplyBuilder | None = None
-    _background: set[asyncio.Task[Any]] = field(default_factory=set)
+    images: ImageReader
+    memory: LongTermMemory | MemoryOff
+    chat_log: RecordedChat | ChatLogOff
+    inbound: Inbound
+    conversation: Conversation
+    outbound: Outbound
+    _database: Database | None = field(default=None, repr=False)
 
     @property
     def persistent(self) -> bool:
         """Whether history is kept in a database rather than in memory only."""
-        return self.database is not None
+        return self._database is not None
 
     @property
-    def configured(self) -> bool:
-        """Usable without a key only when pointed at a server of one's own (Ollama, vLLM)."""
-        return bool(self.config.aimemory_api_key) or (
-            self.config.aimemory_api_base != DEFAULT_API_BASE
-        )
+    def database(self) -> Database:
+        """The open database (only when `persistent`)."""
+        if self._database is None:
+            raise RuntimeError("running without a database")
+        return self._database
 
     @property
     def budget_tokens(self) -> int:
@@ -109,9 +117,11 @@ class Runtime:
         return self.compressor.policy.budget_tokens
 
     def build_chatbot(self, key: str) -> ChatBot:
-        """A ChatBot for `key` with the tools every registered provider offers."""
+        """A ChatBot for `key` with the built-in tools and every provider's."""
         tools = ToolRegistry()
-        for provider in _tool_providers:
+        for tool in (*self.memory.tools(key), *self.chat_log.tools(key)):
+            tools.register(tool)
+        for provider in self.extensions.tool_providers:
             try:
                 for tool in provider(self, key):
                     tools.register(tool)
@@ -134,14 +144,7 @@ class Runtime:
 
     def system_prompt_for(self, key: str) -> str:
         """The persona plus where the chat happens; identical every turn (prefix caching)."""
-        return build_system_prompt(self.config.aimemory_system_prompt, key)
-
-    async def clear_session(self, key: str) -> None:
-        """Clear one conversation's window, in memory and in the store, under its lock."""
-        session = self.sessions.get_or_create(key, touch=False)
-        async with session.lock:
-            await session.bot.clear()
-            session.loaded = True
+        return prompts.build_system_prompt(self.config.aimemory_system_prompt, key)
 
     @asynccontextmanager
     async def group_cleared_in_memory(self, group_id: str) -> AsyncIterator[None]:
@@ -154,124 +157,205 @@ class Runtime:
             yield
 
     @classmethod
-    async def start(cls, config: Config, db_path: str) -> Runtime:
+    async def start(
+        cls, config: Config, db_path: str, extensions: Extensions | None = None
+    ) -> Runtime:
         """Open everything; an unusable database degrades to in-memory history."""
-        database = await _open_database(db_path)
-        history: HistoryStore = (
-            SqliteHistoryStore(database) if database else MemoryOnlyHistoryStore()
-        )
-        http = httpx.AsyncClient(
+        return await _Builder(config, extensions or Extensions()).build(db_path)
+
+    async def stop(self) -> None:
+        """Stop sessions, flush counters and writes, let background work end, close all."""
+        await self.sessions.close()
+        await self.autoclear.close()
+        await self.chat_log.close()
+        self.extensions.pre_compact.unregister(self.memory.extractor.on_pre_compact)
+        await self.extensions.pre_compact.drain()
+        await self.memory.close()
+        if self._database is not None:
+            await self._database.close()
+        await self.http.aclose()
+
+
+class _Builder:
+    """Builds one Runtime, part by part, in dependency order."""
+
+    def __init__(self, config: Config, extensions: Extensions) -> None:
+        self.config = config
+        self.extensions = extensions
+        self.http = httpx.AsyncClient(
             timeout=httpx.Timeout(config.aimemory_request_timeout, connect=10.0),
             limits=httpx.Limits(max_connections=64, max_keepalive_connections=16),
         )
-        llm = llm_client(http, config, "main")
+
+    def llm_client(self, role: str) -> LLMClient:
+        """A chat client for a model role, sharing the process's connection pool."""
+        return LLMClient(
+            self.http,
+            self.config.endpoint(role),
+            timeout_seconds=self.config.aimemory_request_timeout,
+            max_retries=self.config.aimemory_llm_max_retries,
+        )
+
+    async def build(self, db_path: str) -> Runtime:
+        config = self.config
+        database = await open_database(db_path)
         counter = TiktokenCounter()
+        await asyncio.to_thread(counter.load)
+        pre_compact = self.extensions.pre_compact
         pre_compact.wait_seconds = config.aimemory_precompact_wait_seconds
         compressor = Compressor(
-            llm_client(http, config, "compressor"),
+            self.llm_client("compressor"),
             counter,
-            compression_policy(config),
+            config.compression_policy(),
             pre_compact,
             prompts=prompts.SUMMARY_PROMPTS,
         )
-        runtime = cls(
-            config=config,
-            database=database,
-            history=history,
-            http=http,
-            llm=llm,
-            compressor=compressor,
-            counter=counter,
-            sessions=SessionCache(
-                lambda key: runtime.build_chatbot(key),
-                max_idle_seconds=config.aimemory_session_max_idle_minutes * 60,
-                max_sessions=config.aimemory_session_max_sessions,
-            ),
-            autoclear=GroupAutoClear(
-                config.aimemory_group_autoclear_after,
-                GroupCounterStore(database) if database else None,
-                lambda group_id: runtime.group_cleared_in_memory(group_id),
-            ),
-        )
-        runtime.start_content(database)
-        await runtime.autoclear.load()
-        await asyncio.to_thread(counter.load)
+        images = self.image_reader(database)
+        members = MemberNames()
         if database is not None:
-            await asyncio.to_thread(initialise_segmenter)
-            runtime.start_memory(database)
-            runtime.start_chat_log(database)
-        runtime.sessions.start_janitor(config.aimemory_janitor_interval_seconds)
-        if not runtime.configured:
-            logger.warning(
-                "aimemory: no API key (aimemory_api_key) is set; addressed messages get a "
-                "'not configured' reply until one is configured"
-            )
-        elif not config.aimemory_api_key and not _is_local_url(config.aimemory_api_base):
-            logger.warning(
-                "aimemory: no API key (aimemory_api_key) is set for %s; only a server of "
-                "your own (Ollama, vLLM) works without one",
-                config.aimemory_api_base,
-            )
+            await asyncio.to_thread(segmenter.initialise)
+        memory, chat_log = self.memory_and_chat_log(database, compressor)
+        pre_compact.register(memory.extractor.on_pre_compact)
+        runtime: Runtime
+        sessions = SessionCache(
+            lambda key: runtime.build_chatbot(key),
+            max_idle_seconds=config.aimemory_session_max_idle_minutes * 60,
+            max_sessions=config.aimemory_session_max_sessions,
+        )
+        autoclear = GroupAutoClear(
+            config.aimemory_group_autoclear_after,
+            GroupCounterStore(database) if database else None,
+            lambda group_id: runtime.group_cleared_in_memory(group_id),
+        )
+        dialog = DialogCommands(
+            sessions,
+            counter,
+            budget_tokens=compressor.policy.budget_tokens,
+            persistent=database is not None,
+            zone=config.zone,
+        )
+        runtime = Runtime(
+            config=config,
+            extensions=self.extensions,
+            http=self.http,
+            llm=self.llm_client("main"),
+            counter=counter,
+            compressor=compressor,
+            history=SqliteHistoryStore(database) if database else MemoryOnlyHistoryStore(),
+            sessions=sessions,
+            autoclear=autoclear,
+            images=images,
+            memory=memory,
+            chat_log=chat_log,
+            inbound=Inbound(config, ContentRenderer(images, members)),
+            conversation=Conversation(
+                sessions=sessions,
+                autoclear=autoclear,
+                chat_log=chat_log,
+                memories=memory.relevant,
+                commands=Commands(dialog, memory.commands),
+                zone=config.zone,
+                configured=config.configured,
+                log_ambient=config.aimemory_chat_log_ambient,
+            ),
+            outbound=Outbound(
+                ReplyBuilder(
+                    images, members, public_only=not config.aimemory_reply_image_allow_private
+                ),
+                max_chars=config.aimemory_reply_max_chars,
+                max_parts=config.aimemory_reply_max_parts,
+            ),
+            _database=database,
+        )
+        await autoclear.load()
+        memory.start()
+        chat_log.start()
+        sessions.start_janitor(config.aimemory_janitor_interval_seconds)
+        warn_if_no_key(config)
         return runtime
 
-    def start_content(self, database: Database | None) -> None:
-        """How QQ content is read (images, names, quotes) and how replies are written."""
+    def image_reader(self, database: Database | None) -> ImageReader:
+        """How QQ images become model input (data URIs or vision descriptions)."""
         config = self.config
-        vision = llm_client(self.http, config, "vision") if config.aimemory_vision_model else None
-        images = ImageReader(
+        return ImageReader(
             self.http,
             max_bytes=config.aimemory_image_max_bytes,
             multimodal=config.aimemory_multimodal,
-            vision=vision,
+            vision=self.llm_client("vision") if config.aimemory_vision_model else None,
             cache=ImageDescriptionStore(database) if database else None,
         )
-        members = MemberNames()
-        self.content = ContentRenderer(images, members)
-        self.replies = ReplyBuilder(
-            images, members, public_only=not config.aimemory_reply_image_allow_private
-        )
 
-    def start_memory(self, database: Database) -> None:
-        """Long-term memory exists only with a database; without one the tools and
-        commands are off (they say so) and chat goes on."""
+    def memory_and_chat_log(
+        self, database: Database | None, compressor: Compressor
+    ) -> tuple[LongTermMemory | MemoryOff, RecordedChat | ChatLogOff]:
+        """Long-term memory and the chat log exist only with a database; without one the
+        tools are off, the commands say so, and chat goes on."""
+        if database is None:
+            return MemoryOff(), ChatLogOff()
         config = self.config
-        embedder = None
-        if config.aimemory_embedding_model:
-            embedder = EmbeddingClient(self.http, endpoint_for(config, "embedding"))
-        self.memory = MemoryService(
-            MemoryStore(database),
-            max_entries=config.aimemory_memory_max_entries,
-            mask_pii=config.aimemory_memory_mask_pii,
-            embedder=embedder,
-        )
-        if config.aimemory_memory_extract_on_compact:
-            self.extractor = FactExtractor(self.compressor.llm, self.memory)
-            pre_compact.register(self.extractor.on_pre_compact)
-        if embedder is not None:
-            self.spawn(self.memory.backfill_embeddings())
-
-    def start_chat_log(self, database: Database) -> None:
-        """The chat log, and the reviewer that reads it, when chat may be sent out."""
-        config = self.config
+        service = self.memory_service(database)
         external = config.aimemory_review_external_context
         review_store = ReviewStore(database) if external else None
-        self.chat_log = ChatLog(
+        writer = ChatLog(
             ChatLogStore(database),
             review_store,
             flush_seconds=config.aimemory_chat_log_flush_seconds,
             keep_days=config.aimemory_chat_log_keep_days,
         )
-        self.chat_log.start()
-        if review_store is None or self.memory is None:
-            return
-        reviewer = MemoryReviewer(
-            llm_client(self.http, config, "review"),
-            self.memory,
-            self.chat_log.store,
-            persona=config.aimemory_system_prompt,
-            zone=resolve_timezone(config.aimemory_timezone),
+        reviews: ReviewScheduler | ReviewsOff = ReviewsOff()
+        review_commands: ReviewCommands | ReviewsUnavailable = ReviewsUnavailable()
+        if review_store is not None:
+            reviews = self.review_scheduler(service, writer, review_store)
+            review_commands = ReviewCommands(reviews, writer, config.zone)
+        chat_log = RecordedChat(writer, config.zone, reviews, review_commands)
+        memory = LongTermMemory(
+            service=service,
+            commands=MemoryCommands(
+                service,
+                review_commands,
+                auto_inject=config.aimemory_memory_auto_inject,
+                inject_top_k=config.aimemory_memory_inject_topk,
+            ),
+            relevant=RelevantMemories(
+                service,
+                top_k=config.aimemory_memory_inject_topk,
+                max_chars=config.aimemory_memory_inject_max_chars,
+            )
+            if config.aimemory_memory_auto_inject
+            else NoRelevantMemories(),
+            extractor=FactExtractor(compressor.llm, service)
+            if config.aimemory_memory_extract_on_compact
+            else NoExtraction(),
         )
-        self.reviews = ReviewScheduler(
+        return memory, chat_log
+
+    def memory_service(self, database: Database) -> MemoryService:
+        """The memory rules over the database; vectors when an embedding model is set."""
+        config = self.config
+        embedder = None
+        if config.aimemory_embedding_model:
+            embedder = EmbeddingClient(self.http, config.endpoint("embedding"))
+        service = MemoryService(
+            MemoryStore(database),
+            max_entries=config.aimemory_memory_max_entries,
+            mask_pii=config.aimemory_memory_mask_pii,
+            embedder=embedder,
+        )
+        return service
+
+    def review_scheduler(
+        self, service: MemoryService, writer: ChatLog, review_store: ReviewStore
+    ) -> ReviewScheduler:
+        """The background reviewer: turns recent chat into memories now and then."""
+        config = self.config
+        reviewer = MemoryReviewer(
+            self.llm_client("review"),
+            service,
+            writer.store,
+            persona=config.aimemory_system_prompt,
+            zone=config.zone,
+        )
+        return ReviewScheduler(
             reviewer,
             review_store,
             tick_seconds=config.aimemory_review_tick_seconds,
@@ -279,115 +363,25 @@ class Runtime:
             min_new_rows=config.aimemory_review_min_new_rows,
             enabled_by_default=config.aimemory_review_enabled,
         )
-        self.reviews.start()
-
-    def spawn(self, work: Any) -> None:
-        """Run background work owned by this runtime (awaited at stop)."""
-        task = asyncio.ensure_future(work)
-        self._background.add(task)
-        task.add_done_callback(self._background.discard)
-
-    async def stop(self) -> None:
-        """Stop sessions and the janitor, flush counters and writes, close connections."""
-        await self.sessions.close()
-        await self.autoclear.close()
-        if self.reviews is not None:
-            await self.reviews.close()
-        if self.chat_log is not None:
-            await self.chat_log.close()
-        if self.extractor is not None:
-            pre_compact.unregister(self.extractor.on_pre_compact)
-            await self.extractor.drain()
-        await pre_compact.drain()
-        if self._background:
-            await asyncio.gather(*self._background, return_exceptions=True)
-        if self.memory is not None:
-            await self.memory.close()  # a backfill after an embedding outage may be running
-        if self.database is not None:
-            await self.database.close()
-        await self.http.aclose()
 
 
-# QQ shows Markdown as raw symbols; image links and `@QQ号` are turned into real images and
-# @s by the reply builder, so the model is told it may use them.
-GROUP_CHAT_NOTE = (
-    "你正在 QQ 群 {target} 中聊天。每条用户消息以“[时间] 昵称(QQ号)：”开头，注明是谁在说话。"
-    "QQ 不显示 Markdown：用纯文本回复，不要用 **加粗**、# 标题或表格。"
-    "要发图片就写图片链接；要提醒群里的某人就写 @QQ号。"
-)
-PRIVATE_CHAT_NOTE = (
-    "你正在和 QQ 用户 {target} 私聊。每条用户消息以“[时间]”开头。"
-    "QQ 不显示 Markdown：用纯文本回复，不要用 **加粗**、# 标题或表格。要发图片就写图片链接。"
-)
+def warn_if_no_key(config: Config) -> None:
+    """A hosted API without a key answers nothing: say so once, at startup."""
+    if not config.configured:
+        logger.warning(
+            "aimemory: no API key (aimemory_api_key) is set; addressed messages get a "
+            "'not configured' reply until one is configured"
+        )
+    elif not config.aimemory_api_key and not is_local_url(config.aimemory_api_base):
+        logger.warning(
+            "aimemory: no API key (aimemory_api_key) is set for %s; only a server of "
+            "your own (Ollama, vLLM) works without one",
+            config.aimemory_api_base,
+        )
 
 
-def build_system_prompt(persona: str, key: str) -> str:
-    """The system prompt of session `key`: the persona, then where the chat happens."""
-    kind, _, target = key.partition(":")
-    note = GROUP_CHAT_NOTE if kind == "g" else PRIVATE_CHAT_NOTE
-    return f"{persona}\n\n{note.format(target=target)}"
-
-
-def llm_client(http: httpx.AsyncClient, config: Config, role: str) -> LLMClient:
-    """A chat client for a model role, sharing the process's connection pool."""
-    return LLMClient(
-        http,
-        endpoint_for(config, role),
-        timeout_seconds=config.aimemory_request_timeout,
-        max_retries=config.aimemory_llm_max_retries,
-    )
-
-
-# Each model role falls back, key by key, to another role's settings when left empty.
-_FALLBACK_ROLE = {
-    "compressor": "main",
-    "review": "compressor",
-    "vision": "main",
-    "embedding": "main",
-}
-
-
-def endpoint_for(config: Config, role: str) -> Endpoint:
-    """The endpoint of a model role: main, compressor, review, vision or embedding."""
-    if role == "main":
-        return Endpoint(config.aimemory_api_base, config.aimemory_api_key, config.aimemory_model)
-    parent = endpoint_for(config, _FALLBACK_ROLE[role])
-    return Endpoint(
-        getattr(config, f"aimemory_{role}_api_base") or parent.api_base,
-        getattr(config, f"aimemory_{role}_api_key") or parent.api_key,
-        getattr(config, f"aimemory_{role}_model") or parent.model,
-    )
-
-
-def compression_policy(config: Config) -> CompressionPolicy:
-    """Budget from config or the model table; the rest defaults to fractions of it."""
-    budget = config.aimemory_max_context_tokens or default_budget_for(config.aimemory_model)
-    compressor_window = context_window_for(endpoint_for(config, "compressor").model)
-    return CompressionPolicy.for_budget(
-        budget,
-        threshold=config.aimemory_compress_threshold,
-        keep_recent_tokens=config.aimemory_compress_keep_recent_tokens,
-        summary_max_tokens=config.aimemory_compress_summary_max_tokens,
-        chunk_tokens=config.aimemory_compress_chunk_tokens
-        or min(compressor_window // 2, max(budget * 7 // 10, 256)),
-    )
-
-
-def _is_local_url(url: str) -> bool:
-    """Whether an API base points at this machine or a private network (Ollama, vLLM)."""
-    try:
-        host = urlsplit(url).hostname or ""
-    except ValueError:
-        return False
-    if host == "localhost" or host.endswith(".local"):
-        return True
-    try:
-        return not ipaddress.ip_address(host).is_global
-    except ValueError:
-        return False
-
-
-async def _open_database(db_path: str) -> Database | None:
+async def open_database(db_path: str) -> Database | None:
+    """The database, or None (logged) when the file cannot be opened."""
     try:
         database = await Database.open(db_path)
     except (OSError, sqlite3.Error) as exc:
@@ -411,6 +405,6 @@ def current_runtime() -> Runtime | None:
 
 
 def install_runtime(runtime: Runtime | None) -> None:
-    """Set (or with None, clear) the runtime the matchers use."""
+    """Set (or with None, clear) the runtime the matcher uses."""
     global _current
     _current = runtime

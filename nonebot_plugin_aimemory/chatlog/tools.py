@@ -3,26 +3,20 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any
+from datetime import tzinfo
+from typing import Any
 
 from .. import prompts
 from ..engine.tools import Tool, ToolError
-from ..onebot.events import resolve_timezone
 from .lines import format_rows
-
-if TYPE_CHECKING:
-    from ..runtime import Runtime
+from .writer import ChatLog
 
 RECENT_DEFAULT = 20
 LIMIT_MAX = 100
 
 
-def chat_log_tools(runtime: Runtime, session_key: str) -> Iterable[Tool]:
-    """The chat-log tools for one session; none when the chat log is disabled."""
-    chat_log = runtime.chat_log
-    if chat_log is None:
-        return []
-    zone = resolve_timezone(runtime.config.aimemory_timezone)
+def chat_log_tools(chat_log: ChatLog, zone: tzinfo, session_key: str) -> Iterable[Tool]:
+    """The chat-log tools, bound to one session."""
 
     async def read_recent_chat(arguments: dict[str, Any]) -> str:
         """The session's latest chat-log rows, flushed first so the newest are included."""

@@ -19,7 +19,6 @@ from .service import (
 )
 
 if TYPE_CHECKING:
-    from ..runtime import Runtime
     from .service import SearchHit
 
 SEARCH_LIMIT_DEFAULT = 10
@@ -29,11 +28,8 @@ SEARCH_RESULT_MAX_CHARS = MAX_TOOL_RESULT_CHARS - 500
 USER_ID_PROBLEM = "user_id 必须是 QQ 号（纯数字）；要清空请传空字符串"
 
 
-def memory_tools(runtime: Runtime, scope: str) -> Iterable[Tool]:
-    """The four memory tools bound to `scope` (none when long-term memory is off)."""
-    memory = runtime.memory
-    if memory is None:
-        return []
+def memory_tools(memory: MemoryService, scope: str) -> Iterable[Tool]:
+    """The four memory tools, bound to `scope`."""
     return [
         Tool(
             "memory_save",

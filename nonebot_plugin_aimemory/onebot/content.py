@@ -1,194 +1,43 @@
-"""QQ message content (OneBot v11 segments) as model input: text, @, images, faces, quoted
-replies, forwarded chat records, cards, files. Nothing here raises on an odd segment; it
-becomes a short marker instead."""
+"""The rich form of an addressed QQ message: images read, @names looked up, the quoted
+message and forwarded chat records fetched. A part that fails becomes a placeholder."""
 
 from __future__ import annotations
 
-import asyncio
-import json
 import logging
-import re
-import time
-from collections import OrderedDict
-from collections.abc import Awaitable
 from dataclasses import dataclass
 from typing import Any
 
 from nonebot.adapters.onebot.v11 import (
     Bot,
     GroupMessageEvent,
-    Message,
     MessageEvent,
     MessageSegment,
 )
 
 from ..chatlog.lines import LINE_BREAK_MARK
 from ..engine.messages import Part, TextPart
-from ..media.images import ImageReader, marker, short_hash_of
+from ..media.images import ImageReader
+from .members import MemberNames, call_quietly
+from .segments import (
+    FORWARD_MARKER,
+    as_segments,
+    data_of,
+    merge_text,
+    part_text,
+    render_safely,
+    render_segment,
+)
 
 logger = logging.getLogger("nonebot_plugin_aimemory")
 
-API_TIMEOUT_SECONDS = 5.0
 QUOTE_MAX_CHARS = 100
 FORWARD_MAX_LINES = 20
 FORWARD_LINE_MAX_CHARS = 100
 # Levels of forwarded records shown: a record, and the records forwarded inside it.
 FORWARD_MAX_DEPTH = 2
 FORWARD_INDENT = "  "
-FORWARD_MARKER = "[合并转发的聊天记录]"
 UNAVAILABLE_FORWARD = "[合并转发的聊天记录（无法获取）]"
-MEMBER_NAME_TTL_SECONDS = 600.0
-# A failed lookup may be a passing API error: retry it sooner than a known name.
-MEMBER_MISS_TTL_SECONDS = 60.0
 UNAVAILABLE_QUOTE = "[引用了一条无法获取的消息]"
-MEMBER_CACHE_SIZE = 4096
-CARD_TITLE_KEYS = ("title", "prompt", "desc", "tag")
-CARD_URL_KEYS = ("qqdocurl", "jumpUrl", "url", "jumpurl")
-_XML_TITLE = re.compile(r"<title>(.*?)</title>", re.DOTALL)
-_XML_URL = re.compile(r'url="([^"]+)"')
-_XML_BRIEF = re.compile(r'brief="([^"]*)"')
-
-
-def render_plain(event: MessageEvent) -> list[Part]:
-    """The content without any I/O (no downloads, no API calls): the cheap form used for
-    messages the bot only logs."""
-    self_id = str(event.self_id)
-    parts = [_render_safely(segment, self_id) for segment in event.message]
-    return merge_text([part for part in parts if part is not None])
-
-
-def _render_safely(segment: MessageSegment, self_id: str) -> Part | None:
-    """render_segment, with a `[type]` placeholder should an odd segment still break it."""
-    try:
-        return render_segment(segment, self_id)
-    except Exception:
-        logger.warning("could not render a %r segment", getattr(segment, "type", "?"))
-        return TextPart(f"[{getattr(segment, 'type', '消息')}]")
-
-
-def render_segment(segment: MessageSegment, self_id: str) -> Part | None:
-    """One segment, without I/O. The bot's own @ and reply segments render as nothing."""
-    data = segment.data if isinstance(segment.data, dict) else {}
-    kind = segment.type
-    if kind == "text":
-        return TextPart(str(data.get("text", "")))
-    if kind == "at":
-        qq = str(data.get("qq", ""))
-        if qq == self_id:
-            return None
-        return TextPart("@全体成员 " if qq == "all" else f"@{data.get('name') or qq} ")
-    if kind == "image":
-        identity = str(data.get("file") or data.get("url") or "")
-        return TextPart(marker(short_hash_of(identity)))
-    if kind == "reply":
-        return None
-    simple = _simple_marker(kind, data)
-    return TextPart(simple if simple is not None else f"[{kind}]")
-
-
-def _simple_marker(kind: str, data: dict[str, Any]) -> str | None:
-    if kind == "face":
-        raw = data.get("raw") if isinstance(data.get("raw"), dict) else {}
-        name = str(raw.get("faceText") or data.get("faceText") or "").strip().lstrip("/")
-        return f"[表情:{name or data.get('id', '?')}]"
-    if kind == "mface":
-        summary = str(data.get("summary") or "").strip("[]")
-        return f"[表情:{summary or '表情包'}]"
-    if kind in ("json", "xml"):
-        return render_card(kind, data)
-    if kind == "share":
-        return f"[分享：{data.get('title', '')} {data.get('url', '')}]".replace("  ", " ")
-    if kind == "file":
-        return f"[文件 {data.get('name') or data.get('file') or ''}]".replace(" ]", "]")
-    if kind == "record":
-        return "[语音]"
-    if kind == "video":
-        return "[视频]"
-    if kind == "location":
-        return f"[位置 {data.get('title') or ''}]".replace(" ]", "]")
-    if kind in ("dice", "rps", "poke", "shake"):
-        return {"dice": "[骰子]", "rps": "[猜拳]"}.get(kind, "[戳一戳]")
-    if kind == "forward":
-        return FORWARD_MARKER
-    if kind == "markdown":
-        return str(data.get("content", ""))[:500]
-    return None
-
-
-def render_card(kind: str, data: dict[str, Any]) -> str:
-    """A JSON/XML card (mini-program, shared link) as its title and URL."""
-    raw = str(data.get("data", ""))
-    title = url = ""
-    if kind == "json":
-        try:
-            card = json.loads(raw)
-        except json.JSONDecodeError:
-            card = {}
-        title, url = _card_fields(card)
-    else:
-        found = _XML_TITLE.search(raw) or _XML_BRIEF.search(raw)
-        title = found.group(1).strip() if found else ""
-        link = _XML_URL.search(raw)
-        url = link.group(1) if link else ""
-    text = " ".join(part for part in (title[:60], url[:200]) if part)
-    return f"[卡片：{text}]" if text else "[卡片]"
-
-
-def _card_fields(card: Any, depth: int = 0) -> tuple[str, str]:
-    """Search a card's nested JSON for the first title-like and URL-like values."""
-    title = url = ""
-    if not isinstance(card, dict) or depth > 4:
-        return title, url
-    for key in CARD_TITLE_KEYS:
-        if isinstance(card.get(key), str) and card[key].strip():
-            title = card[key].strip()
-            break
-    for key in CARD_URL_KEYS:
-        if isinstance(card.get(key), str) and card[key].startswith("http"):
-            url = card[key]
-            break
-    for value in card.values():
-        if title and url:
-            break
-        inner_title, inner_url = _card_fields(value, depth + 1)
-        title, url = title or inner_title, url or inner_url
-    return title, url
-
-
-def merge_text(parts: list[Part]) -> list[Part]:
-    """Join adjacent text parts into one."""
-    merged: list[Part] = []
-    for part in parts:
-        if isinstance(part, TextPart) and merged and isinstance(merged[-1], TextPart):
-            merged[-1] = TextPart(merged[-1].text + part.text)
-        else:
-            merged.append(part)
-    return merged
-
-
-class MemberNames:
-    """Group card / nickname lookups, cached for a while (an @ costs at most one API call)."""
-
-    def __init__(self) -> None:
-        self._cache: OrderedDict[tuple[int, int], tuple[float, str | None]] = OrderedDict()
-
-    async def name(self, bot: Bot, group_id: int, user_id: int) -> str | None:
-        """Card or nickname; None when the user is not a member (or the lookup failed)."""
-        key = (group_id, user_id)
-        cached = self._cache.get(key)
-        if cached is not None:
-            ttl = MEMBER_NAME_TTL_SECONDS if cached[1] is not None else MEMBER_MISS_TTL_SECONDS
-            if time.monotonic() - cached[0] < ttl:
-                return cached[1]
-        info = await _call(bot.get_group_member_info(group_id=group_id, user_id=user_id))
-        name = None
-        if isinstance(info, dict):
-            name = str(info.get("card") or info.get("nickname") or user_id)
-        self._cache[key] = (time.monotonic(), name)
-        self._cache.move_to_end(key)
-        while len(self._cache) > MEMBER_CACHE_SIZE:
-            self._cache.popitem(last=False)
-        return name
 
 
 @dataclass
@@ -230,13 +79,13 @@ class ContentRenderer:
         """One segment of the user's own message in rich form; a forward is fetched and
         flattened into lines."""
         if segment.type == "forward":
-            return [TextPart(await self.forward(bot, event, _data_of(segment)))]
+            return [TextPart(await self.forward(bot, event, data_of(segment)))]
         return await self.inline(bot, event, segment)
 
     async def inline(self, bot: Bot, event: MessageEvent, segment: MessageSegment) -> list[Part]:
         """One segment as part of a line: images read (as for any incoming image), @names
         looked up; a forward stays a marker. The bot's own @ renders as nothing."""
-        data = _data_of(segment)
+        data = data_of(segment)
         if segment.type == "image":
             url = str(data.get("url") or data.get("file") or "")
             return [await self.images.read(url, str(data.get("file") or url))]
@@ -272,7 +121,7 @@ class ContentRenderer:
         segment = next((s for s in event.original_message if s.type == "reply"), None)
         if segment is None:
             return []
-        fetched = await self._fetch_quoted(bot, _data_of(segment))
+        fetched = await self._fetch_quoted(bot, data_of(segment))
         if fetched is None:
             return [TextPart(UNAVAILABLE_QUOTE)]
         sender = fetched.get("sender") if isinstance(fetched.get("sender"), dict) else {}
@@ -281,7 +130,7 @@ class ContentRenderer:
             event,
             sender.get("user_id"),
             sender.get("card") or sender.get("nickname"),
-            _as_segments(fetched.get("message")),
+            as_segments(fetched.get("message")),
         )
 
     async def _fetch_quoted(self, bot: Bot, data: dict[str, Any]) -> dict[str, Any] | None:
@@ -290,7 +139,7 @@ class ContentRenderer:
             message_id = int(str(data.get("id", "")))
         except ValueError:
             return None
-        fetched = await _call(bot.get_msg(message_id=message_id))
+        fetched = await call_quietly(bot.get_msg(message_id=message_id))
         return fetched if isinstance(fetched, dict) else None
 
     async def _quote_parts(
@@ -341,7 +190,7 @@ class ContentRenderer:
         """The record's messages: inline (NapCat sends them along) or from `get_forward_msg`."""
         nodes = data.get("content")
         if not (isinstance(nodes, list) and nodes) and data.get("id"):
-            fetched = await _call(bot.get_forward_msg(id=str(data["id"])))
+            fetched = await call_quietly(bot.get_forward_msg(id=str(data["id"])))
             if isinstance(fetched, dict):
                 nodes = fetched.get("messages") or fetched.get("message")
             elif isinstance(fetched, list):
@@ -379,14 +228,14 @@ class ContentRenderer:
         nested: list[dict[str, Any]] = []
         for segment in segments:
             if segment.type == "forward":
-                nested.append(_data_of(segment))
+                nested.append(data_of(segment))
                 texts.append(FORWARD_MARKER)
             elif segment.type == "at":
                 # Nobody is addressing the bot inside a record: its own @ is shown too.
-                texts.append(await self.at_text(bot, event, _data_of(segment), self_id="") or "")
+                texts.append(await self.at_text(bot, event, data_of(segment), self_id="") or "")
             else:
-                part = _render_safely(segment, "")
-                texts.append(_part_text(part) if part is not None else "")
+                part = render_safely(segment, "")
+                texts.append(part_text(part) if part is not None else "")
         return "".join(texts), nested
 
 
@@ -399,7 +248,7 @@ def _forward_node(node: Any) -> tuple[str, list[MessageSegment]] | None:
     body = body if isinstance(body, dict) else {}
     sender = body.get("sender") if isinstance(body.get("sender"), dict) else {}
     name = sender.get("card") or sender.get("nickname") or body.get("nickname") or "某人"
-    return str(name), _as_segments(body.get("message", body.get("content")))
+    return str(name), as_segments(body.get("message", body.get("content")))
 
 
 def _one_line(text: str) -> str:
@@ -415,40 +264,3 @@ def _strip_ends(parts: list[Part]) -> list[Part]:
     if stripped and isinstance(stripped[-1], TextPart):
         stripped[-1] = TextPart(stripped[-1].text.rstrip())
     return [part for part in stripped if not (isinstance(part, TextPart) and not part.text)]
-
-
-def _part_text(part: Part) -> str:
-    return part.text if isinstance(part, TextPart) else part.marker
-
-
-def _data_of(segment: MessageSegment) -> dict[str, Any]:
-    return segment.data if isinstance(segment.data, dict) else {}
-
-
-def _as_segments(content: Any) -> list[MessageSegment]:
-    """Message content as segments: CQ-code text (go-cqhttp's string format) is parsed, so
-    an image becomes a marker and its URL never reaches the model."""
-    if isinstance(content, str):
-        return list(Message(content))
-    if not isinstance(content, list):
-        return []
-    segments = (
-        raw if isinstance(raw, MessageSegment) else _segment_from_dict(raw) for raw in content
-    )
-    return [segment for segment in segments if segment is not None]
-
-
-def _segment_from_dict(raw: Any) -> MessageSegment | None:
-    if not isinstance(raw, dict) or not isinstance(raw.get("type"), str):
-        return None
-    data = raw.get("data") if isinstance(raw.get("data"), dict) else {}
-    return MessageSegment(raw["type"], data)
-
-
-async def _call(request: Awaitable[Any]) -> Any:
-    """An API call that may fail or hang: None instead of an exception."""
-    try:
-        return await asyncio.wait_for(request, API_TIMEOUT_SECONDS)
-    except Exception as exc:
-        logger.info("OneBot API call failed: %r", exc)
-        return None

@@ -1,15 +1,25 @@
-"""The model's reply as OneBot v11 segments: image links it writes become QQ images (only
-safe, size-capped downloads) and `@QQ号` of a group member becomes a real @."""
+"""What the bot sends: an `Outcome` as OneBot v11 messages. The model's text is made to read
+well in QQ (Markdown marks dropped, long replies split), image links it writes become QQ
+images (only safe, size-capped downloads) and `@QQ号` of a group member becomes a real @."""
 
 from __future__ import annotations
 
 import logging
 import re
 
-from nonebot.adapters.onebot.v11 import Bot, GroupMessageEvent, MessageEvent, MessageSegment
+from nonebot.adapters.onebot.v11 import (
+    Bot,
+    GroupMessageEvent,
+    Message,
+    MessageEvent,
+    MessageSegment,
+)
 
+from .. import texts
+from ..conversation.incoming import Outcome
 from ..media.images import ImageReader, download_image
-from .content import MemberNames
+from .inbound import session_key_for
+from .members import MemberNames
 
 logger = logging.getLogger("nonebot_plugin_aimemory")
 
@@ -89,3 +99,94 @@ class ReplyBuilder:
         if position < len(text):
             segments.append(MessageSegment.text(text[position:]))
         return segments
+
+
+class Outbound:
+    """Sends outcomes: the model's replies through the ReplyBuilder, other texts as text."""
+
+    def __init__(self, replies: ReplyBuilder, *, max_chars: int, max_parts: int) -> None:
+        self.replies = replies
+        self.max_chars = max_chars
+        self.max_parts = max_parts
+
+    async def send(self, bot: Bot, event: MessageEvent, outcome: Outcome) -> None:
+        """Send the outcome's messages in order, then let its session go on. A failed send
+        is logged: the answer is already in the history."""
+        try:
+            if outcome.from_model:
+                await self._send_model_text(bot, event, outcome.texts)
+            elif outcome.texts:
+                await send_texts(bot, event, outcome.texts)
+        except Exception:
+            logger.exception("could not send the reply in %s", session_key_for(event))
+        finally:
+            outcome.mark_delivered()
+
+    async def _send_model_text(self, bot: Bot, event: MessageEvent, replies: list[str]) -> None:
+        for reply in replies:
+            pieces = split_reply(
+                plain_for_qq(reply), max_chars=self.max_chars, max_parts=self.max_parts
+            )
+            built = [await self.replies.build(bot, event, piece) for piece in pieces]
+            await send_segments(bot, event, built)
+
+
+async def send_texts(bot: Bot, event: MessageEvent, replies: list[str]) -> None:
+    """Send texts in order as text segments, so CQ-code lookalikes stay literal."""
+    await send_segments(bot, event, [[MessageSegment.text(text)] for text in replies])
+
+
+async def send_segments(
+    bot: Bot, event: MessageEvent, messages: list[list[MessageSegment]]
+) -> None:
+    """Send messages in order; in groups the first one quotes the triggering message."""
+    for index, segments in enumerate(messages):
+        message = Message(segments)
+        if index == 0 and isinstance(event, GroupMessageEvent):
+            message = MessageSegment.reply(event.message_id) + message
+        await bot.send(event, message)
+
+
+# Prefer to cut at a paragraph, then a line, then a sentence end, then anywhere.
+_BREAKS = ("\n\n", "\n", "。", "！", "？", ". ", "! ", "? ", "；", "，", " ")
+_BOLD = re.compile(r"(\*\*|__)(?=\S)(.+?)(?<=\S)\1")
+_HEADING = re.compile(r"^[ \t]{0,3}#{1,6}[ \t]+", re.MULTILINE)
+_FENCE = re.compile(r"^[ \t]*```[^\n`]*\n?", re.MULTILINE)
+# `[text](url)` but not an image `![alt](url)`: the reply builder turns those into pictures.
+_LINK = re.compile(r"(?<!!)\[([^\]\n]+)\]\((https?://[^\s)]+)\)")
+
+
+def plain_for_qq(text: str) -> str:
+    """The model's Markdown as QQ shows it best: bold and heading marks and code fences
+    dropped, `[text](url)` written as `text（url）`; images and everything else untouched."""
+    text = _FENCE.sub("", text)
+    text = _HEADING.sub("", text)
+    text = _BOLD.sub(r"\2", text)
+    return _LINK.sub(r"\1（\2）", text)
+
+
+def split_reply(text: str, *, max_chars: int, max_parts: int) -> list[str]:
+    """Split `text` into at most `max_parts` messages of at most `max_chars` characters."""
+    text = text.strip()
+    parts: list[str] = []
+    while text:
+        if len(parts) == max_parts - 1 and len(text) > max_chars:
+            keep = max_chars - len(texts.REPLY_TRUNCATED)
+            parts.append(text[:keep].rstrip() + texts.REPLY_TRUNCATED)
+            break
+        if len(text) <= max_chars:
+            parts.append(text)
+            break
+        cut = _best_cut(text, max_chars)
+        parts.append(text[:cut].rstrip())
+        text = text[cut:].lstrip()
+    return parts
+
+
+def _best_cut(text: str, max_chars: int) -> int:
+    window = text[:max_chars]
+    for mark in _BREAKS:
+        position = window.rfind(mark)
+        if position >= max_chars // 2:
+            return position + len(mark)
+    return max_chars

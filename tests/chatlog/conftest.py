@@ -29,7 +29,7 @@ def reviewer(plugin) -> FakeReviewer:
 def clock(plugin) -> FakeClock:
     """The review scheduler's clock, moved by hand (re-install it after a restart)."""
     fake = FakeClock()
-    plugin.runtime.reviews.clock = fake
+    plugin.runtime.chat_log.reviews.clock = fake
     return fake
 
 

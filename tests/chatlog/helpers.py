@@ -134,7 +134,7 @@ async def command(bot: RecordingBot, line: str, *, role: str = "admin", **fields
 
 async def logged(plugin, key: str = GROUP) -> list[ChatRow]:
     """The session's chat-log rows as stored, oldest first."""
-    return await plugin.runtime.chat_log.store.recent(key, 100)
+    return await plugin.runtime.chat_log.writer.store.recent(key, 100)
 
 
 async def log_rows(plugin, key: str, *lines: str, created_at: str | None = None) -> None:
@@ -144,14 +144,16 @@ async def log_rows(plugin, key: str, *lines: str, created_at: str | None = None)
 
     moment = created_at or utc_now_text()
     rows = [ChatRow(key, moment, "user", line, "2001", "小明") for line in lines]
-    await plugin.runtime.chat_log.store.insert_many(rows)
+    await plugin.runtime.chat_log.writer.store.insert_many(rows)
 
 
 async def tick_and_wait(plugin) -> list[str]:
     """One scheduler tick, waiting for the reviews it started; the session keys started
     (none when the runtime has no review scheduler)."""
-    reviews = plugin.runtime.reviews
-    if reviews is None:
+    from nonebot_plugin_aimemory.chatlog.reviewer import ReviewScheduler
+
+    reviews = plugin.runtime.chat_log.reviews
+    if not isinstance(reviews, ReviewScheduler):
         return []
     started = await reviews.tick()
     await asyncio.gather(*list(reviews.running.values()), return_exceptions=True)
@@ -160,7 +162,7 @@ async def tick_and_wait(plugin) -> list[str]:
 
 async def live_memories(plugin, scope: str = GROUP) -> list[MemoryRecord]:
     """Live memories of `scope` as the database holds them, oldest first."""
-    records = await plugin.runtime.memory.store.load_scope(scope)
+    records = await plugin.runtime.memory.service.store.load_scope(scope)
     records.sort(key=lambda r: (r.created_at, r.id))
     return [r for r in records if not r.deleted]
 

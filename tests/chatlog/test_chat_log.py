@@ -122,7 +122,7 @@ async def test_compression_leaves_the_chat_log_alone(plugin) -> None:
         await bot.receive(said(sent[-1], to_me=True))
     await plugin.runtime.chat_log.flush()
 
-    rows = await plugin.runtime.chat_log.store.recent(GROUP, 200)
+    rows = await plugin.runtime.chat_log.writer.store.recent(GROUP, 200)
     assert [r.text for r in rows if r.role == "user"] == sent
     assert plugin.runtime.sessions.get(GROUP).bot.stats.count == 1
 

@@ -23,7 +23,7 @@ from tests.fakes.openai_server import error
 
 
 async def test_generate_now_answers_with_what_it_created_and_updated(plugin, reviewer) -> None:
-    existing = (await plugin.runtime.memory.save(GROUP, "小明(2001)喜欢吃辣")).memory
+    existing = (await plugin.runtime.memory.service.save(GROUP, "小明(2001)喜欢吃辣")).memory
     bot = RecordingBot()
     await talk(plugin, bot, "我现在不吃辣了，另外我养了一只猫，叫咪咪")
     reviewer.answer(

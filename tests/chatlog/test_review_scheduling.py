@@ -112,24 +112,24 @@ async def test_the_switch_set_by_command_survives_a_restart(plugin, reviewer) ->
 
 async def test_a_pending_review_survives_a_restart(plugin, reviewer) -> None:
     await talk(plugin, RecordingBot(), "我不吃香菜")
-    assert (await plugin.runtime.reviews.store.get(GROUP)).pending
+    assert (await plugin.runtime.chat_log.reviews.store.get(GROUP)).pending
 
     await plugin.restart()
 
     assert await tick_and_wait(plugin) == [GROUP]
     assert len(reviewer.requests) == 1
-    assert not (await plugin.runtime.reviews.store.get(GROUP)).pending
+    assert not (await plugin.runtime.chat_log.reviews.store.get(GROUP)).pending
 
 
 async def test_a_failed_review_is_retried_after_a_backoff(plugin, reviewer, clock) -> None:
     await plugin.restart(aimemory_llm_max_retries=0)
-    plugin.runtime.reviews.clock = clock
+    plugin.runtime.chat_log.reviews.clock = clock
     await talk(plugin, RecordingBot(), "我不吃香菜")
     reviewer.answer(error(500), ops({"op": "create", "content": "小明不吃香菜"}))
 
     failed_at = clock.now
     await tick_and_wait(plugin)
-    failed = await plugin.runtime.reviews.store.get(GROUP)
+    failed = await plugin.runtime.chat_log.reviews.store.get(GROUP)
     too_early = await tick_and_wait(plugin)
     clock.advance(RETRY_BASE_SECONDS)
     retried = await tick_and_wait(plugin)
@@ -138,15 +138,15 @@ async def test_a_failed_review_is_retried_after_a_backoff(plugin, reviewer, cloc
     assert parse_utc_text(failed.next_attempt_at) > failed_at
     assert (too_early, retried) == ([], [GROUP])
     assert [m.content for m in await live_memories(plugin)] == ["小明不吃香菜"]
-    assert (await plugin.runtime.reviews.store.get(GROUP)).failures == 0
+    assert (await plugin.runtime.chat_log.reviews.store.get(GROUP)).failures == 0
 
 
 async def test_the_backoff_grows_with_each_failure(plugin, reviewer, clock) -> None:
     await plugin.restart(aimemory_llm_max_retries=0)
-    plugin.runtime.reviews.clock = clock
+    plugin.runtime.chat_log.reviews.clock = clock
     await talk(plugin, RecordingBot(), "我不吃香菜")
     reviewer.answer(error(500), error(500))
-    reviews = plugin.runtime.reviews
+    reviews = plugin.runtime.chat_log.reviews
 
     await tick_and_wait(plugin)
     first = parse_utc_text((await reviews.store.get(GROUP)).next_attempt_at) - clock.now
@@ -160,7 +160,7 @@ async def test_the_backoff_grows_with_each_failure(plugin, reviewer, clock) -> N
 
 async def test_after_the_last_allowed_failure_the_batch_is_skipped(plugin, reviewer, clock) -> None:
     await plugin.restart(aimemory_llm_max_retries=0)
-    plugin.runtime.reviews.clock = clock
+    plugin.runtime.chat_log.reviews.clock = clock
     reviewer.answer(*(error(500) for _ in range(MAX_FAILURES + 1)))
     await talk(plugin, RecordingBot(), "我不吃香菜")
 
@@ -169,7 +169,7 @@ async def test_after_the_last_allowed_failure_the_batch_is_skipped(plugin, revie
         clock.advance(24 * 3600)
 
     assert len(reviewer.requests) == MAX_FAILURES
-    state = await plugin.runtime.reviews.store.get(GROUP)
+    state = await plugin.runtime.chat_log.reviews.store.get(GROUP)
     assert (state.pending, state.failures) == (False, 0)
     assert state.last_reviewed_row == (await logged(plugin))[-1].id
 
@@ -178,13 +178,13 @@ async def test_a_manual_review_failure_is_retried_later_by_the_scheduler(
     plugin, reviewer, clock
 ) -> None:
     await plugin.restart(aimemory_llm_max_retries=0)
-    plugin.runtime.reviews.clock = clock
+    plugin.runtime.chat_log.reviews.clock = clock
     bot = RecordingBot()
     await talk(plugin, bot, "我不吃香菜")
     reviewer.answer(error(500), ops({"op": "create", "content": "小明不吃香菜"}))
 
     assert await command(bot, "~记忆 立即生成") == texts.REVIEW_FAILED
-    assert (await plugin.runtime.reviews.store.get(GROUP)).next_attempt_at is not None
+    assert (await plugin.runtime.chat_log.reviews.store.get(GROUP)).next_attempt_at is not None
     clock.advance(RETRY_BASE_SECONDS)
 
     assert await tick_and_wait(plugin) == [GROUP]
@@ -197,7 +197,7 @@ async def test_a_manual_review_failure_is_retried_later_by_the_scheduler(
 async def test_a_second_tick_while_a_review_runs_starts_no_other_review(plugin, reviewer) -> None:
     reviewer.delay_seconds = 0.5
     await talk(plugin, RecordingBot(), "我不吃香菜")
-    reviews = plugin.runtime.reviews
+    reviews = plugin.runtime.chat_log.reviews
 
     first = await reviews.tick()
     second = await reviews.tick()
@@ -211,7 +211,7 @@ async def test_a_turn_does_not_wait_for_a_running_review(plugin, reviewer) -> No
     reviewer.delay_seconds = 1.0
     bot = RecordingBot()
     await talk(plugin, bot, "我不吃香菜")
-    reviews = plugin.runtime.reviews
+    reviews = plugin.runtime.chat_log.reviews
     await reviews.tick()
 
     await asyncio.wait_for(bot.receive(said("那你吃什么", to_me=True)), 0.8)
@@ -227,7 +227,7 @@ async def test_two_manual_reviews_of_one_session_at_once_run_one_after_the_other
     reviewer.delay_seconds = 0.5
     await talk(plugin, RecordingBot(), "我不吃香菜")
     reviewer.answer(ops({"op": "create", "content": "小明不吃香菜"}))
-    reviews = plugin.runtime.reviews
+    reviews = plugin.runtime.chat_log.reviews
 
     first, second = await asyncio.gather(reviews.run_now(GROUP), reviews.run_now(GROUP))
 
@@ -241,7 +241,7 @@ async def test_a_manual_review_during_a_scheduler_tick_does_not_overlap_it(
 ) -> None:
     reviewer.delay_seconds = 0.5
     await talk(plugin, RecordingBot(), "我不吃香菜")
-    reviews = plugin.runtime.reviews
+    reviews = plugin.runtime.chat_log.reviews
 
     await asyncio.gather(reviews.tick(), reviews.run_now(GROUP))
     await asyncio.gather(*list(reviews.running.values()))
@@ -260,7 +260,7 @@ async def test_one_sessions_failed_review_does_not_stop_another_sessions(plugin,
     started = await tick_and_wait(plugin)
 
     assert sorted(started) == ["g:111", "g:222"]
-    failures = [(await plugin.runtime.reviews.store.get(k)).failures for k in started]
+    failures = [(await plugin.runtime.chat_log.reviews.store.get(k)).failures for k in started]
     memories = [len(await live_memories(plugin, k)) for k in started]
     assert sorted(zip(failures, memories, strict=True)) == [(0, 1), (1, 0)]
 
@@ -271,7 +271,7 @@ async def test_the_scheduler_reviews_by_itself_every_tick(plugin, reviewer) -> N
     await talk(plugin, RecordingBot(), "我不吃香菜")
 
     async def reviewed() -> bool:
-        return not (await plugin.runtime.reviews.store.get(GROUP)).pending
+        return not (await plugin.runtime.chat_log.reviews.store.get(GROUP)).pending
 
     await eventually(reviewed)
     assert len(reviewer.requests) == 1

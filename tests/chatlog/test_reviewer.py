@@ -45,7 +45,7 @@ async def test_a_create_op_saves_a_memory_citing_the_chat_rows_it_came_from(
 async def test_an_update_op_changes_the_existing_memory_and_adds_its_evidence(
     plugin, reviewer
 ) -> None:
-    existing = (await plugin.runtime.memory.save(GROUP, "小明(2001)喜欢吃辣")).memory
+    existing = (await plugin.runtime.memory.service.save(GROUP, "小明(2001)喜欢吃辣")).memory
     await talk(plugin, RecordingBot(), "我最近胃不好，不吃辣了")
     user_row = (await logged(plugin))[0]
     reviewer.answer(
@@ -73,7 +73,7 @@ async def test_a_noop_saves_nothing_and_the_rows_count_as_reviewed(plugin, revie
     await tick_and_wait(plugin)
 
     assert await live_memories(plugin) == []
-    state = await plugin.runtime.reviews.store.get(GROUP)
+    state = await plugin.runtime.chat_log.reviews.store.get(GROUP)
     assert not state.pending
     assert state.last_reviewed_row == (await logged(plugin))[-1].id
 
@@ -82,8 +82,8 @@ async def test_the_reviewer_sees_the_persona_this_scopes_memories_and_the_new_ch
     plugin, reviewer
 ) -> None:
     await plugin.restart(aimemory_system_prompt="你是小忆，一只爱吃鱼的猫。")
-    mine = (await plugin.runtime.memory.save(GROUP, "小明(2001)喜欢吃辣")).memory
-    await plugin.runtime.memory.save("g:222", "B 群周五聚餐")
+    mine = (await plugin.runtime.memory.service.save(GROUP, "小明(2001)喜欢吃辣")).memory
+    await plugin.runtime.memory.service.save("g:222", "B 群周五聚餐")
     await talk(plugin, RecordingBot(), "我不吃香菜")
 
     await tick_and_wait(plugin)
@@ -117,7 +117,7 @@ async def test_the_review_model_falls_back_to_the_compressors_then_the_main_one(
 async def test_content_a_person_deleted_is_not_recreated_by_the_reviewer(plugin, reviewer) -> None:
     bot = RecordingBot()
     await talk(plugin, bot, "我不吃香菜")
-    saved = (await plugin.runtime.memory.save(GROUP, "小明(2001)不吃香菜")).memory
+    saved = (await plugin.runtime.memory.service.save(GROUP, "小明(2001)不吃香菜")).memory
     await command(bot, f"~记忆 删除 {saved.id}")
     reviewer.answer(ops({"op": "create", "content": "小明(2001)不吃香菜"}))
 
@@ -129,7 +129,7 @@ async def test_content_a_person_deleted_is_not_recreated_by_the_reviewer(plugin,
 
 async def test_an_update_aimed_at_another_scopes_memory_is_refused(plugin, reviewer) -> None:
     bot = RecordingBot()
-    theirs = (await plugin.runtime.memory.save("g:222", "B 群周五聚餐")).memory
+    theirs = (await plugin.runtime.memory.service.save("g:222", "B 群周五聚餐")).memory
     await talk(plugin, bot, "改成周六聚餐吧")
     reviewer.answer(ops({"op": "update", "id": theirs.id, "content": "B 群改成周六聚餐"}))
 
@@ -145,7 +145,7 @@ async def test_an_update_that_changes_nothing_is_not_reported_as_an_update(
     plugin, reviewer
 ) -> None:
     bot = RecordingBot()
-    existing = (await plugin.runtime.memory.save(GROUP, "小明(2001)喜欢吃辣")).memory
+    existing = (await plugin.runtime.memory.service.save(GROUP, "小明(2001)喜欢吃辣")).memory
     await talk(plugin, bot, "我还是喜欢吃辣")
     user_row = (await logged(plugin))[0]
     reviewer.answer(
@@ -178,7 +178,7 @@ async def test_at_most_three_ops_are_applied(plugin, reviewer) -> None:
 
 
 async def test_a_create_of_an_existing_memory_saves_no_second_copy(plugin, reviewer) -> None:
-    await plugin.runtime.memory.save(GROUP, "小明喜欢吃辣")
+    await plugin.runtime.memory.service.save(GROUP, "小明喜欢吃辣")
     await talk(plugin, RecordingBot(), "我还是喜欢吃辣")
     reviewer.answer(ops({"op": "create", "content": "小明喜欢吃辣"}))
 
@@ -226,7 +226,7 @@ async def test_an_answer_without_usable_ops_saves_nothing_and_ends_the_review(
     await tick_and_wait(plugin)
 
     assert await live_memories(plugin) == []
-    state = await plugin.runtime.reviews.store.get(GROUP)
+    state = await plugin.runtime.chat_log.reviews.store.get(GROUP)
     assert (state.pending, state.failures) == (False, 0)
 
 
@@ -255,7 +255,7 @@ async def test_unknown_and_incomplete_ops_are_skipped_and_logged_while_valid_one
         )
     )
 
-    outcome = await plugin.runtime.reviews.run_now(GROUP)
+    outcome = await plugin.runtime.chat_log.reviews.run_now(GROUP)
 
     assert (outcome.created, outcome.updated) == (1, 0)
     assert len(outcome.rejected) == 2
@@ -342,7 +342,7 @@ async def test_long_names_and_row_ids_still_keep_the_reviewer_within_8000_charac
     from nonebot_plugin_aimemory.store.database import utc_now_text
 
     name = "一个很长很长的群名片昵称一二三四五六七八九十"
-    await plugin.runtime.chat_log.store.insert_many(
+    await plugin.runtime.chat_log.writer.store.insert_many(
         [ChatRow(GROUP, utc_now_text(), "user", "字" * 120, "1234567890", name)] * 60
     )
     await talk(plugin, RecordingBot(), "最后一条")
@@ -360,7 +360,7 @@ async def test_one_huge_message_is_not_sent_to_the_reviewer_beyond_8000_characte
 ) -> None:
     await log_rows(plugin, GROUP, "我贴一篇文章：" + "很长的文章内容" * 3000)
 
-    await plugin.runtime.reviews.run_now(GROUP)
+    await plugin.runtime.chat_log.reviews.run_now(GROUP)
 
     chat = reviewer.shown.split("最近的聊天记录：\n", 1)[1]
     assert len(chat) <= 8000

@@ -6,7 +6,6 @@ from nonebot_plugin_aimemory import texts
 from nonebot_plugin_aimemory.config import Config
 from nonebot_plugin_aimemory.engine.models import context_window_for, default_budget_for
 from nonebot_plugin_aimemory.prompts import SUMMARY_PREFIX
-from nonebot_plugin_aimemory.runtime import compression_policy
 from tests.fakes.bots import RecordingBot
 from tests.fakes.events import group_message
 from tests.fakes.openai_server import error
@@ -69,12 +68,12 @@ def test_budget_comes_from_the_model_table_when_unset() -> None:
     assert context_window_for("llama3.1:8b") == 131_072
     assert context_window_for("some-unknown-model") == 128_000
     assert default_budget_for("gpt-4.1") == 128_000  # capped: a 1M window costs too much
-    policy = compression_policy(Config(aimemory_model="qwen-max"))
+    policy = Config(aimemory_model="qwen-max").compression_policy()
     assert policy.budget_tokens == 32_768
     assert policy.keep_recent_tokens == 32_768 // 5
     assert policy.summary_max_tokens == 32_768 // 10
 
 
 def test_configured_budget_wins_over_the_table() -> None:
-    policy = compression_policy(Config(aimemory_model="qwen-max", aimemory_max_context_tokens=9000))
+    policy = Config(aimemory_model="qwen-max", aimemory_max_context_tokens=9000).compression_policy()
     assert policy.budget_tokens == 9000

@@ -136,9 +136,8 @@ def describing(
 async def restart_with_vision(plugin: PluginHarness, **overrides: Any) -> Runtime:
     """Restart with the vision model on the fake LLM; its retries do not wait a second."""
     runtime = await plugin.restart(aimemory_vision_model=VISION_MODEL, **overrides)
-    assert runtime.content is not None
-    assert runtime.content.images.vision is not None
-    runtime.content.images.vision.backoff_seconds = 0.01
+    assert runtime.images.vision is not None
+    runtime.images.vision.backoff_seconds = 0.01
     return runtime
 
 

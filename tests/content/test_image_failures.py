@@ -62,7 +62,7 @@ async def test_unexpected_vision_error_leaves_an_unrecognised_marker(
     plugin, qq: QQBot, images: ImageServer, monkeypatch
 ) -> None:
     runtime = await restart_with_vision(plugin)
-    vision = runtime.content.images.vision
+    vision = runtime.images.vision
 
     async def broken(*args: Any, **kwargs: Any) -> Any:
         raise RuntimeError("not an LLMError")
@@ -80,7 +80,7 @@ async def test_hung_vision_model_is_abandoned_after_the_vision_timeout(
     plugin, qq: QQBot, images: ImageServer
 ) -> None:
     runtime = await restart_with_vision(plugin)
-    runtime.content.images.vision_timeout_seconds = 0.3
+    runtime.images.vision_timeout_seconds = 0.3
     plugin.llm.responder = describing(delay(3, text(DESCRIPTION)))
     url = images.add_image("download/cat.png", PNG)
     loop = asyncio.get_running_loop()

@@ -124,7 +124,7 @@ async def test_description_cache_is_keyed_by_the_full_content_hash(
     # Given a cached description under the 8-hex short hash only (another picture whose
     # short hash collides, or a row from before the cache used full hashes).
     runtime = await restart_with_vision(plugin)
-    cache = runtime.content.images.cache
+    cache = runtime.images.cache
     await cache.put(short_hash(PNG), "另一张图：一片海")
     url = images.add_image("download/cat.png", PNG)
 

@@ -40,7 +40,11 @@ class PluginHarness:
         self.overrides.update(overrides)
         await self._stop_installed()
         config = self.config()
-        runtime = await Runtime.start(config, config.aimemory_db_path)
+        import nonebot_plugin_aimemory
+
+        runtime = await Runtime.start(
+            config, config.aimemory_db_path, nonebot_plugin_aimemory.extensions
+        )
         runtime.llm.backoff_seconds = 0.01
         install_runtime(runtime)
         self.runtime = runtime

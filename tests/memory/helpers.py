@@ -56,7 +56,7 @@ async def command(bot: RecordingBot, event: MessageEvent) -> str:
 async def stored(plugin, scope: str, *, deleted: bool = False) -> list[MemoryRecord]:
     """Memories of `scope` as the database holds them, oldest first (live ones unless
     `deleted`)."""
-    records = await plugin.runtime.memory.store.load_scope(scope)
+    records = await plugin.runtime.memory.service.store.load_scope(scope)
     records.sort(key=lambda r: (r.created_at, r.id))
     return [r for r in records if r.deleted == deleted]
 

@@ -19,7 +19,7 @@ def asking(content: str):
 
 
 async def remember(plugin, content: str, scope: str = SCOPE) -> str:
-    outcome = await plugin.runtime.memory.save(scope, content)
+    outcome = await plugin.runtime.memory.service.save(scope, content)
     assert outcome.status == "saved"
     return outcome.memory.id
 

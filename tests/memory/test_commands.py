@@ -33,7 +33,7 @@ def by_admin(content: str):
 
 
 async def remember(plugin, content: str = VEGETARIAN, scope: str = SCOPE) -> str:
-    outcome = await plugin.runtime.memory.save(scope, content)
+    outcome = await plugin.runtime.memory.service.save(scope, content)
     assert outcome.status == "saved"
     return outcome.memory.id
 

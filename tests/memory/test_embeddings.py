@@ -39,7 +39,7 @@ async def with_embeddings(plugin):
 
 async def seed(plugin) -> str:
     """Save BASKETBALL and a few unrelated memories; returns BASKETBALL's id."""
-    memory = plugin.runtime.memory
+    memory = plugin.runtime.memory.service
     target = await memory.save(SCOPE, BASKETBALL)
     for content in OTHERS:
         await memory.save(SCOPE, content)
@@ -126,13 +126,13 @@ async def test_backfilled_vectors_are_used_by_search_at_once(plugin) -> None:
         return all(r.embedding is not None for r in await stored(plugin, SCOPE))
 
     assert await wait_for(backfilled)
-    hits = await runtime.memory.search(SCOPE, PARAPHRASE)
+    hits = await runtime.memory.service.search(SCOPE, PARAPHRASE)
 
     assert [hit.memory.id for hit in hits] == [target_id]
 
 
 async def test_backfill_reaches_every_older_entry_not_only_the_first_batch(plugin) -> None:
-    memory = plugin.runtime.memory
+    memory = plugin.runtime.memory.service
     for scope in ("g:602", "g:603"):
         for i in range(150):
             outcome = await memory.save(scope, f"第{i}号成员最喜欢的数字是{i * 7 + 3}")
@@ -194,7 +194,7 @@ async def test_a_hanging_embedding_server_costs_one_timeout_not_one_per_turn(
 ) -> None:
     runtime = await with_embeddings(plugin)
     target_id = await seed(plugin)
-    runtime.memory.embedder.timeout_seconds = 0.3
+    runtime.memory.service.embedder.timeout_seconds = 0.3
     answer_now = hang_embeddings(plugin, monkeypatch, seconds=5)
     bot = RecordingBot()
 
@@ -216,7 +216,7 @@ async def test_a_save_does_not_hold_its_scope_while_the_embedding_is_computed(
     plugin, monkeypatch
 ) -> None:
     runtime = await with_embeddings(plugin)
-    memory = runtime.memory
+    memory = runtime.memory.service
     other_id = (await memory.save(SCOPE, OTHERS[0])).memory.id
     answer_now = hang_embeddings(plugin, monkeypatch, seconds=1)
 
@@ -240,7 +240,7 @@ async def test_memories_saved_while_the_server_was_down_get_vectors_once_it_is_b
     plugin,
 ) -> None:
     runtime = await with_embeddings(plugin)
-    runtime.memory.embedder.pause_initial_seconds = 0.05
+    runtime.memory.service.embedder.pause_initial_seconds = 0.05
     plugin.llm.embeddings_fail = True
     bot = RecordingBot()
     await model_calls_one(plugin, bot, asking(), "memory_save", {"content": BASKETBALL})

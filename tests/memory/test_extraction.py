@@ -79,7 +79,7 @@ async def test_facts_of_the_folded_messages_are_saved_to_the_group(plugin) -> No
     await start(plugin, llm)
 
     await talk_until_compressed(plugin, 1201)
-    await plugin.runtime.extractor.drain()
+    await plugin.runtime.memory.extractor.drain()
 
     (transcript,) = llm.transcripts
     folded_topics = list(dict.fromkeys(TOPIC.findall(transcript)))
@@ -97,7 +97,7 @@ async def test_extracted_facts_go_nowhere_but_the_compressed_scope(plugin) -> No
     await bot.receive(group_message("你好", to_me=True, group_id=1203))
 
     await talk_until_compressed(plugin, 1202)
-    await plugin.runtime.extractor.drain()
+    await plugin.runtime.memory.extractor.drain()
 
     rows = await plugin.runtime.database.read("SELECT DISTINCT scope FROM memories")
     assert [scope for (scope,) in rows] == ["g:1202"]
@@ -115,10 +115,10 @@ async def test_extracted_facts_go_through_dedupe_guards_and_masking(plugin) -> N
         return json.dumps({"facts": facts}, ensure_ascii=False)
 
     await start(plugin, ExtractingLLM(mixed_facts))
-    kept = (await plugin.runtime.memory.save("g:1204", existing)).memory
+    kept = (await plugin.runtime.memory.service.save("g:1204", existing)).memory
 
     await talk_until_compressed(plugin, 1204)
-    await plugin.runtime.extractor.drain()
+    await plugin.runtime.memory.extractor.drain()
 
     saved = await stored(plugin, "g:1204")
     assert [r.content for r in saved] == [existing, "小明(2001)的手机号是138****5678"]
@@ -141,7 +141,7 @@ async def test_malformed_extraction_output_saves_nothing_and_breaks_nothing(plug
     await start(plugin, llm)
 
     await talk_until_compressed(plugin, 1205)
-    await plugin.runtime.extractor.drain()
+    await plugin.runtime.memory.extractor.drain()
 
     assert len(llm.transcripts) == 1
     assert await stored(plugin, "g:1205") == []
@@ -154,7 +154,9 @@ async def test_extraction_off_sends_no_extraction_request(plugin) -> None:
 
     await talk_until_compressed(plugin, 1206)
 
-    assert runtime.extractor is None
+    from nonebot_plugin_aimemory.memory.feature import NoExtraction
+
+    assert isinstance(runtime.memory.extractor, NoExtraction)
     assert llm.transcripts == []
     assert not any(is_extraction_request(b) for b in plugin.llm.chat_requests)
     assert await stored(plugin, "g:1206") == []
@@ -167,7 +169,7 @@ async def test_a_slow_extraction_does_not_delay_the_reply(plugin) -> None:
     durations = await talk_until_compressed(plugin, 1207)
 
     assert durations[-1] < 1.0
-    await plugin.runtime.extractor.drain()
+    await plugin.runtime.memory.extractor.drain()
     assert await stored(plugin, "g:1207") != []
 
 
@@ -181,7 +183,7 @@ async def test_a_long_fold_is_examined_whole_in_chunks(plugin) -> None:
     runtime = await start(plugin, llm)
     folded = long_fold(100)  # about 30 000 characters
 
-    await runtime.extractor.extract_and_save("g:1208", folded)
+    await runtime.memory.extractor.extract_and_save("g:1208", folded)
 
     assert len(llm.transcripts) == 3
     assert all(len(t) <= 12_000 for t in llm.transcripts)
@@ -194,7 +196,7 @@ async def test_a_very_long_fold_sends_at_most_four_chunks_of_the_newest_messages
     runtime = await start(plugin, llm)
     folded = long_fold(400)  # about 120 000 characters
 
-    await runtime.extractor.extract_and_save("g:1209", folded)
+    await runtime.memory.extractor.extract_and_save("g:1209", folded)
 
     assert len(llm.transcripts) == 4
     assert all(len(t) <= 12_000 for t in llm.transcripts)

@@ -9,7 +9,7 @@ import pytest
 from nonebot.adapters.onebot.v11 import MessageEvent
 
 from nonebot_plugin_aimemory import texts
-from nonebot_plugin_aimemory.onebot.events import session_key_for
+from nonebot_plugin_aimemory.onebot.inbound import session_key_for
 from tests.fakes.bots import RecordingBot
 from tests.fakes.events import group_message, private_message
 from tests.memory.helpers import command, model_calls_one, saved_id, stored

@@ -95,7 +95,7 @@ async def test_deleted_entries_are_not_found(memory, labelled) -> None:
 
 async def test_search_tool_lists_hits_one_per_line_best_first(plugin) -> None:
     bot = RecordingBot()
-    memory = plugin.runtime.memory
+    memory = plugin.runtime.memory.service
     cat = (await memory.save("g:502", "阿强(2003)养了一只叫豆豆的猫", tags=["宠物"])).memory
     vet = (await memory.save("g:502", "宠物医院在学校东门")).memory
     await memory.save("g:502", "群里每周五晚上八点开例会")
@@ -121,7 +121,7 @@ async def search_tool(plugin, group_id: int, arguments: dict) -> str:
 
 
 async def test_search_tool_without_a_query_lists_all_entries_of_a_full_scope(plugin) -> None:
-    memory = plugin.runtime.memory
+    memory = plugin.runtime.memory.service
     ids = []
     for i in range(memory.max_entries):
         ids.append((await memory.save("g:503", f"第{i}号群友的口头禅是“收到{i}”")).memory.id)
@@ -132,7 +132,7 @@ async def test_search_tool_without_a_query_lists_all_entries_of_a_full_scope(plu
 
 
 async def test_search_tool_pages_a_listing_too_long_for_one_result(plugin) -> None:
-    memory = plugin.runtime.memory
+    memory = plugin.runtime.memory.service
     ids = []
     for i in range(60):
         content = f"第{i}号群友的自我介绍：" + "我喜欢爬山、看电影和做饭，" * 15

@@ -38,7 +38,6 @@ def test_an_invalid_value_is_reported_with_its_key(key: str, value: object) -> N
 
 
 def test_model_roles_fall_back_key_by_key() -> None:
-    from nonebot_plugin_aimemory.runtime import endpoint_for
 
     config = Config(
         aimemory_api_base="https://main.example/v1",
@@ -48,16 +47,16 @@ def test_model_roles_fall_back_key_by_key() -> None:
         aimemory_review_api_key="review-key",
         aimemory_vision_model="vision",
     )
-    compressor = endpoint_for(config, "compressor")
+    compressor = config.endpoint("compressor")
     assert (compressor.api_base, compressor.api_key, compressor.model) == (
         "https://main.example/v1",
         "main-key",
         "cheap",
     )
-    review = endpoint_for(config, "review")
+    review = config.endpoint("review")
     assert (review.api_key, review.model) == ("review-key", "cheap")
-    assert endpoint_for(config, "vision").model == "vision"
-    assert endpoint_for(config, "embedding").api_key == "main-key"
+    assert config.endpoint("vision").model == "vision"
+    assert config.endpoint("embedding").api_key == "main-key"
 
 
 @pytest.mark.parametrize(

@@ -87,7 +87,7 @@ async def test_an_apology_goes_into_the_chat_log_like_any_reply(plugin) -> None:
     await RecordingBot().receive(private_message("在吗", user_id=78))
     await plugin.runtime.chat_log.flush()
 
-    rows = await plugin.runtime.chat_log.store.recent("f:78", 10)
+    rows = await plugin.runtime.chat_log.writer.store.recent("f:78", 10)
     assert [(r.role, r.text) for r in rows] == [
         ("user", "在吗"),
         ("assistant", texts.LLM_UNAVAILABLE),
@@ -245,7 +245,7 @@ async def test_a_full_disk_loses_nothing_once_space_is_back(plugin) -> None:
     assert any(pasted in c for c in contents)
     assert "清单收到" in contents
     await plugin.runtime.chat_log.flush()
-    logged = [r.text for r in await plugin.runtime.chat_log.store.recent("f:41", 20)]
+    logged = [r.text for r in await plugin.runtime.chat_log.writer.store.recent("f:41", 20)]
     assert logged == [
         "我叫阿福", "记住了", pasted, "清单收到", "空间够了吗", "好的", "我叫什么？", "你叫阿福"
     ]  # fmt: skip

@@ -1,0 +1,79 @@
+"""The chat log as one feature: the batched writer, its tools and the reviewer, or the
+null twins when there is no database or the log may not be sent to a model."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import tzinfo
+
+from ..engine.tools import Tool
+from ..store.chat_log_store import ChatRow
+from .commands import ReviewCommands, ReviewsUnavailable
+from .reviewer import ReviewScheduler
+from .tools import chat_log_tools
+from .writer import ChatLog
+
+
+class ReviewsOff:
+    """No background reviewer: nothing to start or stop."""
+
+    def start(self) -> None:
+        """Nothing to start."""
+
+    async def close(self) -> None:
+        """Nothing to stop."""
+
+
+@dataclass
+class RecordedChat:
+    """Every addressed message (and, if enabled, the others) in the database."""
+
+    writer: ChatLog
+    zone: tzinfo
+    reviews: ReviewScheduler | ReviewsOff
+    commands: ReviewCommands | ReviewsUnavailable
+
+    def add(self, row: ChatRow, *, review: bool = False) -> None:
+        """Queue one row (never awaits)."""
+        self.writer.add(row, review=review)
+
+    async def flush(self) -> None:
+        """Write what is queued."""
+        await self.writer.flush()
+
+    def tools(self, session_key: str) -> list[Tool]:
+        """The chat-log tools bound to `session_key`."""
+        return list(chat_log_tools(self.writer, self.zone, session_key))
+
+    def start(self) -> None:
+        """Start the periodic flush, retention cleanup and review ticks."""
+        self.writer.start()
+        self.reviews.start()
+
+    async def close(self) -> None:
+        """Stop the reviewer, then flush and stop the writer."""
+        await self.reviews.close()
+        await self.writer.close()
+
+
+@dataclass
+class ChatLogOff:
+    """No database: nothing is logged, there are no tools and no reviewer."""
+
+    commands: ReviewsUnavailable = field(default_factory=ReviewsUnavailable)
+
+    def add(self, row: ChatRow, *, review: bool = False) -> None:
+        """Rows are dropped."""
+
+    async def flush(self) -> None:
+        """Nothing to write."""
+
+    def tools(self, session_key: str) -> list[Tool]:
+        """No chat-log tools."""
+        return []
+
+    def start(self) -> None:
+        """Nothing to start."""
+
+    async def close(self) -> None:
+        """Nothing to close."""

@@ -1,0 +1,115 @@
+"""What flows through a turn, adapter-neutral: an `Incoming` message in, an `Outcome` out.
+The adapter builds the first and sends the second; the conversation knows neither."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from dataclasses import dataclass, field
+from datetime import datetime, tzinfo
+from typing import Protocol
+
+from ..engine.messages import Part, TextPart
+
+logger = logging.getLogger("nonebot_plugin_aimemory")
+
+# How long a finished turn keeps its session waiting for its reply to be sent: replies go
+# out in the order the messages came, and a lost hand-over must not hold a chat forever.
+DELIVERY_TIMEOUT_SECONDS = 120.0
+
+
+class Content(Protocol):
+    """What a person sent, readable two ways: cheaply, and in full."""
+
+    @property
+    def quotes_a_message(self) -> bool:
+        """Whether the message replies to (quotes) another one."""
+        ...
+
+    def plain(self) -> list[Part]:
+        """The content without any I/O: images as markers, nothing fetched."""
+        ...
+
+    async def rich(self) -> list[Part]:
+        """The content in full: images read, names looked up, quotes and forwards fetched."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class Command:
+    """A `~对话` / `~记忆` command: its name, first word and the rest."""
+
+    name: str
+    action: str
+    argument: str
+
+    @property
+    def text(self) -> str:
+        """The command as typed, for the log."""
+        return f"~{self.name} {self.action} {self.argument}".strip()
+
+
+@dataclass(frozen=True, slots=True)
+class Speaker:
+    """Who sent the message, and what they may manage (known for commands only)."""
+
+    user_id: str
+    name: str
+    is_manager: bool = False
+    is_superuser: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Incoming:
+    """One QQ message as the conversation needs it."""
+
+    key: str  # the session: `g:<群号>` or `f:<QQ号>`
+    group_id: str | None
+    speaker: Speaker
+    sent_at: datetime  # timezone-aware
+    addressed: bool
+    content: Content
+    command: Command | None = None
+
+    def line_prefix(self, zone: tzinfo) -> str:
+        """`[2026-11-30 14:05] 小明(12345)：` in groups, `[2026-11-30 14:05] ` in private."""
+        sent = self.sent_at.astimezone(zone).strftime("%Y-%m-%d %H:%M")
+        if self.group_id is not None:
+            return f"[{sent}] {self.speaker.name}({self.speaker.user_id})："
+        return f"[{sent}] "
+
+
+def parts_text(parts: list[Part]) -> str:
+    """Text of the parts, images as their markers, trimmed."""
+    return "".join(p.text if isinstance(p, TextPart) else p.marker for p in parts).strip()
+
+
+@dataclass(slots=True)
+class Outcome:
+    """What to send back, in order. `from_model` texts are the model's own words (image
+    links and `@QQ号` in them may become pictures and @s); the others are sent verbatim."""
+
+    texts: list[str] = field(default_factory=list)
+    from_model: bool = False
+    _delivered: asyncio.Event = field(default_factory=asyncio.Event)
+
+    def mark_delivered(self) -> None:
+        """The adapter sent (or gave up sending) this outcome: the session may go on."""
+        self._delivered.set()
+
+    async def wait_delivered(self) -> None:
+        """Wait until the outcome was sent, at most DELIVERY_TIMEOUT_SECONDS."""
+        try:
+            await asyncio.wait_for(self._delivered.wait(), DELIVERY_TIMEOUT_SECONDS)
+        except asyncio.TimeoutError:
+            logger.warning("a reply was not sent within %.0fs", DELIVERY_TIMEOUT_SECONDS)
+
+
+def say(*texts: str) -> Outcome:
+    """An outcome of fixed texts (command answers, notices, apologies)."""
+    return Outcome(list(texts))
+
+
+def nothing() -> Outcome:
+    """Nothing to send."""
+    return Outcome()

@@ -1,0 +1,199 @@
+"""The turn as a use case, with no NoneBot in sight: take an `Incoming`, find its session,
+put relevant memories before it, run `ChatBot.turn`, write the chat-log rows, choose the
+apology when something fails, and return what to send."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from datetime import tzinfo
+from typing import Protocol
+
+from .. import texts
+from ..engine.chatbot import ChatBot
+from ..engine.llm import LLMError
+from ..engine.messages import Message, Part, TextPart
+from ..store.chat_log_store import ChatRow
+from ..store.database import utc_now_text, utc_text
+from .autoclear import GroupAutoClear
+from .incoming import Command, Incoming, Outcome, nothing, parts_text, say
+from .sessions import SessionCache, TurnStopped
+
+logger = logging.getLogger("nonebot_plugin_aimemory")
+
+
+class ChatLogSink(Protocol):
+    """Where the objective chat log is written (batched; never awaits)."""
+
+    def add(self, row: ChatRow, *, review: bool = False) -> None:
+        """Queue one row; `review` marks its session for a memory review."""
+        ...
+
+
+class RelevantMemories(Protocol):
+    """Puts the memories relevant to a message before it, for one turn."""
+
+    async def prepend(self, scope: str, message: Message, query: str) -> tuple[Message, str | None]:
+        """The message to send and, when it was changed, the text to persist instead."""
+        ...
+
+
+class CommandHandler(Protocol):
+    """Answers `~对话` / `~记忆` commands."""
+
+    async def run(self, incoming: Incoming, command: Command) -> str:
+        """The one-line (or few-line) answer to the command."""
+        ...
+
+
+class Conversation:
+    """Answers what people say to the bot, counts what they say around it."""
+
+    def __init__(
+        self,
+        *,
+        sessions: SessionCache,
+        autoclear: GroupAutoClear,
+        chat_log: ChatLogSink,
+        memories: RelevantMemories,
+        commands: CommandHandler,
+        zone: tzinfo,
+        configured: bool,
+        log_ambient: bool,
+    ) -> None:
+        self.sessions = sessions
+        self.autoclear = autoclear
+        self.chat_log = chat_log
+        self.memories = memories
+        self.commands = commands
+        self.zone = zone
+        self.configured = configured
+        self.log_ambient = log_ambient
+
+    async def answer(self, incoming: Incoming) -> Outcome:
+        """What to send for this message (often nothing: it was not for the bot)."""
+        if incoming.command is not None:
+            return await self._command(incoming, incoming.command)
+        if not incoming.addressed:
+            self._note_ambient(incoming)
+            return nothing()
+        if incoming.group_id is not None:
+            self.autoclear.note_addressed(incoming.group_id)
+        if not self.configured:
+            return say(texts.NOT_CONFIGURED)
+        content = incoming.content
+        if not parts_text(content.plain()) and not content.quotes_a_message:
+            return say(texts.EMPTY_MESSAGE)
+        return await self._queued_turn(incoming)
+
+    async def _command(self, incoming: Incoming, command: Command) -> Outcome:
+        try:
+            return say(await self.commands.run(incoming, command))
+        except Exception:
+            logger.exception("command %s failed in %s", command.text, incoming.key)
+            return say(texts.COMMAND_FAILED)
+
+    def _note_ambient(self, incoming: Incoming) -> None:
+        """The hot path of a busy group: a counter, and (if enabled) a batched log row
+        without downloads or API calls."""
+        if incoming.group_id is None:
+            return
+        self.autoclear.note_unaddressed(incoming.group_id)
+        if self.log_ambient:
+            text = parts_text(incoming.content.plain())
+            if text:
+                self.chat_log.add(user_row(incoming, text, addressed=False))
+
+    async def _queued_turn(self, incoming: Incoming) -> Outcome:
+        """Run the turn in the session's queue. The queue is entered before any await, so
+        one chat's messages are answered in arrival order; the turn keeps its session until
+        its reply was sent, so the replies go out in that order too."""
+        session = self.sessions.get_or_create(incoming.key)
+        handed_over: asyncio.Future[Outcome] = asyncio.get_running_loop().create_future()
+
+        async def job(chatbot: ChatBot) -> None:
+            outcome = await self._turn(chatbot, incoming)
+            handed_over.set_result(outcome)
+            await outcome.wait_delivered()
+
+        finished = session.submit(job)
+        await asyncio.wait({handed_over, finished}, return_when=asyncio.FIRST_COMPLETED)
+        if handed_over.done():
+            return handed_over.result()
+        try:
+            finished.result()
+        except TurnStopped:
+            logger.info("answer in %s stopped by a user", session.key)
+        return nothing()
+
+    async def _turn(self, chatbot: ChatBot, incoming: Incoming) -> Outcome:
+        """Read the message in full, run the turn; a short apology when it fails."""
+        try:
+            parts = await incoming.content.rich()
+            text = parts_text(parts)
+            self.chat_log.add(user_row(incoming, text))
+            message, persist_text = await self.memories.prepend(
+                chatbot.key, user_message(incoming.line_prefix(self.zone), parts), text
+            )
+            result = await chatbot.turn(message, persist_user_text=persist_text)
+        except LLMError as exc:
+            logger.warning(
+                "LLM failed in %s (model=%s kind=%s status=%s): %s",
+                chatbot.key,
+                chatbot.llm.model,
+                exc.kind,
+                exc.status,
+                exc.detail[:300],
+            )
+            return self._apology(chatbot.key, failure_text(exc))
+        except Exception:
+            logger.exception("turn failed in %s", chatbot.key)
+            return self._apology(chatbot.key, texts.TURN_FAILED)
+        self.chat_log.add(assistant_row(chatbot.key, result.reply), review=True)
+        return Outcome([result.reply], from_model=True)
+
+    def _apology(self, key: str, apology: str) -> Outcome:
+        """The chat log keeps an apology like any reply the bot sent."""
+        self.chat_log.add(assistant_row(key, apology))
+        return say(apology)
+
+
+def user_message(prefix: str, parts: list[Part]) -> Message:
+    """The user line the model sees: send time (and speaker in groups) before the content."""
+    content: list[Part] = [TextPart(prefix), *parts]
+    if all(isinstance(p, TextPart) for p in content):
+        return Message("user", "".join(p.text for p in content if isinstance(p, TextPart)))
+    return Message("user", tuple(content))
+
+
+def user_row(incoming: Incoming, text: str, *, addressed: bool = True) -> ChatRow:
+    """A person's message as a chat-log row."""
+    return ChatRow(
+        session_key=incoming.key,
+        created_at=utc_text(incoming.sent_at),
+        role="user",
+        text=text,
+        speaker_id=incoming.speaker.user_id,
+        speaker_name=incoming.speaker.name,
+        addressed=addressed,
+    )
+
+
+def assistant_row(key: str, reply: str) -> ChatRow:
+    """The chat-log row of what the bot said."""
+    return ChatRow(session_key=key, created_at=utc_now_text(), role="assistant", text=reply)
+
+
+def failure_text(error: LLMError) -> str:
+    """A short Chinese apology matching what went wrong (details go to the log)."""
+    if error.kind == "timeout":
+        return texts.LLM_TIMEOUT
+    if error.kind == "context_length":
+        return texts.TOO_LONG
+    if error.kind == "empty":
+        return texts.LLM_EMPTY
+    if error.status in (401, 403):
+        return texts.LLM_REJECTED_KEY
+    if error.status == 402:  # DeepSeek and others: insufficient balance
+        return texts.LLM_NO_BALANCE
+    return texts.LLM_UNAVAILABLE

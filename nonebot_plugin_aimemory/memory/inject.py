@@ -1,0 +1,47 @@
+"""Auto-inject: the memories most relevant to a message go before it, for that turn only;
+the window keeps (and the store persists) the message without them."""
+
+from __future__ import annotations
+
+import logging
+
+from .. import prompts
+from ..engine.messages import Message, TextPart
+from .service import MemoryService
+
+logger = logging.getLogger("nonebot_plugin_aimemory")
+
+
+class RelevantMemories:
+    """Looks up the scope's memories relevant to the message and puts them before it."""
+
+    def __init__(self, memory: MemoryService, *, top_k: int, max_chars: int) -> None:
+        self.memory = memory
+        self.top_k = top_k
+        self.max_chars = max_chars
+
+    async def prepend(self, scope: str, message: Message, query: str) -> tuple[Message, str | None]:
+        """The message with the memories before it, and the text to persist instead; the
+        message unchanged (and None) when nothing relevant is found."""
+        try:
+            records = await self.memory.relevant(scope, query, self.top_k)
+        except Exception:
+            # Memories help; they must never stop an answer (database gone, disk full...).
+            logger.exception("could not look up memories for %s; answering without them", scope)
+            return message, None
+        block = prompts.memory_injection(records, self.max_chars)
+        if not block:
+            return message, None
+        parts = message.content if isinstance(message.content, tuple) else (TextPart(message.text),)
+        injected = Message("user", (TextPart(block + "\n\n"), *parts))
+        if all(isinstance(p, TextPart) for p in parts):
+            injected = Message("user", injected.text)
+        return injected, message.text
+
+
+class NoRelevantMemories:
+    """Auto-inject off, or no long-term memory: messages go as they are."""
+
+    async def prepend(self, scope: str, message: Message, query: str) -> tuple[Message, str | None]:
+        """The message unchanged."""
+        return message, None

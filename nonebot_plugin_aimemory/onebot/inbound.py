@@ -1,0 +1,119 @@
+"""A OneBot v11 event as one `Incoming`: which chat, who speaks, whether the bot is
+addressed, which command, and the content (read cheaply now, in full later)."""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime, timezone
+
+from nonebot.adapters.onebot.v11 import Bot, GroupMessageEvent, MessageEvent
+from nonebot.internal.adapter import Event
+
+from ..config import Config
+from ..conversation.incoming import Command, Incoming, Speaker
+from ..conversation.sessions import group_key, private_key
+from ..engine.messages import Part
+from .content import ContentRenderer
+from .permissions import is_manager, is_served_group, is_superuser, private_chat_served
+from .segments import render_plain
+
+# `~记忆 搜索 …` whatever COMMAND_START is; `/` and the full-width `～` work too.
+COMMAND = re.compile(r"^\s*[~～/](对话|记忆)(?:\s+(\S+)(?:\s+(.*?))?)?\s*$", re.DOTALL)
+
+
+def session_key_for(event: MessageEvent) -> str:
+    """The session key of the event's group, or of the user in private chat."""
+    if isinstance(event, GroupMessageEvent):
+        return group_key(event.group_id)
+    return private_key(event.user_id)
+
+
+def is_addressed(event: MessageEvent) -> bool:
+    """Private messages always; in groups an @bot anywhere (the adapter only sees the first
+    and last segment), a reply to the bot, or the nickname at the start (`to_me`)."""
+    if event.to_me or not isinstance(event, GroupMessageEvent):
+        return True
+    self_id = str(event.self_id)
+    return any(
+        seg.type == "at" and str(seg.data.get("qq", "")) == self_id
+        for seg in event.original_message
+    )
+
+
+def speaker_name(event: MessageEvent) -> str:
+    """The sender's group card, else nickname, else QQ number."""
+    sender = event.sender
+    name = (getattr(sender, "card", None) or sender.nickname or "").strip()
+    return name or str(event.user_id)
+
+
+def parse_command(text: str) -> Command | None:
+    """`~对话 …` / `~记忆 …` as a Command, or None for anything else."""
+    match = COMMAND.match(text)
+    if match is None:
+        return None
+    return Command(match.group(1), match.group(2) or "", (match.group(3) or "").strip())
+
+
+class EventContent:
+    """The content of one event: plain (no I/O) or rich (images, quotes, forwards)."""
+
+    __slots__ = ("bot", "event", "renderer")
+
+    def __init__(self, bot: Bot, event: MessageEvent, renderer: ContentRenderer) -> None:
+        self.bot = bot
+        self.event = event
+        self.renderer = renderer
+
+    @property
+    def quotes_a_message(self) -> bool:
+        """Whether the message replies to another one."""
+        return getattr(self.event, "reply", None) is not None
+
+    def plain(self) -> list[Part]:
+        """The content without downloads or API calls."""
+        return render_plain(self.event)
+
+    async def rich(self) -> list[Part]:
+        """The content with images read and quotes and forwards fetched."""
+        return await self.renderer.render(self.bot, self.event)
+
+
+class Inbound:
+    """Turns the events the bot should look at into `Incoming` messages."""
+
+    def __init__(self, config: Config, renderer: ContentRenderer) -> None:
+        self.config = config
+        self.renderer = renderer
+
+    async def translate(self, bot: Bot, event: Event) -> Incoming | None:
+        """The message, or None when the bot must ignore it (its own, a group it does not
+        serve, a private chat it may not answer). Nothing here waits on I/O before the
+        message is queued, so one chat's messages keep their order."""
+        if not isinstance(event, MessageEvent) or event.user_id == event.self_id:
+            # Implementations set to report the bot's own messages (LLOneBot, NapCat) would
+            # otherwise have it answer itself, forever, in a private chat.
+            return None
+        group_id = str(event.group_id) if isinstance(event, GroupMessageEvent) else None
+        if not is_served_group(event, self.config):
+            return None
+        if group_id is None and not await private_chat_served(bot, event, self.config):
+            return None
+        command = parse_command(event.get_plaintext())
+        speaker = Speaker(str(event.user_id), speaker_name(event))
+        if command is not None:
+            speaker = Speaker(
+                speaker.user_id,
+                speaker.name,
+                is_manager=await is_manager(bot, event),
+                is_superuser=await is_superuser(bot, event),
+            )
+        return Incoming(
+            key=session_key_for(event),
+            group_id=group_id,
+            speaker=speaker,
+            sent_at=datetime.fromtimestamp(event.time, timezone.utc),
+            addressed=is_addressed(event),
+            content=EventContent(bot, event, self.renderer),
+            command=command,
+        )
