@@ -17,8 +17,9 @@ import httpx
 from . import prompts
 from .chatlog.commands import ReviewCommands, ReviewsUnavailable
 from .chatlog.feature import ChatLogOff, RecordedChat, ReviewsOff
-from .chatlog.reviewer import MemoryReviewer, ReviewScheduler
-from .chatlog.writer import ChatLog
+from .chatlog.reviewer import MemoryReviewer
+from .chatlog.scheduler import ReviewScheduler
+from .chatlog.writer import ChatLog, NoReviewMarks
 from .config import Config
 from .conversation.autoclear import GroupAutoClear
 from .conversation.commands import Commands, DialogCommands
@@ -294,17 +295,18 @@ class _Builder:
             return MemoryOff(), ChatLogOff()
         config = self.config
         service = self.memory_service(database)
-        external = config.aimemory_review_external_context
-        review_store = ReviewStore(database) if external else None
+        # Without leave to send the chat log to a model there is no reviewer at all.
+        reviewing = config.aimemory_review_external_context
+        review_store = ReviewStore(database)
         writer = ChatLog(
             ChatLogStore(database),
-            review_store,
+            review_store if reviewing else NoReviewMarks(),
             flush_seconds=config.aimemory_chat_log_flush_seconds,
             keep_days=config.aimemory_chat_log_keep_days,
         )
         reviews: ReviewScheduler | ReviewsOff = ReviewsOff()
         review_commands: ReviewCommands | ReviewsUnavailable = ReviewsUnavailable()
-        if review_store is not None:
+        if reviewing:
             reviews = self.review_scheduler(service, writer, review_store)
             review_commands = ReviewCommands(reviews, writer, config.zone)
         chat_log = RecordedChat(writer, config.zone, reviews, review_commands)

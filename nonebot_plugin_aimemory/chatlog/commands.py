@@ -9,7 +9,7 @@ from datetime import tzinfo
 from .. import texts
 from ..engine.llm import LLMError
 from ..store.database import parse_utc_text
-from .reviewer import ReviewScheduler
+from .scheduler import ReviewScheduler
 from .writer import ChatLog
 
 logger = logging.getLogger("nonebot_plugin_aimemory")

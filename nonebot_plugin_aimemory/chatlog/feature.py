@@ -9,7 +9,7 @@ from datetime import tzinfo
 from ..engine.tools import Tool
 from ..store.chat_log_store import ChatRow
 from .commands import ReviewCommands, ReviewsUnavailable
-from .reviewer import ReviewScheduler
+from .scheduler import ReviewScheduler
 from .tools import chat_log_tools
 from .writer import ChatLog
 

@@ -4,13 +4,14 @@ sessions for review, and the daily retention cleanup."""
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
+from collections.abc import Iterable
 from datetime import datetime, timedelta, timezone
+from typing import Protocol
 
+from ..engine.background import Background
 from ..store.chat_log_store import ChatLogStore, ChatRow
 from ..store.database import utc_text
-from ..store.review_store import ReviewStore
 
 logger = logging.getLogger("nonebot_plugin_aimemory")
 
@@ -19,13 +20,28 @@ MAX_QUEUED_ROWS = 20_000
 CLEANUP_INTERVAL_SECONDS = 24 * 3600
 
 
+class ReviewMarks(Protocol):
+    """Where sessions with new chat are marked for the memory reviewer."""
+
+    async def mark_pending(self, session_keys: Iterable[str]) -> None:
+        """Mark these sessions as having chat to review."""
+        ...
+
+
+class NoReviewMarks:
+    """The reviewer is off (the chat log may not be sent to a model): nothing to mark."""
+
+    async def mark_pending(self, session_keys: Iterable[str]) -> None:
+        """Nothing to mark."""
+
+
 class ChatLog:
     """Buffers rows and writes them together; flushed on an interval and at shutdown."""
 
     def __init__(
         self,
         store: ChatLogStore,
-        reviews: ReviewStore | None,
+        reviews: ReviewMarks,
         *,
         flush_seconds: float,
         keep_days: int,
@@ -37,7 +53,7 @@ class ChatLog:
         self._buffer: list[ChatRow] = []
         self._to_review: set[str] = set()
         self._lock = asyncio.Lock()
-        self._tasks: list[asyncio.Task[None]] = []
+        self._background = Background("chat log")
         self._early_flush: asyncio.Task[None] | None = None
         # After a failed write only the periodic flush retries, not every added row.
         self._failing = False
@@ -52,7 +68,7 @@ class ChatLog:
             and not self._failing
             and (self._early_flush is None or self._early_flush.done())
         ):
-            self._early_flush = asyncio.ensure_future(self.flush())
+            self._early_flush = self._background.spawn(self.flush(), name="early flush")
 
     async def flush(self) -> None:
         """Write everything queued so far in one transaction. On failure (disk full, file
@@ -70,7 +86,7 @@ class ChatLog:
                 self._requeue(rows, review_keys)
                 return
             self._failing = False
-            if self.reviews is not None and review_keys:
+            if review_keys:
                 try:
                     await self.reviews.mark_pending(review_keys)
                 except Exception:
@@ -100,31 +116,12 @@ class ChatLog:
 
     def start(self) -> None:
         """Start the periodic flush and retention-cleanup loops."""
-        self._tasks.append(asyncio.ensure_future(self._flush_loop()))
-        self._tasks.append(asyncio.ensure_future(self._cleanup_loop()))
-
-    async def _flush_loop(self) -> None:
-        while True:
-            await asyncio.sleep(self.flush_seconds)
-            await self.flush()
-
-    async def _cleanup_loop(self) -> None:
-        while True:
-            try:
-                await self.cleanup()
-            except Exception:
-                logger.exception("chat log cleanup failed")
-            await asyncio.sleep(CLEANUP_INTERVAL_SECONDS)
+        self._background.every(self.flush_seconds, self.flush, name="flush")
+        self._background.every(
+            CLEANUP_INTERVAL_SECONDS, self.cleanup, first_delay_seconds=0, name="cleanup"
+        )
 
     async def close(self) -> None:
-        """Stop the loops and flush what is still buffered."""
-        if self._early_flush is not None:
-            with contextlib.suppress(Exception):
-                await self._early_flush
-        for task in self._tasks:
-            task.cancel()
-        for task in self._tasks:
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await task
-        self._tasks.clear()
+        """Stop the loops, let an early flush finish, and flush what is still buffered."""
+        await self._background.close()
         await self.flush()

@@ -3,10 +3,10 @@ messages and save them as memories, in the background, never delaying a reply.""
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from collections.abc import Sequence
 
+from ..engine.background import Background
 from ..engine.llm import LLMClient, LLMError
 from ..engine.messages import Message
 from ..engine.transcript import chunk_lines, render_transcript
@@ -27,13 +27,11 @@ class FactExtractor:
     def __init__(self, llm: LLMClient, memory: MemoryService) -> None:
         self.llm = llm
         self.memory = memory
-        self._tasks: set[asyncio.Task[int]] = set()
+        self._background = Background("fact extraction")
 
     async def on_pre_compact(self, key: str, messages: Sequence[Message]) -> None:
         """Start extraction and return at once: compression does not wait for it."""
-        task = asyncio.ensure_future(self.extract_and_save(key, messages))
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
+        self._background.spawn(self.extract_and_save(key, messages))
 
     async def extract_and_save(self, scope: str, messages: Sequence[Message]) -> int:
         """Returns how many new memories were saved. A long fold is examined in chunks of
@@ -73,8 +71,7 @@ class FactExtractor:
 
     async def drain(self) -> None:
         """Wait for extractions still running (used at shutdown)."""
-        if self._tasks:
-            await asyncio.gather(*self._tasks, return_exceptions=True)
+        await self._background.wait()
 
 
 def transcript_chunks(lines: Sequence[str]) -> list[str]:

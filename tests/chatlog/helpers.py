@@ -150,7 +150,7 @@ async def log_rows(plugin, key: str, *lines: str, created_at: str | None = None)
 async def tick_and_wait(plugin) -> list[str]:
     """One scheduler tick, waiting for the reviews it started; the session keys started
     (none when the runtime has no review scheduler)."""
-    from nonebot_plugin_aimemory.chatlog.reviewer import ReviewScheduler
+    from nonebot_plugin_aimemory.chatlog.scheduler import ReviewScheduler
 
     reviews = plugin.runtime.chat_log.reviews
     if not isinstance(reviews, ReviewScheduler):

@@ -7,7 +7,7 @@ import asyncio
 import itertools
 
 from nonebot_plugin_aimemory import texts
-from nonebot_plugin_aimemory.chatlog.reviewer import MAX_FAILURES, RETRY_BASE_SECONDS
+from nonebot_plugin_aimemory.chatlog.scheduler import MAX_FAILURES, RETRY_BASE_SECONDS
 from nonebot_plugin_aimemory.store.database import parse_utc_text
 from tests.chatlog.helpers import (
     GROUP,
