@@ -8,7 +8,7 @@ import contextlib
 import logging
 import time
 from collections import deque
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -17,7 +17,7 @@ from ..engine.chatbot import ChatBot
 
 logger = logging.getLogger("nonebot_plugin_aimemory")
 
-Job = Callable[[ChatBot], Awaitable[Any]]
+Job = Callable[[ChatBot], Coroutine[Any, Any, Any]]
 Clock = Callable[[], float]
 
 

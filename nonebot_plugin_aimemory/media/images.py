@@ -7,7 +7,6 @@ from __future__ import annotations
 import asyncio
 import base64
 import hashlib
-import ipaddress
 import logging
 import socket
 from collections import OrderedDict
@@ -20,6 +19,7 @@ from ..engine.llm import LLMClient
 from ..engine.messages import ImagePart, Message, TextPart
 from ..prompts import VISION_PROMPT
 from ..store.image_store import ImageDescriptionStore
+from .addresses import is_public_address
 
 logger = logging.getLogger("nonebot_plugin_aimemory")
 
@@ -126,17 +126,7 @@ async def resolves_to_public_addresses(url: str) -> bool:
         )
     except OSError:
         return False
-    return bool(infos) and all(_is_public(info[4][0]) for info in infos)
-
-
-def _is_public(address: str) -> bool:
-    try:
-        ip = ipaddress.ip_address(address.split("%", 1)[0])
-    except ValueError:
-        return False
-    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
-        ip = ip.ipv4_mapped
-    return ip.is_global and not ip.is_multicast
+    return bool(infos) and all(is_public_address(str(info[4][0])) for info in infos)
 
 
 async def _download(http: httpx.AsyncClient, url: str, max_bytes: int) -> Image:

@@ -22,6 +22,7 @@ from .segments import (
     FORWARD_MARKER,
     as_segments,
     data_of,
+    dict_at,
     merge_text,
     part_text,
     render_safely,
@@ -124,7 +125,7 @@ class ContentRenderer:
         fetched = await self._fetch_quoted(bot, data_of(segment))
         if fetched is None:
             return [TextPart(UNAVAILABLE_QUOTE)]
-        sender = fetched.get("sender") if isinstance(fetched.get("sender"), dict) else {}
+        sender = dict_at(fetched, "sender")
         return await self._quote_parts(
             bot,
             event,
@@ -244,9 +245,8 @@ def _forward_node(node: Any) -> tuple[str, list[MessageSegment]] | None:
     NapCat's message events, go-cqhttp's CQ-code `content`, `node` segments."""
     if not isinstance(node, dict):
         return None
-    body = node.get("data") if node.get("type") == "node" else node
-    body = body if isinstance(body, dict) else {}
-    sender = body.get("sender") if isinstance(body.get("sender"), dict) else {}
+    body = dict_at(node, "data") if node.get("type") == "node" else node
+    sender = dict_at(body, "sender")
     name = sender.get("card") or sender.get("nickname") or body.get("nickname") or "某人"
     return str(name), as_segments(body.get("message", body.get("content")))
 

@@ -63,7 +63,7 @@ def render_segment(segment: MessageSegment, self_id: str) -> Part | None:
 
 def _simple_marker(kind: str, data: dict[str, Any]) -> str | None:
     if kind == "face":
-        raw = data.get("raw") if isinstance(data.get("raw"), dict) else {}
+        raw = dict_at(data, "raw")
         name = str(raw.get("faceText") or data.get("faceText") or "").strip().lstrip("/")
         return f"[表情:{name or data.get('id', '?')}]"
     if kind == "mface":
@@ -145,6 +145,13 @@ def part_text(part: Part) -> str:
     return part.text if isinstance(part, TextPart) else part.marker
 
 
+def dict_at(mapping: dict[str, Any], key: str) -> dict[str, Any]:
+    """`mapping[key]` when it is an object; an empty one otherwise (implementations differ
+    in what they leave out)."""
+    value = mapping.get(key)
+    return value if isinstance(value, dict) else {}
+
+
 def data_of(segment: MessageSegment) -> dict[str, Any]:
     return segment.data if isinstance(segment.data, dict) else {}
 
@@ -165,5 +172,4 @@ def as_segments(content: Any) -> list[MessageSegment]:
 def _segment_from_dict(raw: Any) -> MessageSegment | None:
     if not isinstance(raw, dict) or not isinstance(raw.get("type"), str):
         return None
-    data = raw.get("data") if isinstance(raw.get("data"), dict) else {}
-    return MessageSegment(raw["type"], data)
+    return MessageSegment(raw["type"], dict_at(raw, "data"))
