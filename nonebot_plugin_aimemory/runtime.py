@@ -27,13 +27,13 @@ from .conversation.sessions import SessionCache, group_key
 from .conversation.turn import Conversation
 from .engine.chatbot import ChatBot, HistoryStore
 from .engine.compressor import Compressor
-from .engine.embeddings import EmbeddingClient
+from .engine.embeddings import Embedder, EmbeddingClient, NoEmbeddings
 from .engine.hooks import PreCompactHooks
 from .engine.llm import LLMClient
 from .engine.tokens import TiktokenCounter
 from .engine.tools import Tool, ToolRegistry
 from .media.addresses import is_local_url
-from .media.images import ImageReader
+from .media.images import ImageReader, NoDescriptionCache, NoVision
 from .memory.commands import MemoryCommands
 from .memory.extractor import FactExtractor
 from .memory.feature import LongTermMemory, MemoryOff, NoExtraction
@@ -44,7 +44,7 @@ from .onebot.inbound import Inbound
 from .onebot.members import MemberNames
 from .onebot.outbound import Outbound, ReplyBuilder
 from .store.chat_log_store import ChatLogStore
-from .store.counters import GroupCounterStore
+from .store.counters import GroupCounterStore, MemoryOnlyCounterStore
 from .store.database import Database
 from .store.history_store import MemoryOnlyHistoryStore, SqliteHistoryStore
 from .store.image_store import ImageDescriptionStore
@@ -225,7 +225,7 @@ class _Builder:
         )
         autoclear = GroupAutoClear(
             config.aimemory_group_autoclear_after,
-            GroupCounterStore(database) if database else None,
+            GroupCounterStore(database) if database else MemoryOnlyCounterStore(),
             lambda group_id: runtime.group_cleared_in_memory(group_id),
         )
         dialog = DialogCommands(
@@ -282,8 +282,8 @@ class _Builder:
             self.http,
             max_bytes=config.aimemory_image_max_bytes,
             multimodal=config.aimemory_multimodal,
-            vision=self.llm_client("vision") if config.aimemory_vision_model else None,
-            cache=ImageDescriptionStore(database) if database else None,
+            vision=self.llm_client("vision") if config.aimemory_vision_model else NoVision(),
+            cache=ImageDescriptionStore(database) if database else NoDescriptionCache(),
         )
 
     def memory_and_chat_log(
@@ -334,7 +334,7 @@ class _Builder:
     def memory_service(self, database: Database) -> MemoryService:
         """The memory rules over the database; vectors when an embedding model is set."""
         config = self.config
-        embedder = None
+        embedder: Embedder = NoEmbeddings()
         if config.aimemory_embedding_model:
             embedder = EmbeddingClient(self.http, config.endpoint("embedding"))
         service = MemoryService(

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from contextlib import AbstractAsyncContextManager
 
 from ..engine.background import Background
-from ..store.counters import GroupCounterStore
+from ..store.counters import GroupCounterStore, MemoryOnlyCounterStore
 
 logger = logging.getLogger("nonebot_plugin_aimemory")
 
@@ -28,7 +28,10 @@ class GroupAutoClear:
     """Counts unaddressed group messages and clears a group's context at the threshold."""
 
     def __init__(
-        self, threshold: int, store: GroupCounterStore | None, hold_cleared: HoldCleared
+        self,
+        threshold: int,
+        store: GroupCounterStore | MemoryOnlyCounterStore,
+        hold_cleared: HoldCleared,
     ) -> None:
         self.threshold = threshold
         self._store = store
@@ -52,9 +55,8 @@ class GroupAutoClear:
 
     async def load(self) -> None:
         """Read the persisted counters and which groups have a stored window."""
-        if self._store is not None:
-            self.counts = await self._store.load_all()
-            self.with_context = await self._store.load_groups_with_context()
+        self.counts = await self._store.load_all()
+        self.with_context = await self._store.load_groups_with_context()
 
     def note_unaddressed(self, group_id: str) -> None:
         """Count one message that did not address the bot; never awaits."""
@@ -109,8 +111,6 @@ class GroupAutoClear:
         counts = {group_id: self.counts.get(group_id, 0) for group_id in self._dirty}
         clears, self._to_clear = self._to_clear, set()
         self._dirty.clear()
-        if self._store is None:
-            return
         if not counts and not clears:
             return
         try:

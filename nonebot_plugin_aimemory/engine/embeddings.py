@@ -21,6 +21,8 @@ class EmbeddingClient:
     After a failure the client pauses (60 s, doubling up to 10 min while failures go on) and
     fails at once meanwhile: a down or hanging server must not cost every turn a timeout."""
 
+    enabled = True
+
     def __init__(
         self,
         http: httpx.AsyncClient,
@@ -101,3 +103,16 @@ def cosine(a: Sequence[float], b: Sequence[float]) -> float:
     dot = sum(x * y for x, y in zip(a, b, strict=True))
     norm = math.sqrt(sum(x * x for x in a)) * math.sqrt(sum(y * y for y in b))
     return dot / norm if norm else 0.0
+
+
+class NoEmbeddings:
+    """No embedding model configured: memories are found by their words alone."""
+
+    enabled = False
+
+    async def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        """Always fails, as a client that is off."""
+        raise LLMError("off", "no embedding model is configured")
+
+
+Embedder = EmbeddingClient | NoEmbeddings

@@ -10,15 +10,16 @@ import hashlib
 import logging
 import socket
 from collections import OrderedDict
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Protocol
 from urllib.parse import urlsplit
 
 import httpx
 
-from ..engine.llm import LLMClient
+from ..engine.llm import Completion, LLMClient, LLMError
 from ..engine.messages import ImagePart, Message, TextPart
 from ..prompts import VISION_PROMPT
-from ..store.image_store import ImageDescriptionStore
 from .addresses import is_public_address
 
 logger = logging.getLogger("nonebot_plugin_aimemory")
@@ -149,6 +150,37 @@ async def _download(http: httpx.AsyncClient, url: str, max_bytes: int) -> Image:
     return Image(data, mime)
 
 
+class DescriptionCache(Protocol):
+    """Where image descriptions are kept, by the image's full SHA-256."""
+
+    async def get(self, image_hash: str) -> str | None:
+        """The description of the image, if known."""
+        ...
+
+    async def put(self, image_hash: str, description: str) -> None:
+        """Remember the description of the image."""
+        ...
+
+
+class NoDescriptionCache:
+    """No database: descriptions live only in the reader's small in-memory cache."""
+
+    async def get(self, image_hash: str) -> str | None:
+        """Nothing is stored."""
+        return None
+
+    async def put(self, image_hash: str, description: str) -> None:
+        """Nothing is stored."""
+
+
+class NoVision:
+    """No vision model configured: images stay markers (unless the model is multimodal)."""
+
+    async def complete(self, messages: Sequence[Message], *, context: str = "") -> Completion:
+        """Always fails, as a model that is off."""
+        raise LLMError("off", "no vision model is configured")
+
+
 class ImageReader:
     """Turns QQ image URLs into model input, following `multimodal` and the vision model."""
 
@@ -158,14 +190,15 @@ class ImageReader:
         *,
         max_bytes: int,
         multimodal: bool,
-        vision: LLMClient | None,
-        cache: ImageDescriptionStore | None,
+        vision: LLMClient | NoVision,
+        cache: DescriptionCache,
     ) -> None:
         self.http = http
         self.max_bytes = max_bytes
         self.multimodal = multimodal
         self.vision = vision
         self.cache = cache
+        self.describes = isinstance(vision, LLMClient)
         self.vision_timeout_seconds = VISION_TIMEOUT_SECONDS
         # The database holds every description; this only spares it the hot stickers.
         self._memory_cache: OrderedDict[str, str] = OrderedDict()
@@ -173,7 +206,7 @@ class ImageReader:
     @property
     def downloads(self) -> bool:
         """Whether images are fetched at all (multimodal model or vision model)."""
-        return self.multimodal or self.vision is not None
+        return self.multimodal or self.describes
 
     async def read(self, url: str, identity: str) -> ImagePart | TextPart:
         """An image part (multimodal) or a marker text with its description; the
@@ -198,7 +231,7 @@ class ImageReader:
         UNRECOGNISED when the vision model fails in any way or takes too long."""
         key = image.sha256
         cached = self._memory_cache.get(key)
-        if cached is None and self.cache is not None:
+        if cached is None:
             cached = await self._cached(key)
         if cached is not None:
             self._remember(key, cached)
@@ -215,17 +248,14 @@ class ImageReader:
         if not description:
             return UNRECOGNISED
         self._remember(key, description)
-        if self.cache is not None:
-            try:
-                await self.cache.put(key, description)
-            except Exception:
-                logger.exception("could not cache the description of image %s", image.short_hash)
+        try:
+            await self.cache.put(key, description)
+        except Exception:
+            logger.exception("could not cache the description of image %s", image.short_hash)
         return description
 
     async def _ask_vision(self, image: Image) -> str:
         """The vision model's description of the image, on one line and clipped."""
-        if self.vision is None:
-            raise RuntimeError("no vision model is configured")
         request = Message(
             "user",
             (
@@ -244,7 +274,7 @@ class ImageReader:
 
     async def _cached(self, key: str) -> str | None:
         try:
-            return await self.cache.get(key) if self.cache is not None else None
+            return await self.cache.get(key)
         except Exception:
             logger.exception("could not read the image description cache")
             return None

@@ -42,7 +42,7 @@ class LongTermMemory:
 
     def start(self) -> None:
         """With embeddings configured, fill in the vectors of memories stored without one."""
-        if self.service.embedder is not None:
+        if self.service.embedder.enabled:
             self._background.spawn(self.service.backfill_embeddings())
 
     async def close(self) -> None:

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Literal
 
-from ..engine.embeddings import EmbeddingClient
+from ..engine.embeddings import Embedder, NoEmbeddings
 from ..store.database import utc_now_text
 from ..store.memory_store import MemoryRecord, MemoryStore
 from ..text import segmenter
@@ -105,21 +105,21 @@ class MemoryService:
         *,
         max_entries: int = 200,
         mask_pii: bool = True,
-        embedder: EmbeddingClient | None = None,
+        embedder: Embedder | None = None,
     ) -> None:
         self.store = store
         self.max_entries = max_entries
         self.mask_pii = mask_pii
         self._index = ScopeIndex(store)
-        self._vectors = MemoryVectors(store, self._index, embedder)
+        self._vectors = MemoryVectors(store, self._index, embedder or NoEmbeddings())
 
     @property
-    def embedder(self) -> EmbeddingClient | None:
+    def embedder(self) -> Embedder:
         """The embedding client, or None when only keyword search is configured."""
         return self._vectors.embedder
 
     @embedder.setter
-    def embedder(self, embedder: EmbeddingClient | None) -> None:
+    def embedder(self, embedder: Embedder) -> None:
         self._vectors.embedder = embedder
 
     async def list(self, scope: str) -> list[MemoryRecord]:
@@ -188,7 +188,7 @@ class MemoryService:
             return SaveOutcome("refused", reason=tag_problem)
         normalized = normalize(text)
         embedding: list[float] | None = None
-        if self.embedder is not None:
+        if self.embedder.enabled:
             # The lock is not held while the embedding server answers; the rules are checked
             # before the call too, so that a duplicate costs no request.
             refusal = self._save_refusal(await self._index.get(scope), normalized)

@@ -8,7 +8,7 @@ import logging
 from dataclasses import replace
 
 from ..engine.background import Background
-from ..engine.embeddings import EmbeddingClient, cosine
+from ..engine.embeddings import Embedder, cosine
 from ..engine.llm import LLMError
 from ..store.memory_store import MemoryStore
 from .index import ScopeIndex
@@ -29,9 +29,7 @@ def semantic_score(query_vector: list[float], embedding: list[float]) -> float:
 class MemoryVectors:
     """Computes and stores the vectors of memories; keyword search never waits for them."""
 
-    def __init__(
-        self, store: MemoryStore, index: ScopeIndex, embedder: EmbeddingClient | None
-    ) -> None:
+    def __init__(self, store: MemoryStore, index: ScopeIndex, embedder: Embedder) -> None:
         self.store = store
         self.index = index
         self.embedder = embedder
@@ -43,7 +41,7 @@ class MemoryVectors:
 
     async def embed_quietly(self, text: str) -> list[float] | None:
         """The vector of `text`, or None when embeddings are off or the server fails."""
-        if self.embedder is None:
+        if not self.embedder.enabled:
             return None
         try:
             vector = (await self.embedder.embed([text]))[0]
@@ -58,13 +56,13 @@ class MemoryVectors:
 
     def note_stored(self, embedding: list[float] | None) -> None:
         """Remember that a memory was stored without a vector, to backfill it later."""
-        if embedding is None and self.embedder is not None:
+        if embedding is None and self.embedder.enabled:
             self._vectors_missing = True
 
     async def backfill(self, batch_size: int = 32) -> int:
         """Compute vectors for memories stored without one, until none is left or the
         embedding server fails; returns how many were filled."""
-        if self.embedder is None:
+        if not self.embedder.enabled:
             return 0
         self._backfilling = True
         self._vectors_missing = False

@@ -51,3 +51,19 @@ class GroupCounterStore:
                 )
 
         await self.database.write(work)
+
+
+class MemoryOnlyCounterStore:
+    """No database: counters live in the auto-clear's dict only, and there is no stored
+    window to clear (the in-memory one is cleared by the auto-clear itself)."""
+
+    async def load_all(self) -> dict[str, int]:
+        """Nothing was persisted."""
+        return {}
+
+    async def load_groups_with_context(self) -> set[str]:
+        """No group has a stored window."""
+        return set()
+
+    async def save(self, counts: Mapping[str, int], clear_groups: Collection[str] = ()) -> None:
+        """Nothing to persist."""
