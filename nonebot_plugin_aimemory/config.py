@@ -10,6 +10,7 @@ from pydantic import BaseModel, Field, ValidationError, field_validator
 from .engine.compressor import CompressionPolicy
 from .engine.llm import Endpoint
 from .engine.models import context_window_for, default_budget_for
+from .media.addresses import is_local_url
 
 DEFAULT_SYSTEM_PROMPT = (
     "你是一个友好、可靠的 QQ 聊天伙伴。回答简洁自然，使用中文；不确定的事情就直说不知道。"
@@ -115,6 +116,20 @@ class Config(BaseModel):
     def configured(self) -> bool:
         """Usable without a key only when pointed at a server of one's own (Ollama, vLLM)."""
         return bool(self.aimemory_api_key) or self.aimemory_api_base != DEFAULT_API_BASE
+
+    def missing_key_warning(self) -> str | None:
+        """What to tell the operator at startup when a hosted API has no key."""
+        if not self.configured:
+            return (
+                "aimemory: no API key (aimemory_api_key) is set; addressed messages get a "
+                "'not configured' reply until one is configured"
+            )
+        if not self.aimemory_api_key and not is_local_url(self.aimemory_api_base):
+            return (
+                f"aimemory: no API key (aimemory_api_key) is set for {self.aimemory_api_base}; "
+                "only a server of your own (Ollama, vLLM) works without one"
+            )
+        return None
 
     @cached_property
     def zone(self) -> tzinfo:

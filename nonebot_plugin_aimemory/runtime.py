@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import sqlite3
 from collections.abc import AsyncIterator, Callable, Iterable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
@@ -32,7 +31,6 @@ from .engine.hooks import PreCompactHooks
 from .engine.llm import LLMClient
 from .engine.tokens import TiktokenCounter
 from .engine.tools import Tool, ToolRegistry
-from .media.addresses import is_local_url
 from .media.images import ImageReader, NoDescriptionCache, NoVision
 from .memory.commands import MemoryCommands
 from .memory.extractor import FactExtractor
@@ -45,7 +43,7 @@ from .onebot.members import MemberNames
 from .onebot.outbound import Outbound, ReplyBuilder
 from .store.chat_log_store import ChatLogStore
 from .store.counters import GroupCounterStore, MemoryOnlyCounterStore
-from .store.database import Database
+from .store.database import Database, open_database
 from .store.history_store import MemoryOnlyHistoryStore, SqliteHistoryStore
 from .store.image_store import ImageDescriptionStore
 from .store.memory_store import MemoryStore
@@ -272,7 +270,8 @@ class _Builder:
         memory.start()
         chat_log.start()
         sessions.start_janitor(config.aimemory_janitor_interval_seconds)
-        warn_if_no_key(config)
+        if warning := config.missing_key_warning():
+            logger.warning(warning)
         return runtime
 
     def image_reader(self, database: Database | None) -> ImageReader:
@@ -365,37 +364,6 @@ class _Builder:
             min_new_rows=config.aimemory_review_min_new_rows,
             enabled_by_default=config.aimemory_review_enabled,
         )
-
-
-def warn_if_no_key(config: Config) -> None:
-    """A hosted API without a key answers nothing: say so once, at startup."""
-    if not config.configured:
-        logger.warning(
-            "aimemory: no API key (aimemory_api_key) is set; addressed messages get a "
-            "'not configured' reply until one is configured"
-        )
-    elif not config.aimemory_api_key and not is_local_url(config.aimemory_api_base):
-        logger.warning(
-            "aimemory: no API key (aimemory_api_key) is set for %s; only a server of "
-            "your own (Ollama, vLLM) works without one",
-            config.aimemory_api_base,
-        )
-
-
-async def open_database(db_path: str) -> Database | None:
-    """The database, or None (logged) when the file cannot be opened."""
-    try:
-        database = await Database.open(db_path)
-    except (OSError, sqlite3.Error) as exc:
-        logger.error(
-            "aimemory: cannot open database %s (%s); running with in-memory history only: "
-            "conversations will not survive a restart",
-            db_path,
-            exc,
-        )
-        return None
-    logger.info("aimemory: database %s opened", db_path)
-    return database
 
 
 _current: Runtime | None = None

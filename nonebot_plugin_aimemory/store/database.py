@@ -150,3 +150,20 @@ async def _holds_our_tables(connection: aiosqlite.Connection) -> bool:
         TABLES,
     )
     return await cursor.fetchone() is not None
+
+
+async def open_database(path: str) -> Database | None:
+    """The database, or None (logged) when the file cannot be opened: the bot then runs
+    with in-memory history rather than not at all."""
+    try:
+        database = await Database.open(path)
+    except (OSError, sqlite3.Error) as exc:
+        logger.error(
+            "aimemory: cannot open database %s (%s); running with in-memory history only: "
+            "conversations will not survive a restart",
+            path,
+            exc,
+        )
+        return None
+    logger.info("aimemory: database %s opened", path)
+    return database
