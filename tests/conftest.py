@@ -1,5 +1,7 @@
-"""Test setup: NoneBot is initialised before collection so test modules can import the
-plugin; each test gets its own database file and fake LLM server on 127.0.0.1."""
+"""Test setup through nonebug: NoneBot's init kwargs go in `NONEBOT_INIT_KWARGS`, and the
+adapter and the plugin are loaded in `after_nonebot_init`, so test modules are collected
+before NoneBot exists and import the plugin only inside tests and fixtures. Each test gets
+its own database file and fake LLM server on 127.0.0.1."""
 
 from __future__ import annotations
 
@@ -11,8 +13,11 @@ from typing import TYPE_CHECKING
 import nonebot
 import pytest
 from nonebot.adapters.onebot.v11 import Adapter as OneBotV11Adapter
+from nonebug import NONEBOT_INIT_KWARGS
 
+from tests.fakes.image_server import ImageServer
 from tests.fakes.openai_server import FakeOpenAI
+from tests.fakes.qq import QQBot
 
 if TYPE_CHECKING:
     from tests.fakes.harness import PluginHarness
@@ -25,34 +30,44 @@ NICKNAME = "小忆"
 
 def pytest_configure(config: pytest.Config) -> None:
     data_root = tempfile.mkdtemp(prefix="aimemory-tests-")
-    nonebot.init(
-        driver="~fastapi+~httpx+~websockets",
-        superusers={SUPERUSER_ID},
-        nickname={NICKNAME},
-        command_start={"/", "~"},
-        onebot_access_token=ACCESS_TOKEN,
-        localstore_data_dir=f"{data_root}/data",
-        localstore_cache_dir=f"{data_root}/cache",
-        localstore_config_dir=f"{data_root}/config",
-        log_level="WARNING",
-    )
-    nonebot.get_driver().register_adapter(OneBotV11Adapter)
-    nonebot.load_plugin("nonebot_plugin_aimemory")
+    config.stash[NONEBOT_INIT_KWARGS] = {
+        "driver": "~fastapi+~httpx+~websockets",
+        "superusers": {SUPERUSER_ID},
+        "nickname": {NICKNAME},
+        "command_start": {"/", "~"},
+        "onebot_access_token": ACCESS_TOKEN,
+        "localstore_data_dir": f"{data_root}/data",
+        "localstore_cache_dir": f"{data_root}/cache",
+        "localstore_config_dir": f"{data_root}/config",
+        "log_level": "WARNING",
+    }
 
 
 @pytest.fixture(scope="session", autouse=True)
-def _nonebot_init() -> None:
-    """Replaces nonebug's fixture: NoneBot was initialised in pytest_configure."""
-    from nonebot.matcher import matchers
-    from nonebug.provider import NoneBugProvider
-
-    matchers.set_provider(NoneBugProvider)
+def after_nonebot_init(after_nonebot_init: None) -> None:
+    """Once NoneBot is initialised, before nonebug starts the driver: the OneBot V11
+    adapter, and the plugin with its matchers and startup hooks."""
+    nonebot.get_driver().register_adapter(OneBotV11Adapter)
+    nonebot.load_plugin("nonebot_plugin_aimemory")
 
 
 @pytest.fixture
 def llm() -> Iterator[FakeOpenAI]:
     with FakeOpenAI(api_key="sk-test") as server:
         yield server
+
+
+@pytest.fixture
+def images() -> Iterator[ImageServer]:
+    """A host for the pictures QQ users send and the model links to."""
+    with ImageServer() as server:
+        yield server
+
+
+@pytest.fixture
+def qq() -> QQBot:
+    """A OneBot implementation that answers the plugin's lookups from what a test stored."""
+    return QQBot()
 
 
 @pytest.fixture

@@ -5,31 +5,50 @@ read, and the injected memory block keeps its budget rules."""
 from __future__ import annotations
 
 import json
+from typing import TYPE_CHECKING
 
 import pytest
 
-from nonebot_plugin_aimemory import prompts
-from nonebot_plugin_aimemory.chatlog.reviewer import MAX_OPS
-from nonebot_plugin_aimemory.memory.extractor import parse_facts
-from nonebot_plugin_aimemory.store.memory_store import MemoryRecord
-from nonebot_plugin_aimemory.text.model_json import parse_json_object
+if TYPE_CHECKING:
+    from nonebot_plugin_aimemory.store.memory_store import MemoryRecord
 
-REVIEW_PROMPT = prompts.review_prompt("你是小忆。", in_group=True, max_ops=MAX_OPS)
-MEMORY_WRITERS = {
-    "memory_save": prompts.MEMORY_SAVE_DESCRIPTION,
-    "extractor": prompts.EXTRACT_PROMPT,
-    "reviewer": REVIEW_PROMPT,
-}
+MEMORY_WRITERS = ("memory_save", "extractor", "reviewer")
 
 
-@pytest.mark.parametrize("text", MEMORY_WRITERS.values(), ids=MEMORY_WRITERS.keys())
-def test_every_memory_writer_is_told_the_same_rule(text: str) -> None:
+def group_review_prompt() -> str:
+    """The reviewer's prompt for a group, as the reviewer builds it."""
+    from nonebot_plugin_aimemory import prompts
+    from nonebot_plugin_aimemory.chatlog.reviewer import MAX_OPS
+
+    return prompts.review_prompt("你是小忆。", in_group=True, max_ops=MAX_OPS)
+
+
+def instructions_of(writer: str) -> str:
+    """What the model writing memories as `writer` is told."""
+    from nonebot_plugin_aimemory import prompts
+
+    if writer == "memory_save":
+        return prompts.MEMORY_SAVE_DESCRIPTION
+    if writer == "extractor":
+        return prompts.EXTRACT_PROMPT
+    return group_review_prompt()
+
+
+@pytest.mark.parametrize("writer", MEMORY_WRITERS)
+def test_every_memory_writer_is_told_the_same_rule(writer: str) -> None:
+    from nonebot_plugin_aimemory import prompts
+
+    text = instructions_of(writer)
+
     assert prompts.WORTH_REMEMBERING in text
     assert prompts.NOT_WORTH_REMEMBERING in text
     assert prompts.SELF_CONTAINED in text
 
 
 def test_the_extractor_example_is_the_json_its_parser_reads() -> None:
+    from nonebot_plugin_aimemory import prompts
+    from nonebot_plugin_aimemory.memory.extractor import parse_facts
+
     example = prompts.EXTRACT_PROMPT.splitlines()[-2]
 
     assert parse_facts(example) == [
@@ -39,22 +58,29 @@ def test_the_extractor_example_is_the_json_its_parser_reads() -> None:
 
 
 def test_the_reviewer_example_is_the_json_its_parser_reads() -> None:
-    data = parse_json_object(REVIEW_PROMPT.splitlines()[-1])
+    from nonebot_plugin_aimemory.text.model_json import parse_json_object
+
+    data = parse_json_object(group_review_prompt().splitlines()[-1])
 
     assert data is not None
     assert [op["op"] for op in data["ops"]] == ["create", "update", "noop"]
 
 
 def test_the_review_prompt_starts_with_the_persona_and_names_the_chat() -> None:
+    from nonebot_plugin_aimemory import prompts
+
+    group = group_review_prompt()
     private = prompts.review_prompt("你是小忆。", in_group=False, max_ops=2)
 
-    assert REVIEW_PROMPT.startswith("你是小忆。\n\n---\n")
-    assert "为这个群聊整理长期记忆" in REVIEW_PROMPT
+    assert group.startswith("你是小忆。\n\n---\n")
+    assert "为这个群聊整理长期记忆" in group
     assert "为这个私聊整理长期记忆" in private
     assert "最多 2 个操作" in private
 
 
 def test_tool_schemas_are_plain_json() -> None:
+    from nonebot_plugin_aimemory import prompts
+
     schemas = [
         prompts.MEMORY_SAVE_PARAMETERS,
         prompts.MEMORY_UPDATE_PARAMETERS,
@@ -69,14 +95,20 @@ def test_tool_schemas_are_plain_json() -> None:
 
 
 def record(memory_id: str, content: str) -> MemoryRecord:
+    from nonebot_plugin_aimemory.store.memory_store import MemoryRecord
+
     return MemoryRecord(id=memory_id, content=content, normalized=content)
 
 
 def test_injection_is_empty_without_records() -> None:
+    from nonebot_plugin_aimemory import prompts
+
     assert prompts.memory_injection([], 1500) == ""
 
 
 def test_injection_skips_a_record_that_does_not_fit_and_keeps_the_next() -> None:
+    from nonebot_plugin_aimemory import prompts
+
     records = [record("aaaa", "短的一条"), record("bbbb", "长" * 2000), record("cccc", "又一条")]
 
     block = prompts.memory_injection(records, 1500)
@@ -85,6 +117,8 @@ def test_injection_skips_a_record_that_does_not_fit_and_keeps_the_next() -> None
 
 
 def test_injection_cuts_an_over_budget_best_record_to_half_the_budget() -> None:
+    from nonebot_plugin_aimemory import prompts
+
     records = [record("aaaa", "长" * 2000), record("bbbb", "短的一条")]
 
     block = prompts.memory_injection(records, 1500)
@@ -97,6 +131,8 @@ def test_injection_cuts_an_over_budget_best_record_to_half_the_budget() -> None:
 
 
 def test_injection_drops_the_best_record_when_no_content_would_be_left() -> None:
+    from nonebot_plugin_aimemory import prompts
+
     budget = 2 * (len(prompts.MEMORY_INJECTION_HEADER) + 8)
 
     assert prompts.memory_injection([record("aaaa", "长" * 2000)], budget) == ""

@@ -1,8 +1,5 @@
 """Fixtures of the chat-log and memory-review tests: a fake reviewer model, a clock the
-scheduler reads, and a bare chat-log store on a real SQLite file.
-
-The plugin is imported inside the fixtures: pytest may load this file before the root
-conftest's `pytest_configure` has initialised NoneBot."""
+scheduler reads, and a bare chat-log store on a real SQLite file."""
 
 from __future__ import annotations
 

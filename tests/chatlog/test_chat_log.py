@@ -6,7 +6,6 @@ import re
 
 from nonebot.adapters.onebot.v11 import MessageSegment
 
-from nonebot_plugin_aimemory import texts
 from tests.chatlog.helpers import GROUP, eventually, logged, said, said_privately, talk
 from tests.fakes.bots import RecordingBot
 from tests.fakes.responders import FactKeepingLLM
@@ -98,6 +97,8 @@ async def test_with_ambient_logging_the_flush_interval_writes_the_buffer(plugin,
 
 
 async def test_clearing_the_conversation_leaves_the_chat_log_alone(plugin, reviewer) -> None:
+    from nonebot_plugin_aimemory import texts
+
     bot = RecordingBot()
     await talk(plugin, bot, "我的生日是三月五号")
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta, timezone
 
-from nonebot_plugin_aimemory.store.database import utc_text
 from tests.chatlog.helpers import GROUP, eventually, log_rows, logged, said
 from tests.fakes.bots import RecordingBot
 
@@ -14,6 +13,8 @@ LATER = datetime.now(timezone.utc) + timedelta(days=1000)
 
 
 def days_before(moment: datetime, days: float) -> str:
+    from nonebot_plugin_aimemory.store.database import utc_text
+
     return utc_text(moment - timedelta(days=days))
 
 

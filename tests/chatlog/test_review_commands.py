@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import pytest
 
-from nonebot_plugin_aimemory import texts
 from tests.chatlog.helpers import (
     GROUP,
     command,
@@ -65,6 +64,8 @@ async def test_generate_now_reviews_chat_that_was_not_flushed_yet(plugin, review
 
 
 async def test_generate_now_says_when_the_reviewer_failed(plugin, reviewer) -> None:
+    from nonebot_plugin_aimemory import texts
+
     await plugin.restart(aimemory_llm_max_retries=0)
     bot = RecordingBot()
     await talk(plugin, bot, "我不吃香菜")
@@ -103,6 +104,8 @@ async def test_status_shows_the_last_review_in_local_time(plugin, reviewer, cloc
 async def test_status_shows_review_switched_off_with_the_interval_it_keeps(
     plugin, reviewer
 ) -> None:
+    from nonebot_plugin_aimemory import texts
+
     bot = RecordingBot()
     await command(bot, "~记忆 间隔 600")
     assert await command(bot, "~记忆 关闭") == texts.review_switched(False)
@@ -114,6 +117,8 @@ async def test_status_shows_review_switched_off_with_the_interval_it_keeps(
 async def test_an_interval_out_of_range_gets_the_usage_line(
     plugin, reviewer, argument: str
 ) -> None:
+    from nonebot_plugin_aimemory import texts
+
     bot = RecordingBot()
 
     reply = await command(bot, f"~记忆 间隔 {argument}")
@@ -135,6 +140,8 @@ async def test_the_interval_bounds_are_accepted(plugin, reviewer, seconds: int) 
 async def test_a_plain_member_may_not_control_the_groups_review(
     plugin, reviewer, line: str
 ) -> None:
+    from nonebot_plugin_aimemory import texts
+
     bot = RecordingBot()
     await talk(plugin, bot, "我不吃香菜")
 
@@ -152,6 +159,8 @@ async def test_a_plain_member_may_see_the_review_status(plugin, reviewer) -> Non
 
 
 async def test_a_superuser_controls_a_groups_review(plugin, reviewer) -> None:
+    from nonebot_plugin_aimemory import texts
+
     bot = RecordingBot()
 
     reply = await command(bot, "~记忆 关闭", role="member", user_id=int(SUPERUSER_ID))
@@ -160,6 +169,8 @@ async def test_a_superuser_controls_a_groups_review(plugin, reviewer) -> None:
 
 
 async def test_in_a_private_chat_the_user_controls_their_own_review(plugin, reviewer) -> None:
+    from nonebot_plugin_aimemory import texts
+
     bot = RecordingBot()
 
     await bot.receive(said_privately("~记忆 间隔 600", user_id=3001))
@@ -175,6 +186,8 @@ async def test_in_a_private_chat_the_user_controls_their_own_review(plugin, revi
 async def test_without_external_context_no_chat_is_ever_sent_to_a_reviewer(
     plugin, reviewer
 ) -> None:
+    from nonebot_plugin_aimemory import texts
+
     await plugin.restart(aimemory_review_external_context=False)
     bot = RecordingBot()
     await talk(plugin, bot, "我不吃香菜", "我也不吃葱")
@@ -204,6 +217,8 @@ async def test_without_external_context_the_chat_log_is_still_kept(plugin, revie
 
 
 async def test_without_external_context_the_status_says_review_is_off(plugin, reviewer) -> None:
+    from nonebot_plugin_aimemory import texts
+
     await plugin.restart(aimemory_review_external_context=False)
 
     reply = await command(RecordingBot(), "~记忆 状态")

@@ -6,9 +6,6 @@ from __future__ import annotations
 import asyncio
 import itertools
 
-from nonebot_plugin_aimemory import texts
-from nonebot_plugin_aimemory.chatlog.scheduler import MAX_FAILURES, RETRY_BASE_SECONDS
-from nonebot_plugin_aimemory.store.database import parse_utc_text
 from tests.chatlog.helpers import (
     GROUP,
     command,
@@ -122,6 +119,9 @@ async def test_a_pending_review_survives_a_restart(plugin, reviewer) -> None:
 
 
 async def test_a_failed_review_is_retried_after_a_backoff(plugin, reviewer, clock) -> None:
+    from nonebot_plugin_aimemory.chatlog.scheduler import RETRY_BASE_SECONDS
+    from nonebot_plugin_aimemory.store.database import parse_utc_text
+
     await plugin.restart(aimemory_llm_max_retries=0)
     plugin.runtime.chat_log.reviews.clock = clock
     await talk(plugin, RecordingBot(), "我不吃香菜")
@@ -142,6 +142,8 @@ async def test_a_failed_review_is_retried_after_a_backoff(plugin, reviewer, cloc
 
 
 async def test_the_backoff_grows_with_each_failure(plugin, reviewer, clock) -> None:
+    from nonebot_plugin_aimemory.store.database import parse_utc_text
+
     await plugin.restart(aimemory_llm_max_retries=0)
     plugin.runtime.chat_log.reviews.clock = clock
     await talk(plugin, RecordingBot(), "我不吃香菜")
@@ -159,6 +161,8 @@ async def test_the_backoff_grows_with_each_failure(plugin, reviewer, clock) -> N
 
 
 async def test_after_the_last_allowed_failure_the_batch_is_skipped(plugin, reviewer, clock) -> None:
+    from nonebot_plugin_aimemory.chatlog.scheduler import MAX_FAILURES
+
     await plugin.restart(aimemory_llm_max_retries=0)
     plugin.runtime.chat_log.reviews.clock = clock
     reviewer.answer(*(error(500) for _ in range(MAX_FAILURES + 1)))
@@ -177,6 +181,9 @@ async def test_after_the_last_allowed_failure_the_batch_is_skipped(plugin, revie
 async def test_a_manual_review_failure_is_retried_later_by_the_scheduler(
     plugin, reviewer, clock
 ) -> None:
+    from nonebot_plugin_aimemory import texts
+    from nonebot_plugin_aimemory.chatlog.scheduler import RETRY_BASE_SECONDS
+
     await plugin.restart(aimemory_llm_max_retries=0)
     plugin.runtime.chat_log.reviews.clock = clock
     bot = RecordingBot()

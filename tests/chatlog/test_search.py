@@ -4,13 +4,15 @@ model reads it with: bound to the session, capped in size, every line attributed
 from __future__ import annotations
 
 import re
+from typing import TYPE_CHECKING
 
 import pytest
 
-from nonebot_plugin_aimemory.store.chat_log_store import ChatLogStore, ChatRow
-from nonebot_plugin_aimemory.store.database import utc_now_text
 from tests.chatlog.helpers import GROUP, LINE_PATTERN, log_rows, model_calls, said
 from tests.fakes.bots import RecordingBot
+
+if TYPE_CHECKING:
+    from nonebot_plugin_aimemory.store.chat_log_store import ChatLogStore, ChatRow
 
 HOTPOT = "周末我们去海底捞吃火锅吧"
 MEETING = "明天下午三点在会议室开会"
@@ -20,6 +22,9 @@ NEAR_STATION = "meet me near the station or the park"
 
 
 async def given_rows(store: ChatLogStore, *lines: str, key: str = GROUP) -> list[ChatRow]:
+    from nonebot_plugin_aimemory.store.chat_log_store import ChatRow
+    from nonebot_plugin_aimemory.store.database import utc_now_text
+
     await store.insert_many(
         [ChatRow(key, utc_now_text(), "user", line, "2001", "小明") for line in lines]
     )

@@ -1,1 +1,2 @@
-"""Tests of the chat engine: messages, tokens, window, LLM client, tools and the turn loop."""
+"""Tests of the chat engine: messages, tokens, window, compressor, LLM client, tools and the
+turn loop."""

@@ -1,8 +1,5 @@
 """Engine fixtures: a real `httpx.AsyncClient` that records the bytes it sends, and an
-`LLMClient` pointed at the fake OpenAI server with timeouts small enough for tests.
-
-The plugin is imported inside the fixtures: pytest loads this file before the root
-conftest's `pytest_configure` has initialised NoneBot."""
+`LLMClient` pointed at the fake OpenAI server with timeouts small enough for tests."""
 
 from __future__ import annotations
 

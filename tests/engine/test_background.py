@@ -8,10 +8,10 @@ import logging
 
 import pytest
 
-from nonebot_plugin_aimemory.engine.background import Background
-
 
 async def test_a_failing_task_is_logged_and_does_not_break_close(plugin_log) -> None:
+    from nonebot_plugin_aimemory.engine.background import Background
+
     background = Background("test work")
 
     async def boom() -> None:
@@ -28,6 +28,8 @@ async def test_a_failing_task_is_logged_and_does_not_break_close(plugin_log) -> 
 
 
 async def test_every_keeps_running_after_a_failing_run(plugin_log) -> None:
+    from nonebot_plugin_aimemory.engine.background import Background
+
     background = Background("test loop")
     runs = 0
     third_run = asyncio.Event()
@@ -48,6 +50,8 @@ async def test_every_keeps_running_after_a_failing_run(plugin_log) -> None:
 
 
 async def test_an_awaited_tasks_failure_is_left_to_its_awaiter(plugin_log) -> None:
+    from nonebot_plugin_aimemory.engine.background import Background
+
     background = Background("test work")
 
     async def boom() -> None:
@@ -62,6 +66,8 @@ async def test_an_awaited_tasks_failure_is_left_to_its_awaiter(plugin_log) -> No
 
 
 async def test_close_stops_loops_and_waits_for_tasks() -> None:
+    from nonebot_plugin_aimemory.engine.background import Background
+
     background = Background("test")
     ticks = 0
     finished = False
@@ -87,6 +93,8 @@ async def test_close_stops_loops_and_waits_for_tasks() -> None:
 
 
 async def test_wait_includes_tasks_spawned_by_tasks() -> None:
+    from nonebot_plugin_aimemory.engine.background import Background
+
     background = Background("test")
     done: list[str] = []
 
@@ -105,6 +113,8 @@ async def test_wait_includes_tasks_spawned_by_tasks() -> None:
 
 
 async def test_close_with_cancel_cancels_running_tasks() -> None:
+    from nonebot_plugin_aimemory.engine.background import Background
+
     background = Background("test")
     started = asyncio.Event()
 
@@ -121,6 +131,8 @@ async def test_close_with_cancel_cancels_running_tasks() -> None:
 
 
 async def test_cancelling_a_waiter_leaves_the_tasks_running() -> None:
+    from nonebot_plugin_aimemory.engine.background import Background
+
     background = Background("test")
     release = asyncio.Event()
 

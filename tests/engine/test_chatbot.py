@@ -7,28 +7,31 @@ import asyncio
 import itertools
 import re
 from collections.abc import AsyncIterator, Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from nonebot_plugin_aimemory.engine.chatbot import ChatBot
-from nonebot_plugin_aimemory.engine.llm import LLMClient, LLMError
-from nonebot_plugin_aimemory.engine.messages import ImagePart, Message, TextPart, assistant, user
-from nonebot_plugin_aimemory.engine.tokens import EstimatingCounter
-from nonebot_plugin_aimemory.engine.tools import Tool, ToolRegistry
-from nonebot_plugin_aimemory.store.database import Database
-from nonebot_plugin_aimemory.store.history_store import SqliteHistoryStore
 from tests.fakes.openai_server import FakeOpenAI, delay, error, text, tool_calls
+
+if TYPE_CHECKING:
+    from nonebot_plugin_aimemory.engine.chatbot import ChatBot
+    from nonebot_plugin_aimemory.engine.llm import LLMClient
+    from nonebot_plugin_aimemory.engine.messages import ImagePart, Message
+    from nonebot_plugin_aimemory.engine.tools import Tool
+    from nonebot_plugin_aimemory.store.history_store import SqliteHistoryStore
+
+    MakeBot = Callable[..., ChatBot]
 
 KEY = "private:10001"
 SYSTEM_PROMPT = "你是小忆，一个记性很好的 QQ 聊天伙伴。"
 WEATHER_PARAMETERS = {"type": "object", "properties": {"city": {"type": "string"}}}
 
-MakeBot = Callable[..., ChatBot]
-
 
 @pytest.fixture
 async def store(tmp_path) -> AsyncIterator[SqliteHistoryStore]:
+    from nonebot_plugin_aimemory.store.database import Database
+    from nonebot_plugin_aimemory.store.history_store import SqliteHistoryStore
+
     database = await Database.open(tmp_path / "history.db")
     yield SqliteHistoryStore(database)
     await database.close()
@@ -36,6 +39,10 @@ async def store(tmp_path) -> AsyncIterator[SqliteHistoryStore]:
 
 @pytest.fixture
 def make_bot(llm_client: LLMClient, store: SqliteHistoryStore) -> MakeBot:
+    from nonebot_plugin_aimemory.engine.chatbot import ChatBot
+    from nonebot_plugin_aimemory.engine.tokens import EstimatingCounter
+    from nonebot_plugin_aimemory.engine.tools import ToolRegistry
+
     def make(
         tools: Sequence[Tool] = (), max_tool_rounds: int = 8, send_images: bool = False
     ) -> ChatBot:
@@ -54,6 +61,8 @@ def make_bot(llm_client: LLMClient, store: SqliteHistoryStore) -> MakeBot:
 
 
 def weather_tool(seen: list[dict[str, Any]] | None = None) -> Tool:
+    from nonebot_plugin_aimemory.engine.tools import Tool
+
     async def get_weather(arguments: dict[str, Any]) -> str:
         if seen is not None:
             seen.append(arguments)
@@ -79,6 +88,8 @@ async def wait_for(condition: Callable[[], bool], timeout_seconds: float = 2.0) 
 async def test_turn_returns_the_reply_and_stores_the_exchange(
     llm: FakeOpenAI, make_bot: MakeBot, store: SqliteHistoryStore
 ) -> None:
+    from nonebot_plugin_aimemory.engine.messages import assistant, user
+
     # given a fresh conversation
     llm.script(text("你好呀！"))
     bot = make_bot()
@@ -94,6 +105,8 @@ async def test_turn_returns_the_reply_and_stores_the_exchange(
 async def test_request_starts_with_the_system_prompt_and_ends_with_the_user_message(
     llm: FakeOpenAI, make_bot: MakeBot
 ) -> None:
+    from nonebot_plugin_aimemory.engine.messages import user
+
     bot = make_bot()
 
     await bot.turn(user("你好"))
@@ -107,6 +120,8 @@ async def test_request_starts_with_the_system_prompt_and_ends_with_the_user_mess
 async def test_history_loaded_from_the_store_is_sent(
     llm: FakeOpenAI, make_bot: MakeBot, store: SqliteHistoryStore
 ) -> None:
+    from nonebot_plugin_aimemory.engine.messages import assistant, user
+
     await store.append(KEY, [user("我叫小明"), assistant("你好，小明！")])
     bot = make_bot()
     await bot.load()
@@ -126,6 +141,8 @@ async def test_history_loaded_from_the_store_is_sent(
 async def test_tool_round_trip_sends_the_call_and_its_result(
     llm: FakeOpenAI, make_bot: MakeBot, store: SqliteHistoryStore
 ) -> None:
+    from nonebot_plugin_aimemory.engine.messages import user
+
     # given a model that first asks for the weather, then answers
     seen: list[dict[str, Any]] = []
     llm.script(tool_calls(("get_weather", {"city": "北京"})), text("北京今天晴，25 度。"))
@@ -150,6 +167,8 @@ async def test_tool_round_trip_sends_the_call_and_its_result(
 
 
 async def test_tools_are_offered_in_the_request(llm: FakeOpenAI, make_bot: MakeBot) -> None:
+    from nonebot_plugin_aimemory.engine.messages import user
+
     bot = make_bot(tools=[weather_tool()])
 
     await bot.turn(user("你好"))
@@ -160,6 +179,8 @@ async def test_tools_are_offered_in_the_request(llm: FakeOpenAI, make_bot: MakeB
 async def test_unknown_tool_gets_an_error_result_and_the_turn_still_answers(
     llm: FakeOpenAI, make_bot: MakeBot
 ) -> None:
+    from nonebot_plugin_aimemory.engine.messages import user
+
     llm.script(tool_calls(("search_web", {"q": "天气"})), text("抱歉，我查不了网页。"))
     bot = make_bot(tools=[weather_tool()])
 
@@ -175,6 +196,8 @@ async def test_unknown_tool_gets_an_error_result_and_the_turn_still_answers(
 async def test_last_call_after_max_tool_rounds_forbids_tools(
     llm: FakeOpenAI, make_bot: MakeBot
 ) -> None:
+    from nonebot_plugin_aimemory.engine.messages import user
+
     # given a model that keeps calling tools
     llm.script(
         tool_calls(("get_weather", {"city": "北京"})),
@@ -193,6 +216,9 @@ async def test_last_call_after_max_tool_rounds_forbids_tools(
 async def test_forced_answer_with_only_tool_calls_fails_but_keeps_finished_rounds(
     llm: FakeOpenAI, make_bot: MakeBot, store: SqliteHistoryStore
 ) -> None:
+    from nonebot_plugin_aimemory.engine.llm import LLMError
+    from nonebot_plugin_aimemory.engine.messages import user
+
     # given a model that ignores tool_choice "none"
     llm.script(
         tool_calls(("get_weather", {"city": "北京"})),
@@ -214,6 +240,9 @@ async def test_forced_answer_with_only_tool_calls_fails_but_keeps_finished_round
 async def test_failed_turn_keeps_the_user_message(
     llm: FakeOpenAI, make_bot: MakeBot, store: SqliteHistoryStore
 ) -> None:
+    from nonebot_plugin_aimemory.engine.llm import LLMError
+    from nonebot_plugin_aimemory.engine.messages import user
+
     llm.script(error(503), error(503), error(503))
     bot = make_bot()
 
@@ -227,6 +256,9 @@ async def test_failed_turn_keeps_the_user_message(
 async def test_turn_after_a_failed_one_merges_the_two_user_messages(
     llm: FakeOpenAI, make_bot: MakeBot
 ) -> None:
+    from nonebot_plugin_aimemory.engine.llm import LLMError
+    from nonebot_plugin_aimemory.engine.messages import user
+
     # given a turn that failed after the user spoke
     llm.script(error(503), error(503), error(503))
     bot = make_bot()
@@ -243,6 +275,8 @@ async def test_turn_after_a_failed_one_merges_the_two_user_messages(
 async def test_cancelled_turn_keeps_the_user_message(
     llm: FakeOpenAI, make_bot: MakeBot, store: SqliteHistoryStore
 ) -> None:
+    from nonebot_plugin_aimemory.engine.messages import user
+
     # given a turn waiting on a slow model
     llm.script(delay(2.0, text("太迟了")))
     bot = make_bot()
@@ -260,6 +294,8 @@ async def test_cancelled_turn_keeps_the_user_message(
 async def test_broken_emoji_does_not_poison_the_conversation(
     llm: FakeOpenAI, make_bot: MakeBot
 ) -> None:
+    from nonebot_plugin_aimemory.engine.messages import user
+
     # given a message carrying half of a surrogate pair (OneBot JSON may hold "\ud83d" alone)
     bot = make_bot()
     # when it and a normal message are answered
@@ -276,6 +312,8 @@ async def test_broken_emoji_does_not_poison_the_conversation(
 async def test_persist_user_text_is_kept_while_the_full_text_is_sent(
     llm: FakeOpenAI, make_bot: MakeBot, store: SqliteHistoryStore
 ) -> None:
+    from nonebot_plugin_aimemory.engine.messages import user
+
     bot = make_bot()
 
     await bot.turn(user("[群聊 12:00 小明] 你好"), persist_user_text="小明：你好")
@@ -285,42 +323,57 @@ async def test_persist_user_text_is_kept_while_the_full_text_is_sent(
     assert (await store.load(KEY))[0] == user("小明：你好")
 
 
-CAT = ImagePart.from_source("https://example.com/cat.png", identity="file-cat")
+@pytest.fixture
+def cat() -> ImagePart:
+    """A picture of a cat, sent by URL."""
+    from nonebot_plugin_aimemory.engine.messages import ImagePart
+
+    return ImagePart.from_source("https://example.com/cat.png", identity="file-cat")
 
 
 async def test_image_is_sent_but_kept_as_its_marker(
-    llm: FakeOpenAI, make_bot: MakeBot, store: SqliteHistoryStore
+    llm: FakeOpenAI, make_bot: MakeBot, store: SqliteHistoryStore, cat: ImagePart
 ) -> None:
+    from nonebot_plugin_aimemory.engine.messages import TextPart, user
+
     # given a bot for a model that takes images, and a message with a picture
     bot = make_bot(send_images=True)
     # when it is answered
-    await bot.turn(user((TextPart("看看这只猫"), CAT)))
+    await bot.turn(user((TextPart("看看这只猫"), cat)))
     # then the model saw the picture, but only its marker is remembered
     assert llm.last_messages()[-1]["content"] == [
         {"type": "text", "text": "看看这只猫"},
         {"type": "image_url", "image_url": {"url": "https://example.com/cat.png"}},
     ]
-    assert re.fullmatch(r"\[图片 [0-9a-f]{8}\]", CAT.marker)
+    assert re.fullmatch(r"\[图片 [0-9a-f]{8}\]", cat.marker)
     kept = (await store.load(KEY))[0]
-    assert kept == user("看看这只猫" + CAT.marker)
+    assert kept == user("看看这只猫" + cat.marker)
     assert bot.window.messages[0] == kept
 
 
-async def test_image_is_not_sent_again_on_the_next_turn(llm: FakeOpenAI, make_bot: MakeBot) -> None:
+async def test_image_is_not_sent_again_on_the_next_turn(
+    llm: FakeOpenAI, make_bot: MakeBot, cat: ImagePart
+) -> None:
+    from nonebot_plugin_aimemory.engine.messages import TextPart, user
+
     bot = make_bot(send_images=True)
-    await bot.turn(user((TextPart("看看这只猫"), CAT)))
+    await bot.turn(user((TextPart("看看这只猫"), cat)))
 
     await bot.turn(user("可爱吗？"))
 
-    assert llm.last_messages()[1]["content"] == "看看这只猫" + CAT.marker
+    assert llm.last_messages()[1]["content"] == "看看这只猫" + cat.marker
 
 
-async def test_text_only_model_sees_the_image_marker(llm: FakeOpenAI, make_bot: MakeBot) -> None:
+async def test_text_only_model_sees_the_image_marker(
+    llm: FakeOpenAI, make_bot: MakeBot, cat: ImagePart
+) -> None:
+    from nonebot_plugin_aimemory.engine.messages import TextPart, user
+
     bot = make_bot(send_images=False)
 
-    await bot.turn(user((TextPart("看看这只猫"), CAT)))
+    await bot.turn(user((TextPart("看看这只猫"), cat)))
 
-    assert llm.last_messages()[-1]["content"] == "看看这只猫" + CAT.marker
+    assert llm.last_messages()[-1]["content"] == "看看这只猫" + cat.marker
 
 
 # --------------------------------------------------------------------------- context size
@@ -329,6 +382,8 @@ async def test_text_only_model_sees_the_image_marker(llm: FakeOpenAI, make_bot: 
 async def test_context_tokens_are_the_prompt_tokens_reported_by_the_api(
     llm: FakeOpenAI, make_bot: MakeBot
 ) -> None:
+    from nonebot_plugin_aimemory.engine.messages import user
+
     llm.script(text("好", usage={"prompt_tokens": 1234, "completion_tokens": 1}))
     bot = make_bot()
 
@@ -340,6 +395,8 @@ async def test_context_tokens_are_the_prompt_tokens_reported_by_the_api(
 async def test_context_tokens_are_estimated_when_usage_is_missing(
     llm: FakeOpenAI, make_bot: MakeBot
 ) -> None:
+    from nonebot_plugin_aimemory.engine.messages import user
+
     llm.script(text("好", usage=None))
     bot = make_bot()
 
@@ -349,6 +406,8 @@ async def test_context_tokens_are_estimated_when_usage_is_missing(
 
 
 async def test_usage_is_summed_over_tool_rounds(llm: FakeOpenAI, make_bot: MakeBot) -> None:
+    from nonebot_plugin_aimemory.engine.messages import user
+
     llm.script(
         tool_calls(("get_weather", {}), usage={"prompt_tokens": 100, "completion_tokens": 10}),
         text("晴", usage={"prompt_tokens": 150, "completion_tokens": 5}),
@@ -367,6 +426,8 @@ async def test_usage_is_summed_over_tool_rounds(llm: FakeOpenAI, make_bot: MakeB
 async def test_system_message_is_byte_identical_across_turns(
     make_bot: MakeBot, sent_bodies: list[bytes]
 ) -> None:
+    from nonebot_plugin_aimemory.engine.messages import user
+
     bot = make_bot(tools=[weather_tool()])
 
     await bot.turn(user("你好"))
@@ -382,6 +443,8 @@ async def test_system_message_is_byte_identical_across_turns(
 async def test_each_request_extends_the_previous_one_byte_for_byte(
     make_bot: MakeBot, sent_bodies: list[bytes]
 ) -> None:
+    from nonebot_plugin_aimemory.engine.messages import user
+
     # given a conversation of a few turns (no tools, so bodies end with the messages)
     bot = make_bot()
     for said in ("你好", "今天吃什么？", "那就火锅吧"):

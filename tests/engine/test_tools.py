@@ -4,17 +4,13 @@ model can read, never into an exception that ends the turn."""
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from nonebot_plugin_aimemory.engine.messages import ToolCall
-from nonebot_plugin_aimemory.engine.tools import (
-    MAX_TOOL_RESULT_CHARS,
-    Tool,
-    ToolError,
-    ToolRegistry,
-)
+if TYPE_CHECKING:
+    from nonebot_plugin_aimemory.engine.messages import ToolCall
+    from nonebot_plugin_aimemory.engine.tools import ToolRegistry
 
 CITY_PARAMETERS = {
     "type": "object",
@@ -28,6 +24,8 @@ async def weather(arguments: dict[str, Any]) -> str:
 
 
 async def refuse(arguments: dict[str, Any]) -> str:
+    from nonebot_plugin_aimemory.engine.tools import ToolError
+
     raise ToolError("这条记忆不属于当前会话")
 
 
@@ -36,14 +34,20 @@ async def crash(arguments: dict[str, Any]) -> str:
 
 
 def call(name: str, arguments: str) -> ToolCall:
+    from nonebot_plugin_aimemory.engine.messages import ToolCall
+
     return ToolCall("call_1", name, arguments)
 
 
 def registry_with(*handlers: tuple[str, Any]) -> ToolRegistry:
+    from nonebot_plugin_aimemory.engine.tools import Tool, ToolRegistry
+
     return ToolRegistry(Tool(name, f"{name} tool", handler) for name, handler in handlers)
 
 
 async def test_known_tool_runs_with_its_arguments() -> None:
+    from nonebot_plugin_aimemory.engine.tools import Tool, ToolRegistry
+
     registry = ToolRegistry([Tool("get_weather", "天气", weather, CITY_PARAMETERS)])
 
     result = await registry.execute(call("get_weather", '{"city": "北京"}'))
@@ -114,6 +118,8 @@ async def test_crashing_handler_gives_an_error_result_not_an_exception() -> None
 
 
 async def test_long_result_is_capped_with_a_note() -> None:
+    from nonebot_plugin_aimemory.engine.tools import MAX_TOOL_RESULT_CHARS
+
     async def verbose(arguments: dict[str, Any]) -> str:
         return "字" * (MAX_TOOL_RESULT_CHARS + 1000)
 
@@ -130,6 +136,8 @@ async def test_long_result_is_capped_with_a_note() -> None:
 
 
 async def test_result_at_the_cap_is_kept_whole() -> None:
+    from nonebot_plugin_aimemory.engine.tools import MAX_TOOL_RESULT_CHARS
+
     async def exact(arguments: dict[str, Any]) -> str:
         return "x" * MAX_TOOL_RESULT_CHARS
 
@@ -139,6 +147,8 @@ async def test_result_at_the_cap_is_kept_whole() -> None:
 
 
 def test_specs_json_is_the_same_bytes_every_time() -> None:
+    from nonebot_plugin_aimemory.engine.tools import Tool, ToolRegistry
+
     registry = ToolRegistry([Tool("get_weather", "查询天气", weather, CITY_PARAMETERS)])
 
     first = registry.specs_json()
@@ -160,6 +170,8 @@ def test_specs_json_is_the_same_bytes_every_time() -> None:
 
 
 def test_registering_a_tool_refreshes_specs_json() -> None:
+    from nonebot_plugin_aimemory.engine.tools import Tool
+
     registry = registry_with(("get_weather", weather))
     before = registry.specs_json()
 
@@ -174,10 +186,14 @@ def test_registering_a_tool_refreshes_specs_json() -> None:
 
 
 def test_no_tools_means_no_specs() -> None:
+    from nonebot_plugin_aimemory.engine.tools import ToolRegistry
+
     assert ToolRegistry().specs_json() is None
 
 
 def test_registering_a_name_twice_is_refused() -> None:
+    from nonebot_plugin_aimemory.engine.tools import Tool
+
     registry = registry_with(("get_weather", weather))
 
     with pytest.raises(ValueError, match="get_weather"):

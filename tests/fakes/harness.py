@@ -3,12 +3,13 @@ the way NoneBot's startup and shutdown hooks do."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from nonebot_plugin_aimemory.config import Config
-from nonebot_plugin_aimemory.runtime import Runtime, current_runtime, install_runtime
+if TYPE_CHECKING:
+    from nonebot_plugin_aimemory.config import Config
+    from nonebot_plugin_aimemory.runtime import Runtime
 
-from .openai_server import FakeOpenAI
+    from .openai_server import FakeOpenAI
 
 TEST_DEFAULTS: dict[str, Any] = {
     "aimemory_api_key": "sk-test",
@@ -31,6 +32,8 @@ class PluginHarness:
         self.runtime: Runtime | None = None
 
     def config(self) -> Config:
+        from nonebot_plugin_aimemory.config import Config
+
         values = {"aimemory_api_base": self.llm.base_url, **TEST_DEFAULTS, **self.overrides}
         values.setdefault("aimemory_db_path", self.db_path)
         return Config(**values)
@@ -41,6 +44,7 @@ class PluginHarness:
         await self._stop_installed()
         config = self.config()
         import nonebot_plugin_aimemory
+        from nonebot_plugin_aimemory.runtime import Runtime, install_runtime
 
         runtime = await Runtime.start(
             config, config.aimemory_db_path, nonebot_plugin_aimemory.extensions
@@ -58,6 +62,8 @@ class PluginHarness:
         self.runtime = None
 
     async def _stop_installed(self) -> None:
+        from nonebot_plugin_aimemory.runtime import current_runtime, install_runtime
+
         installed = current_runtime()
         install_runtime(None)
         if installed is not None:

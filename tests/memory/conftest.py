@@ -1,7 +1,4 @@
-"""A MemoryService on a real SQLite file, for rules that read clearer without a chat.
-
-The plugin is imported inside the fixture: pytest loads this file before the root
-conftest's `pytest_configure` has initialised NoneBot."""
+"""A MemoryService on a real SQLite file, for rules that read clearer without a chat."""
 
 from __future__ import annotations
 

@@ -7,13 +7,15 @@ import asyncio
 import json
 import re
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from nonebot.adapters.onebot.v11 import MessageEvent
 
-from nonebot_plugin_aimemory.store.memory_store import MemoryRecord
 from tests.fakes.bots import RecordingBot
 from tests.fakes.openai_server import text, tool_calls
+
+if TYPE_CHECKING:
+    from nonebot_plugin_aimemory.store.memory_store import MemoryRecord
 
 _SAVED_ID = re.compile(r"^已保存记忆 #([0-9a-z]+) ")
 

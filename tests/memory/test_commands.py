@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import pytest
 
-from nonebot_plugin_aimemory import texts
 from tests.conftest import SUPERUSER_ID
 from tests.fakes.bots import RecordingBot
 from tests.fakes.events import group_message, private_message
@@ -156,6 +155,8 @@ async def test_restore_brings_the_memory_back(plugin) -> None:
 
 
 async def test_restore_into_a_full_scope_is_refused(plugin) -> None:
+    from nonebot_plugin_aimemory import texts
+
     await plugin.restart(aimemory_memory_max_entries=2)
     memory_id = await remember(plugin)
     bot = RecordingBot()
@@ -183,6 +184,8 @@ async def test_restore_lifts_the_tombstone_for_good(plugin) -> None:
 
 
 async def test_restoring_a_live_memory_says_there_is_nothing_to_restore(plugin) -> None:
+    from nonebot_plugin_aimemory import texts
+
     memory_id = await remember(plugin)
     bot = RecordingBot()
 
@@ -192,6 +195,8 @@ async def test_restoring_a_live_memory_says_there_is_nothing_to_restore(plugin) 
 
 
 async def test_clear_asks_for_confirmation_first(plugin) -> None:
+    from nonebot_plugin_aimemory import texts
+
     await remember(plugin)
     await remember(plugin, "群里每周五晚上八点开例会")
     bot = RecordingBot()
@@ -203,6 +208,8 @@ async def test_clear_asks_for_confirmation_first(plugin) -> None:
 
 
 async def test_clear_confirmed_deletes_every_memory_of_the_scope(plugin) -> None:
+    from nonebot_plugin_aimemory import texts
+
     await remember(plugin)
     await remember(plugin, "群里每周五晚上八点开例会")
     await remember(plugin, "别的群的记忆", scope="g:902")
@@ -232,6 +239,8 @@ async def test_cleared_content_is_tombstoned(plugin) -> None:
     ids=["delete", "restore", "clear", "confirm"],
 )
 async def test_a_plain_member_may_not_change_group_memories(plugin, action) -> None:
+    from nonebot_plugin_aimemory import texts
+
     memory_id = await remember(plugin)
     bot = RecordingBot()
 
@@ -254,6 +263,8 @@ async def test_group_managers_may_delete(plugin, who) -> None:
 
 @pytest.mark.parametrize("action", ["列表", "搜索 吃素", "状态"])
 async def test_a_plain_member_may_read_group_memories(plugin, action) -> None:
+    from nonebot_plugin_aimemory import texts
+
     await remember(plugin)
     bot = RecordingBot()
 
@@ -263,6 +274,8 @@ async def test_a_plain_member_may_read_group_memories(plugin, action) -> None:
 
 
 async def test_in_a_private_chat_the_user_owns_their_memories(plugin) -> None:
+    from nonebot_plugin_aimemory import texts
+
     memory_id = await remember(plugin, scope="f:3901")
     bot = RecordingBot()
 
@@ -276,6 +289,8 @@ async def test_in_a_private_chat_the_user_owns_their_memories(plugin) -> None:
 
 
 async def test_a_private_user_cannot_delete_someone_elses_memory(plugin) -> None:
+    from nonebot_plugin_aimemory import texts
+
     memory_id = await remember(plugin, scope="f:3902")
     bot = RecordingBot()
 
@@ -304,6 +319,8 @@ async def test_list_pages_ten_lines_each_starting_with_the_id(plugin) -> None:
 
 
 async def test_list_of_an_empty_scope_says_so(plugin) -> None:
+    from nonebot_plugin_aimemory import texts
+
     bot = RecordingBot()
 
     assert await command(bot, in_group("~记忆 列表")) == texts.MEMORY_EMPTY
@@ -360,6 +377,8 @@ async def test_status_shows_auto_inject_off(plugin) -> None:
     ],
 )
 async def test_a_bad_action_or_argument_gets_the_usage_line(plugin, typed) -> None:
+    from nonebot_plugin_aimemory import texts
+
     await remember(plugin)
     bot = RecordingBot()
 
@@ -370,6 +389,8 @@ async def test_a_bad_action_or_argument_gets_the_usage_line(plugin, typed) -> No
 
 
 async def test_deleting_an_unknown_id_says_it_is_not_found_with_the_usage_line(plugin) -> None:
+    from nonebot_plugin_aimemory import texts
+
     bot = RecordingBot()
 
     reply = await command(bot, by_admin("~记忆 删除 zzzz"))
@@ -378,6 +399,8 @@ async def test_deleting_an_unknown_id_says_it_is_not_found_with_the_usage_line(p
 
 
 async def test_restoring_an_unknown_id_says_so_with_the_usage_line(plugin) -> None:
+    from nonebot_plugin_aimemory import texts
+
     await remember(plugin)
     bot = RecordingBot()
 
@@ -387,6 +410,8 @@ async def test_restoring_an_unknown_id_says_so_with_the_usage_line(plugin) -> No
 
 
 async def test_an_id_of_another_group_is_unknown_to_delete_and_restore(plugin) -> None:
+    from nonebot_plugin_aimemory import texts
+
     other_id = await remember(plugin, scope="g:902")
     bot = RecordingBot()
 
@@ -443,6 +468,8 @@ async def test_without_a_database_the_memory_tools_are_not_offered(plugin, tmp_p
 async def test_without_a_database_commands_say_memory_is_unavailable(
     plugin, tmp_path, typed
 ) -> None:
+    from nonebot_plugin_aimemory import texts
+
     await unavailable(plugin, tmp_path)
     bot = RecordingBot()
 

@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import asyncio
 
-from nonebot_plugin_aimemory.memory import index as memory_index
-
 SCOPE = "g:1101"
 
 
@@ -59,6 +57,8 @@ async def test_a_scope_is_not_evicted_between_one_writer_and_the_next(memory, mo
     """The narrowest window: another scope finishes loading (and evicts the oldest cached
     scope) in the very instant the first save hands the scope's lock to the queued second
     save. A third save arriving then must still queue behind the second."""
+    from nonebot_plugin_aimemory.memory import index as memory_index
+
     monkeypatch.setattr(memory_index, "MAX_CACHED_SCOPES", 2)
     memory.max_entries = 2
     await memory.count(SCOPE)

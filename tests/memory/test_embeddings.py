@@ -10,9 +10,6 @@ import time
 import httpx
 import pytest
 
-from nonebot_plugin_aimemory import texts
-from nonebot_plugin_aimemory.engine.embeddings import EmbeddingClient
-from nonebot_plugin_aimemory.engine.llm import Endpoint, LLMError
 from tests.fakes.bots import RecordingBot
 from tests.fakes.events import group_message
 from tests.fakes.openai_server import embed_text
@@ -192,6 +189,8 @@ async def test_after_a_failure_the_embedding_server_is_left_alone_for_a_while(pl
 async def test_a_hanging_embedding_server_costs_one_timeout_not_one_per_turn(
     plugin, monkeypatch
 ) -> None:
+    from nonebot_plugin_aimemory import texts
+
     runtime = await with_embeddings(plugin)
     target_id = await seed(plugin)
     runtime.memory.service.embedder.timeout_seconds = 0.3
@@ -259,6 +258,9 @@ async def test_memories_saved_while_the_server_was_down_get_vectors_once_it_is_b
 
 
 async def test_the_pause_doubles_while_failures_go_on_and_resets_after_a_success(llm) -> None:
+    from nonebot_plugin_aimemory.engine.embeddings import EmbeddingClient
+    from nonebot_plugin_aimemory.engine.llm import Endpoint, LLMError
+
     now = [1000.0]
     async with httpx.AsyncClient() as http:
         client = EmbeddingClient(

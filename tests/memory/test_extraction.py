@@ -7,16 +7,18 @@ import json
 import re
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from nonebot_plugin_aimemory.engine.messages import Message
 from tests.fakes.bots import RecordingBot
 from tests.fakes.events import group_message
 from tests.fakes.openai_server import Reply, delay, last_user_text, text
 from tests.fakes.responders import FactKeepingLLM
 from tests.memory.helpers import stored
+
+if TYPE_CHECKING:
+    from nonebot_plugin_aimemory.engine.messages import Message
 
 EXTRACT_MARK = "提取值得长期记住的事实"
 LINE = "周末去爬山还是去看电影？大家投票决定一下吧，我觉得爬山更好一些。"
@@ -175,6 +177,8 @@ async def test_a_slow_extraction_does_not_delay_the_reply(plugin) -> None:
 
 def long_fold(messages: int) -> list[Message]:
     """`messages` user lines of about 300 characters, each naming its topic."""
+    from nonebot_plugin_aimemory.engine.messages import Message
+
     return [Message("user", f"话题{i} " + LINE * 9) for i in range(messages)]
 
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 
-from nonebot_plugin_aimemory import texts
 from tests.fakes.bots import RecordingBot
 from tests.fakes.events import group_message, private_message
 from tests.memory.helpers import command, model_calls_one, saved_id, stored_bodies, wait_for
@@ -51,6 +50,8 @@ async def test_memories_survive_session_eviction(plugin) -> None:
 
 
 async def test_clearing_the_conversation_keeps_the_memories(plugin) -> None:
+    from nonebot_plugin_aimemory import texts
+
     bot = RecordingBot()
     event = group_message("记住", group_id=1003, to_me=True)
     memory_id = saved_id(

@@ -8,8 +8,6 @@ from collections.abc import Callable
 import pytest
 from nonebot.adapters.onebot.v11 import MessageEvent
 
-from nonebot_plugin_aimemory import texts
-from nonebot_plugin_aimemory.onebot.inbound import session_key_for
 from tests.fakes.bots import RecordingBot
 from tests.fakes.events import group_message, private_message
 from tests.memory.helpers import command, model_calls_one, saved_id, stored
@@ -61,6 +59,9 @@ async def test_search_never_returns_another_scopes_memories(plugin, owner, other
 
 @pairs
 async def test_update_with_another_scopes_id_is_not_found(plugin, owner, other) -> None:
+    from nonebot_plugin_aimemory import texts
+    from nonebot_plugin_aimemory.onebot.inbound import session_key_for
+
     bot = RecordingBot()
     secret_id = await remember_secret(plugin, bot, owner)
 
@@ -79,6 +80,9 @@ async def test_update_with_another_scopes_id_is_not_found(plugin, owner, other) 
 
 @pairs
 async def test_forget_with_another_scopes_id_is_not_found(plugin, owner, other) -> None:
+    from nonebot_plugin_aimemory import texts
+    from nonebot_plugin_aimemory.onebot.inbound import session_key_for
+
     bot = RecordingBot()
     secret_id = await remember_secret(plugin, bot, owner)
 
@@ -105,6 +109,8 @@ async def test_a_foreign_id_reads_exactly_like_an_unknown_one(plugin) -> None:
 
 
 async def test_memory_list_command_shows_only_this_groups_entries(plugin) -> None:
+    from nonebot_plugin_aimemory import texts
+
     bot = RecordingBot()
     owner, _ = PAIRS["two groups"]
     await remember_secret(plugin, bot, owner)

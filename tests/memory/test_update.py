@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import pytest
 
-from nonebot_plugin_aimemory import texts
 from tests.fakes.bots import RecordingBot
 from tests.fakes.events import group_message
 from tests.fakes.openai_server import embed_text
@@ -68,6 +67,8 @@ async def test_empty_user_id_clears_it_and_keeps_the_rest(plugin) -> None:
 
 
 async def test_update_result_shows_the_entry_as_stored_after_masking(plugin) -> None:
+    from nonebot_plugin_aimemory import texts
+
     bot = RecordingBot()
     memory_id = await saved_with_tags_and_user(plugin, bot)
 
@@ -79,6 +80,8 @@ async def test_update_result_shows_the_entry_as_stored_after_masking(plugin) -> 
 
 
 async def test_update_result_shows_the_truncated_entry_and_says_so(plugin) -> None:
+    from nonebot_plugin_aimemory import texts
+
     bot = RecordingBot()
     memory_id = await saved_with_tags_and_user(plugin, bot)
     diary = "小明(2001)的日记：" + "今天天气很好。" * 400
@@ -116,6 +119,8 @@ async def test_update_to_the_content_of_another_memory_is_refused(plugin) -> Non
 
 
 async def test_unknown_id_is_not_found(plugin) -> None:
+    from nonebot_plugin_aimemory import texts
+
     bot = RecordingBot()
 
     result = await update(plugin, bot, id="zzzz", content="随便")
@@ -138,6 +143,8 @@ async def test_content_change_recomputes_the_embedding(plugin) -> None:
 
 
 async def test_null_content_keeps_the_content_and_applies_the_other_fields(plugin) -> None:
+    from nonebot_plugin_aimemory import texts
+
     bot = RecordingBot()
     memory_id = await saved_with_tags_and_user(plugin, bot)
 
@@ -208,6 +215,8 @@ async def test_save_with_a_user_id_that_is_not_a_qq_number_is_refused(plugin) ->
     ids=["case", "full width"],
 )
 async def test_a_case_or_width_only_edit_is_stored(plugin, edited) -> None:
+    from nonebot_plugin_aimemory import texts
+
     bot = RecordingBot()
     first = await model_calls_one(
         plugin, bot, asking(), "memory_save", {"content": "Alice(2005) likes Python"}

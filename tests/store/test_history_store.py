@@ -9,22 +9,14 @@ import threading
 import time
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
-from nonebot_plugin_aimemory.engine.messages import (
-    ImagePart,
-    Message,
-    TextPart,
-    ToolCall,
-    assistant,
-    tool_result,
-    user,
-)
-from nonebot_plugin_aimemory.store.counters import GroupCounterStore
-from nonebot_plugin_aimemory.store.database import Database
-from nonebot_plugin_aimemory.store.history_store import SqliteHistoryStore
-from nonebot_plugin_aimemory.store.schema import SCHEMA_VERSION
+if TYPE_CHECKING:
+    from nonebot_plugin_aimemory.engine.messages import Message
+    from nonebot_plugin_aimemory.store.database import Database
+    from nonebot_plugin_aimemory.store.history_store import SqliteHistoryStore
 
 ALICE = "private:10001"
 GROUP = "group:20002"
@@ -37,6 +29,8 @@ def db_path(tmp_path: Path) -> Path:
 
 @pytest.fixture
 async def database(db_path: Path) -> AsyncIterator[Database]:
+    from nonebot_plugin_aimemory.store.database import Database
+
     database = await Database.open(db_path)
     yield database
     await database.close()
@@ -44,6 +38,8 @@ async def database(db_path: Path) -> AsyncIterator[Database]:
 
 @pytest.fixture
 def history(database: Database) -> SqliteHistoryStore:
+    from nonebot_plugin_aimemory.store.history_store import SqliteHistoryStore
+
     return SqliteHistoryStore(database)
 
 
@@ -55,6 +51,8 @@ async def seqs(database: Database, key: str) -> list[int]:
 
 
 def exchange(n: int) -> list[Message]:
+    from nonebot_plugin_aimemory.engine.messages import assistant, user
+
     return [user(f"问题 {n}"), assistant(f"回答 {n}")]
 
 
@@ -74,6 +72,8 @@ async def test_append_allocates_consecutive_seqs(
 async def test_concurrent_appends_to_one_session_keep_every_row(
     database: Database, history: SqliteHistoryStore
 ) -> None:
+    from nonebot_plugin_aimemory.engine.messages import user
+
     # given twenty writers appending to the same conversation at once
     batches = [exchange(n) if n % 2 else [user(f"单独 {n}")] for n in range(20)]
     # when they all run together
@@ -97,6 +97,17 @@ async def test_append_of_nothing_writes_nothing(
 
 
 async def test_history_survives_a_restart(db_path: Path) -> None:
+    from nonebot_plugin_aimemory.engine.messages import (
+        ImagePart,
+        TextPart,
+        ToolCall,
+        assistant,
+        tool_result,
+        user,
+    )
+    from nonebot_plugin_aimemory.store.database import Database
+    from nonebot_plugin_aimemory.store.history_store import SqliteHistoryStore
+
     # given a conversation with a tool round and a picture, written and closed
     call = ToolCall("call_1", "get_weather", '{"city":"北京"}')
     image = ImagePart.from_source("https://example.com/cat.png", identity="file-cat")
@@ -120,6 +131,8 @@ async def test_history_survives_a_restart(db_path: Path) -> None:
 
 
 async def test_replace_rewrites_only_that_session(history: SqliteHistoryStore) -> None:
+    from nonebot_plugin_aimemory.engine.messages import user
+
     await history.append(ALICE, [*exchange(1), *exchange(2)])
     await history.append(GROUP, exchange(3))
 
@@ -132,6 +145,8 @@ async def test_replace_rewrites_only_that_session(history: SqliteHistoryStore) -
 async def test_append_after_replace_continues_the_sequence(
     database: Database, history: SqliteHistoryStore
 ) -> None:
+    from nonebot_plugin_aimemory.engine.messages import user
+
     await history.append(ALICE, [*exchange(1), *exchange(2)])
     await history.replace(ALICE, [user("总结")])
 
@@ -163,6 +178,8 @@ async def test_append_after_clear_starts_again_at_zero(
 
 
 async def test_unreadable_rows_are_skipped(database: Database, history: SqliteHistoryStore) -> None:
+    from nonebot_plugin_aimemory.engine.messages import assistant, user
+
     # given good rows around rows no Message can be made of
     bodies = [
         '{"role":"user","content":"还好"}',
@@ -189,6 +206,8 @@ async def test_unreadable_rows_are_skipped(database: Database, history: SqliteHi
 
 
 async def test_sql_looking_text_round_trips_unchanged(history: SqliteHistoryStore) -> None:
+    from nonebot_plugin_aimemory.engine.messages import assistant, user
+
     sneaky = "'); DROP TABLE messages; --"
 
     await history.append(sneaky, [user(sneaky), assistant('"; DELETE FROM sessions; --')])
@@ -228,6 +247,9 @@ async def test_write_finishes_even_if_the_caller_is_cancelled(database: Database
 
 
 async def test_close_waits_for_a_write_whose_caller_was_cancelled(db_path: Path) -> None:
+    from nonebot_plugin_aimemory.store.database import Database
+    from nonebot_plugin_aimemory.store.history_store import SqliteHistoryStore
+
     database = await Database.open(db_path)
     history = SqliteHistoryStore(database)
     caller = asyncio.create_task(history.append(ALICE, exchange(1)))
@@ -265,10 +287,14 @@ async def test_database_is_in_wal_mode(database: Database) -> None:
 
 
 async def test_schema_is_at_the_latest_version(database: Database) -> None:
+    from nonebot_plugin_aimemory.store.schema import SCHEMA_VERSION
+
     assert await database.read("PRAGMA user_version") == [(SCHEMA_VERSION,)]
 
 
 async def test_open_creates_missing_folders(tmp_path: Path) -> None:
+    from nonebot_plugin_aimemory.store.database import Database
+
     path = tmp_path / "a" / "b" / "aimemory.db"
 
     database = await Database.open(path)
@@ -278,6 +304,8 @@ async def test_open_creates_missing_folders(tmp_path: Path) -> None:
 
 
 async def test_open_under_a_regular_file_raises(tmp_path: Path) -> None:
+    from nonebot_plugin_aimemory.store.database import Database
+
     blocker = tmp_path / "file.txt"
     blocker.write_text("not a folder")
 
@@ -286,6 +314,8 @@ async def test_open_under_a_regular_file_raises(tmp_path: Path) -> None:
 
 
 async def test_open_of_a_file_that_is_not_a_database_raises(tmp_path: Path) -> None:
+    from nonebot_plugin_aimemory.store.database import Database
+
     path = tmp_path / "garbage.db"
     path.write_bytes(b"this is not an sqlite file" * 100)
 
@@ -297,6 +327,8 @@ async def test_open_of_a_file_that_is_not_a_database_raises(tmp_path: Path) -> N
 
 
 async def test_group_counters_are_saved_and_loaded(database: Database) -> None:
+    from nonebot_plugin_aimemory.store.counters import GroupCounterStore
+
     counters = GroupCounterStore(database)
 
     await counters.save({"20002": 3, "30003": 0})
@@ -305,6 +337,8 @@ async def test_group_counters_are_saved_and_loaded(database: Database) -> None:
 
 
 async def test_saving_a_group_counter_again_overwrites_it(database: Database) -> None:
+    from nonebot_plugin_aimemory.store.counters import GroupCounterStore
+
     counters = GroupCounterStore(database)
     await counters.save({"20002": 3, "30003": 1})
 
@@ -314,6 +348,9 @@ async def test_saving_a_group_counter_again_overwrites_it(database: Database) ->
 
 
 async def test_group_counters_survive_a_restart(db_path: Path) -> None:
+    from nonebot_plugin_aimemory.store.counters import GroupCounterStore
+    from nonebot_plugin_aimemory.store.database import Database
+
     first = await Database.open(db_path)
     await GroupCounterStore(first).save({"20002": 5})
     await first.close()
@@ -326,6 +363,8 @@ async def test_group_counters_survive_a_restart(db_path: Path) -> None:
 
 
 async def test_saving_no_counters_is_a_no_op(database: Database) -> None:
+    from nonebot_plugin_aimemory.store.counters import GroupCounterStore
+
     counters = GroupCounterStore(database)
 
     await counters.save({})

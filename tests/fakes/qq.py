@@ -1,6 +1,7 @@
-"""Shared pieces of the QQ-content tests: a OneBot implementation that answers the lookups
-the plugin makes (quoted messages, forwards, member names), segment factories shaped like
-what NapCat sends, and readers for what the model saw and what was persisted."""
+"""The QQ side of the content tests (tests/onebot, tests/media): a OneBot implementation that
+answers the lookups the plugin makes (quoted messages, forwards, member names), segment
+factories shaped like what NapCat sends, and readers for what the model saw and what was
+persisted."""
 
 from __future__ import annotations
 
@@ -15,8 +16,6 @@ from nonebot.adapters.onebot.v11 import ActionFailed, Message, MessageSegment
 from tests.fakes.bots import ApiCall, RecordingBot
 from tests.fakes.openai_server import FakeOpenAI, Reply, last_user_text, text
 
-# The plugin is only named for types: pytest may import this module (through the
-# conftest) before the root conftest's `pytest_configure` has initialised NoneBot.
 if TYPE_CHECKING:
     from nonebot_plugin_aimemory.runtime import Runtime
     from tests.fakes.harness import PluginHarness

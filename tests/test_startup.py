@@ -22,7 +22,7 @@ from websockets.asyncio.client import connect as ws_connect
 
 from tests.fakes.openai_server import FakeOpenAI, text
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[1]
 LOAD_AND_REPORT = (
     "import nonebot\n"
     "from nonebot.adapters.onebot.v11 import Adapter\n"

@@ -9,8 +9,10 @@ from typing import Any
 
 import pytest
 
-from nonebot_plugin_aimemory.media import images as media
-from tests.content.helpers import (
+from tests.fakes.events import private_message
+from tests.fakes.image_server import ImageServer, png_bytes
+from tests.fakes.openai_server import delay, error, raw, text
+from tests.fakes.qq import (
     DESCRIPTION,
     QQBot,
     content,
@@ -21,9 +23,6 @@ from tests.content.helpers import (
     user_line,
     vision_requests,
 )
-from tests.fakes.events import private_message
-from tests.fakes.image_server import ImageServer, png_bytes
-from tests.fakes.openai_server import delay, error, raw, text
 
 PNG = png_bytes()
 MAX_BYTES = 4096
@@ -98,6 +97,8 @@ async def test_hung_vision_model_is_abandoned_after_the_vision_timeout(
 async def test_failed_download_leaves_an_unrecognised_marker(
     plugin, qq: QQBot, images: ImageServer, monkeypatch, mode: str, failure: str
 ) -> None:
+    from nonebot_plugin_aimemory.media import images as media
+
     await start_reading_images(plugin, mode)
     if failure == "not-found":
         url = images.add_status("download/gone.png", 404)
@@ -117,6 +118,8 @@ async def test_failed_download_leaves_an_unrecognised_marker(
 async def test_download_trickling_past_the_timeout_is_abandoned(
     plugin, qq: QQBot, images: ImageServer, monkeypatch
 ) -> None:
+    from nonebot_plugin_aimemory.media import images as media
+
     # Every byte arrives well within the timeout; the whole image takes over 2 s.
     monkeypatch.setattr(media, "DOWNLOAD_TIMEOUT_SECONDS", 0.3)
     await restart_with_vision(plugin)

@@ -7,7 +7,10 @@ from nonebot.adapters.onebot.v11 import MessageSegment
 from nonebug import App
 
 from tests.conftest import ACCESS_TOKEN
-from tests.content.helpers import (
+from tests.fakes.events import SELF_ID, group_message
+from tests.fakes.image_server import ImageServer, png_bytes
+from tests.fakes.onebot_client import connect_onebot
+from tests.fakes.qq import (
     DESCRIPTION,
     content,
     data_uri,
@@ -20,9 +23,6 @@ from tests.content.helpers import (
     user_line,
     vision_requests,
 )
-from tests.fakes.events import SELF_ID, group_message
-from tests.fakes.image_server import ImageServer, png_bytes
-from tests.fakes.onebot_client import connect_onebot
 
 PNG = png_bytes()
 

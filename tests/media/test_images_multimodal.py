@@ -7,7 +7,9 @@ import json
 
 import pytest
 
-from tests.content.helpers import (
+from tests.fakes.events import private_message
+from tests.fakes.image_server import GIF_BYTES, JPEG_BYTES, ImageServer, png_bytes
+from tests.fakes.qq import (
     QQBot,
     content,
     data_uri,
@@ -18,8 +20,6 @@ from tests.content.helpers import (
     short_hash,
     stored_bodies,
 )
-from tests.fakes.events import private_message
-from tests.fakes.image_server import GIF_BYTES, JPEG_BYTES, ImageServer, png_bytes
 
 PNG = png_bytes()
 KEY = "f:3001"

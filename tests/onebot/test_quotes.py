@@ -7,7 +7,9 @@ import json
 
 from nonebot.adapters.onebot.v11 import MessageSegment
 
-from tests.content.helpers import (
+from tests.fakes.events import SELF_ID, group_message, private_message
+from tests.fakes.image_server import ImageServer, png_bytes
+from tests.fakes.qq import (
     DESCRIPTION,
     QQBot,
     as_dict,
@@ -21,8 +23,6 @@ from tests.content.helpers import (
     user_line,
     vision_requests,
 )
-from tests.fakes.events import SELF_ID, group_message, private_message
-from tests.fakes.image_server import ImageServer, png_bytes
 
 UNAVAILABLE = "[引用了一条无法获取的消息]"
 PNG = png_bytes()

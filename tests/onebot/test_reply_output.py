@@ -8,10 +8,10 @@ import base64
 import pytest
 from nonebot.adapters.onebot.v11 import Message, MessageSegment
 
-from tests.content.helpers import QQBot
 from tests.fakes.events import group_message, private_message
 from tests.fakes.image_server import ImageServer, png_bytes
 from tests.fakes.openai_server import text
+from tests.fakes.qq import QQBot
 
 PNG = png_bytes()
 GROUP = 111

@@ -6,7 +6,9 @@ from __future__ import annotations
 import hashlib
 import json
 
-from tests.content.helpers import (
+from tests.fakes.events import group_message, private_message
+from tests.fakes.image_server import ImageServer, png_bytes
+from tests.fakes.qq import (
     DESCRIPTION,
     QQBot,
     content,
@@ -21,8 +23,6 @@ from tests.content.helpers import (
     user_line,
     vision_requests,
 )
-from tests.fakes.events import group_message, private_message
-from tests.fakes.image_server import ImageServer, png_bytes
 
 PNG = png_bytes()
 OTHER_PNG = png_bytes(rgb=(0, 90, 200))

@@ -3,34 +3,44 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 from collections import deque
 from collections.abc import AsyncIterator, Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import httpx
 import pytest
 
-from nonebot_plugin_aimemory.engine.chatbot import ChatBot
-from nonebot_plugin_aimemory.engine.compressor import CompressionPolicy, Compressor
-from nonebot_plugin_aimemory.engine.hooks import PreCompactHooks
-from nonebot_plugin_aimemory.engine.llm import ContextLengthError, Endpoint, LLMClient, LLMError
-from nonebot_plugin_aimemory.engine.messages import Message
-from nonebot_plugin_aimemory.engine.tokens import TiktokenCounter, message_tokens
-from nonebot_plugin_aimemory.engine.tools import Tool, ToolRegistry
-from nonebot_plugin_aimemory.prompts import SUMMARY_ACK, SUMMARY_PREFIX, SUMMARY_PROMPTS
-from nonebot_plugin_aimemory.store.database import Database
-from nonebot_plugin_aimemory.store.history_store import SqliteHistoryStore
 from tests.fakes.openai_server import FakeOpenAI, Reply, error, raw, text, tool_calls
 from tests.fakes.responders import FactKeepingLLM, count_prompt_tokens, is_compression_request
 
-COUNTER = TiktokenCounter()
-COUNTER.load()
+if TYPE_CHECKING:
+    from nonebot_plugin_aimemory.engine.chatbot import ChatBot
+    from nonebot_plugin_aimemory.engine.hooks import PreCompactHooks
+    from nonebot_plugin_aimemory.engine.messages import Message
+    from nonebot_plugin_aimemory.engine.tokens import TiktokenCounter
+    from nonebot_plugin_aimemory.engine.tools import Tool
+    from nonebot_plugin_aimemory.store.history_store import SqliteHistoryStore
+
 LINE = "今天群里聊了很多关于周末去爬山的安排，大家各有想法，讨论得很热烈。"
+
+
+@functools.cache
+def cl100k() -> TiktokenCounter:
+    """The tokenizer every budget here is measured with, loaded once."""
+    from nonebot_plugin_aimemory.engine.tokens import TiktokenCounter
+
+    counter = TiktokenCounter()
+    counter.load()
+    return counter
 
 
 @pytest.fixture
 async def store(tmp_path) -> AsyncIterator[SqliteHistoryStore]:
+    from nonebot_plugin_aimemory.store.database import Database
+    from nonebot_plugin_aimemory.store.history_store import SqliteHistoryStore
+
     database = await Database.open(tmp_path / "history.db")
     yield SqliteHistoryStore(database)
     await database.close()
@@ -53,6 +63,12 @@ def make_bot(
     tools: Sequence[Tool] = (),
     **policy: int,
 ) -> ChatBot:
+    from nonebot_plugin_aimemory.engine.chatbot import ChatBot
+    from nonebot_plugin_aimemory.engine.compressor import CompressionPolicy, Compressor
+    from nonebot_plugin_aimemory.engine.llm import Endpoint, LLMClient
+    from nonebot_plugin_aimemory.engine.tools import ToolRegistry
+    from nonebot_plugin_aimemory.prompts import SUMMARY_PROMPTS
+
     client = LLMClient(
         http,
         Endpoint(llm.base_url, "sk-test", "fake-model"),
@@ -68,7 +84,7 @@ def make_bot(
     )
     compressor = Compressor(
         compressor_client,
-        COUNTER,
+        cl100k(),
         CompressionPolicy.for_budget(budget, **policy),
         hooks,
         prompts=SUMMARY_PROMPTS,
@@ -77,7 +93,7 @@ def make_bot(
         "g:1",
         llm=client,
         store=store,
-        counter=COUNTER,
+        counter=cl100k(),
         system_prompt="你是测试助手。",
         tools=ToolRegistry(tools),
         compressor=compressor,
@@ -93,6 +109,8 @@ def chat_requests(llm: FakeOpenAI) -> list[dict]:
 
 
 async def chat(bot: ChatBot, content: str):
+    from nonebot_plugin_aimemory.engine.messages import Message
+
     return await bot.turn(Message("user", content))
 
 
@@ -112,6 +130,8 @@ def scripted(
 
 
 def weather_tool() -> Tool:
+    from nonebot_plugin_aimemory.engine.tools import Tool
+
     async def get_weather(arguments: dict[str, Any]) -> str:
         return "晴，25 度"
 
@@ -159,6 +179,8 @@ async def test_compression_fires_on_the_first_turn_after_a_prompt_over_the_thres
 
 
 async def test_next_request_carries_the_summary_and_acknowledgment(llm, http, store) -> None:
+    from nonebot_plugin_aimemory.prompts import SUMMARY_ACK, SUMMARY_PREFIX
+
     bot = make_bot(llm, http, store, budget=2000)
     await chat(bot, f"#fact1:小明吃素 {LINE}")
     for i in range(30):
@@ -225,7 +247,7 @@ async def test_summary_stays_under_its_cap_over_twenty_compressions(llm, http, s
         await chat(bot, f"#fact{turns}:事项{turns} {LINE}")
         turns += 1
     assert bot.stats.count >= 20
-    assert COUNTER.count(bot.summary or "") <= 150
+    assert cl100k().count(bot.summary or "") <= 150
 
 
 async def test_compressor_failure_truncates_and_the_next_request_is_valid(llm, http, store) -> None:
@@ -256,6 +278,8 @@ async def test_garbage_compressor_output_also_falls_back(llm, http, store) -> No
 
 
 async def test_context_length_error_is_recovered_by_compressing(llm, http, store) -> None:
+    from nonebot_plugin_aimemory.prompts import SUMMARY_PREFIX
+
     bot = make_bot(llm, http, store, budget=100_000)
     for i in range(8):
         await chat(bot, f"#fact{i}:事{i} {LINE}")
@@ -275,6 +299,8 @@ async def test_context_length_error_is_recovered_by_compressing(llm, http, store
 
 
 async def test_unrecoverable_context_length_error_raises_a_context_error(llm, http, store) -> None:
+    from nonebot_plugin_aimemory.engine.llm import LLMError
+
     bot = make_bot(llm, http, store, budget=100_000)
     await chat(bot, LINE)
     too_long = error(400, "maximum context length exceeded", code="context_length_exceeded")
@@ -310,6 +336,10 @@ async def test_oversize_input_is_folded_in_chunks(llm, http, store) -> None:
 async def test_precompact_receives_exactly_the_folded_messages_and_not_the_tail(
     llm, http, store
 ) -> None:
+    from nonebot_plugin_aimemory.engine.hooks import PreCompactHooks
+    from nonebot_plugin_aimemory.engine.messages import Message
+    from nonebot_plugin_aimemory.engine.tokens import message_tokens
+
     # given a verbatim tail of exactly the last two turns
     hooks = PreCompactHooks(wait_seconds=1)
     received: list[tuple[str, list[Message]]] = []
@@ -324,7 +354,7 @@ async def test_precompact_receives_exactly_the_folded_messages_and_not_the_tail(
         for line in said[-2:]
         for message in (Message("user", line), Message("assistant", "好的"))
     ]
-    keep = sum(message_tokens(m, COUNTER) for m in last_two_turns)
+    keep = sum(message_tokens(m, cl100k()) for m in last_two_turns)
     bot = make_bot(llm, http, store, budget=4000, hooks=hooks, keep_recent_tokens=keep)
     for line in said:
         await chat(bot, line)
@@ -344,6 +374,8 @@ async def test_precompact_receives_exactly_the_folded_messages_and_not_the_tail(
 async def test_a_raising_or_slow_precompact_callback_does_not_stop_compression(
     llm, http, store
 ) -> None:
+    from nonebot_plugin_aimemory.engine.hooks import PreCompactHooks
+
     hooks = PreCompactHooks(wait_seconds=0.1)
 
     @hooks.register
@@ -412,7 +444,7 @@ async def test_an_over_long_summary_is_shortened_by_the_model_first(llm, http, s
     assert len(shorten_calls) == 1
     for i in range(6):
         assert f"#fact{i}:事项{i}" in (bot.summary or "")
-    assert COUNTER.count(bot.summary or "") <= 300
+    assert cl100k().count(bot.summary or "") <= 300
 
 
 def test_hard_cut_keeps_section_headers_and_drops_the_oldest_items_first() -> None:
@@ -420,8 +452,8 @@ def test_hard_cut_keeps_section_headers_and_drops_the_oldest_items_first() -> No
 
     facts = "\n".join(f"- 第{i}条事实，内容比较长一些" for i in range(40))
     summary = f"事实：\n{facts}\n决定：\n- 周五聚餐\n待办与未决：\n- 订餐厅"
-    cut = cap_summary(summary, 120, COUNTER)
-    assert COUNTER.count(cut) <= 120
+    cut = cap_summary(summary, 120, cl100k())
+    assert cl100k().count(cut) <= 120
     assert "事实：" in cut
     assert "决定：\n- 周五聚餐" in cut
     assert "待办与未决：\n- 订餐厅" in cut
@@ -518,6 +550,8 @@ CONTEXT_LENGTH_ERRORS = [
 async def test_each_servers_context_length_error_is_recovered_by_one_retry(
     llm, http, store, overflow: Reply
 ) -> None:
+    from nonebot_plugin_aimemory.prompts import SUMMARY_PREFIX
+
     # given a conversation with some history, and a server that rejects the next request
     bot = make_bot(llm, http, store, budget=100_000)
     for i in range(3):
@@ -539,6 +573,8 @@ async def test_each_servers_context_length_error_is_recovered_by_one_retry(
 async def test_a_context_length_error_in_a_later_tool_round_is_recovered_too(
     llm, http, store
 ) -> None:
+    from nonebot_plugin_aimemory.prompts import SUMMARY_PREFIX
+
     # given a turn whose first request overflows (recovered by truncating: the compressor is
     # down) and whose tool round's request overflows as well
     bot = make_bot(llm, http, store, budget=100_000, tools=[weather_tool()])
@@ -564,6 +600,8 @@ async def test_a_context_length_error_in_a_later_tool_round_is_recovered_too(
 async def test_a_context_length_error_that_compression_cannot_shrink_is_raised_without_retry(
     llm, http, store
 ) -> None:
+    from nonebot_plugin_aimemory.engine.llm import ContextLengthError
+
     # given a window that is nothing but a summary: there is nothing left to fold or drop
     bot = make_bot(llm, http, store, budget=100_000)
     await chat(bot, f"#fact0:小明吃素 {LINE}")

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import pytest
 
-from nonebot_plugin_aimemory import texts
 from tests.fakes.bots import RecordingBot
 from tests.fakes.events import group_message, private_message
 from tests.fakes.openai_server import delay, error, raw, text
 
 
 async def test_llm_500_gets_an_apology_and_the_session_keeps_working(plugin) -> None:
+    from nonebot_plugin_aimemory import texts
+
     plugin.llm.script(error(500), error(500))
     bot = RecordingBot()
     await bot.receive(private_message("第一句"))
@@ -34,6 +35,8 @@ async def test_a_failed_question_is_kept_and_the_next_request_is_valid(plugin) -
 async def test_llm_timeout_gets_a_timeout_apology_and_the_session_keeps_working(
     plugin,
 ) -> None:
+    from nonebot_plugin_aimemory import texts
+
     await plugin.restart(aimemory_request_timeout=0.3)
     plugin.llm.script(delay(1.0, text("太晚了")))
     bot = RecordingBot()
@@ -46,6 +49,8 @@ async def test_llm_timeout_gets_a_timeout_apology_and_the_session_keeps_working(
 async def test_garbage_from_the_llm_gets_an_apology_and_the_session_keeps_working(
     plugin,
 ) -> None:
+    from nonebot_plugin_aimemory import texts
+
     plugin.llm.script(raw(200, "<html>502 Bad Gateway</html>", content_type="text/html"))
     bot = RecordingBot()
     await bot.receive(private_message("在吗"))
@@ -70,19 +75,23 @@ async def test_a_failure_is_logged_with_session_model_status_and_body(plugin, pl
 
 @pytest.mark.parametrize(
     ("status", "apology"),
-    [(401, texts.LLM_REJECTED_KEY), (403, texts.LLM_REJECTED_KEY), (402, texts.LLM_NO_BALANCE)],
+    [(401, "LLM_REJECTED_KEY"), (403, "LLM_REJECTED_KEY"), (402, "LLM_NO_BALANCE")],
 )
 async def test_a_rejected_key_or_empty_balance_is_named_and_not_retried(
     plugin, status: int, apology: str
 ) -> None:
+    from nonebot_plugin_aimemory import texts
+
     plugin.llm.script(error(status))
     bot = RecordingBot()
     await bot.receive(private_message("在吗"))
-    assert bot.sent_texts == [apology]
+    assert bot.sent_texts == [getattr(texts, apology)]
     assert len(plugin.llm.chat_requests) == 1
 
 
 async def test_an_apology_goes_into_the_chat_log_like_any_reply(plugin) -> None:
+    from nonebot_plugin_aimemory import texts
+
     plugin.llm.script(error(500), error(500))
     await RecordingBot().receive(private_message("在吗", user_id=78))
     await plugin.runtime.chat_log.flush()
@@ -95,6 +104,8 @@ async def test_an_apology_goes_into_the_chat_log_like_any_reply(plugin) -> None:
 
 
 async def test_empty_answer_gets_a_short_note(plugin) -> None:
+    from nonebot_plugin_aimemory import texts
+
     plugin.llm.script(text("<think>嗯……</think>"))
     bot = RecordingBot()
     await bot.receive(private_message("在吗"))
@@ -120,6 +131,8 @@ async def test_reported_usage_becomes_the_context_size(plugin) -> None:
 
 
 async def test_no_api_key_gets_a_not_configured_reply(plugin, plugin_log) -> None:
+    from nonebot_plugin_aimemory import texts
+
     await plugin.restart(aimemory_api_key="", aimemory_api_base="https://api.openai.com/v1")
     bot = RecordingBot()
     await bot.receive(private_message("你好"))

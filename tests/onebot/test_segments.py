@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 from nonebot.adapters.onebot.v11 import MessageSegment
 
-from tests.content.helpers import QQBot, content, user_line
 from tests.fakes.events import group_message
+from tests.fakes.qq import QQBot, content, user_line
 
 GROUP = 111
 MINI_PROGRAM = {

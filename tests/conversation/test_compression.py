@@ -2,10 +2,6 @@
 
 from __future__ import annotations
 
-from nonebot_plugin_aimemory import texts
-from nonebot_plugin_aimemory.config import Config
-from nonebot_plugin_aimemory.engine.models import context_window_for, default_budget_for
-from nonebot_plugin_aimemory.prompts import SUMMARY_PREFIX
 from tests.fakes.bots import RecordingBot
 from tests.fakes.events import group_message
 from tests.fakes.openai_server import error
@@ -37,6 +33,8 @@ async def test_status_shows_summary_size_and_compression_count(plugin) -> None:
 
 
 async def test_a_restart_loads_the_compressed_window(plugin) -> None:
+    from nonebot_plugin_aimemory.prompts import SUMMARY_PREFIX
+
     plugin.llm.responder = FactKeepingLLM()
     await plugin.restart(aimemory_max_context_tokens=2000)
     bot = RecordingBot()
@@ -53,6 +51,8 @@ async def test_a_restart_loads_the_compressed_window(plugin) -> None:
 async def test_context_length_error_with_nothing_left_to_fold_says_the_message_is_too_long(
     plugin,
 ) -> None:
+    from nonebot_plugin_aimemory import texts
+
     too_long = error(400, "maximum context length exceeded", code="context_length_exceeded")
     plugin.llm.script(too_long)
     bot = RecordingBot()
@@ -61,6 +61,9 @@ async def test_context_length_error_with_nothing_left_to_fold_says_the_message_i
 
 
 def test_budget_comes_from_the_model_table_when_unset() -> None:
+    from nonebot_plugin_aimemory.config import Config
+    from nonebot_plugin_aimemory.engine.models import context_window_for, default_budget_for
+
     assert context_window_for("deepseek-chat") == 128_000
     assert context_window_for("qwen-max-latest") == 32_768
     assert context_window_for("Qwen/Qwen3-8B") == 131_072
@@ -75,5 +78,9 @@ def test_budget_comes_from_the_model_table_when_unset() -> None:
 
 
 def test_configured_budget_wins_over_the_table() -> None:
-    policy = Config(aimemory_model="qwen-max", aimemory_max_context_tokens=9000).compression_policy()
+    from nonebot_plugin_aimemory.config import Config
+
+    policy = Config(
+        aimemory_model="qwen-max", aimemory_max_context_tokens=9000
+    ).compression_policy()
     assert policy.budget_tokens == 9000

@@ -7,7 +7,6 @@ import asyncio
 from nonebot.adapters.onebot.v11 import Bot, Message, MessageSegment
 from nonebug import App
 
-from nonebot_plugin_aimemory import texts
 from tests.conftest import SUPERUSER_ID
 from tests.fakes.bots import RecordingBot
 from tests.fakes.events import group_message, private_message
@@ -63,6 +62,8 @@ async def test_superuser_status_shows_resident_sessions(plugin) -> None:
 
 
 async def test_member_cannot_clear_a_group_conversation(plugin) -> None:
+    from nonebot_plugin_aimemory import texts
+
     bot = RecordingBot()
     await bot.receive(group_message("记一下", to_me=True, group_id=30))
     await bot.receive(group_message("~对话 清空", group_id=30, role="member"))
@@ -71,6 +72,8 @@ async def test_member_cannot_clear_a_group_conversation(plugin) -> None:
 
 
 async def test_group_admin_clears_the_group_conversation(plugin) -> None:
+    from nonebot_plugin_aimemory import texts
+
     bot = RecordingBot()
     await bot.receive(group_message("记一下", to_me=True, group_id=31))
     await bot.receive(group_message("~对话 清空", group_id=31, role="admin"))
@@ -82,12 +85,16 @@ async def test_group_admin_clears_the_group_conversation(plugin) -> None:
 
 
 async def test_superuser_clears_a_group_conversation(plugin) -> None:
+    from nonebot_plugin_aimemory import texts
+
     bot = RecordingBot()
     await bot.receive(group_message("~对话 清空", group_id=32, user_id=int(SUPERUSER_ID)))
     assert bot.sent_texts[-1] == texts.CLEARED
 
 
 async def test_private_user_clears_their_own_conversation(plugin) -> None:
+    from nonebot_plugin_aimemory import texts
+
     bot = RecordingBot()
     await bot.receive(private_message("记一下", user_id=24))
     await bot.receive(private_message("~对话 清空", user_id=24))
@@ -96,6 +103,8 @@ async def test_private_user_clears_their_own_conversation(plugin) -> None:
 
 
 async def test_stop_cancels_the_answer_in_progress(plugin) -> None:
+    from nonebot_plugin_aimemory import texts
+
     plugin.llm.script(delay(1.5, text("很慢的回答")))
     bot = RecordingBot()
     asking = asyncio.create_task(bot.receive(private_message("慢慢说", user_id=25)))
@@ -116,12 +125,16 @@ async def test_stop_cancels_the_answer_in_progress(plugin) -> None:
 
 
 async def test_stop_with_nothing_running_says_so(plugin) -> None:
+    from nonebot_plugin_aimemory import texts
+
     bot = RecordingBot()
     await bot.receive(private_message("~对话 停止", user_id=26))
     assert bot.sent_texts == [texts.NOTHING_TO_STOP]
 
 
 async def test_wrong_argument_gets_the_usage_line(plugin) -> None:
+    from nonebot_plugin_aimemory import texts
+
     bot = RecordingBot()
     await bot.receive(private_message("~对话 飞起来", user_id=27))
     await bot.receive(private_message("~对话", user_id=27))

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 
-from nonebot_plugin_aimemory.conversation.sessions import SessionCache
 from tests.fakes.bots import RecordingBot
 from tests.fakes.events import private_message
 from tests.fakes.openai_server import delay, text
@@ -19,6 +18,8 @@ class FakeClock:
 
 
 def cache_with(plugin, clock: FakeClock, *, idle_seconds: float = 60, max_sessions: int = 0):
+    from nonebot_plugin_aimemory.conversation.sessions import SessionCache
+
     runtime = plugin.runtime
     return SessionCache(
         runtime.build_chatbot, max_idle_seconds=idle_seconds, max_sessions=max_sessions, clock=clock

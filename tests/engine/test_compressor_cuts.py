@@ -2,46 +2,62 @@
 
 from __future__ import annotations
 
+import functools
+from typing import TYPE_CHECKING
+
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from nonebot_plugin_aimemory.engine.compressor import (
-    CompressionPolicy,
-    Compressor,
-    split_summary,
-    summary_messages,
-    tail_start,
-)
-from nonebot_plugin_aimemory.engine.messages import Message
-from nonebot_plugin_aimemory.engine.tokens import EstimatingCounter, message_tokens
-from nonebot_plugin_aimemory.engine.window import api_safe
-from nonebot_plugin_aimemory.prompts import SUMMARY_PROMPTS
 from tests.engine.test_window import assert_accepted, raw_windows, valid_windows
 
-COUNTER = EstimatingCounter()
+if TYPE_CHECKING:
+    from nonebot_plugin_aimemory.engine.messages import Message
+    from nonebot_plugin_aimemory.engine.tokens import EstimatingCounter
+
 PROPERTY = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
+@functools.cache
+def counter() -> EstimatingCounter:
+    """The counter every cut is measured with."""
+    from nonebot_plugin_aimemory.engine.tokens import EstimatingCounter
+
+    return EstimatingCounter()
+
+
 def with_optional_summary(window: list[Message], summarised: bool) -> list[Message]:
+    from nonebot_plugin_aimemory.engine.compressor import summary_messages
+    from nonebot_plugin_aimemory.prompts import SUMMARY_PROMPTS
+
     return (
         [*summary_messages("事实：\n- 旧摘要", SUMMARY_PROMPTS), *window] if summarised else window
     )
 
 
 def every_keep(window: list[Message]) -> range:
-    total = sum(message_tokens(m, COUNTER) for m in window)
+    from nonebot_plugin_aimemory.engine.tokens import message_tokens
+
+    total = sum(message_tokens(m, counter()) for m in window)
     return range(0, total + 2, max(1, total // 25))
 
 
 @PROPERTY
 @given(valid_windows(), st.booleans())
 def test_every_tail_of_a_valid_window_is_valid_without_repair(window, summarised) -> None:
+    from nonebot_plugin_aimemory.engine.compressor import (
+        split_summary,
+        summary_messages,
+        tail_start,
+    )
+    from nonebot_plugin_aimemory.engine.window import api_safe
+    from nonebot_plugin_aimemory.prompts import SUMMARY_PROMPTS
+
     window = with_optional_summary(window, summarised)
     _, body = split_summary(window, SUMMARY_PROMPTS)
     for keep in every_keep(body):
         new_window = [
             *summary_messages("新摘要", SUMMARY_PROMPTS),
-            *body[tail_start(body, keep, COUNTER) :],
+            *body[tail_start(body, keep, counter()) :],
         ]
         assert api_safe(new_window) == new_window
         assert_accepted(new_window)
@@ -50,12 +66,20 @@ def test_every_tail_of_a_valid_window_is_valid_without_repair(window, summarised
 @PROPERTY
 @given(raw_windows(), st.booleans())
 def test_every_tail_of_any_stored_window_is_valid_after_api_safe(window, summarised) -> None:
+    from nonebot_plugin_aimemory.engine.compressor import (
+        split_summary,
+        summary_messages,
+        tail_start,
+    )
+    from nonebot_plugin_aimemory.engine.window import api_safe
+    from nonebot_plugin_aimemory.prompts import SUMMARY_PROMPTS
+
     window = with_optional_summary(window, summarised)
     _, body = split_summary(window, SUMMARY_PROMPTS)
     for keep in every_keep(body):
         new_window = [
             *summary_messages("新摘要", SUMMARY_PROMPTS),
-            *body[tail_start(body, keep, COUNTER) :],
+            *body[tail_start(body, keep, counter()) :],
         ]
         assert_accepted(api_safe(new_window))
 
@@ -63,9 +87,13 @@ def test_every_tail_of_any_stored_window_is_valid_after_api_safe(window, summari
 @PROPERTY
 @given(valid_windows(), st.booleans())
 def test_truncation_fallback_of_a_valid_window_is_valid_without_repair(window, summarised) -> None:
+    from nonebot_plugin_aimemory.engine.compressor import CompressionPolicy, Compressor
+    from nonebot_plugin_aimemory.engine.window import api_safe
+    from nonebot_plugin_aimemory.prompts import SUMMARY_PROMPTS
+
     compressor = Compressor(
         None,  # type: ignore[arg-type]
-        COUNTER,
+        counter(),
         CompressionPolicy.for_budget(1000),
         prompts=SUMMARY_PROMPTS,
     )
@@ -79,9 +107,17 @@ def test_truncation_fallback_of_a_valid_window_is_valid_without_repair(window, s
 @PROPERTY
 @given(raw_windows(), st.booleans())
 def test_repeated_truncation_converges_to_a_valid_window(window, summarised) -> None:
+    from nonebot_plugin_aimemory.engine.compressor import (
+        CompressionPolicy,
+        Compressor,
+        split_summary,
+    )
+    from nonebot_plugin_aimemory.engine.window import api_safe
+    from nonebot_plugin_aimemory.prompts import SUMMARY_PROMPTS
+
     compressor = Compressor(
         None,  # type: ignore[arg-type]
-        COUNTER,
+        counter(),
         CompressionPolicy.for_budget(1000),
         prompts=SUMMARY_PROMPTS,
     )

@@ -1,0 +1,1 @@
+"""Tests of images: download, the vision model and its cache, multimodal input, failures."""
