@@ -62,10 +62,6 @@ MEMORY_USAGE = (
 )
 MEMORY_UNAVAILABLE = "长期记忆不可用：数据库无法打开，请联系机器人管理员。"
 MEMORY_EMPTY = "还没有任何记忆。"
-MEMORY_INJECTION_HEADER = (
-    "【可能相关的长期记忆】以下是之前保存的记忆，可能对回答有帮助；与当前话题无关时请忽略；"
-    "如果发现内容过时或有误，请用 memory_update 按编号更正。"
-)
 
 
 def memory_line(record: MemoryRecord) -> str:
@@ -86,26 +82,6 @@ def memory_not_found(memory_id: str) -> str:
 def memory_not_found_with_usage(memory_id: str) -> str:
     """`~记忆 删除` of an id this chat does not have: say so, and how the command goes."""
     return memory_not_found(memory_id) + MEMORY_USAGE
-
-
-def memory_injection(records: Sequence[MemoryRecord], max_chars: int) -> str:
-    """The block put before one turn's user text (never persisted). Records come best
-    first; one that does not fit is skipped, except the best, which is cut rather than
-    dropped (to half the budget, leaving room for the next ones)."""
-    lines = [MEMORY_INJECTION_HEADER]
-    used = len(MEMORY_INJECTION_HEADER)
-    for rank, record in enumerate(records):
-        line = memory_line(record)
-        if used + len(line) + 1 > max_chars:
-            if rank > 0:
-                continue
-            line = line[: max(max_chars // 2 - used - 2, 0)]
-            if len(line) <= len(f"#{record.id} "):
-                continue  # no room left for any of its content
-            line += "…"
-        lines.append(line)
-        used += len(line) + 1
-    return "\n".join(lines) if len(lines) > 1 else ""
 
 
 def memory_page_count(total: int, page_size: int) -> int:

@@ -20,18 +20,14 @@ from ..text import segmenter
 from .guard import injection_reason, mask_pii
 from .index import IndexedMemory, LoadedScope, ScopeIndex, keyword_score
 from .rules import (
-    ID_ALPHABET,
-    ID_LENGTH,
     MAX_CONTENT_CHARS,
     MISSING,
     NEAR_DUPLICATE_DICE,
     Missing,
-    clean_tags,
     clean_user_id,
     different_people,
     fold_whitespace,
     id_key,
-    is_safe_to_show,
     new_id,
     normalize,
     people_of,
@@ -39,24 +35,6 @@ from .rules import (
     tags_problem,
 )
 from .vectors import MemoryVectors, semantic_score
-
-# Other modules and the benches import these from here too.
-__all__ = [
-    "ID_ALPHABET",
-    "ID_LENGTH",
-    "MISSING",
-    "MemoryFull",
-    "MemoryService",
-    "Missing",
-    "SaveOutcome",
-    "SearchHit",
-    "Source",
-    "UpdateOutcome",
-    "clean_tags",
-    "clean_user_id",
-    "is_safe_to_show",
-    "normalize",
-]
 
 Source = Literal["tool", "command", "extract", "review"]
 

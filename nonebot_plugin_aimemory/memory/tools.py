@@ -9,14 +9,8 @@ from typing import TYPE_CHECKING, Any
 from .. import prompts, texts
 from ..engine.tools import MAX_TOOL_RESULT_CHARS, Tool, ToolError
 from ..text.fit import fit_lines
-from .service import (
-    MISSING,
-    MemoryService,
-    Missing,
-    SaveOutcome,
-    UpdateOutcome,
-    clean_user_id,
-)
+from .rules import MISSING, Missing, clean_user_id
+from .service import MemoryService, SaveOutcome, UpdateOutcome
 
 if TYPE_CHECKING:
     from .service import SearchHit

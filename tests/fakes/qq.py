@@ -135,7 +135,9 @@ def describing(
 async def restart_with_vision(plugin: PluginHarness, **overrides: Any) -> Runtime:
     """Restart with the vision model on the fake LLM; its retries do not wait a second."""
     runtime = await plugin.restart(aimemory_vision_model=VISION_MODEL, **overrides)
-    assert runtime.images.vision is not None
+    from nonebot_plugin_aimemory.engine.llm import LLMClient
+
+    assert isinstance(runtime.images.vision, LLMClient)
     runtime.images.vision.backoff_seconds = 0.01
     return runtime
 

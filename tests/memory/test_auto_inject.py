@@ -27,9 +27,9 @@ def last_user_content(plugin) -> str:
 
 
 def injected_block(user_content: str) -> str:
-    from nonebot_plugin_aimemory import texts
+    from nonebot_plugin_aimemory import prompts
 
-    assert user_content.startswith(texts.MEMORY_INJECTION_HEADER), user_content
+    assert user_content.startswith(prompts.MEMORY_INJECTION_HEADER), user_content
     block, _, _ = user_content.partition("\n\n")
     return block
 
@@ -50,7 +50,7 @@ async def test_a_relevant_memory_goes_before_the_message_under_the_header(plugin
 
 
 async def test_the_injected_block_is_not_persisted(plugin) -> None:
-    from nonebot_plugin_aimemory import texts
+    from nonebot_plugin_aimemory import prompts
 
     await remember(plugin, VEGETARIAN)
     bot = RecordingBot()
@@ -60,12 +60,12 @@ async def test_the_injected_block_is_not_persisted(plugin) -> None:
     user_rows = [b for b in await stored_bodies(plugin, SCOPE) if b["role"] == "user"]
     assert len(user_rows) == 1
     assert user_rows[0]["content"].endswith("小明(2001)：小明吃素吗？")
-    assert texts.MEMORY_INJECTION_HEADER not in user_rows[0]["content"]
+    assert prompts.MEMORY_INJECTION_HEADER not in user_rows[0]["content"]
     assert VEGETARIAN not in user_rows[0]["content"]
 
 
 async def test_the_injected_block_is_not_replayed_in_the_next_request(plugin) -> None:
-    from nonebot_plugin_aimemory import texts
+    from nonebot_plugin_aimemory import prompts
 
     await remember(plugin, VEGETARIAN)
     bot = RecordingBot()
@@ -77,34 +77,34 @@ async def test_the_injected_block_is_not_replayed_in_the_next_request(plugin) ->
     earlier_user = plugin.llm.last_messages()[1]
     assert earlier_user["role"] == "user"
     assert earlier_user["content"] == first_request_user.partition("\n\n")[2]
-    assert texts.MEMORY_INJECTION_HEADER not in earlier_user["content"]
+    assert prompts.MEMORY_INJECTION_HEADER not in earlier_user["content"]
 
 
 async def test_an_unrelated_message_gets_no_block(plugin) -> None:
-    from nonebot_plugin_aimemory import texts
+    from nonebot_plugin_aimemory import prompts
 
     await remember(plugin, VEGETARIAN)
     bot = RecordingBot()
 
     await bot.receive(asking("今天天气怎么样"))
 
-    assert texts.MEMORY_INJECTION_HEADER not in last_user_content(plugin)
+    assert prompts.MEMORY_INJECTION_HEADER not in last_user_content(plugin)
 
 
 async def test_memories_of_another_scope_are_never_injected(plugin) -> None:
-    from nonebot_plugin_aimemory import texts
+    from nonebot_plugin_aimemory import prompts
 
     await remember(plugin, VEGETARIAN, scope="g:702")
     bot = RecordingBot()
 
     await bot.receive(asking("小明吃素吗？"))
 
-    assert texts.MEMORY_INJECTION_HEADER not in last_user_content(plugin)
+    assert prompts.MEMORY_INJECTION_HEADER not in last_user_content(plugin)
     assert VEGETARIAN not in last_user_content(plugin)
 
 
 async def test_auto_inject_off_sends_no_block(plugin) -> None:
-    from nonebot_plugin_aimemory import texts
+    from nonebot_plugin_aimemory import prompts
 
     await plugin.restart(aimemory_memory_auto_inject=False)
     await remember(plugin, VEGETARIAN)
@@ -112,7 +112,7 @@ async def test_auto_inject_off_sends_no_block(plugin) -> None:
 
     await bot.receive(asking("小明吃素吗？"))
 
-    assert texts.MEMORY_INJECTION_HEADER not in last_user_content(plugin)
+    assert prompts.MEMORY_INJECTION_HEADER not in last_user_content(plugin)
 
 
 async def test_at_most_top_k_memories_are_injected(plugin) -> None:

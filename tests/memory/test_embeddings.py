@@ -189,7 +189,7 @@ async def test_after_a_failure_the_embedding_server_is_left_alone_for_a_while(pl
 async def test_a_hanging_embedding_server_costs_one_timeout_not_one_per_turn(
     plugin, monkeypatch
 ) -> None:
-    from nonebot_plugin_aimemory import texts
+    from nonebot_plugin_aimemory import prompts
 
     runtime = await with_embeddings(plugin)
     target_id = await seed(plugin)
@@ -207,7 +207,7 @@ async def test_a_hanging_embedding_server_costs_one_timeout_not_one_per_turn(
     assert max(later) < 0.3
     # Keyword search goes on meanwhile: the memory is still injected.
     sent = plugin.llm.last_messages()[-1]["content"]
-    assert sent.startswith(texts.MEMORY_INJECTION_HEADER)
+    assert sent.startswith(prompts.MEMORY_INJECTION_HEADER)
     assert f"#{target_id} " in sent
 
 

@@ -61,8 +61,8 @@ async def test_update_to_steering_content_is_refused_and_keeps_the_entry(plugin)
 
 
 async def test_steering_content_already_in_the_database_is_never_injected(plugin) -> None:
-    from nonebot_plugin_aimemory import texts
-    from nonebot_plugin_aimemory.memory.service import normalize
+    from nonebot_plugin_aimemory import prompts
+    from nonebot_plugin_aimemory.memory.rules import normalize
     from nonebot_plugin_aimemory.store.database import utc_now_text
     from nonebot_plugin_aimemory.store.memory_store import MemoryRecord, MemoryStore
 
@@ -87,7 +87,7 @@ async def test_steering_content_already_in_the_database_is_never_injected(plugin
     await bot.receive(asking("小明的生日是哪天"))
 
     sent = plugin.llm.last_messages()[-1]["content"]
-    assert sent.startswith(texts.MEMORY_INJECTION_HEADER)
+    assert sent.startswith(prompts.MEMORY_INJECTION_HEADER)
     assert f"#{safe_id} " in sent
     assert "#bad1" not in sent
     assert "四月一日" not in sent
@@ -128,7 +128,7 @@ async def test_steering_text_in_other_fields_is_not_stored(plugin, arguments) ->
 
 
 async def test_steering_text_in_a_stored_tag_is_never_injected(plugin) -> None:
-    from nonebot_plugin_aimemory.memory.service import normalize
+    from nonebot_plugin_aimemory.memory.rules import normalize
     from nonebot_plugin_aimemory.store.database import utc_now_text
     from nonebot_plugin_aimemory.store.memory_store import MemoryRecord, MemoryStore
 
@@ -247,7 +247,7 @@ async def test_ordinary_sentences_about_systems_and_users_are_saved(plugin, cont
 
 async def insert_poisoned(plugin, memory_id: str, content: str) -> None:
     """A row stored before the guard knew this shape of steering."""
-    from nonebot_plugin_aimemory.memory.service import normalize
+    from nonebot_plugin_aimemory.memory.rules import normalize
     from nonebot_plugin_aimemory.store.database import utc_now_text
     from nonebot_plugin_aimemory.store.memory_store import MemoryRecord, MemoryStore
 
