@@ -196,6 +196,16 @@ def system_prompt(runtime: Runtime, key: str) -> str:
     return runtime.system_prompt_for(key)
 
 
+def tool_definitions(runtime: Runtime, key: str) -> bytes:
+    """The `tools` request field the plugin sends in session `key`, byte for byte."""
+    return runtime.build_chatbot(key).tools.specs_json() or b""
+
+
+def count_tokens(runtime: Runtime, text: str) -> int:
+    """cl100k tokens of `text`, with the plugin's offline counter."""
+    return runtime.counter.count(text)
+
+
 async def prefill_history(runtime: Runtime, key: str, pairs: Sequence[tuple[str, str]]) -> None:
     """Store (user, assistant) exchanges as session `key`'s history before it is loaded."""
     from nonebot_plugin_aimemory.engine.messages import Message

@@ -1,4 +1,5 @@
-"""Token cost and fact retention of a long group conversation under the rolling summary.
+"""Token cost, compression cadence and fact retention of a long group conversation under the
+rolling summary.
 
 A scripted 500-turn group conversation (120 with --quick) goes through
 `nonebot.message.handle_event` to the plugin with an 8 000-token budget (3 000 with
@@ -7,13 +8,17 @@ fact such as `#fact17:小明住在杭州`. The fake LLM answers chat with replie
 characters and compression requests with a summary that keeps every `#factN:…` tag it is
 shown (tests/fakes/responders.FactKeepingLLM). Prompt tokens are counted with cl100k, the
 tool schemas included, as the plugin budgets them.
-Printed: prompt tokens per chat request (max, over budget), the run's total with and
+Printed: prompt tokens per turn (max, mean, over budget), the run's total with and
 without the compressor's requests next to two baselines counted over the same
 conversation -- (a) the full history every turn, (b) only the last 20 messages -- the
-compressions done, and how many stated facts the final request still carries.
+compressor calls (in the first 200 turns, and on consecutive turns), how many stated facts
+the final request still carries; then a second, 45-turn conversation at a budget only
+TIGHT_ROOM_TOKENS above the fixed prompt (system prompt + tools), where the compressor
+used to run on almost every turn.
 
 Targets: no request over the budget; total (compression included) <= 30 % of the
-full-history baseline; 100 % of the tagged facts kept.
+full-history baseline; <= 25 compressor calls in the first 200 turns at 8 000 tokens; 100 %
+of the tagged facts kept; at the tight budget, never two turns in a row with compressor calls.
 Run: python -m bench.long_conversation [--quick]
 """
 
@@ -43,6 +48,10 @@ from tests.fakes.openai_server import Reply, text
 from tests.fakes.responders import FactKeepingLLM, count_prompt_tokens, is_compression_request
 
 TARGET_FULL_HISTORY_SHARE = 0.30
+TARGET_CALLS_PER_200_TURNS = 25
+CADENCE_TURNS = 200
+TIGHT_TURNS = 45
+TIGHT_ROOM_TOKENS = 240  # the budget above the fixed prompt in the tight run
 TURNS_PER_FACT = 12.5
 FIXED_WINDOW_MESSAGES = 20
 GROUP_ID = 736451029
@@ -78,19 +87,25 @@ class ScriptedModel:
         self.said_tokens: list[int] = []  # every user line and reply so far
         self.full_history = self.fixed_window = 0
         self.last_chat: list[dict[str, Any]] = []
+        self.turn = 0  # set by the driver before each turn
+        self.compression_turns: list[int] = []  # the turn of every compressor call
+        self.turn_tokens: dict[int, int] = {}  # chat prompt tokens of each turn
+        self.fixed_tokens = 0  # system prompt + tools of the last chat request
 
     def __call__(self, body: dict[str, Any]) -> Reply:
         messages = body["messages"]
         if is_compression_request(body):
             self.compression_tokens.append(count_prompt_tokens(messages))
+            self.compression_turns.append(self.turn)
             return self.summarizer(body)
         tools = json.dumps(body.get("tools") or [], ensure_ascii=False, separators=(",", ":"))
-        fixed = count_prompt_tokens([messages[0], {"content": tools}])
+        fixed = self.fixed_tokens = count_prompt_tokens([messages[0], {"content": tools}])
         self.said_tokens.append(count_prompt_tokens(messages[-1:]))
         self.full_history += fixed + sum(self.said_tokens)
         self.fixed_window += fixed + sum(self.said_tokens[-FIXED_WINDOW_MESSAGES:])
         prompt = fixed + count_prompt_tokens(messages[1:])
         self.chat_tokens.append(prompt)
+        self.turn_tokens[self.turn] = self.turn_tokens.get(self.turn, 0) + prompt
         self.last_chat = messages
         reply = chat_line(self.rng, 20, 80)
         self.said_tokens.append(count_prompt_tokens([{"content": reply}]))
@@ -105,44 +120,65 @@ def fact_tags(rng: random.Random, count: int) -> list[str]:
     return [f"#fact{n}:{value}" for n, value in enumerate(values, start=1)]
 
 
-async def run(bench: Bench) -> None:
-    """Drive the conversation, then print its token cost, the baselines and the verdicts."""
-    turns, budget = (120, 3000) if bench.quick else (500, 8000)
+def consecutive(turns: list[int]) -> int:
+    """How many turns with compressor calls followed a turn with compressor calls."""
+    ran = set(turns)
+    return sum(1 for turn in ran if turn - 1 in ran)
+
+
+async def converse(
+    bench: Bench, model: ScriptedModel, turns: int, budget: int, tags: list[str], name: str
+) -> tuple[int, int]:
+    """Drive `turns` turns of group chat at `budget`, stating `tags` spread evenly; the
+    compressions done and the final summary's tokens."""
     rng = random.Random(20261130)
-    tags = fact_tags(rng, max(1, round(turns / TURNS_PER_FACT)))
-    step = turns / len(tags)
+    step = turns / max(len(tags), 1)
     fact_at = {int(step * n + step / 2): tag for n, tag in enumerate(tags)}
-    model = ScriptedModel(random.Random(1))
     bot = CountingBot()
     sent_at = int(time.time()) - turns * 240
-    started = time.perf_counter()
     with fake_llm(model) as llm:
         async with plugin_runtime(
             llm,
-            bench.work_dir / "aimemory.db",
+            bench.work_dir / f"{name}.db",
             aimemory_max_context_tokens=budget,
             aimemory_memory_extract_on_compact=False,
         ) as runtime:
             for index in range(turns):
+                model.turn = index
                 tag = fact_at.get(index)
                 line = rng.choice(FACT_LINES).format(tag=tag) if tag else chat_line(rng, 20, 120)
                 sent_at += rng.randint(5, 240)
                 await handle_event(bot, addressed(line, GROUP_ID, rng, sent_at))
             chatbot = session_bot(runtime, group_key(GROUP_ID))
-            compressions = chatbot.stats.count
-            summary_tokens = runtime.counter.count(chatbot.summary or "")
+            return chatbot.stats.count, runtime.counter.count(chatbot.summary or "")
+
+
+async def run(bench: Bench) -> None:
+    """Drive the conversation, then print its token cost, cadence, the baselines and the
+    verdicts; then the tight-budget conversation's cadence."""
+    turns, budget = (120, 3000) if bench.quick else (500, 8000)
+    tags = fact_tags(random.Random(20261130), max(1, round(turns / TURNS_PER_FACT)))
+    model = ScriptedModel(random.Random(1))
+    started = time.perf_counter()
+    compressions, summary_tokens = await converse(bench, model, turns, budget, tags, "long")
     seconds = time.perf_counter() - started
 
     sizes, compression = model.chat_tokens, model.compression_tokens
+    per_turn = list(model.turn_tokens.values())
     chat_total = sum(sizes)
     run_total = chat_total + sum(compression)
     over = [size for size in sizes if size > budget]
     final_text = "\n".join(str(m.get("content") or "") for m in model.last_chat)
     missing = [tag for tag in tags if tag not in final_text]
+    first_200 = sum(1 for turn in model.compression_turns if turn < CADENCE_TURNS)
     print(
-        f"{turns} turns at a budget of {budget} tokens, {bot.sent_count} replies, {seconds:.1f} s"
+        f"{turns} turns at a budget of {budget} tokens, {len(per_turn)} answered, {seconds:.1f} s"
     )
-    print(f"prompt tokens per chat request: max {max(sizes)}, mean {chat_total / len(sizes):.0f}")
+    print(f"fixed prompt (system prompt + tools): {model.fixed_tokens} tokens")
+    print(
+        f"prompt tokens per turn: max {max(per_turn)}, mean {sum(per_turn) / len(per_turn):.0f}"
+        f" (per chat request: max {max(sizes)})"
+    )
     print(f"total prompt tokens, chat requests:           {chat_total:>11,}")
     print(
         f"total prompt tokens, with the compressor's:   {run_total:>11,} ({len(compression)} calls)"
@@ -153,14 +189,38 @@ async def run(bench: Bench) -> None:
     ):
         shares = f"run = {chat_total / baseline:.1%}, with compression {run_total / baseline:.1%}"
         print(f"baseline {label + ':':<37}{baseline:>11,}   {shares}")
+    print(
+        f"compressor calls: {len(compression)} in {turns} turns, {first_200} in the first "
+        f"{min(turns, CADENCE_TURNS)}; turns with calls right after a turn with calls: "
+        f"{consecutive(model.compression_turns)}"
+    )
     print(f"compressions: {compressions}; final summary {summary_tokens} tokens")
     print("tagged facts missing from the final request: " + (", ".join(missing) or "none"))
+
+    tight_model = ScriptedModel(random.Random(2))
+    tight_budget = model.fixed_tokens + TIGHT_ROOM_TOKENS
+    await converse(bench, tight_model, TIGHT_TURNS, tight_budget, [], "tight")
+    ran = sorted(set(tight_model.compression_turns))
+    tight_over = [size for size in tight_model.chat_tokens if size > tight_budget]
+    print(
+        f"tight budget {tight_budget} ({TIGHT_ROOM_TOKENS} above the fixed prompt): compressor "
+        f"ran on {len(ran)} of {TIGHT_TURNS} turns ({len(tight_model.compression_turns)} calls), "
+        f"{consecutive(ran)} right after another; {len(tight_over)} requests over the budget"
+    )
+
     verdict(f"{len(over)} of {len(sizes)} requests over the budget", not over, quick=bench.quick)
     share = run_total / model.full_history
     label = f"total {share:.1%} <= {TARGET_FULL_HISTORY_SHARE:.0%} of the full history"
     verdict(label, share <= TARGET_FULL_HISTORY_SHARE, quick=bench.quick)
+    label = (
+        f"{first_200} compressor calls in {min(turns, CADENCE_TURNS)} turns at {budget} tokens "
+        f"<= {TARGET_CALLS_PER_200_TURNS}"
+    )
+    verdict(label, first_200 <= TARGET_CALLS_PER_200_TURNS, quick=bench.quick)
     kept = len(tags) - len(missing)
     verdict(f"{kept}/{len(tags)} tagged facts kept", not missing, quick=bench.quick)
+    label = f"{consecutive(ran)} consecutive compressor turns at the tight budget"
+    verdict(label, consecutive(ran) == 0, quick=bench.quick)
 
 
 if __name__ == "__main__":

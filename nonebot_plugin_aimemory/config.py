@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import timedelta, timezone, tzinfo
 from functools import cached_property
+from urllib.parse import urlsplit
 
-from pydantic import BaseModel, Field, ValidationError, field_validator
+from pydantic import BaseModel, Field, ValidationError, ValidationInfo, field_validator
 
 from .engine.compressor import CompressionPolicy
 from .engine.llm import Endpoint
@@ -15,8 +17,7 @@ from .media.addresses import is_local_url
 DEFAULT_SYSTEM_PROMPT = (
     "你是一个友好、可靠的 QQ 聊天伙伴。回答简洁自然，使用中文；不确定的事情就直说不知道。"
 )
-DEFAULT_API_BASE = "https://api.openai.com/v1"
-DEFAULT_MODEL = "gpt-4o-mini"
+DEFAULT_PROVIDER = "openai"
 CHINA_STANDARD_TIME = timezone(timedelta(hours=8), "CST")
 # Each model role falls back, key by key, to another role's settings when left empty.
 FALLBACK_ROLE = {
@@ -27,12 +28,51 @@ FALLBACK_ROLE = {
 }
 
 
+@dataclass(frozen=True)
+class ProviderPreset:
+    """Where a provider's OpenAI-compatible API lives and a sensible model to start with
+    (empty: there is none, the model must be named)."""
+
+    api_base: str
+    model: str
+
+
+# `aimemory_provider` fills in the API base and model left empty. Checked 2026-12: DeepSeek's
+# API docs (api-docs.deepseek.com: base https://api.deepseek.com, models deepseek-v4-flash and
+# deepseek-v4-pro; deepseek-chat/-reasoner retired 2026-07-24), SiliconFlow's V4 models under
+# their Hugging Face ids (projects calling api.siliconflow.cn/v1 with
+# deepseek-ai/DeepSeek-V4-Flash), Alibaba Model Studio's OpenAI-compatible mode
+# (help.aliyun.com), Moonshot's kimi-k2.6 (its list-models API as quoted by promptfoo's
+# docs), Zhipu's glm-5.1 (open.bigmodel.cn), Ollama's OpenAI compatibility (qwen3:8b from its
+# library). A vLLM server serves the model it was started with: there is no default to guess.
+PROVIDER_PRESETS: dict[str, ProviderPreset] = {
+    "openai": ProviderPreset("https://api.openai.com/v1", "gpt-4o-mini"),
+    "deepseek": ProviderPreset("https://api.deepseek.com", "deepseek-v4-flash"),
+    "siliconflow": ProviderPreset("https://api.siliconflow.cn/v1", "deepseek-ai/DeepSeek-V4-Flash"),
+    "dashscope": ProviderPreset("https://dashscope.aliyuncs.com/compatible-mode/v1", "qwen-plus"),
+    "moonshot": ProviderPreset("https://api.moonshot.cn/v1", "kimi-k2.6"),
+    "zhipu": ProviderPreset("https://open.bigmodel.cn/api/paas/v4", "glm-5.1"),
+    "ollama": ProviderPreset("http://127.0.0.1:11434/v1", "qwen3:8b"),
+    "vllm": ProviderPreset("http://127.0.0.1:8000/v1", ""),
+}
+# Hosts of the hosted presets: a key is needed there (a proxy or a server of one's own may
+# do without one).
+HOSTED_API_HOSTS = frozenset(
+    urlsplit(preset.api_base).hostname
+    for preset in PROVIDER_PRESETS.values()
+    if not is_local_url(preset.api_base)
+)
+
+
 class Config(BaseModel):
     """Settings of nonebot-plugin-aimemory (see README for each key)."""
 
-    aimemory_api_base: str = DEFAULT_API_BASE
+    # Declared before the API base and model: their validators read it.
+    aimemory_provider: str = ""
+    # Empty: the provider's (OpenAI's when no provider is set).
+    aimemory_api_base: str = Field(default="", validate_default=True)
     aimemory_api_key: str = ""
-    aimemory_model: str = DEFAULT_MODEL
+    aimemory_model: str = Field(default="", validate_default=True)
     aimemory_system_prompt: str = DEFAULT_SYSTEM_PROMPT
     # None: from the model's known context window (see engine/models.py), at most 128000.
     aimemory_max_context_tokens: int | None = Field(default=None, ge=1024)
@@ -114,15 +154,16 @@ class Config(BaseModel):
 
     @property
     def configured(self) -> bool:
-        """Usable without a key only when pointed at a server of one's own (Ollama, vLLM)."""
-        return bool(self.aimemory_api_key) or self.aimemory_api_base != DEFAULT_API_BASE
+        """Usable without a key unless pointed at a hosted provider of the presets."""
+        host = urlsplit(self.aimemory_api_base).hostname
+        return bool(self.aimemory_api_key) or host not in HOSTED_API_HOSTS
 
     def missing_key_warning(self) -> str | None:
         """What to tell the operator at startup when a hosted API has no key."""
         if not self.configured:
             return (
-                "aimemory: no API key (aimemory_api_key) is set; addressed messages get a "
-                "'not configured' reply until one is configured"
+                f"aimemory: no API key (aimemory_api_key) is set for {self.aimemory_api_base}; "
+                "addressed messages get a 'not configured' reply until one is configured"
             )
         if not self.aimemory_api_key and not is_local_url(self.aimemory_api_base):
             return (
@@ -189,25 +230,71 @@ class Config(BaseModel):
             raise ValueError("must start with http:// or https://")
         return value.rstrip("/")
 
+    @field_validator("aimemory_provider")
+    @classmethod
+    def _known_provider(cls, value: str) -> str:
+        value = value.strip().lower()
+        if value and value not in PROVIDER_PRESETS:
+            raise ValueError(f"must be one of {', '.join(PROVIDER_PRESETS)} (or empty)")
+        return value
+
     @field_validator("aimemory_api_base")
     @classmethod
-    def _main_api_base_set(cls, value: str) -> str:
-        if not value:
-            raise ValueError("must not be empty")
-        return value
+    def _main_api_base_from_provider(cls, value: str, info: ValidationInfo) -> str:
+        """An explicit API base wins; empty means the provider's."""
+        return value or _preset(info).api_base
 
     @field_validator("aimemory_model")
     @classmethod
-    def _model_not_empty(cls, value: str) -> str:
-        if not value.strip():
-            raise ValueError("must not be empty")
-        return value.strip()
+    def _model_from_provider(cls, value: str, info: ValidationInfo) -> str:
+        """An explicit model wins; empty means the provider's (vLLM has none to offer)."""
+        if value.strip():
+            return value.strip()
+        if model := _preset(info).model:
+            return model
+        provider = info.data.get("aimemory_provider")
+        raise ValueError(f"must be set with aimemory_provider={provider}: the model it serves")
+
+
+def _preset(info: ValidationInfo) -> ProviderPreset:
+    """The preset of the provider validated so far (OpenAI's when none, or an invalid one
+    that is reported on its own)."""
+    return PROVIDER_PRESETS[info.data.get("aimemory_provider") or DEFAULT_PROVIDER]
 
 
 class ConfigError(SystemExit):
     """An invalid configuration value, named by its key. A SystemExit so that it stops
     startup: NoneBot's plugin loader logs and skips plugins that raise an Exception, and a
     bot quietly running without its AI is worse than one that refuses to start."""
+
+
+# What every request carries before the conversation (the system prompt and the tool
+# definitions) should leave most of the budget to the conversation.
+FIXED_PROMPT_WARN_SHARE = 0.4
+
+
+def check_prompt_budget(system_tokens: int, tools_tokens: int, budget_tokens: int) -> str | None:
+    """The startup check of the budget against the system prompt and tool definitions sent
+    with every request: a warning when they take over 40 % of it, a ConfigError naming
+    `aimemory_max_context_tokens` when they do not fit at all."""
+    fixed_tokens = system_tokens + tools_tokens
+    figures = (
+        f"the system prompt ({system_tokens} tokens) and tool definitions ({tools_tokens} "
+        f"tokens) sent with every request"
+    )
+    if fixed_tokens > budget_tokens:
+        raise ConfigError(
+            "nonebot-plugin-aimemory: invalid configuration: aimemory_max_context_tokens: "
+            f"a budget of {budget_tokens} tokens is smaller than {figures}; raise it (or "
+            "shorten aimemory_system_prompt)"
+        )
+    if fixed_tokens > FIXED_PROMPT_WARN_SHARE * budget_tokens:
+        return (
+            f"aimemory: {figures} take {fixed_tokens / budget_tokens:.0%} of the budget of "
+            f"{budget_tokens} tokens (aimemory_max_context_tokens), leaving "
+            f"{budget_tokens - fixed_tokens} for the conversation"
+        )
+    return None
 
 
 def describe_validation_error(error: ValidationError) -> str:

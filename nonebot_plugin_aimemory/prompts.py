@@ -1,11 +1,11 @@
-"""Everything a model reads, in one place: the system prompt's chat notes, tool
-descriptions and schemas, the compressor's, extractor's, reviewer's and vision model's
-instructions, and the memory block injected before a turn. (What QQ users read is in
-texts.py.)"""
+"""Everything a model reads, in one place: the system prompt's chat notes and the rules
+shared by the built-in tools, tool descriptions and schemas, the compressor's, extractor's,
+reviewer's and vision model's instructions, and the memory block injected before a turn.
+(What QQ users read is in texts.py.)"""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from typing import TYPE_CHECKING, Any
 
 from .engine.compressor import SummaryPrompts
@@ -28,15 +28,9 @@ PRIVATE_CHAT_NOTE = (
 )
 
 
-def build_system_prompt(persona: str, key: str) -> str:
-    """The system prompt of session `key`: the persona, then where the chat happens."""
-    kind, _, target = key.partition(":")
-    note = GROUP_CHAT_NOTE if kind == "g" else PRIVATE_CHAT_NOTE
-    return f"{persona}\n\n{note.format(target=target)}"
-
-
 # What is worth remembering, written once for the three writers of long-term memory: the
-# model's memory_save tool, the fact extractor before compression and the reviewer.
+# chatting model (in its system prompt, beside the memory tools), the fact extractor before
+# compression and the reviewer.
 WORTH_REMEMBERING = (
     "长期有效、以后用得上的信息（偏好、名字或称呼、个人情况、约定、计划、重要事件和决定）"
 )
@@ -45,53 +39,60 @@ NOT_WORTH_REMEMBERING = (
 )
 SELF_CONTAINED = "必须脱离对话也能看懂：写清主语（昵称和 QQ 号）、时间和具体内容"
 
+# The rules every built-in tool shares, stated once here instead of in each description
+# (tool definitions are billed as prompt tokens on every request).
+TOOLS_SCOPE_NOTE = "工具里的长期记忆和聊天记录只属于当前这个聊天，别的群和私聊看不到。"
+MEMORY_NOTE = (
+    f"对方说出{WORTH_REMEMBERING}时，用 memory_save 记下；不要记{NOT_WORTH_REMEMBERING}。"
+    f"每条记忆{SELF_CONTAINED}，例如“小明(12345)吃素”。"
+    "涉及以前提到的人、偏好、约定时，先用 memory_search 查。"
+    "记忆过时、有误或重复时，用 memory_update 更正或合并，用 memory_forget 删掉多余的。"
+)
 
-MEMORY_SAVE_DESCRIPTION = (
-    "保存一条长期记忆。记忆只属于当前这个群聊或私聊，其他群和私聊看不到。"
-    f"当对方说出{WORTH_REMEMBERING}时使用。"
-    f"每条记忆{SELF_CONTAINED}，例如“小明(12345)吃素，不吃任何肉类”。"
-    f"不要保存{NOT_WORTH_REMEMBERING}。"
-)
-MEMORY_SEARCH_DESCRIPTION = (
-    "搜索当前会话的长期记忆。不带 query 时按时间列出全部（从新到旧）；带 query 时按相关度排序。"
-    "回答涉及以前提到过的人、偏好、约定时，先搜索。结果太长时会说明还剩多少条，用 offset 继续查看。"
-)
+
+def build_system_prompt(persona: str, key: str, builtin_tools: Collection[str] = ()) -> str:
+    """The system prompt of session `key`: the persona, where the chat happens, and the
+    rules of the built-in tools it has (`builtin_tools`, their names; none without a
+    database)."""
+    kind, _, target = key.partition(":")
+    notes = [(GROUP_CHAT_NOTE if kind == "g" else PRIVATE_CHAT_NOTE).format(target=target)]
+    if builtin_tools:
+        notes.append(TOOLS_SCOPE_NOTE)
+    if "memory_save" in builtin_tools:
+        notes.append(MEMORY_NOTE)
+    return "\n\n".join([persona, *notes])
+
+
+MEMORY_SAVE_DESCRIPTION = "保存一条长期记忆。"
+MEMORY_SEARCH_DESCRIPTION = "搜索长期记忆：带 query 按相关度排序，不带则从新到旧列出全部。"
 MEMORY_UPDATE_DESCRIPTION = (
-    "按编号修改一条已有记忆：记忆过时或有误时更正它；两条记忆说的是同一件事时，把内容合并到一条。"
-    "省略的字段保持不变（content 传 null 也算省略）；tags 传空数组、user_id 传空字符串表示清空。"
-    "content 不能为空；user_id 只能是 QQ 号。"
+    '按编号更正或合并一条记忆，省略的字段不变；tags 传 []、user_id 传 "" 表示清空。'
 )
-MEMORY_FORGET_DESCRIPTION = "按编号删除一条记忆：错误、过时或与其他记忆重复的记忆。"
+MEMORY_FORGET_DESCRIPTION = "按编号删除一条错误、过时或重复的记忆。"
 
+# Argument names and types are a contract with the handlers in memory/tools.py and
+# chatlog/tools.py; a property says more than its name only where the model needs it.
 _STRING: dict[str, Any] = {"type": "string"}
-_MEMORY_ID: dict[str, Any] = {**_STRING, "description": "记忆编号，如 ab3d"}
 _TAGS: dict[str, Any] = {
     "type": "array",
-    "items": {"type": "string"},
-    "description": "可选：1~3 个分类标签，如“饮食”“生日”“约定”",
+    "items": _STRING,
+    "description": "1~3 个分类标签，如“饮食”",
 }
-_USER_ID: dict[str, Any] = {
-    "type": "string",
-    "description": "可选：这条记忆是关于哪位用户的 QQ 号（纯数字）",
-}
+_USER_ID: dict[str, Any] = {**_STRING, "description": "这条记忆关于谁：QQ 号"}
 
 MEMORY_SAVE_PARAMETERS: dict[str, Any] = {
     "type": "object",
-    "properties": {
-        "content": {**_STRING, "description": "要记住的内容，一句完整独立的话"},
-        "tags": _TAGS,
-        "user_id": _USER_ID,
-    },
+    "properties": {"content": _STRING, "tags": _TAGS, "user_id": _USER_ID},
     "required": ["content"],
 }
 MEMORY_UPDATE_PARAMETERS: dict[str, Any] = {
     "type": "object",
-    "properties": {"id": _MEMORY_ID, "content": _STRING, "tags": _TAGS, "user_id": _USER_ID},
+    "properties": {"id": _STRING, "content": _STRING, "tags": _TAGS, "user_id": _USER_ID},
     "required": ["id"],
 }
 MEMORY_FORGET_PARAMETERS: dict[str, Any] = {
     "type": "object",
-    "properties": {"id": _MEMORY_ID},
+    "properties": {"id": _STRING},
     "required": ["id"],
 }
 
@@ -104,34 +105,25 @@ def memory_search_parameters(
     return {
         "type": "object",
         "properties": {
-            "query": {**_STRING, "description": "可选：关键词"},
+            "query": _STRING,
             "limit": {
                 "type": "integer",
                 "minimum": 1,
                 "maximum": limit_max,
                 "description": (
-                    f"可选：最多返回几条。带 query 时默认 {default_limit}、"
-                    f"最多 {query_limit_max}；不带 query 时默认全部"
+                    f"带 query 时默认 {default_limit}、最多 {query_limit_max}；不带时默认全部"
                 ),
             },
-            "offset": {
-                "type": "integer",
-                "minimum": 0,
-                "description": "可选：跳过前面几条，用于翻页，默认 0",
-            },
+            "offset": {"type": "integer", "minimum": 0},
         },
         "required": [],
     }
 
 
 READ_RECENT_CHAT_DESCRIPTION = (
-    "读取当前会话最近的聊天记录（客观记录，包括已被压缩或清空的上下文）。"
-    "每行带时间和发言人。只能读取当前这个群聊或私聊。"
+    "读取最近的聊天记录原文（包括已被压缩或清空的部分），每行带时间和发言人。"
 )
-SEARCH_CURRENT_CHAT_DESCRIPTION = (
-    "按关键词全文搜索当前会话的聊天记录，例如“上个月说的聚餐地点”。"
-    "结果按相关度排序，每行带时间和发言人。只能搜索当前这个群聊或私聊。"
-)
+SEARCH_CURRENT_CHAT_DESCRIPTION = "按关键词全文搜索聊天记录，例如找“上个月说的聚餐地点”。"
 
 
 def _chat_limit(default_limit: int, limit_max: int) -> dict[str, Any]:
@@ -139,7 +131,7 @@ def _chat_limit(default_limit: int, limit_max: int) -> dict[str, Any]:
         "type": "integer",
         "minimum": 1,
         "maximum": limit_max,
-        "description": f"条数，1~{limit_max}，默认 {default_limit}",
+        "description": f"条数，默认 {default_limit}",
     }
 
 
@@ -156,10 +148,7 @@ def search_current_chat_parameters(*, default_limit: int, limit_max: int) -> dic
     """The search_current_chat schema: a keyword and an optional row count."""
     return {
         "type": "object",
-        "properties": {
-            "keyword": {"type": "string", "description": "关键词"},
-            "limit": _chat_limit(default_limit, limit_max),
-        },
+        "properties": {"keyword": _STRING, "limit": _chat_limit(default_limit, limit_max)},
         "required": ["keyword"],
     }
 

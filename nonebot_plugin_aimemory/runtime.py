@@ -19,7 +19,7 @@ from .chatlog.feature import ChatLogOff, RecordedChat, ReviewsOff
 from .chatlog.reviewer import MemoryReviewer
 from .chatlog.scheduler import ReviewScheduler
 from .chatlog.writer import ChatLog, NoReviewMarks
-from .config import Config
+from .config import Config, ConfigError, check_prompt_budget
 from .conversation.autoclear import GroupAutoClear
 from .conversation.commands import Commands, DialogCommands
 from .conversation.sessions import SessionCache, group_key
@@ -29,7 +29,8 @@ from .engine.compressor import Compressor
 from .engine.embeddings import Embedder, EmbeddingClient, NoEmbeddings
 from .engine.hooks import PreCompactHooks
 from .engine.llm import LLMClient
-from .engine.tokens import TiktokenCounter
+from .engine.messages import Message
+from .engine.tokens import TiktokenCounter, message_tokens
 from .engine.tools import Tool, ToolRegistry
 from .media.images import ImageReader, NoDescriptionCache, NoVision
 from .memory.commands import MemoryCommands
@@ -52,6 +53,8 @@ from .text import segmenter
 
 logger = logging.getLogger("nonebot_plugin_aimemory")
 
+# A QQ group number as long as they get, for measuring a group's system prompt at startup.
+PROBE_GROUP_ID = 9_999_999_999
 # (runtime, session key) -> tools bound to that session. Bound once, when the session is built.
 ToolProvider = Callable[["Runtime", str], Iterable[Tool]]
 
@@ -142,8 +145,12 @@ class Runtime:
         )
 
     def system_prompt_for(self, key: str) -> str:
-        """The persona plus where the chat happens; identical every turn (prefix caching)."""
-        return prompts.build_system_prompt(self.config.aimemory_system_prompt, key)
+        """The persona, where the chat happens and the rules of the built-in tools the
+        session has (none without a database); identical every turn (prefix caching)."""
+        tools = (*self.memory.tools(key), *self.chat_log.tools(key))
+        return prompts.build_system_prompt(
+            self.config.aimemory_system_prompt, key, [tool.name for tool in tools]
+        )
 
     @asynccontextmanager
     async def group_cleared_in_memory(self, group_id: str) -> AsyncIterator[None]:
@@ -266,6 +273,13 @@ class _Builder:
             ),
             _database=database,
         )
+        try:
+            if warning := self.prompt_budget_warning(runtime):
+                logger.warning(warning)
+        except ConfigError as error:
+            logger.error("%s", error)
+            await runtime.stop()
+            raise
         await autoclear.load()
         memory.start()
         chat_log.start()
@@ -273,6 +287,18 @@ class _Builder:
         if warning := config.missing_key_warning():
             logger.warning(warning)
         return runtime
+
+    def prompt_budget_warning(self, runtime: Runtime) -> str | None:
+        """Measure what every request carries before the conversation (the system prompt and
+        the built-in tools of a group, the longer of the two chat notes) against the budget."""
+        key = group_key(PROBE_GROUP_ID)
+        tools = ToolRegistry([*runtime.memory.tools(key), *runtime.chat_log.tools(key)])
+        specs = tools.specs_json()
+        return check_prompt_budget(
+            message_tokens(Message("system", runtime.system_prompt_for(key)), runtime.counter),
+            runtime.counter.count(specs.decode()) if specs else 0,
+            runtime.budget_tokens,
+        )
 
     def image_reader(self, database: Database | None) -> ImageReader:
         """How QQ images become model input (data URIs or vision descriptions)."""

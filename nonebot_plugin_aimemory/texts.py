@@ -10,8 +10,9 @@ if TYPE_CHECKING:
 
 NOT_CONFIGURED = "AI 还没有配置好（缺少 API Key），请联系机器人管理员。"
 LLM_UNAVAILABLE = "AI 暂时无法回答，请稍后再试。"
-LLM_REJECTED_KEY = "AI 接口拒绝了访问（API Key 无效或没有权限），请联系机器人管理员。"
-LLM_NO_BALANCE = "AI 接口的余额不足，请联系机器人管理员。"
+LLM_REFUSED = "这条消息被模型服务商的内容审核拦截了，换个说法试试。"
+LLM_ACCOUNT_PROBLEM = "模型服务的密钥或余额有问题，请联系管理员。"
+LLM_REQUEST_REJECTED = "模型服务拒绝了这条消息，没能回答。"
 LLM_TIMEOUT = "AI 响应超时了，请稍后再试。"
 TOO_LONG = "这条消息太长了，超出了模型能处理的长度，请缩短后再发。"
 LLM_EMPTY = "AI 这次没有给出回答，换个说法再试试吧。"
@@ -25,6 +26,26 @@ REPLY_TRUNCATED = "……（回复过长，已省略后续内容）"
 EMPTY_MESSAGE = "你好像什么也没说～"
 
 DIALOG_USAGE = "用法：~对话 状态 | ~对话 清空 | ~对话 停止"
+
+
+def account_problem_for_superusers(
+    *, model: str, status: int | None, code: str | None, message: str | None
+) -> str:
+    """The private message to SUPERUSERS when the model service rejects the key or the
+    account (at most one an hour): what the service answered."""
+    answer = "，".join(
+        part
+        for part in (
+            f"HTTP {status}" if status is not None else None,
+            f"代码 {code}" if code else None,
+            message[:200] if message else None,
+        )
+        if part
+    )
+    return (
+        f"[AI 记忆] 模型服务（{model}）拒绝了请求：{answer or '没有说明原因'}。"
+        "请检查 API Key 和账户余额；修好之前机器人无法回答。"
+    )
 
 
 def dialog_status(

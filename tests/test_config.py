@@ -84,3 +84,127 @@ def test_a_group_list_with_a_non_number_is_named() -> None:
     with pytest.raises(ValidationError) as caught:
         Config(aimemory_group_allowlist="123,abc")
     assert describe_validation_error(caught.value).startswith("aimemory_group_allowlist")
+
+
+@pytest.mark.parametrize(
+    ("provider", "api_base", "model"),
+    [
+        ("deepseek", "https://api.deepseek.com", "deepseek-v4-flash"),
+        ("siliconflow", "https://api.siliconflow.cn/v1", "deepseek-ai/DeepSeek-V4-Flash"),
+        ("ollama", "http://127.0.0.1:11434/v1", "qwen3:8b"),
+        ("", "https://api.openai.com/v1", "gpt-4o-mini"),
+    ],
+)
+def test_a_provider_fills_in_the_api_base_and_model(
+    provider: str, api_base: str, model: str
+) -> None:
+    from nonebot_plugin_aimemory.config import Config
+
+    config = Config(aimemory_provider=provider)
+
+    assert (config.aimemory_api_base, config.aimemory_model) == (api_base, model)
+
+
+def test_every_provider_preset_is_a_valid_configuration() -> None:
+    from nonebot_plugin_aimemory.config import PROVIDER_PRESETS, Config
+
+    for provider, preset in PROVIDER_PRESETS.items():
+        config = Config(aimemory_provider=provider, aimemory_model=preset.model or "served")
+        assert config.aimemory_api_base == preset.api_base
+
+
+def test_explicit_api_base_and_model_win_over_the_provider() -> None:
+    from nonebot_plugin_aimemory.config import Config
+
+    config = Config(
+        aimemory_provider="deepseek",
+        aimemory_api_base="https://proxy.example/v1/",
+        aimemory_model="deepseek-v4-pro",
+    )
+
+    assert (config.aimemory_api_base, config.aimemory_model) == (
+        "https://proxy.example/v1",
+        "deepseek-v4-pro",
+    )
+
+
+def test_the_provider_is_read_whatever_its_case() -> None:
+    from nonebot_plugin_aimemory.config import Config
+
+    config = Config(aimemory_provider=" DeepSeek ")
+
+    assert config.aimemory_provider == "deepseek"
+    assert config.aimemory_model == "deepseek-v4-flash"
+
+
+@pytest.mark.parametrize(
+    ("settings", "key"),
+    [
+        ({"aimemory_provider": "azure"}, "aimemory_provider"),
+        ({"aimemory_provider": "vllm"}, "aimemory_model"),
+    ],
+)
+def test_an_unknown_provider_or_a_vllm_without_model_is_named(
+    settings: dict[str, str], key: str
+) -> None:
+    from nonebot_plugin_aimemory.config import Config, describe_validation_error
+
+    with pytest.raises(ValidationError) as caught:
+        Config(**settings)
+    assert describe_validation_error(caught.value).startswith(f"{key}:")
+
+
+@pytest.mark.parametrize(
+    ("provider", "configured"),
+    [("deepseek", False), ("zhipu", False), ("ollama", True), ("vllm", True)],
+)
+def test_a_hosted_provider_needs_a_key_and_a_local_server_does_not(
+    provider: str, configured: bool
+) -> None:
+    from nonebot_plugin_aimemory.config import Config
+
+    config = Config(aimemory_provider=provider, aimemory_model="m", aimemory_api_key="")
+
+    assert config.configured is configured
+
+
+def test_a_fixed_prompt_within_40_percent_of_the_budget_is_fine() -> None:
+    from nonebot_plugin_aimemory.config import check_prompt_budget
+
+    assert check_prompt_budget(system_tokens=300, tools_tokens=500, budget_tokens=2000) is None
+
+
+def test_a_fixed_prompt_over_40_percent_of_the_budget_is_warned_with_the_figures() -> None:
+    from nonebot_plugin_aimemory.config import check_prompt_budget
+
+    warning = check_prompt_budget(system_tokens=400, tools_tokens=600, budget_tokens=2000)
+
+    assert warning is not None
+    for figure in ("400 tokens", "600 tokens", "50%", "2000", "aimemory_max_context_tokens"):
+        assert figure in warning
+
+
+def test_a_budget_smaller_than_the_fixed_prompt_is_a_config_error_naming_the_key() -> None:
+    from nonebot_plugin_aimemory.config import ConfigError, check_prompt_budget
+
+    with pytest.raises(ConfigError, match="aimemory_max_context_tokens") as caught:
+        check_prompt_budget(system_tokens=400, tools_tokens=700, budget_tokens=1024)
+    assert "1024" in str(caught.value)
+
+
+async def test_startup_refuses_a_budget_the_system_prompt_and_tools_do_not_fit(plugin) -> None:
+    from nonebot_plugin_aimemory.config import ConfigError
+    from nonebot_plugin_aimemory.runtime import current_runtime
+
+    with pytest.raises(ConfigError, match="aimemory_max_context_tokens"):
+        await plugin.restart(aimemory_max_context_tokens=1024, aimemory_system_prompt="长" * 800)
+    assert current_runtime() is None
+
+
+async def test_startup_warns_when_the_fixed_prompt_takes_much_of_the_budget(
+    plugin, plugin_log
+) -> None:
+    await plugin.restart(aimemory_max_context_tokens=2000)
+
+    warnings = [r.getMessage() for r in plugin_log.records if r.levelname == "WARNING"]
+    assert any("aimemory_max_context_tokens" in w and "of the budget" in w for w in warnings)

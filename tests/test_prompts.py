@@ -1,6 +1,8 @@
 """What the models read: the rule of what is worth remembering is one text shared by the
-three writers of memory, the JSON the extractor and reviewer ask for is what their parsers
-read, and the injected memory block keeps its budget rules."""
+three writers of memory, stated once in the chatting model's system prompt (never in the tool
+descriptions) and only when the memory tools exist; the six tool definitions stay lean and
+keep their names and arguments; the JSON the extractor and reviewer ask for is what their
+parsers read, and the injected memory block keeps its budget rules."""
 
 from __future__ import annotations
 
@@ -13,6 +15,26 @@ if TYPE_CHECKING:
     from nonebot_plugin_aimemory.store.memory_store import MemoryRecord
 
 MEMORY_WRITERS = ("memory_save", "extractor", "reviewer")
+MEMORY_TOOLS = ("memory_save", "memory_search", "memory_update", "memory_forget")
+CHAT_LOG_TOOLS = ("read_recent_chat", "search_current_chat")
+# The contract with the tool handlers: name -> argument -> JSON type.
+TOOL_ARGUMENTS = {
+    "memory_save": {"content": "string", "tags": "array", "user_id": "string"},
+    "memory_search": {"query": "string", "limit": "integer", "offset": "integer"},
+    "memory_update": {"id": "string", "content": "string", "tags": "array", "user_id": "string"},
+    "memory_forget": {"id": "string"},
+    "read_recent_chat": {"limit": "integer"},
+    "search_current_chat": {"keyword": "string", "limit": "integer"},
+}
+TOOL_REQUIRED = {
+    "memory_save": ["content"],
+    "memory_search": [],
+    "memory_update": ["id"],
+    "memory_forget": ["id"],
+    "read_recent_chat": [],
+    "search_current_chat": ["keyword"],
+}
+TOOL_DEFINITIONS_MAX_TOKENS = 700
 
 
 def group_review_prompt() -> str:
@@ -27,8 +49,8 @@ def instructions_of(writer: str) -> str:
     """What the model writing memories as `writer` is told."""
     from nonebot_plugin_aimemory import prompts
 
-    if writer == "memory_save":
-        return prompts.MEMORY_SAVE_DESCRIPTION
+    if writer == "memory_save":  # the chatting model, beside its memory tools
+        return prompts.build_system_prompt("你是小忆。", "g:1", (*MEMORY_TOOLS, *CHAT_LOG_TOOLS))
     if writer == "extractor":
         return prompts.EXTRACT_PROMPT
     return group_review_prompt()
@@ -43,6 +65,121 @@ def test_every_memory_writer_is_told_the_same_rule(writer: str) -> None:
     assert prompts.WORTH_REMEMBERING in text
     assert prompts.NOT_WORTH_REMEMBERING in text
     assert prompts.SELF_CONTAINED in text
+
+
+def test_the_system_prompt_states_the_memory_rules_once() -> None:
+    from nonebot_plugin_aimemory import prompts
+
+    text = instructions_of("memory_save")
+
+    assert text.count(prompts.WORTH_REMEMBERING) == 1
+    assert text.count(prompts.NOT_WORTH_REMEMBERING) == 1
+    assert text.count(prompts.SELF_CONTAINED) == 1
+
+
+def test_no_tool_description_repeats_the_memory_rules() -> None:
+    from nonebot_plugin_aimemory import prompts
+
+    descriptions = [
+        prompts.MEMORY_SAVE_DESCRIPTION,
+        prompts.MEMORY_SEARCH_DESCRIPTION,
+        prompts.MEMORY_UPDATE_DESCRIPTION,
+        prompts.MEMORY_FORGET_DESCRIPTION,
+        prompts.READ_RECENT_CHAT_DESCRIPTION,
+        prompts.SEARCH_CURRENT_CHAT_DESCRIPTION,
+    ]
+    for description in descriptions:
+        for rule in (prompts.WORTH_REMEMBERING, prompts.NOT_WORTH_REMEMBERING):
+            assert rule not in description
+        assert prompts.SELF_CONTAINED not in description
+        assert prompts.TOOLS_SCOPE_NOTE not in description
+
+
+def test_without_tools_the_system_prompt_has_no_tool_rules() -> None:
+    from nonebot_plugin_aimemory import prompts
+
+    text = prompts.build_system_prompt("你是小忆。", "g:1")
+
+    assert prompts.WORTH_REMEMBERING not in text
+    assert prompts.TOOLS_SCOPE_NOTE not in text
+    assert "memory_save" not in text
+
+
+def test_chat_log_tools_alone_get_the_scope_note_but_not_the_memory_rules() -> None:
+    from nonebot_plugin_aimemory import prompts
+
+    text = prompts.build_system_prompt("你是小忆。", "f:2", CHAT_LOG_TOOLS)
+
+    assert prompts.TOOLS_SCOPE_NOTE in text
+    assert prompts.WORTH_REMEMBERING not in text
+
+
+def test_the_system_prompt_starts_with_the_persona_and_says_where_the_chat_happens() -> None:
+    from nonebot_plugin_aimemory import prompts
+
+    group = prompts.build_system_prompt("你是小忆。", "g:777", MEMORY_TOOLS)
+    private = prompts.build_system_prompt("你是小忆。", "f:42")
+
+    assert group.startswith("你是小忆。\n\n你正在 QQ 群 777 中聊天。")
+    assert private.startswith("你是小忆。\n\n你正在和 QQ 用户 42 私聊。")
+
+
+async def test_the_model_is_told_the_memory_rules_in_its_system_prompt(plugin) -> None:
+    from nonebot_plugin_aimemory import prompts
+    from tests.fakes.bots import RecordingBot
+    from tests.fakes.events import group_message
+
+    await RecordingBot().receive(group_message("hi", to_me=True, group_id=777))
+
+    system = plugin.llm.last_messages()[0]["content"]
+    assert system.count(prompts.WORTH_REMEMBERING) == 1
+    assert prompts.TOOLS_SCOPE_NOTE in system
+
+
+async def test_without_a_database_the_system_prompt_has_no_memory_rules(plugin, tmp_path) -> None:
+    from nonebot_plugin_aimemory import prompts
+    from tests.fakes.bots import RecordingBot
+    from tests.fakes.events import group_message
+
+    blocker = tmp_path / "not-a-dir"
+    blocker.write_text("x")
+    await plugin.restart(aimemory_db_path=str(blocker / "aimemory.db"))
+    await RecordingBot().receive(group_message("hi", to_me=True, group_id=777))
+
+    request = plugin.llm.chat_requests[-1]
+    assert "tools" not in request
+    assert prompts.WORTH_REMEMBERING not in request["messages"][0]["content"]
+    assert prompts.TOOLS_SCOPE_NOTE not in request["messages"][0]["content"]
+
+
+async def test_the_six_tool_definitions_cost_at_most_700_tokens(plugin) -> None:
+    specs = plugin.runtime.build_chatbot("g:9876543210").tools.specs_json()
+
+    assert specs is not None
+    assert plugin.runtime.counter.count(specs.decode()) <= TOOL_DEFINITIONS_MAX_TOKENS
+
+
+async def test_tool_names_and_argument_types_are_kept(plugin) -> None:
+    specs = json.loads(plugin.runtime.build_chatbot("g:1").tools.specs_json() or b"[]")
+
+    arguments = {
+        spec["function"]["name"]: {
+            name: schema["type"]
+            for name, schema in spec["function"]["parameters"]["properties"].items()
+        }
+        for spec in specs
+    }
+    assert arguments == TOOL_ARGUMENTS
+
+
+async def test_the_required_tool_arguments_are_kept(plugin) -> None:
+    specs = json.loads(plugin.runtime.build_chatbot("g:1").tools.specs_json() or b"[]")
+
+    required = {
+        spec["function"]["name"]: spec["function"]["parameters"].get("required", [])
+        for spec in specs
+    }
+    assert required == TOOL_REQUIRED
 
 
 def test_the_extractor_example_is_the_json_its_parser_reads() -> None:

@@ -86,6 +86,26 @@ def test_bot_py_refuses_to_start_with_an_invalid_value(tmp_path: Path) -> None:
     assert (tmp_path / ".env").exists()  # first start still wrote the file to edit
 
 
+def test_bot_py_refuses_to_start_when_the_budget_cannot_hold_the_system_prompt(
+    tmp_path: Path,
+) -> None:
+    shutil.copy(ROOT / "bot.py", tmp_path / "bot.py")
+    shutil.copy(ROOT / ".env.example", tmp_path / ".env.example")
+
+    result = run_python(
+        ["bot.py"],
+        tmp_path,
+        DRIVER="~fastapi+~httpx+~websockets",
+        PORT=str(free_port()),
+        AIMEMORY_API_KEY="sk-test",
+        AIMEMORY_MAX_CONTEXT_TOKENS="1024",
+        AIMEMORY_SYSTEM_PROMPT="长" * 800,
+    )
+
+    assert result.returncode != 0
+    assert "aimemory_max_context_tokens" in result.stderr + result.stdout
+
+
 def free_port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))

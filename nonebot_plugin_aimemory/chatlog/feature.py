@@ -37,6 +37,10 @@ class RecordedChat:
         """Queue one row (never awaits)."""
         self.writer.add(row, review=review)
 
+    def mark_refused(self, row: ChatRow) -> None:
+        """Mark a row added earlier as refused by the model service (never awaits)."""
+        self.writer.mark_refused(row)
+
     async def flush(self) -> None:
         """Write what is queued."""
         await self.writer.flush()
@@ -64,6 +68,9 @@ class ChatLogOff:
 
     def add(self, row: ChatRow, *, review: bool = False) -> None:
         """Rows are dropped."""
+
+    def mark_refused(self, row: ChatRow) -> None:
+        """Nothing was logged."""
 
     async def flush(self) -> None:
         """Nothing to write."""

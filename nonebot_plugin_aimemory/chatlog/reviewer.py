@@ -55,9 +55,11 @@ class MemoryReviewer:
 
     async def review(self, scope: str, after_row: int) -> ReviewOutcome:
         """Review rows after `after_row`; raises LLMError when the model cannot be reached."""
-        rows, log = _shown_log(await self.chat_log.since(scope, after_row, MAX_ROWS), self.zone)
+        fetched = await self.chat_log.since(scope, after_row, MAX_ROWS)
+        # A refused row would have the review refused too, again and again.
+        rows, log = _shown_log([row for row in fetched if not row.refused], self.zone)
         if not rows:
-            return ReviewOutcome(last_row=after_row)
+            return ReviewOutcome(last_row=fetched[-1].id if fetched else after_row)
         memories = await self.memory.list(scope)
         system = prompts.review_prompt(
             self.persona, in_group=scope.startswith("g:"), max_ops=MAX_OPS
@@ -69,7 +71,7 @@ class MemoryReviewer:
             ],
             context=f"review {scope}",
         )
-        outcome = ReviewOutcome(last_row=rows[-1].id)
+        outcome = ReviewOutcome(last_row=fetched[-1].id)
         await self._apply(scope, completion.message.text, {row.id for row in rows}, outcome)
         logger.info(
             "review of %s: %d created, %d updated, %d rejected",

@@ -19,9 +19,11 @@ def chat_log_tools(chat_log: ChatLog, zone: tzinfo, session_key: str) -> Iterabl
     """The chat-log tools, bound to one session."""
 
     async def read_recent_chat(arguments: dict[str, Any]) -> str:
-        """The session's latest chat-log rows, flushed first so the newest are included."""
+        """The session's latest chat-log rows, flushed first so the newest are included;
+        refused rows are left out, or the model's next request would be refused again."""
         await chat_log.flush()
-        rows = await chat_log.store.recent(session_key, _limit(arguments.get("limit")))
+        limit = _limit(arguments.get("limit"))
+        rows = await chat_log.store.recent(session_key, limit, with_refused=False)
         return format_rows(rows, zone) or "还没有聊天记录。"
 
     async def search_current_chat(arguments: dict[str, Any]) -> str:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Iterable
+from dataclasses import replace
 from datetime import datetime, timedelta, timezone
 from typing import Protocol
 
@@ -52,6 +53,7 @@ class ChatLog:
         self.keep_days = keep_days
         self._buffer: list[ChatRow] = []
         self._to_review: set[str] = set()
+        self._refusals: list[ChatRow] = []  # written rows still to be marked refused
         self._lock = asyncio.Lock()
         self._background = Background("chat log")
         self._early_flush: asyncio.Task[None] | None = None
@@ -70,13 +72,23 @@ class ChatLog:
         ):
             self._early_flush = self._background.spawn(self.flush(), name="early flush")
 
+    def mark_refused(self, row: ChatRow) -> None:
+        """Mark a row added earlier as refused by the model service (never awaits): in the
+        queue if it is still there, else in the database with the next flush."""
+        for index in range(len(self._buffer) - 1, -1, -1):
+            if self._buffer[index] is row:
+                self._buffer[index] = replace(row, refused=True)
+                return
+        self._refusals.append(row)
+
     async def flush(self) -> None:
         """Write everything queued so far in one transaction. On failure (disk full, file
         locked) the rows go back to the queue and the next flush tries again."""
         async with self._lock:
             rows, self._buffer = self._buffer, []
             review_keys, self._to_review = self._to_review, set()
-            if not rows and not review_keys:
+            refusals, self._refusals = self._refusals, []
+            if not rows and not review_keys and not refusals:
                 return
             try:
                 await self.store.insert_many(rows)
@@ -84,8 +96,14 @@ class ChatLog:
                 logger.exception("could not write %d chat-log rows; will retry", len(rows))
                 self._failing = True
                 self._requeue(rows, review_keys)
+                self._refusals = [*refusals, *self._refusals]
                 return
             self._failing = False
+            try:
+                await self.store.mark_refused(refusals)
+            except Exception:
+                logger.exception("could not mark %d chat-log rows refused", len(refusals))
+                self._refusals = [*refusals, *self._refusals]
             if review_keys:
                 try:
                     await self.reviews.mark_pending(review_keys)

@@ -87,10 +87,12 @@ def parts_text(parts: list[Part]) -> str:
 @dataclass(slots=True)
 class Outcome:
     """What to send back, in order. `from_model` texts are the model's own words (image
-    links and `@QQ号` in them may become pictures and @s); the others are sent verbatim."""
+    links and `@QQ号` in them may become pictures and @s); the others are sent verbatim.
+    `notify_superusers`, when set, goes to each SUPERUSER as a private message."""
 
     texts: list[str] = field(default_factory=list)
     from_model: bool = False
+    notify_superusers: str | None = None
     _delivered: asyncio.Event = field(default_factory=asyncio.Event)
 
     def mark_delivered(self) -> None:

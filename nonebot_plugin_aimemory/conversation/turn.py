@@ -1,11 +1,14 @@
 """The turn as a use case, with no NoneBot in sight: take an `Incoming`, find its session,
 put relevant memories before it, run `ChatBot.turn`, write the chat-log rows, choose the
-apology when something fails, and return what to send."""
+apology when something fails (key and balance problems: one notice per chat per 10 minutes,
+one private message to the SUPERUSERS per hour), and return what to send."""
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import time
+from collections.abc import Callable
 from datetime import tzinfo
 from typing import Protocol
 
@@ -21,12 +24,21 @@ from .sessions import SessionCache, TurnStopped
 
 logger = logging.getLogger("nonebot_plugin_aimemory")
 
+# While the key or the balance is bad every message fails the same way: one notice per chat
+# in this time (the other messages get no reply), one private message to the SUPERUSERS.
+ACCOUNT_NOTICE_INTERVAL_SECONDS = 600.0
+SUPERUSER_NOTICE_INTERVAL_SECONDS = 3600.0
+
 
 class ChatLogSink(Protocol):
     """Where the objective chat log is written (batched; never awaits)."""
 
     def add(self, row: ChatRow, *, review: bool = False) -> None:
         """Queue one row; `review` marks its session for a memory review."""
+        ...
+
+    def mark_refused(self, row: ChatRow) -> None:
+        """Mark a row added earlier as refused by the model service."""
         ...
 
 
@@ -60,6 +72,7 @@ class Conversation:
         zone: tzinfo,
         configured: bool,
         log_ambient: bool,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.sessions = sessions
         self.autoclear = autoclear
@@ -69,6 +82,9 @@ class Conversation:
         self.zone = zone
         self.configured = configured
         self.log_ambient = log_ambient
+        self.clock = clock  # seconds, for the notice intervals only
+        self._account_noticed_at: dict[str, float] = {}
+        self._superusers_told_at: float | None = None
 
     async def answer(self, incoming: Incoming) -> Outcome:
         """What to send for this message (often nothing: it was not for the bot)."""
@@ -128,29 +144,54 @@ class Conversation:
 
     async def _turn(self, chatbot: ChatBot, incoming: Incoming) -> Outcome:
         """Read the message in full, run the turn; a short apology when it fails."""
+        row: ChatRow | None = None
         try:
             parts = await incoming.content.rich()
             text = parts_text(parts)
-            self.chat_log.add(user_row(incoming, text))
+            row = user_row(incoming, text)
+            self.chat_log.add(row)
             message, persist_text = await self.memories.prepend(
                 chatbot.key, user_message(incoming.line_prefix(self.zone), parts), text
             )
             result = await chatbot.turn(message, persist_user_text=persist_text)
         except LLMError as exc:
-            logger.warning(
-                "LLM failed in %s (model=%s kind=%s status=%s): %s",
-                chatbot.key,
-                chatbot.llm.model,
-                exc.kind,
-                exc.status,
-                exc.detail[:300],
-            )
-            return self._apology(chatbot.key, failure_text(exc))
+            log_failure(chatbot.key, chatbot.llm.model, exc)
+            return self._failed(chatbot.key, chatbot.llm.model, exc, row)
         except Exception:
             logger.exception("turn failed in %s", chatbot.key)
             return self._apology(chatbot.key, texts.TURN_FAILED)
         self.chat_log.add(assistant_row(chatbot.key, result.reply), review=True)
         return Outcome([result.reply], from_model=True)
+
+    def _failed(self, key: str, model: str, error: LLMError, row: ChatRow | None) -> Outcome:
+        """What to send after a failed turn; a refused message is marked in the chat log."""
+        if error.kind == "refused" and row is not None:
+            self.chat_log.mark_refused(row)
+        if error.kind == "account":
+            return self._account_problem(key, model, error)
+        return self._apology(key, failure_text(error))
+
+    def _account_problem(self, key: str, model: str, error: LLMError) -> Outcome:
+        """The key or balance notice at most once per chat per ACCOUNT_NOTICE_INTERVAL_SECONDS
+        (nothing in between), and what the service said for the SUPERUSERS at most once per
+        SUPERUSER_NOTICE_INTERVAL_SECONDS."""
+        now = self.clock()
+        noticed = self._account_noticed_at
+        for stale in [
+            k for k, at in noticed.items() if now - at >= ACCOUNT_NOTICE_INTERVAL_SECONDS
+        ]:
+            del noticed[stale]
+        outcome = nothing()
+        if key not in noticed:
+            noticed[key] = now
+            outcome = self._apology(key, texts.LLM_ACCOUNT_PROBLEM)
+        told = self._superusers_told_at
+        if told is None or now - told >= SUPERUSER_NOTICE_INTERVAL_SECONDS:
+            self._superusers_told_at = now
+            outcome.notify_superusers = texts.account_problem_for_superusers(
+                model=model, status=error.status, code=error.code, message=error.provider_message
+            )
+        return outcome
 
     def _apology(self, key: str, apology: str) -> Outcome:
         """The chat log keeps an apology like any reply the bot sent."""
@@ -186,14 +227,41 @@ def assistant_row(key: str, reply: str) -> ChatRow:
 
 def failure_text(error: LLMError) -> str:
     """A short Chinese apology matching what went wrong (details go to the log)."""
+    if error.kind == "refused":
+        return texts.LLM_REFUSED
+    if error.kind == "account":
+        return texts.LLM_ACCOUNT_PROBLEM
     if error.kind == "timeout":
         return texts.LLM_TIMEOUT
     if error.kind == "context_length":
         return texts.TOO_LONG
     if error.kind == "empty":
         return texts.LLM_EMPTY
-    if error.status in (401, 403):
-        return texts.LLM_REJECTED_KEY
-    if error.status == 402:  # DeepSeek and others: insufficient balance
-        return texts.LLM_NO_BALANCE
+    if not error.transient:  # any other 4xx: the message was dropped, not kept for later
+        return texts.LLM_REQUEST_REJECTED
     return texts.LLM_UNAVAILABLE
+
+
+def log_failure(key: str, model: str, error: LLMError) -> None:
+    """One log line with what the provider answered: status, error code and message."""
+    said = f"code={error.code} message={error.provider_message!r}"
+    if error.kind == "account":
+        logger.error(
+            "LLM key or balance problem in %s: the provider refused the request "
+            "(model=%s status=%s %s): %s",
+            key,
+            model,
+            error.status,
+            said,
+            error.detail[:300],
+        )
+        return
+    logger.warning(
+        "LLM failed in %s (model=%s kind=%s status=%s %s): %s",
+        key,
+        model,
+        error.kind,
+        error.status,
+        said,
+        error.detail[:300],
+    )

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Protocol
 
-from .compressor import Compaction, Compressor
+from .compressor import Compaction, Compressor, FoldCadence
 from .llm import Completion, ContextLengthError, LLMClient, LLMError, Usage
 from .messages import Message, tool_result
 from .tokens import TokenCounter, message_tokens
@@ -117,6 +117,7 @@ class ChatBot:
         self.context_tokens = 0
         self.stats = CompressionStats()
         self._fixed_tokens: int | None = None
+        self._cadence = FoldCadence()
         # A store write failed (disk full, file locked): the stored window misses messages,
         # so the next write stores the whole window instead of appending after a gap.
         self._store_behind = False
@@ -153,8 +154,9 @@ class ChatBot:
 
     async def turn(self, message: Message, *, persist_user_text: str | None = None) -> TurnResult:
         """Answer `message`. `persist_user_text`, when given, is what the window keeps of it
-        instead of its per-turn injections. Raises LLMError when no answer can be had; the
-        user's message and finished tool rounds are kept even then (and on cancellation)."""
+        instead of its per-turn injections. Raises LLMError when no answer can be had; after a
+        transient failure (and on cancellation) the user's message and finished tool rounds
+        are kept, after any other only what the provider had accepted (`_kept_after`)."""
         kept_user = message if persist_user_text is None else message.with_text(persist_user_text)
         kept_user = kept_user.with_image_markers()
         if not self.send_images:
@@ -162,6 +164,9 @@ class ChatBot:
         pending: list[Message] = []
         spend = _TurnSpend()
         rounds = 0
+        # How much of `pending` the last accepted request carried (None: none was accepted).
+        accepted: int | None = None
+        kept: list[Message] | None = None
         try:
             if self._over_threshold():
                 spend.add(await self._compact(reason="threshold"))
@@ -175,6 +180,7 @@ class ChatBot:
                     )
                 force_answer = rounds >= self.max_tool_rounds
                 completion = await self._call_recovering(message, pending, force_answer, spend)
+                accepted = len(pending)
                 spend.usage += completion.usage or Usage()
                 reply = completion.message
                 if reply.tool_calls and not force_answer:
@@ -187,12 +193,21 @@ class ChatBot:
                     continue
                 if not reply.text:
                     raise LLMError("empty", f"only tool calls after {rounds} rounds ({self.key})")
-                pending.append(Message("assistant", reply.text))
+                # Thinking models need the reasoning of an exchange that made tool calls in
+                # every later request (DeepSeek answers 400 without it); any other
+                # exchange's reasoning they ignore, so keeping it would only cost tokens.
+                reasoning = reply.reasoning if rounds else None
+                pending.append(Message("assistant", reply.text, reasoning=reasoning))
                 return TurnResult(reply.text, spend.usage, rounds, spend.compressions)
+        except LLMError as exc:
+            kept = _kept_after(exc, kept_user, pending, accepted)
+            raise
         finally:
             # Runs on success, failure and cancellation alike: pending only ever holds whole
             # tool rounds, so what is kept is always a valid history.
-            await self._commit([kept_user, *pending])
+            kept = [kept_user, *pending] if kept is None else kept
+            if kept:
+                await self._commit(kept)
 
     async def compact(self, *, reason: str, keep_recent_tokens: int | None = None) -> Usage:
         """Fold the older window into the summary (or truncate if that fails); returns the
@@ -211,9 +226,20 @@ class ChatBot:
             self.context_tokens,
         )
         before = list(self.window.messages)
-        compaction = await self.compressor.compact(
-            self.key, before, keep_recent_tokens=keep_recent_tokens
-        )
+        before_tokens = self.window.tokens
+        fixed_tokens = self.estimate_window_tokens() - before_tokens
+        if self._cadence.may_fold(before_tokens):
+            compaction = await self.compressor.compact(
+                self.key, before, keep_recent_tokens=keep_recent_tokens, fixed_tokens=fixed_tokens
+            )
+        else:
+            # The last fold fell short and folding again would too: drop instead, for free.
+            keep = keep_recent_tokens
+            if keep is None:
+                keep = self.compressor.tail_tokens(fixed_tokens)
+            compaction = self.compressor.truncate_to_tail(
+                self.key, before, keep, reason=f"{reason}; the last fold fell short"
+            )
         if compaction is None:
             if keep_recent_tokens != 0:
                 return Compacted()
@@ -223,6 +249,7 @@ class ChatBot:
             logger.info("compressing %s (%s) left the window as it was", self.key, reason)
             return Compacted(compaction.usage)
         self._apply(compaction)
+        self._note_cadence(compaction, before_tokens)
         compressed_at = None if compaction.fell_back else datetime.now(timezone.utc)
         if compressed_at is not None:
             self.stats = CompressionStats(self.stats.count + 1, compressed_at)
@@ -237,12 +264,38 @@ class ChatBot:
         # After a fallback the size is unknown: 0 makes the next turn re-check and converge.
         self.context_tokens = 0 if compaction.fell_back else self.estimate_window_tokens()
 
+    def _note_cadence(self, compaction: Compaction, before_tokens: int) -> None:
+        """Tell the cadence what a compaction did; warn when a fold falls short of its
+        landing point, since truncation then keeps the window down until it regrew."""
+        assert self.compressor is not None
+        if compaction.fell_back:
+            self._cadence.after_truncation(before_tokens, self.window.tokens)
+            return
+        policy = self.compressor.policy
+        request_tokens = self.estimate_window_tokens()
+        self._cadence.after_fold(self.window.tokens, request_tokens, policy)
+        if self._cadence.fell_short:
+            logger.warning(
+                "%s: ~%d tokens after folding, above the %d a fold aims for (threshold %d; "
+                "system prompt and tools take %d): truncating instead of folding until the "
+                "window grew by %d tokens",
+                self.key,
+                request_tokens,
+                policy.landing_tokens,
+                policy.trigger_tokens,
+                request_tokens - self.window.tokens,
+                self._cadence.regrow_tokens,
+            )
+
     def _over_threshold(self) -> bool:
+        """The last prompt was over the threshold and the window regrew since the last fold
+        (a fold is never repeated on a window it already folded)."""
         compressor = self.compressor
         return (
             compressor is not None
             and bool(self.window.messages)
             and self.context_tokens > compressor.policy.trigger_tokens
+            and self._cadence.due(self.window.tokens)
         )
 
     def _request_over_budget(self, message: Message, pending: Sequence[Message]) -> bool:
@@ -331,3 +384,19 @@ class ChatBot:
             )
         elif whole:
             self._store_behind = False
+
+
+def _kept_after(
+    error: LLMError, user: Message, pending: list[Message], accepted: int | None
+) -> list[Message] | None:
+    """What a failed turn keeps of its messages; None keeps them all. A transient failure
+    keeps them all, to be answered with the next message (so does a context-length error,
+    which compression deals with). Any other failure, a content refusal above all, would
+    repeat on the same messages: what the failed request added is dropped (the user's
+    message on the first call, the newest tool round after that) and what the provider had
+    already accepted is kept: the user's message with the tool rounds before the newest."""
+    if error.transient or isinstance(error, ContextLengthError):
+        return None
+    if accepted is None:
+        return []
+    return [user, *pending[:accepted]]

@@ -44,6 +44,12 @@ class SummaryPrompts:
     """Prefix of the assistant's lines in the folded transcript."""
 
 
+# After a fold that got under the threshold, the next one is due once the window regrew
+# this share of the way back: all of it when the API counts as the tokenizer does, less
+# when the API counts more, which would otherwise fold on every turn.
+REFOLD_SHARE = 0.5
+
+
 @dataclass(frozen=True, slots=True)
 class CompressionPolicy:
     """When to compress and how much to keep, all in tokens."""
@@ -53,6 +59,12 @@ class CompressionPolicy:
     keep_recent_tokens: int = 0
     summary_max_tokens: int = 0
     chunk_tokens: int = 0
+    landing: float = 0.625
+    """Where a fold lands (system prompt, tools, summary and tail), as a share of the
+    trigger: half the budget at the default threshold, so the next fold is far away."""
+    fit_tail: bool = False
+    """Keep less than `keep_recent_tokens` when the fold would land above `landing` (the
+    default); an explicitly set tail is only ever cut to stay under the threshold."""
 
     @classmethod
     def for_budget(
@@ -64,8 +76,9 @@ class CompressionPolicy:
         summary_max_tokens: int | None = None,
         chunk_tokens: int | None = None,
     ) -> CompressionPolicy:
-        """Defaults: keep a fifth of the budget verbatim, cap the summary at a tenth, fold in
-        chunks of seven tenths."""
+        """Defaults: keep up to a fifth of the budget verbatim (less when the system prompt
+        and tools leave no room for it under half the budget), cap the summary at a tenth,
+        fold in chunks of seven tenths."""
         return cls(
             budget_tokens=budget_tokens,
             threshold=threshold,
@@ -75,12 +88,24 @@ class CompressionPolicy:
             summary_max_tokens=summary_max_tokens or max(budget_tokens // 10, 64),
             # Large enough that one call folds what a threshold compression folds (~0.6).
             chunk_tokens=chunk_tokens or max(budget_tokens * 7 // 10, 256),
+            fit_tail=keep_recent_tokens is None,
         )
 
     @property
     def trigger_tokens(self) -> float:
         """The window size, in tokens, at which compression starts."""
         return self.budget_tokens * self.threshold
+
+    @property
+    def landing_tokens(self) -> float:
+        """The request size, in tokens, a fold aims to leave."""
+        return self.trigger_tokens * self.landing
+
+    @property
+    def refold_tokens(self) -> int:
+        """Growth after a fold that fell short of the landing point before the next fold:
+        the room a fold that lands there leaves below the threshold."""
+        return int(self.trigger_tokens - self.landing_tokens)
 
 
 @dataclass(slots=True)
@@ -92,6 +117,57 @@ class Compaction:
     summary: str | None
     usage: Usage = field(default_factory=Usage)
     fell_back: bool = False
+
+
+@dataclass(slots=True)
+class FoldCadence:
+    """When one conversation may fold again. A fold that landed where it aims is due again
+    once the window regrew part of the way back to the threshold (REFOLD_SHARE). One that
+    fell short (system prompt and tools leave no room: the request is still above the
+    landing point, maybe above the threshold) lets truncation do the work until the
+    conversation added the policy's `refold_tokens`, so the compressor never runs on every
+    turn."""
+
+    fell_short: bool = False
+    """The last fold left the request above the policy's landing point."""
+    regrow_tokens: int = 0
+    _grown_tokens: int = 0
+    _mark_tokens: int = 0
+
+    def grown(self, window_tokens: int) -> int:
+        """Window tokens added since the last fold, truncations in between included."""
+        if window_tokens < self._mark_tokens:
+            # Shrunk without a compaction: the conversation was cleared or reloaded.
+            self.reset()
+        return self._grown_tokens + window_tokens - self._mark_tokens
+
+    def due(self, window_tokens: int) -> bool:
+        """A prompt over the threshold may fold now: none yet, or the window regrew."""
+        return self.grown(window_tokens) >= self.regrow_tokens
+
+    def may_fold(self, window_tokens: int) -> bool:
+        """A compaction may call the compressor rather than truncate."""
+        return not self.fell_short or self.due(window_tokens)
+
+    def after_fold(
+        self, window_tokens: int, request_tokens: int, policy: CompressionPolicy
+    ) -> None:
+        """Start counting after a fold that left a request of `request_tokens`."""
+        self.fell_short = request_tokens > policy.landing_tokens
+        room = policy.trigger_tokens - request_tokens
+        self.regrow_tokens = policy.refold_tokens if self.fell_short else int(room * REFOLD_SHARE)
+        self._grown_tokens = 0
+        self._mark_tokens = window_tokens
+
+    def after_truncation(self, before_tokens: int, after_tokens: int) -> None:
+        """Keep counting across a truncation: what was added before it still counts."""
+        self._grown_tokens = self.grown(before_tokens)
+        self._mark_tokens = after_tokens
+
+    def reset(self) -> None:
+        """Forget the last fold: the next one is due at once."""
+        self.fell_short = False
+        self.regrow_tokens = self._grown_tokens = self._mark_tokens = 0
 
 
 class FoldError(LLMError):
@@ -205,6 +281,7 @@ class Compressor:
         self.policy = policy
         self.hooks = hooks
         self.prompts = prompts
+        self._summary_frame_tokens: int | None = None
 
     def split_summary(self, window: Sequence[Message]) -> tuple[str | None, list[Message]]:
         """The summary at the head of `window` (if any) and the messages after it."""
@@ -213,13 +290,31 @@ class Compressor:
     def _transcript(self, messages: Sequence[Message]) -> list[str]:
         return render_transcript(messages, assistant_label=self.prompts.assistant_label)
 
+    def tail_tokens(self, fixed_tokens: int) -> int:
+        """The verbatim tail a fold keeps beside `fixed_tokens` of system prompt and tools:
+        `keep_recent_tokens`, less when the folded request (summary at its cap) would land
+        above the policy's landing point, or, for a tail set explicitly, above the threshold."""
+        policy = self.policy
+        if self._summary_frame_tokens is None:
+            frame = summary_messages("", self.prompts)
+            self._summary_frame_tokens = sum(message_tokens(m, self.counter) for m in frame)
+        head = fixed_tokens + policy.summary_max_tokens + self._summary_frame_tokens
+        ceiling = policy.landing_tokens if policy.fit_tail else policy.trigger_tokens
+        return max(0, min(policy.keep_recent_tokens, int(ceiling) - head))
+
     async def compact(
-        self, key: str, window: Sequence[Message], *, keep_recent_tokens: int | None = None
+        self,
+        key: str,
+        window: Sequence[Message],
+        *,
+        keep_recent_tokens: int | None = None,
+        fixed_tokens: int = 0,
     ) -> Compaction | None:
-        """Summarise all but the recent tail; on any compressor failure, truncate instead.
-        None when everything already fits in the tail (folding would gain nothing)."""
+        """Summarise all but the recent tail (`tail_tokens(fixed_tokens)` unless given); on
+        any compressor failure, truncate instead. None when everything already fits in the
+        tail (folding would gain nothing)."""
         previous, body = self.split_summary(window)
-        keep = self.policy.keep_recent_tokens if keep_recent_tokens is None else keep_recent_tokens
+        keep = self.tail_tokens(fixed_tokens) if keep_recent_tokens is None else keep_recent_tokens
         start = tail_start(body, keep, self.counter)
         folded, tail = body[:start], body[start:]
         if not self._transcript(folded):
@@ -243,6 +338,25 @@ class Compressor:
         logger.warning(
             "window of %s truncated (%s): %d of %d messages kept",
             key,
+            reason,
+            len(kept),
+            len(body),
+        )
+        dropped = body[: len(body) - len(kept)]
+        return Compaction([*head, *kept], dropped, previous, fell_back=True)
+
+    def truncate_to_tail(
+        self, key: str, window: Sequence[Message], keep_tokens: int, *, reason: str
+    ) -> Compaction:
+        """Fallback without a compressor call: make the cut a fold would make, but drop
+        what is before it instead of folding it; the summary (if any) stays."""
+        previous, body = self.split_summary(window)
+        kept = body[tail_start(body, keep_tokens, self.counter) :]
+        head = summary_messages(previous, self.prompts) if previous else []
+        logger.info(
+            "window of %s truncated to its last ~%d tokens (%s): %d of %d messages kept",
+            key,
+            keep_tokens,
             reason,
             len(kept),
             len(body),

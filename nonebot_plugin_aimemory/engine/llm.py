@@ -18,8 +18,11 @@ logger = logging.getLogger("nonebot_plugin_aimemory")
 
 # Besides every 5xx: request timeout, conflict (OpenAI's transient lock) and rate limits.
 RETRY_STATUSES = frozenset({408, 409, 429})
+# Failures of the service rather than of the request (besides retryable HTTP statuses).
+_TRANSIENT_KINDS = frozenset({"timeout", "unreachable", "garbage", "empty"})
 MAX_RETRY_AFTER_SECONDS = 10.0
 BODY_EXCERPT_CHARS = 300
+EMPTY_REASONING_PLACEHOLDER = " "
 _THINK_BLOCK = re.compile(r"<think>.*?(?:</think>|\Z)", re.DOTALL | re.IGNORECASE)
 # How servers say a request is over the model's context window, lower-cased. A 400 matching
 # none of these is an ordinary bad request, which compressing the history would not fix.
@@ -42,6 +45,47 @@ _CONTEXT_PHRASES = (
 # llama.cpp answers some overflows with a 500, which a retry would only repeat; any other 500
 # is a server error worth retrying, whatever its text says.
 _SERVER_ERROR_CONTEXT_PHRASES = ("exceed_context_size_error", "context size has been exceeded")
+# How providers say they refused a request for its content: error codes or types, and
+# phrases of the error message, lower-cased. Whatever the status, a retry would be refused too.
+_REFUSAL_CODES = frozenset(
+    {
+        "content_filter",  # OpenAI-compatible gateways, Azure OpenAI
+        "data_inspection_failed",  # DashScope (Qwen)
+        "1301",  # Zhipu (GLM)
+        "content_policy_violation",
+    }
+)
+_REFUSAL_PHRASES = (
+    "content exists risk",  # DeepSeek
+    "inappropriate content",  # DashScope: "Input data may contain inappropriate content."
+    "datainspectionfailed",  # DashScope: "InternalError.Algo.DataInspectionFailed: ..."
+    "不安全或敏感内容",  # Zhipu 1301: "系统检测到输入或生成内容可能包含不安全或敏感内容…"
+    "content management policy",  # Azure OpenAI
+    "considered high risk",  # Moonshot (Kimi)
+)
+# Key and billing problems: only the administrator can fix them, so no retry (OpenAI and
+# Zhipu send an exhausted quota as a 429, which would otherwise be retried as a rate limit).
+_ACCOUNT_STATUSES = frozenset({401, 402, 403})
+_ACCOUNT_CODES = frozenset(
+    {
+        "invalid_api_key",  # OpenAI, DashScope
+        "insufficient_quota",  # OpenAI (429)
+        "insufficient_user_quota",  # one-api / new-api gateways
+        "arrearage",  # DashScope: the account is in arrears
+        "exceeded_current_quota_error",  # Moonshot (Kimi)
+        "1113",  # Zhipu: 您的账户已欠费
+    }
+)
+_ACCOUNT_PHRASES = (
+    "insufficient balance",  # DeepSeek's 402
+    "exceeded your current quota",  # OpenAI
+    "insufficient credits",  # OpenRouter
+    "balance is insufficient",  # SiliconFlow
+    "quota exhausted",
+    "余额不足",
+    "欠费",
+    "额度不足",
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,7 +123,8 @@ class Usage:
 
 @dataclass(frozen=True, slots=True)
 class Completion:
-    """The assistant message of one call (reasoning removed) and the reported usage, if any."""
+    """The assistant message of one call (`<think>` blocks removed, `reasoning_content` kept
+    on the message) and the reported usage, if any."""
 
     message: Message
     usage: Usage | None
@@ -87,13 +132,35 @@ class Completion:
 
 
 class LLMError(Exception):
-    """The model could not give a usable answer; `kind` says why, `detail` is for the log."""
+    """The model could not give a usable answer; `kind` says why, `detail` is for the log.
 
-    def __init__(self, kind: str, detail: str, status: int | None = None) -> None:
+    Kinds: "timeout", "unreachable", "garbage", "empty", "http", "context_length", "refused"
+    (the provider's content filter) and "account" (key, balance or quota). `code` and
+    `provider_message` are what the provider's error object said, when it said anything."""
+
+    def __init__(
+        self,
+        kind: str,
+        detail: str,
+        status: int | None = None,
+        *,
+        code: str | None = None,
+        provider_message: str | None = None,
+    ) -> None:
         super().__init__(f"{kind}: {detail}")
         self.kind = kind
         self.detail = detail
         self.status = status
+        self.code = code
+        self.provider_message = provider_message
+
+    @property
+    def transient(self) -> bool:
+        """The service failed, not the request: the same request may well succeed later
+        (a timeout, a lost connection, 408/409/429, a 5xx, an unusable or empty answer)."""
+        if self.kind == "http":
+            return self.status is None or _retryable_status(self.status)
+        return self.kind in _TRANSIENT_KINDS
 
 
 class ContextLengthError(LLMError):
@@ -169,11 +236,9 @@ class LLMClient:
             else:
                 if response.status_code < 400:
                     return response
-                excerpt = response.text[:BODY_EXCERPT_CHARS]
-                if _is_context_length_error(response.status_code, response.text):
-                    raise ContextLengthError("context_length", excerpt, response.status_code)
-                if not _retryable_status(response.status_code) or attempt >= self.max_retries:
-                    raise LLMError("http", excerpt, response.status_code)
+                failure = error_from_response(response.status_code, response.text)
+                if not failure.transient or attempt >= self.max_retries:
+                    raise failure
                 delay = _retry_delay(response, self.backoff_seconds * 2**attempt)
             attempt += 1
             logger.warning(
@@ -210,6 +275,9 @@ def parse_completion(response: httpx.Response, *, context: str = "") -> Completi
         data = response.json()
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise LLMError("garbage", f"not JSON: {response.text[:BODY_EXCERPT_CHARS]!r}") from exc
+    if isinstance(data, dict) and data.get("error") and not data.get("choices"):
+        # Some gateways answer 200 and put the provider's error in the body.
+        raise error_from_response(None, response.text)
     try:
         choice = data["choices"][0]
         raw_message = choice["message"]
@@ -222,11 +290,29 @@ def parse_completion(response: httpx.Response, *, context: str = "") -> Completi
     except (KeyError, IndexError, TypeError, ValueError) as exc:
         excerpt = response.text[:BODY_EXCERPT_CHARS]
         raise LLMError("garbage", f"{exc!r} in {excerpt!r} ({context})") from exc
+    if choice.get("finish_reason") == "content_filter":
+        # The answer was filtered: whatever part of it came back is not to be shown.
+        raise LLMError(
+            "refused",
+            f"finish_reason content_filter ({context})",
+            code="content_filter",
+            provider_message="finish_reason: content_filter",
+        )
     text = strip_reasoning(content) if content else None
     if not text and not calls:
         raise LLMError("empty", f"no content and no tool calls ({context})")
-    message = Message("assistant", text if text else None, tool_calls=calls)
+    reasoning = _reasoning_content(raw_message.get("reasoning_content"))
+    message = Message("assistant", text if text else None, tool_calls=calls, reasoning=reasoning)
     return Completion(message, _parse_usage(data.get("usage")), choice.get("finish_reason"))
+
+
+def _reasoning_content(raw: Any) -> str | None:
+    """A thinking model's `reasoning_content`, kept whole to be sent back verbatim; anything
+    but a string is ignored. An empty one becomes a space: DeepSeek V4 rejects an empty
+    `reasoning_content` as missing, and this server has shown it speaks the field."""
+    if not isinstance(raw, str):
+        return None
+    return raw or EMPTY_REASONING_PLACEHOLDER
 
 
 def _parse_usage(raw: Any) -> Usage | None:
@@ -237,6 +323,60 @@ def _parse_usage(raw: Any) -> Usage | None:
     if not isinstance(prompt, int) or prompt <= 0:
         return None
     return Usage(prompt, completion if isinstance(completion, int) else 0)
+
+
+@dataclass(frozen=True, slots=True)
+class ProviderError:
+    """What a provider's error body says: its code (or type) and its message."""
+
+    code: str | None = None
+    message: str | None = None
+    codes: frozenset[str] = frozenset()  # every code and type given, lower-cased
+
+
+def provider_error(body: str) -> ProviderError:
+    """The code and message of an error body: OpenAI's `{"error": {...}}`, a bare
+    `{"error": "..."}`, DashScope's top-level `code`/`message`, or `{"detail": "..."}`."""
+    try:
+        data = json.loads(body)
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        return ProviderError()
+    if not isinstance(data, dict):
+        return ProviderError()
+    error = data.get("error")
+    if isinstance(error, str):
+        return ProviderError(message=error)
+    fields: dict[str, Any] = error if isinstance(error, dict) else data
+    given = [fields.get(name) for name in ("code", "type")]
+    codes = frozenset(str(value).lower() for value in given if value not in (None, ""))
+    code = next((str(value) for value in given if value not in (None, "")), None)
+    message = next(
+        (fields[name] for name in ("message", "detail") if isinstance(fields.get(name), str)),
+        None,
+    )
+    return ProviderError(code, message, codes)
+
+
+def error_from_response(status: int | None, body: str) -> LLMError:
+    """The LLMError a failed response stands for: "refused", "account", "context_length"
+    or plain "http". `status` is None for an error object inside a 200 response."""
+    info = provider_error(body)
+    excerpt = body[:BODY_EXCERPT_CHARS]
+    if status is None:
+        excerpt = f"error object in a 200 response: {excerpt}"
+    said = {"code": info.code, "provider_message": info.message}
+    message = (info.message or "").lower()
+    if info.codes & _REFUSAL_CODES or any(p in message for p in _REFUSAL_PHRASES):
+        return LLMError("refused", excerpt, status, **said)
+    if (
+        status in _ACCOUNT_STATUSES
+        or info.codes & _ACCOUNT_CODES
+        or any(p in message for p in _ACCOUNT_PHRASES)
+    ):
+        return LLMError("account", excerpt, status, **said)
+    if _is_context_length_error(status or 400, body):
+        return ContextLengthError("context_length", excerpt, status, **said)
+    return LLMError("http", excerpt, status, **said)
 
 
 def _is_context_length_error(status: int, body: str) -> bool:

@@ -64,6 +64,8 @@ class Message:
     tool_calls: tuple[ToolCall, ...] = ()
     tool_call_id: str | None = None
     name: str | None = None
+    reasoning: str | None = None
+    """The model's `reasoning_content` (thinking models): sent back verbatim, never shown."""
     _json: bytes | None = field(default=None, repr=False, compare=False)
     tokens: int = field(default=-1, repr=False, compare=False)
 
@@ -90,7 +92,7 @@ class Message:
         return replace(self, content=self.text, _json=None, tokens=-1)
 
     def with_text(self, text: str) -> Message:
-        """A copy whose content is `text` (tool calls and ids kept)."""
+        """A copy whose content is `text` (tool calls, ids and reasoning kept)."""
         return replace(self, content=text, _json=None, tokens=-1)
 
     def to_api(self) -> dict[str, Any]:
@@ -100,6 +102,8 @@ class Message:
             data["content"] = [_part_to_api(p) for p in self.content]
         else:
             data["content"] = self.content
+        if self.reasoning is not None:
+            data["reasoning_content"] = self.reasoning
         if self.tool_calls:
             data["tool_calls"] = [c.to_api() for c in self.tool_calls]
         if self.tool_call_id is not None:
@@ -127,12 +131,14 @@ class Message:
         calls = tuple(parse_tool_call(c) for c in data.get("tool_calls") or ())
         tool_call_id = data.get("tool_call_id")
         name = data.get("name")
+        reasoning = data.get("reasoning_content")
         return Message(
             role=role,
             content=content,
             tool_calls=calls,
             tool_call_id=str(tool_call_id) if tool_call_id is not None else None,
             name=str(name) if name is not None else None,
+            reasoning=reasoning if isinstance(reasoning, str) else None,
         )
 
 
@@ -146,9 +152,11 @@ def user(content: str | tuple[Part, ...]) -> Message:
     return Message("user", content)
 
 
-def assistant(text: str | None, tool_calls: tuple[ToolCall, ...] = ()) -> Message:
-    """An assistant message, possibly requesting tool calls."""
-    return Message("assistant", text, tool_calls=tool_calls)
+def assistant(
+    text: str | None, tool_calls: tuple[ToolCall, ...] = (), *, reasoning: str | None = None
+) -> Message:
+    """An assistant message, possibly requesting tool calls, with the model's reasoning."""
+    return Message("assistant", text, tool_calls=tool_calls, reasoning=reasoning)
 
 
 def tool_result(call: ToolCall, text: str) -> Message:

@@ -95,10 +95,13 @@ class TiktokenCounter:
 
 
 def message_tokens(message: Message, counter: TokenCounter) -> int:
-    """Tokens of one message, cached on it so a window never recounts what it already holds."""
+    """Tokens of one message, reasoning included (it is sent back), cached on it so a window
+    never recounts what it already holds."""
     if message.tokens >= 0:
         return message.tokens
     total = MESSAGE_OVERHEAD_TOKENS + counter.count(message.text)
+    if message.reasoning:
+        total += counter.count(message.reasoning)
     for call in message.tool_calls:
         total += counter.count(call.name) + counter.count(call.arguments) + 3
     message.tokens = total

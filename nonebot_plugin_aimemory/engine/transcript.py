@@ -10,7 +10,7 @@ from .messages import Message
 
 def render_transcript(messages: Sequence[Message], *, assistant_label: str) -> list[str]:
     """The messages as plain lines, the assistant's prefixed with `assistant_label`; tool
-    calls, tool results and system messages are left out."""
+    calls, tool results, system messages and the model's reasoning are left out."""
     lines: list[str] = []
     for message in messages:
         text = message.text.strip()

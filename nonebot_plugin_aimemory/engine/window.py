@@ -45,8 +45,9 @@ def api_safe(messages: Sequence[Message]) -> list[Message]:
     Guarantees: no system message (the caller puts its one system prompt first); the first
     message is a user message; every assistant `tool_calls` is followed by exactly one tool
     result per id; no tool message without its assistant; no two user or two assistant
-    messages in a row (they are merged). Messages that need no change are returned as the
-    same objects, so their cached JSON is reused.
+    messages in a row (they are merged). A message's reasoning stays with it, through a
+    merge too. Messages that need no change are returned as the same objects, so their
+    cached JSON is reused.
     """
     units = _complete_units(messages)
     result: list[Message] = []
@@ -97,21 +98,23 @@ def _tool_chain_unit(call_message: Message, results: list[Message]) -> list[list
         return [[call_message, *(by_id[i] for i in call_ids)]]
     # An unanswered call cannot be sent; keep what the assistant said, if anything.
     if call_message.text:
-        return [[Message("assistant", call_message.text)]]
+        return [[Message("assistant", call_message.text, reasoning=call_message.reasoning)]]
     return []
 
 
 def _merge(first: Message, second: Message) -> Message:
-    """Join two same-role messages into one (the second's tool calls kept)."""
+    """Join two same-role messages into one (the second's tool calls kept, both reasonings)."""
+    reasonings = [r for r in (first.reasoning, second.reasoning) if r is not None]
+    reasoning = "\n".join(reasonings) if reasonings else None
     if isinstance(first.content, tuple) or isinstance(second.content, tuple):
         parts: tuple[Part, ...] = (
             *_as_parts(first),
             TextPart("\n"),
             *_as_parts(second),
         )
-        return Message(first.role, parts, tool_calls=second.tool_calls)
+        return Message(first.role, parts, tool_calls=second.tool_calls, reasoning=reasoning)
     joined = "\n".join(t for t in (first.text, second.text) if t)
-    return Message(first.role, joined, tool_calls=second.tool_calls)
+    return Message(first.role, joined, tool_calls=second.tool_calls, reasoning=reasoning)
 
 
 def _as_parts(message: Message) -> tuple[TextPart | ImagePart, ...]:

@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import logging
 import re
+from collections.abc import Iterable
 
+import nonebot
 from nonebot.adapters.onebot.v11 import (
     Bot,
     GroupMessageEvent,
@@ -102,12 +104,22 @@ class ReplyBuilder:
 
 
 class Outbound:
-    """Sends outcomes: the model's replies through the ReplyBuilder, other texts as text."""
+    """Sends outcomes: the model's replies through the ReplyBuilder, other texts as text,
+    notices for the SUPERUSERS as private messages (to NoneBot's SUPERUSERS unless
+    `superusers` is given)."""
 
-    def __init__(self, replies: ReplyBuilder, *, max_chars: int, max_parts: int) -> None:
+    def __init__(
+        self,
+        replies: ReplyBuilder,
+        *,
+        max_chars: int,
+        max_parts: int,
+        superusers: Iterable[str] | None = None,
+    ) -> None:
         self.replies = replies
         self.max_chars = max_chars
         self.max_parts = max_parts
+        self.superusers = None if superusers is None else frozenset(superusers)
 
     async def send(self, bot: Bot, event: MessageEvent, outcome: Outcome) -> None:
         """Send the outcome's messages in order, then let its session go on. A failed send
@@ -120,7 +132,22 @@ class Outbound:
         except Exception:
             logger.exception("could not send the reply in %s", session_key_for(event))
         finally:
+            if outcome.notify_superusers:
+                await self._notify_superusers(bot, outcome.notify_superusers)
             outcome.mark_delivered()
+
+    async def _notify_superusers(self, bot: Bot, text: str) -> None:
+        """The notice as a private message to each SUPERUSER; a failed send is logged."""
+        superusers = self.superusers
+        if superusers is None:
+            superusers = frozenset(nonebot.get_driver().config.superusers)
+        for user_id in sorted(qq_ids(superusers)):
+            try:
+                await bot.send_private_msg(
+                    user_id=user_id, message=Message(MessageSegment.text(text))
+                )
+            except Exception:
+                logger.exception("could not send a notice to superuser %s", user_id)
 
     async def _send_model_text(self, bot: Bot, event: MessageEvent, replies: list[str]) -> None:
         for reply in replies:
@@ -129,6 +156,17 @@ class Outbound:
             )
             built = [await self.replies.build(bot, event, piece) for piece in pieces]
             await send_segments(bot, event, built)
+
+
+def qq_ids(superusers: Iterable[str]) -> set[int]:
+    """The QQ numbers among NoneBot SUPERUSERS: `<QQ号>` or `onebot:<QQ号>`, as NoneBot's
+    SUPERUSER check reads them (entries of other adapters are skipped)."""
+    ids: set[int] = set()
+    for entry in superusers:
+        number = entry.strip().removeprefix("onebot:")
+        if number.isdigit():
+            ids.add(int(number))
+    return ids
 
 
 async def send_texts(bot: Bot, event: MessageEvent, replies: list[str]) -> None:

@@ -14,7 +14,9 @@ from .database import Database
 
 @dataclass(frozen=True, slots=True)
 class ChatRow:
-    """One logged message; `id` is what memories cite as evidence."""
+    """One logged message; `id` is what memories cite as evidence. A `refused` row is a
+    message the model service refused for its content: kept in the log, never sent to a
+    model again (not searchable, skipped by the reviewer and the recent-chat tool)."""
 
     session_key: str
     created_at: str
@@ -23,14 +25,15 @@ class ChatRow:
     speaker_id: str | None = None
     speaker_name: str | None = None
     addressed: bool = True
+    refused: bool = False
     id: int = 0
 
 
-_COLUMNS = "id, session_key, created_at, speaker_id, speaker_name, role, text, addressed"
+_COLUMNS = "id, session_key, created_at, speaker_id, speaker_name, role, text, addressed, refused"
 
 
 def _row(raw: Sequence[object]) -> ChatRow:
-    id_, key, created, speaker_id, speaker_name, role, text, addressed = raw
+    id_, key, created, speaker_id, speaker_name, role, text, addressed, refused = raw
     return ChatRow(
         id=int(id_),  # type: ignore[arg-type]
         session_key=str(key),
@@ -40,6 +43,7 @@ def _row(raw: Sequence[object]) -> ChatRow:
         role=str(role),
         text=str(text),
         addressed=bool(addressed),
+        refused=bool(refused),
     )
 
 
@@ -89,7 +93,7 @@ class ChatLogStore:
             )
             connection.executemany(
                 "INSERT INTO chat_log (id, session_key, created_at, speaker_id, speaker_name, "
-                "role, text, addressed) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                "role, text, addressed, refused) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 [
                     (
                         row_id,
@@ -100,6 +104,7 @@ class ChatLogStore:
                         row.role,
                         row.text,
                         int(row.addressed),
+                        int(row.refused),
                     )
                     for row_id, row in zip(ids, rows, strict=True)
                 ],
@@ -109,15 +114,42 @@ class ChatLogStore:
                 [
                     (row_id, session_token(row.session_key), row_tokens)
                     for row_id, row, row_tokens in zip(ids, rows, tokens, strict=True)
+                    if not row.refused
                 ],
             )
 
         await self.database.write(work)
 
-    async def recent(self, session_key: str, limit: int) -> list[ChatRow]:
-        """The newest `limit` rows of the session, oldest first."""
+    async def mark_refused(self, rows: Sequence[ChatRow]) -> None:
+        """Mark logged rows as refused and take them out of the search index. A row is found
+        by what it holds (it was queued before it had an id): the newest unmarked match."""
+        if not rows:
+            return
+
+        def work(connection: sqlite3.Connection) -> None:
+            for row in rows:
+                found = connection.execute(
+                    "SELECT id FROM chat_log WHERE session_key = ? AND created_at = ? "
+                    "AND role = ? AND text = ? AND speaker_id IS ? AND refused = 0 "
+                    "ORDER BY id DESC LIMIT 1",
+                    (row.session_key, row.created_at, row.role, row.text, row.speaker_id),
+                ).fetchone()
+                if found is None:
+                    continue
+                connection.execute("UPDATE chat_log SET refused = 1 WHERE id = ?", found)
+                connection.execute("DELETE FROM chat_log_fts WHERE rowid = ?", found)
+
+        await self.database.write(work)
+
+    async def recent(
+        self, session_key: str, limit: int, *, with_refused: bool = True
+    ) -> list[ChatRow]:
+        """The newest `limit` rows of the session, oldest first (without refused rows
+        unless `with_refused`)."""
+        only_accepted = "" if with_refused else "AND refused = 0 "
         rows = await self.database.read(
-            f"SELECT {_COLUMNS} FROM chat_log WHERE session_key = ? ORDER BY id DESC LIMIT ?",
+            f"SELECT {_COLUMNS} FROM chat_log WHERE session_key = ? {only_accepted}"
+            "ORDER BY id DESC LIMIT ?",
             (session_key, limit),
         )
         return [_row(r) for r in reversed(rows)]

@@ -121,6 +121,11 @@ MIGRATIONS: tuple[str, ...] = (
         (SELECT COALESCE(MAX(last_reviewed_row), 0) FROM review_state)
     ));
     """,
+    # A message the model service refused for its content stays in the log, marked, so
+    # neither the reviewer nor the chat-log tools send it to a model again.
+    """
+    ALTER TABLE chat_log ADD COLUMN refused INTEGER NOT NULL DEFAULT 0;
+    """,
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)
@@ -185,7 +190,8 @@ CREATE TABLE IF NOT EXISTS chat_log (
     speaker_name TEXT,
     role TEXT NOT NULL,
     text TEXT NOT NULL,
-    addressed INTEGER NOT NULL DEFAULT 1
+    addressed INTEGER NOT NULL DEFAULT 1,
+    refused INTEGER NOT NULL DEFAULT 0
 );
 CREATE INDEX IF NOT EXISTS chat_log_by_session ON chat_log (session_key, id);
 CREATE INDEX IF NOT EXISTS chat_log_by_time ON chat_log (created_at);

@@ -61,6 +61,7 @@ def make_bot(
     hooks: PreCompactHooks | None = None,
     compressor_model: str = "fake-model",
     tools: Sequence[Tool] = (),
+    system_prompt: str = "你是测试助手。",
     **policy: int,
 ) -> ChatBot:
     from nonebot_plugin_aimemory.engine.chatbot import ChatBot
@@ -94,7 +95,7 @@ def make_bot(
         llm=client,
         store=store,
         counter=cl100k(),
-        system_prompt="你是测试助手。",
+        system_prompt=system_prompt,
         tools=ToolRegistry(tools),
         compressor=compressor,
     )

@@ -105,6 +105,27 @@ def test_truncation_fallback_of_a_valid_window_is_valid_without_repair(window, s
 
 
 @PROPERTY
+@given(valid_windows(), st.booleans())
+def test_truncation_to_a_tail_of_a_valid_window_is_valid_without_repair(window, summarised) -> None:
+    from nonebot_plugin_aimemory.engine.compressor import CompressionPolicy, Compressor
+    from nonebot_plugin_aimemory.engine.window import api_safe
+    from nonebot_plugin_aimemory.prompts import SUMMARY_PROMPTS
+
+    compressor = Compressor(
+        None,  # type: ignore[arg-type]
+        counter(),
+        CompressionPolicy.for_budget(1000),
+        prompts=SUMMARY_PROMPTS,
+    )
+    window = with_optional_summary(window, summarised)
+    for keep in every_keep(window):
+        kept = compressor.truncate_to_tail("g:1", window, keep, reason="test").messages
+        assert api_safe(kept) == kept
+        assert_accepted(kept)
+        assert len(kept) <= len(window)
+
+
+@PROPERTY
 @given(raw_windows(), st.booleans())
 def test_repeated_truncation_converges_to_a_valid_window(window, summarised) -> None:
     from nonebot_plugin_aimemory.engine.compressor import (

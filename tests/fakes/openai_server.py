@@ -31,7 +31,9 @@ __all__ = [
     "FAKE_MODEL",
     "MISSING_TOOL_RESPONSE_MESSAGE",
     "ORPHAN_TOOL_MESSAGE",
+    "REASONING_NOT_PASSED_BACK_MESSAGE",
     "SUCCESSIVE_MESSAGES_MESSAGE",
+    "ContentFilter",
     "DelayReply",
     "DropReply",
     "ErrorReply",
@@ -41,12 +43,18 @@ __all__ = [
     "Reply",
     "TextReply",
     "ToolCallsReply",
+    "check_reasoning_passed_back",
     "cosine",
+    "dashscope_refusal",
+    "deepseek_bad_key",
+    "deepseek_no_balance",
+    "deepseek_refusal",
     "delay",
     "drop",
     "echo_responder",
     "embed_text",
     "error",
+    "error_in_body",
     "estimate_tokens",
     "last_user_text",
     "raw",
@@ -72,6 +80,10 @@ MISSING_TOOL_RESPONSE_MESSAGE = (
 SUCCESSIVE_MESSAGES_MESSAGE = "does not support successive user or assistant messages"
 SYSTEM_NOT_FIRST_MESSAGE = "System message must be at the beginning."
 FIRST_NOT_USER_MESSAGE = "The first non-system message must be a user message."
+# DeepSeek's 400 in thinking mode (see `check_reasoning_passed_back`).
+REASONING_NOT_PASSED_BACK_MESSAGE = (
+    "The `reasoning_content` in the thinking mode must be passed back to the API."
+)
 
 _ROLES = ("system", "user", "assistant", "tool")
 _TOOL_NAME_RE = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
@@ -509,10 +521,137 @@ def _check_chat_request(body: Any, *, strict_alternation: bool) -> _Problem | No
     return problem
 
 
+# --------------------------------------------------------------------------- thinking model
+
+
+def check_reasoning_passed_back(messages: list[dict[str, Any]]) -> str | None:
+    """DeepSeek's thinking-mode rule: between two user messages, if the model made tool calls,
+    every assistant message there must carry its `reasoning_content` (an empty one counts as
+    missing, as on DeepSeek V4). Returns the 400 message, or None when the rule holds."""
+    exchange: list[dict[str, Any]] = []
+    for message in [*messages, {"role": "user"}]:
+        if message.get("role") != "user":
+            exchange.append(message)
+            continue
+        assistants = [m for m in exchange if m.get("role") == "assistant"]
+        if any(m.get("tool_calls") for m in assistants) and not all(
+            isinstance(m.get("reasoning_content"), str) and m["reasoning_content"]
+            for m in assistants
+        ):
+            return REASONING_NOT_PASSED_BACK_MESSAGE
+        exchange = []
+    return None
+
+
+def _thought(completion_id: str) -> str:
+    """The reasoning a thinking-model fake invents when a reply scripts none."""
+    return f"【思考 {completion_id}】先想清楚用户要什么，再决定要不要用工具。"
+
+
 def validate_chat_request(body: dict[str, Any], *, strict_alternation: bool = True) -> str | None:
     """Return the 400 error message the fake would send for this chat request, or None."""
     problem = _check_chat_request(body, strict_alternation=strict_alternation)
     return problem[0] if problem else None
+
+
+# --------------------------------------------------------------------------- provider refusals, keys, balance
+
+# The bodies as the providers send them (DeepSeek's code is always "invalid_request_error":
+# only the message tells a refusal or an empty balance from another bad request).
+DEEPSEEK_REFUSAL_BODY: dict[str, Any] = {
+    "error": {
+        "message": "Content Exists Risk",
+        "type": "invalid_request_error",
+        "param": None,
+        "code": "invalid_request_error",
+    }
+}
+DASHSCOPE_REFUSAL_BODY: dict[str, Any] = {
+    "error": {
+        "code": "data_inspection_failed",
+        "param": None,
+        "message": "Input data may contain inappropriate content.",
+        "type": "data_inspection_failed",
+    },
+    "id": "chatcmpl-0b3ed5c1-9a87-9d6a-a0c4-1c2d3e4f5a6b",
+    "request_id": "0b3ed5c1-9a87-9d6a-a0c4-1c2d3e4f5a6b",
+}
+ZHIPU_REFUSAL_BODY: dict[str, Any] = {
+    "error": {
+        "code": "1301",
+        "message": "系统检测到输入或生成内容可能包含不安全或敏感内容，请您避免输入易产生敏感内容的提示语，感谢您的配合。",
+    }
+}
+DEEPSEEK_BAD_KEY_BODY: dict[str, Any] = {
+    "error": {
+        "message": "Authentication Fails, Your api key: ****abcd is invalid",
+        "type": "authentication_error",
+        "param": None,
+        "code": "invalid_request_error",
+    }
+}
+DEEPSEEK_NO_BALANCE_BODY: dict[str, Any] = {
+    "error": {
+        "message": "Insufficient Balance",
+        "type": "unknown_error",
+        "param": None,
+        "code": "invalid_request_error",
+    }
+}
+_REFUSAL_BODIES = {
+    "deepseek": DEEPSEEK_REFUSAL_BODY,
+    "dashscope": DASHSCOPE_REFUSAL_BODY,
+    "zhipu": ZHIPU_REFUSAL_BODY,
+}
+
+
+@dataclass(frozen=True)
+class ContentFilter:
+    """A provider's content filter: every chat request whose messages still contain
+    ``phrase`` anywhere (user text, tool results, tool-call arguments) is answered 400 with
+    that provider's body, as long as the phrase stays in the history."""
+
+    phrase: str
+    provider: Literal["deepseek", "dashscope", "zhipu"] = "deepseek"
+
+    def refuses(self, messages: list[dict[str, Any]]) -> bool:
+        """Whether a request with these messages is refused."""
+        return self.phrase in json.dumps(messages, ensure_ascii=False)
+
+    @property
+    def body(self) -> dict[str, Any]:
+        """The 400 body this provider sends."""
+        return _REFUSAL_BODIES[self.provider]
+
+
+def _json_reply(status: int, body: dict[str, Any]) -> RawReply:
+    return raw(status, json.dumps(body, ensure_ascii=False))
+
+
+def deepseek_refusal() -> RawReply:
+    """DeepSeek's content-filter 400, once."""
+    return _json_reply(400, DEEPSEEK_REFUSAL_BODY)
+
+
+def dashscope_refusal() -> RawReply:
+    """DashScope's (Qwen) content-filter 400, once."""
+    return _json_reply(400, DASHSCOPE_REFUSAL_BODY)
+
+
+def deepseek_bad_key() -> RawReply:
+    """DeepSeek's 401 for an invalid API key."""
+    return _json_reply(401, DEEPSEEK_BAD_KEY_BODY)
+
+
+def deepseek_no_balance() -> RawReply:
+    """DeepSeek's 402 when the account has no balance left."""
+    return _json_reply(402, DEEPSEEK_NO_BALANCE_BODY)
+
+
+def error_in_body(message: str, code: str | None = None, *, type: str | None = None) -> RawReply:
+    """A gateway's 200 whose body is an error object instead of a completion."""
+    error_type = type or "invalid_request_error"
+    return _json_reply(200, _error_body(message, error_type, code=code))
 
 
 # --------------------------------------------------------------------------- server
@@ -599,12 +738,19 @@ class FakeOpenAI:
         api_key: str | None = None,
         strict_alternation: bool = True,
         context_limit_tokens: int | None = None,
+        thinking_model: bool = False,
     ) -> None:
         self.api_key = api_key
         self.strict_alternation = strict_alternation
         self.context_limit_tokens = context_limit_tokens
+        # Behave like DeepSeek in thinking mode: every completion carries `reasoning_content`
+        # (invented when the script gives none), and a request with tools whose history drops
+        # the reasoning of a tool-call exchange is answered 400.
+        self.thinking_model = thinking_model
         self.responder: Callable[[dict[str, Any]], Reply] = echo_responder
         self.embeddings_fail = False
+        # When set, requests still holding the filter's phrase are refused (see ContentFilter).
+        self.content_filter: ContentFilter | None = None
         self.requests: list[RecordedRequest] = []
         self._queue: deque[Reply] = deque()
         self._cond = threading.Condition()
@@ -702,6 +848,7 @@ class FakeOpenAI:
             self._call_seq = 0
         self.responder = echo_responder
         self.embeddings_fail = False
+        self.content_filter = None
 
     @staticmethod
     def estimate_tokens(messages: Any) -> int:
@@ -812,6 +959,12 @@ class FakeOpenAI:
             message, param, code = problem
             self._send_json(handler, record, 400, _error_body(message, param=param, code=code))
             return
+        if self.thinking_model and "tools" in body:
+            message = check_reasoning_passed_back(body["messages"])
+            if message is not None:
+                error_body = _error_body(message, code="invalid_request_error")
+                self._send_json(handler, record, 400, error_body)
+                return
         limit = self.context_limit_tokens
         if limit is not None:
             tokens = estimate_tokens(body["messages"])
@@ -823,6 +976,10 @@ class FakeOpenAI:
                 error_body = _error_body(message, param="messages", code="context_length_exceeded")
                 self._send_json(handler, record, 400, error_body)
                 return
+        content_filter = self.content_filter
+        if content_filter is not None and content_filter.refuses(body["messages"]):
+            self._send_json(handler, record, 400, content_filter.body)
+            return
         with self._cond:
             record.accepted = True
             reply = self._queue.popleft() if self._queue else None
@@ -877,6 +1034,8 @@ class FakeOpenAI:
             finish_reason = reply.finish_reason
         if reply.reasoning is not None:
             message["reasoning_content"] = reply.reasoning
+        elif self.thinking_model:
+            message["reasoning_content"] = _thought(completion_id)
         completion: dict[str, Any] = {
             "id": completion_id,
             "object": "chat.completion",

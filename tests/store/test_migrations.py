@@ -22,10 +22,12 @@ MEMORIES = 3
 CHAT_LOG = 4
 IMAGE_DESCRIPTIONS = 5
 FTS_WITH_SESSION_TOKEN = 6
+CHAT_LOG_IDS = 8
+REFUSED_CHAT_ROWS = 9
 # The schema version these tests were written for: the parametrised cases below are fixed
 # at collection, before the plugin can be imported; a guard test keeps it equal to
 # SCHEMA_VERSION, so a new migration is not left without its cases.
-LATEST_VERSION = 8
+LATEST_VERSION = 9
 
 AT = "2026-11-30T00:00:00.000000Z"
 IMAGE_HASH = "ab" * 32
@@ -160,11 +162,23 @@ def write_sample_rows(path: Path, version: int) -> None:
                     "INSERT INTO chat_log_fts (rowid, session_key, tokens) VALUES (?, ?, ?)",
                     (row_id, key, tokens),
                 )
+        if version >= REFUSED_CHAT_ROWS:
+            connection.execute(
+                "INSERT INTO chat_log (id, session_key, created_at, speaker_id, speaker_name, "
+                "role, text, refused) VALUES (3, 'g:1', ?, '10001', '小明', 'user', '被拦下的话', 1)",
+                (AT,),
+            )
         connection.execute(
             "INSERT INTO review_state (session_key, enabled, interval_seconds, last_review_at, "
             "last_reviewed_row, pending) VALUES ('g:1', 1, 3600, ?, ?, 1)",
             (AT, LAST_REVIEWED_ROW),
         )
+        if version >= CHAT_LOG_IDS:
+            # As that version left it: ids up to the reviewed row used, rows 4 and 5 since
+            # removed by retention.
+            connection.execute(
+                "UPDATE chat_log_ids SET last_id = ? WHERE only_row = 1", (LAST_REVIEWED_ROW,)
+            )
     if version >= IMAGE_DESCRIPTIONS:
         connection.execute(
             "INSERT INTO image_descriptions (hash, description, created_at) VALUES (?, '一只猫', ?)",
@@ -206,6 +220,9 @@ async def assert_sample_rows_readable(database: Database, version: int) -> None:
     if version >= CHAT_LOG:
         assert [r.text for r in await chat_log.search("g:1", "周五", 10)] == ["周五去爬山"]
         assert [r.speaker_name for r in await chat_log.recent("g:2", 10)] == ["小明"]
+        logged = [(r.text, r.refused) for r in await chat_log.recent("g:1", 10)]
+        refused_rows = [("被拦下的话", True)] if version >= REFUSED_CHAT_ROWS else []
+        assert logged == [("周五去爬山", False), *refused_rows]
         assert review.last_reviewed_row == LAST_REVIEWED_ROW
         assert review.pending
         assert review.interval_seconds == 3600
