@@ -12,11 +12,18 @@ from datetime import datetime, timezone
 from typing import Protocol
 
 from .compressor import Compaction, Compressor, FoldCadence
-from .llm import Completion, ContextLengthError, LLMClient, LLMError, Usage
+from .llm import (
+    Completion,
+    ContextLengthError,
+    LLMClient,
+    LLMError,
+    Usage,
+    is_reasoning_missing_error,
+)
 from .messages import Message, tool_result
 from .tokens import TokenCounter, message_tokens
 from .tools import ToolRegistry
-from .window import Window, api_safe
+from .window import Window, api_safe, with_reasoning_placeholders
 
 logger = logging.getLogger("nonebot_plugin_aimemory")
 
@@ -321,12 +328,17 @@ class ChatBot:
     async def _call_recovering(
         self, message: Message, pending: list[Message], force_answer: bool, spend: _TurnSpend
     ) -> Completion:
-        """`_call`; after a context-length error shrink the window and send the request once
-        more. One retry per request bounds a turn to two calls per tool round."""
+        """`_call`; after a context-length error shrink the window (after a thinking model's
+        "pass the reasoning back" error, fill in the old exchanges' reasoning) and send the
+        request once more. One retry per request bounds a turn to two calls per tool round."""
         try:
             return await self._call(message, pending, force_answer)
         except ContextLengthError as exc:
             error = exc
+        except LLMError as exc:
+            if not await self._fill_missing_reasoning(exc):
+                raise
+            return await self._call(message, pending, force_answer)
         if self.compressor is None or not self.window.messages:
             raise error
         compacted = await self._compact(reason="context length error", keep_recent_tokens=0)
@@ -334,6 +346,22 @@ class ChatBot:
         if not compacted.changed:
             raise error  # the same request would fail the same way
         return await self._call(message, pending, force_answer)
+
+    async def _fill_missing_reasoning(self, error: LLMError) -> bool:
+        """After a thinking model refused a window whose tool exchanges lack their reasoning
+        (stored before it was kept), give them a placeholder and store the window whole;
+        whether there was anything to fill."""
+        if not is_reasoning_missing_error(error):
+            return False
+        filled = with_reasoning_placeholders(self.window.messages)
+        if filled is None:
+            return False
+        logger.warning(
+            "%s: the model wants reasoning back for old tool exchanges; filled", self.key
+        )
+        self.window.replace(filled)
+        await self._persist(self.store.replace(self.key, filled), whole=True)
+        return True
 
     async def _call(
         self, message: Message, pending: list[Message], force_answer: bool

@@ -167,6 +167,13 @@ class ContextLengthError(LLMError):
     """The request was larger than the model's context window."""
 
 
+def is_reasoning_missing_error(error: LLMError) -> bool:
+    """A thinking model's 400 for a history whose tool exchanges lack their reasoning
+    (DeepSeek: "The `reasoning_content` in the thinking mode must be passed back")."""
+    said = f"{error.detail} {error.provider_message or ''}".lower()
+    return error.status == 400 and "reasoning_content" in said and "pass" in said
+
+
 def strip_reasoning(text: str) -> str:
     """Remove `<think>…</think>` blocks (an unclosed one runs to the end)."""
     if "<think" not in text.lower():

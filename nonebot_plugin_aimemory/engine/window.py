@@ -4,6 +4,7 @@ turns any stored history into a history the chat APIs accept."""
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from dataclasses import replace
 
 from .messages import ImagePart, Message, Part, TextPart
 from .tokens import TokenCounter, message_tokens
@@ -121,6 +122,30 @@ def _as_parts(message: Message) -> tuple[TextPart | ImagePart, ...]:
     if isinstance(message.content, tuple):
         return message.content
     return (TextPart(message.text),)
+
+
+# What a thinking model gets back for a tool exchange stored without its reasoning (by an
+# older version, or from a non-thinking model since switched): DeepSeek V4 takes an empty
+# string as missing, a space as given.
+REASONING_PLACEHOLDER = " "
+
+
+def with_reasoning_placeholders(messages: Sequence[Message]) -> list[Message] | None:
+    """The messages with a placeholder reasoning on every assistant message of a tool
+    exchange (user message to next user message) that lacks one; None when none lacks it."""
+    result = list(messages)
+    changed = False
+    start = 0
+    for end in [*(i for i, m in enumerate(result) if m.role == "user"), len(result)]:
+        exchange = range(start, end)
+        assistants = [i for i in exchange if result[i].role == "assistant"]
+        if any(result[i].tool_calls for i in assistants):
+            for i in assistants:
+                if not result[i].reasoning:
+                    result[i] = replace(result[i], reasoning=REASONING_PLACEHOLDER, _json=None)
+                    changed = True
+        start = end
+    return result if changed else None
 
 
 def first_user_index_at_or_after(messages: Sequence[Message], start: int) -> int:

@@ -103,3 +103,28 @@ async def test_reasoning_is_never_written_to_the_chat_log(thinking) -> None:
     rows = await thinking.runtime.chat_log.writer.store.recent(KEY, 100)
     assert [r.role for r in rows] == ["user", "assistant", "user", "assistant"]
     assert all(THOUGHT not in r.text for r in rows)
+
+
+async def test_a_tool_exchange_stored_without_reasoning_is_filled_in_and_answered(plugin) -> None:
+    # Given a history written before reasoning was kept: a tool exchange without it.
+    bot = RecordingBot()
+    await tool_turn(plugin, bot)
+    before = await stored_bodies(plugin)
+    assert not any("reasoning_content" in body for body in before)
+
+    # When the provider turns out to be a thinking model (DeepSeek V4 by default).
+    plugin.llm.thinking_model = True
+    await plugin.restart()
+    await bot.receive(private_message("那我养狗了吗？", user_id=USER_ID))
+
+    # Then the old exchange goes back with a placeholder, the message is answered, and the
+    # stored window keeps the placeholder, so the next request needs no second try.
+    assert bot.sent_texts[-1].startswith("ECHO: ")
+    assert tool_exchange_reasoning(plugin.llm.last_messages()) == [" ", " "]
+    stored = await stored_bodies(plugin)
+    assert tool_exchange_reasoning(stored) == [" ", " "]
+    refused = sum(r.status == 400 for r in plugin.llm.requests)
+    assert refused == 1
+    await bot.receive(private_message("好的", user_id=USER_ID))
+    assert bot.sent_texts[-1].startswith("ECHO: ")
+    assert sum(r.status == 400 for r in plugin.llm.requests) == refused
