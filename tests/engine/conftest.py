@@ -13,6 +13,7 @@ from tests.fakes.openai_server import FakeOpenAI
 
 if TYPE_CHECKING:
     from nonebot_plugin_aimemory.engine.llm import Endpoint, LLMClient
+    from nonebot_plugin_aimemory.store.history_store import SqliteHistoryStore
 
 MODEL = "m"
 API_KEY = "sk-test"  # what the root conftest's `llm` server expects
@@ -46,3 +47,14 @@ def llm_client(http: httpx.AsyncClient, endpoint: Endpoint) -> LLMClient:
     from nonebot_plugin_aimemory.engine.llm import LLMClient
 
     return LLMClient(http, endpoint, timeout_seconds=0.5, max_retries=2, backoff_seconds=0.01)
+
+
+@pytest.fixture
+async def store(tmp_path) -> AsyncIterator[SqliteHistoryStore]:
+    """A real history store on a temporary SQLite file."""
+    from nonebot_plugin_aimemory.store.database import Database
+    from nonebot_plugin_aimemory.store.history_store import SqliteHistoryStore
+
+    database = await Database.open(tmp_path / "history.db")
+    yield SqliteHistoryStore(database)
+    await database.close()

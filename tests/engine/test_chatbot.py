@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import re
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -25,16 +25,6 @@ if TYPE_CHECKING:
 KEY = "private:10001"
 SYSTEM_PROMPT = "你是小忆，一个记性很好的 QQ 聊天伙伴。"
 WEATHER_PARAMETERS = {"type": "object", "properties": {"city": {"type": "string"}}}
-
-
-@pytest.fixture
-async def store(tmp_path) -> AsyncIterator[SqliteHistoryStore]:
-    from nonebot_plugin_aimemory.store.database import Database
-    from nonebot_plugin_aimemory.store.history_store import SqliteHistoryStore
-
-    database = await Database.open(tmp_path / "history.db")
-    yield SqliteHistoryStore(database)
-    await database.close()
 
 
 @pytest.fixture

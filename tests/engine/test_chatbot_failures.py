@@ -4,7 +4,7 @@ provider already accepted stays, as a history every API accepts."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -30,16 +30,6 @@ if TYPE_CHECKING:
 
 KEY = "f:10001"
 PHRASE = "敏感词"
-
-
-@pytest.fixture
-async def store(tmp_path) -> AsyncIterator[SqliteHistoryStore]:
-    from nonebot_plugin_aimemory.store.database import Database
-    from nonebot_plugin_aimemory.store.history_store import SqliteHistoryStore
-
-    database = await Database.open(tmp_path / "history.db")
-    yield SqliteHistoryStore(database)
-    await database.close()
 
 
 @pytest.fixture

@@ -24,7 +24,6 @@ from tests.fakes.responders import FactKeepingLLM, count_prompt_tokens
 if TYPE_CHECKING:
     from nonebot_plugin_aimemory.engine.chatbot import ChatBot
     from nonebot_plugin_aimemory.engine.compressor import CompressionPolicy, Compressor
-    from nonebot_plugin_aimemory.store.history_store import SqliteHistoryStore
 
 # ~1 264 tokens of system prompt: the fixed part of every request, as a long persona and
 # the tool definitions make it in the plugin.
@@ -44,16 +43,6 @@ def llm() -> Iterator[FakeOpenAI]:
 async def http() -> AsyncIterator[httpx.AsyncClient]:
     async with httpx.AsyncClient() as client:
         yield client
-
-
-@pytest.fixture
-async def store(tmp_path) -> AsyncIterator[SqliteHistoryStore]:
-    from nonebot_plugin_aimemory.store.database import Database
-    from nonebot_plugin_aimemory.store.history_store import SqliteHistoryStore
-
-    database = await Database.open(tmp_path / "history.db")
-    yield SqliteHistoryStore(database)
-    await database.close()
 
 
 def compressor(policy: CompressionPolicy) -> Compressor:

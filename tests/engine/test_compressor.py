@@ -37,16 +37,6 @@ def cl100k() -> TiktokenCounter:
 
 
 @pytest.fixture
-async def store(tmp_path) -> AsyncIterator[SqliteHistoryStore]:
-    from nonebot_plugin_aimemory.store.database import Database
-    from nonebot_plugin_aimemory.store.history_store import SqliteHistoryStore
-
-    database = await Database.open(tmp_path / "history.db")
-    yield SqliteHistoryStore(database)
-    await database.close()
-
-
-@pytest.fixture
 async def http() -> AsyncIterator[httpx.AsyncClient]:
     async with httpx.AsyncClient() as client:
         yield client

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import functools
 import json
-from collections.abc import AsyncIterator, Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -45,16 +45,6 @@ LINE = "今天群里聊了很多关于周末去爬山的安排，大家各有想
 def llm() -> Iterator[FakeOpenAI]:
     with FakeOpenAI(api_key="sk-test", thinking_model=True) as server:
         yield server
-
-
-@pytest.fixture
-async def store(tmp_path) -> AsyncIterator[SqliteHistoryStore]:
-    from nonebot_plugin_aimemory.store.database import Database
-    from nonebot_plugin_aimemory.store.history_store import SqliteHistoryStore
-
-    database = await Database.open(tmp_path / "history.db")
-    yield SqliteHistoryStore(database)
-    await database.close()
 
 
 @functools.cache
