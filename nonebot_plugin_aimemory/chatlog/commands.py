@@ -7,7 +7,7 @@ import logging
 from datetime import tzinfo
 
 from .. import texts
-from ..engine.llm import LLMError
+from ..engine.errors import LLMError
 from ..store.database import parse_utc_text
 from .scheduler import ReviewScheduler
 from .writer import ChatLog

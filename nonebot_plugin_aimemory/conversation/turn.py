@@ -14,7 +14,7 @@ from typing import Protocol
 
 from .. import texts
 from ..engine.chatbot import ChatBot
-from ..engine.llm import LLMError
+from ..engine.errors import LLMError
 from ..engine.messages import Message, Part, TextPart
 from ..store.chat_log_store import ChatRow
 from ..store.database import utc_now_text, utc_text

@@ -12,14 +12,8 @@ from datetime import datetime, timezone
 from typing import Protocol
 
 from .compressor import Compaction, Compressor, FoldCadence
-from .llm import (
-    Completion,
-    ContextLengthError,
-    LLMClient,
-    LLMError,
-    Usage,
-    is_reasoning_missing_error,
-)
+from .errors import ContextLengthError, LLMError, is_reasoning_missing_error
+from .llm import Completion, LLMClient, Usage
 from .messages import Message, tool_result
 from .tokens import TokenCounter, message_tokens
 from .tools import ToolRegistry

@@ -7,8 +7,9 @@ import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
+from .errors import LLMError
 from .hooks import PreCompactHooks
-from .llm import Completion, LLMClient, LLMError, Usage
+from .llm import Completion, LLMClient, Usage
 from .messages import Message
 from .tokens import TokenCounter, message_tokens
 from .transcript import chunk_lines, render_transcript

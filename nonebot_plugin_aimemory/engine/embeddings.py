@@ -8,7 +8,8 @@ from collections.abc import Callable, Sequence
 
 import httpx
 
-from .llm import BODY_EXCERPT_CHARS, Endpoint, LLMError
+from .errors import BODY_EXCERPT_CHARS, LLMError
+from .llm import Endpoint
 
 EMBEDDING_TIMEOUT_SECONDS = 15.0
 PAUSE_INITIAL_SECONDS = 60.0

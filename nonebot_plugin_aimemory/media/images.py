@@ -17,7 +17,8 @@ from urllib.parse import urlsplit
 
 import httpx
 
-from ..engine.llm import Completion, LLMClient, LLMError
+from ..engine.errors import LLMError
+from ..engine.llm import Completion, LLMClient
 from ..engine.messages import ImagePart, Message, TextPart
 from ..prompts import VISION_PROMPT
 from .addresses import is_public_address

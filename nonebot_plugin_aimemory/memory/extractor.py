@@ -7,7 +7,8 @@ import logging
 from collections.abc import Sequence
 
 from ..engine.background import Background
-from ..engine.llm import LLMClient, LLMError
+from ..engine.errors import LLMError
+from ..engine.llm import LLMClient
 from ..engine.messages import Message
 from ..engine.transcript import chunk_lines, render_transcript
 from ..prompts import EXTRACT_PROMPT, TRANSCRIPT_ASSISTANT_LABEL

@@ -9,7 +9,7 @@ from dataclasses import replace
 
 from ..engine.background import Background
 from ..engine.embeddings import Embedder, cosine
-from ..engine.llm import LLMError
+from ..engine.errors import LLMError
 from ..store.memory_store import MemoryStore
 from .index import ScopeIndex
 

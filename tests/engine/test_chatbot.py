@@ -206,7 +206,7 @@ async def test_last_call_after_max_tool_rounds_forbids_tools(
 async def test_forced_answer_with_only_tool_calls_fails_but_keeps_finished_rounds(
     llm: FakeOpenAI, make_bot: MakeBot, store: SqliteHistoryStore
 ) -> None:
-    from nonebot_plugin_aimemory.engine.llm import LLMError
+    from nonebot_plugin_aimemory.engine.errors import LLMError
     from nonebot_plugin_aimemory.engine.messages import user
 
     # given a model that ignores tool_choice "none"
@@ -230,7 +230,7 @@ async def test_forced_answer_with_only_tool_calls_fails_but_keeps_finished_round
 async def test_failed_turn_keeps_the_user_message(
     llm: FakeOpenAI, make_bot: MakeBot, store: SqliteHistoryStore
 ) -> None:
-    from nonebot_plugin_aimemory.engine.llm import LLMError
+    from nonebot_plugin_aimemory.engine.errors import LLMError
     from nonebot_plugin_aimemory.engine.messages import user
 
     llm.script(error(503), error(503), error(503))
@@ -246,7 +246,7 @@ async def test_failed_turn_keeps_the_user_message(
 async def test_turn_after_a_failed_one_merges_the_two_user_messages(
     llm: FakeOpenAI, make_bot: MakeBot
 ) -> None:
-    from nonebot_plugin_aimemory.engine.llm import LLMError
+    from nonebot_plugin_aimemory.engine.errors import LLMError
     from nonebot_plugin_aimemory.engine.messages import user
 
     # given a turn that failed after the user spoke

@@ -78,7 +78,7 @@ def requests_text(llm: FakeOpenAI) -> list[str]:
 
 
 async def failed_turn(bot: ChatBot, message: Message) -> str:
-    from nonebot_plugin_aimemory.engine.llm import LLMError
+    from nonebot_plugin_aimemory.engine.errors import LLMError
 
     with pytest.raises(LLMError) as raised:
         await bot.turn(message)

@@ -290,7 +290,7 @@ async def test_context_length_error_is_recovered_by_compressing(llm, http, store
 
 
 async def test_unrecoverable_context_length_error_raises_a_context_error(llm, http, store) -> None:
-    from nonebot_plugin_aimemory.engine.llm import LLMError
+    from nonebot_plugin_aimemory.engine.errors import LLMError
 
     bot = make_bot(llm, http, store, budget=100_000)
     await chat(bot, LINE)
@@ -591,7 +591,7 @@ async def test_a_context_length_error_in_a_later_tool_round_is_recovered_too(
 async def test_a_context_length_error_that_compression_cannot_shrink_is_raised_without_retry(
     llm, http, store
 ) -> None:
-    from nonebot_plugin_aimemory.engine.llm import ContextLengthError
+    from nonebot_plugin_aimemory.engine.errors import ContextLengthError
 
     # given a window that is nothing but a summary: there is nothing left to fold or drop
     bot = make_bot(llm, http, store, budget=100_000)

@@ -195,7 +195,8 @@ async def test_request_body_carries_tools_and_extra_fields(
 async def test_wrong_api_key_is_an_account_error_without_retry(
     llm: FakeOpenAI, http: httpx.AsyncClient
 ) -> None:
-    from nonebot_plugin_aimemory.engine.llm import Endpoint, LLMClient, LLMError
+    from nonebot_plugin_aimemory.engine.errors import LLMError
+    from nonebot_plugin_aimemory.engine.llm import Endpoint, LLMClient
 
     client = LLMClient(http, Endpoint(llm.base_url, "sk-wrong", MODEL), backoff_seconds=0.01)
 
@@ -236,7 +237,8 @@ async def test_retry_after_of_a_429_is_honoured(llm: FakeOpenAI, llm_client: LLM
 async def test_server_error_beyond_max_retries_raises_http_error(
     llm: FakeOpenAI, http: httpx.AsyncClient, endpoint: Endpoint
 ) -> None:
-    from nonebot_plugin_aimemory.engine.llm import LLMClient, LLMError
+    from nonebot_plugin_aimemory.engine.errors import LLMError
+    from nonebot_plugin_aimemory.engine.llm import LLMClient
 
     client = LLMClient(http, endpoint, timeout_seconds=0.5, max_retries=1, backoff_seconds=0.01)
     llm.script(error(500), error(500), text("不会用到"))
@@ -251,7 +253,8 @@ async def test_server_error_beyond_max_retries_raises_http_error(
 async def test_slow_reply_raises_timeout(
     llm: FakeOpenAI, http: httpx.AsyncClient, endpoint: Endpoint
 ) -> None:
-    from nonebot_plugin_aimemory.engine.llm import LLMClient, LLMError
+    from nonebot_plugin_aimemory.engine.errors import LLMError
+    from nonebot_plugin_aimemory.engine.llm import LLMClient
 
     client = LLMClient(http, endpoint, timeout_seconds=0.2, max_retries=0, backoff_seconds=0.01)
     llm.script(delay(1.0, text("太迟了")))
@@ -319,7 +322,8 @@ async def test_connection_reset_is_retried(http: httpx.AsyncClient) -> None:
 
 
 async def test_unreachable_server_raises_unreachable(http: httpx.AsyncClient) -> None:
-    from nonebot_plugin_aimemory.engine.llm import Endpoint, LLMClient, LLMError
+    from nonebot_plugin_aimemory.engine.errors import LLMError
+    from nonebot_plugin_aimemory.engine.llm import Endpoint, LLMClient
 
     with FakeOpenAI() as stopped:
         base_url = stopped.base_url
@@ -349,7 +353,7 @@ async def test_unreachable_server_raises_unreachable(http: httpx.AsyncClient) ->
 async def test_unusable_body_raises_garbage(
     llm: FakeOpenAI, llm_client: LLMClient, reply: Any
 ) -> None:
-    from nonebot_plugin_aimemory.engine.llm import LLMError
+    from nonebot_plugin_aimemory.engine.errors import LLMError
 
     llm.script(reply)
 
@@ -367,7 +371,7 @@ async def test_unusable_body_raises_garbage(
 async def test_reply_without_content_or_tool_calls_raises_empty(
     llm: FakeOpenAI, llm_client: LLMClient, reply: Any
 ) -> None:
-    from nonebot_plugin_aimemory.engine.llm import LLMError
+    from nonebot_plugin_aimemory.engine.errors import LLMError
 
     llm.script(reply)
 
@@ -380,7 +384,8 @@ async def test_reply_without_content_or_tool_calls_raises_empty(
 async def test_context_length_400_raises_context_length_error(
     http: httpx.AsyncClient, sent_bodies: list[bytes]
 ) -> None:
-    from nonebot_plugin_aimemory.engine.llm import ContextLengthError, Endpoint, LLMClient
+    from nonebot_plugin_aimemory.engine.errors import ContextLengthError
+    from nonebot_plugin_aimemory.engine.llm import Endpoint, LLMClient
 
     # given a server whose context window is smaller than the request
     with FakeOpenAI(context_limit_tokens=5) as small:
@@ -394,7 +399,7 @@ async def test_context_length_400_raises_context_length_error(
 
 
 async def test_other_400_is_a_plain_http_error(llm: FakeOpenAI, llm_client: LLMClient) -> None:
-    from nonebot_plugin_aimemory.engine.llm import ContextLengthError, LLMError
+    from nonebot_plugin_aimemory.engine.errors import ContextLengthError, LLMError
 
     llm.script(error(400, "Invalid value for 'temperature'."), text("不会用到"))
 
@@ -418,7 +423,7 @@ async def test_other_400_is_a_plain_http_error(llm: FakeOpenAI, llm_client: LLMC
 async def test_a_400_about_something_else_is_not_a_context_length_error(
     llm: FakeOpenAI, llm_client: LLMClient, reply: ErrorReply
 ) -> None:
-    from nonebot_plugin_aimemory.engine.llm import ContextLengthError, LLMError
+    from nonebot_plugin_aimemory.engine.errors import ContextLengthError, LLMError
 
     # given a bad request that shrinking the history would not fix
     llm.script(reply)
@@ -450,7 +455,7 @@ LLAMA_CPP_OVERFLOW_500 = (
 async def test_a_llama_cpp_overflow_sent_as_500_is_a_context_error_and_not_retried(
     llm: FakeOpenAI, llm_client: LLMClient, body: str
 ) -> None:
-    from nonebot_plugin_aimemory.engine.llm import ContextLengthError
+    from nonebot_plugin_aimemory.engine.errors import ContextLengthError
 
     # given llama.cpp's overflow answer with a 500 status (some versions send it so)
     llm.script(raw(500, body), text("不会用到"))

@@ -22,7 +22,8 @@ from tests.fakes.openai_server import (
 )
 
 if TYPE_CHECKING:
-    from nonebot_plugin_aimemory.engine.llm import LLMClient, LLMError
+    from nonebot_plugin_aimemory.engine.errors import LLMError
+    from nonebot_plugin_aimemory.engine.llm import LLMClient
     from nonebot_plugin_aimemory.engine.messages import Message
 
 
@@ -33,7 +34,7 @@ def question() -> list[Message]:
 
 
 async def failure_of(llm_client: LLMClient) -> LLMError:
-    from nonebot_plugin_aimemory.engine.llm import LLMError
+    from nonebot_plugin_aimemory.engine.errors import LLMError
 
     with pytest.raises(LLMError) as raised:
         await llm_client.complete(question())
@@ -122,7 +123,7 @@ async def test_a_refusal_sent_as_a_server_error_is_not_retried(
 async def test_a_filter_refuses_the_request_while_its_phrase_is_in_the_history(
     llm: FakeOpenAI, llm_client: LLMClient
 ) -> None:
-    from nonebot_plugin_aimemory.engine.llm import LLMError
+    from nonebot_plugin_aimemory.engine.errors import LLMError
     from nonebot_plugin_aimemory.engine.messages import Message
 
     llm.content_filter = ContentFilter("敏感词", provider="dashscope")
@@ -250,6 +251,6 @@ async def test_an_unknown_error_inside_a_200_counts_as_transient(
 def test_only_a_failure_of_the_service_is_transient(
     kind: str, status: int | None, transient: bool
 ) -> None:
-    from nonebot_plugin_aimemory.engine.llm import LLMError
+    from nonebot_plugin_aimemory.engine.errors import LLMError
 
     assert LLMError(kind, "detail", status).transient is transient

@@ -259,7 +259,8 @@ async def test_memories_saved_while_the_server_was_down_get_vectors_once_it_is_b
 
 async def test_the_pause_doubles_while_failures_go_on_and_resets_after_a_success(llm) -> None:
     from nonebot_plugin_aimemory.engine.embeddings import EmbeddingClient
-    from nonebot_plugin_aimemory.engine.llm import Endpoint, LLMError
+    from nonebot_plugin_aimemory.engine.errors import LLMError
+    from nonebot_plugin_aimemory.engine.llm import Endpoint
 
     now = [1000.0]
     async with httpx.AsyncClient() as http:
