@@ -24,9 +24,10 @@ from .conversation.autoclear import GroupAutoClear
 from .conversation.commands import Commands, DialogCommands
 from .conversation.sessions import SessionCache, group_key
 from .conversation.turn import Conversation
-from .engine.chatbot import ChatBot, HistoryStore
+from .engine.chatbot import ChatBot
 from .engine.compressor import Compressor
 from .engine.embeddings import Embedder, EmbeddingClient, NoEmbeddings
+from .engine.history import HistoryStore
 from .engine.hooks import PreCompactHooks
 from .engine.llm import LLMClient
 from .engine.messages import Message

@@ -9,10 +9,11 @@ import logging
 from collections.abc import Awaitable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from typing import Protocol
 
-from .compressor import Compaction, Compressor, FoldCadence
+from .cadence import FoldCadence
+from .compressor import Compaction, Compressor
 from .errors import ContextLengthError, LLMError, is_reasoning_missing_error
+from .history import CompressionStats, HistoryStore
 from .llm import Completion, LLMClient, Usage
 from .messages import Message, tool_result
 from .tokens import TokenCounter, message_tokens
@@ -20,40 +21,6 @@ from .tools import ToolRegistry
 from .window import Window, api_safe, with_reasoning_placeholders
 
 logger = logging.getLogger("nonebot_plugin_aimemory")
-
-
-@dataclass(frozen=True, slots=True)
-class CompressionStats:
-    """How often a conversation was compressed, and when last (UTC)."""
-
-    count: int = 0
-    last_at: datetime | None = None
-
-
-class HistoryStore(Protocol):
-    """Where a conversation's window is persisted, row per message."""
-
-    async def load(self, key: str) -> list[Message]:
-        """The stored window of `key`, oldest message first."""
-        ...
-
-    async def load_stats(self, key: str) -> CompressionStats:
-        """How often `key` was compressed, and when last."""
-        ...
-
-    async def append(self, key: str, messages: Sequence[Message]) -> None:
-        """Add messages to the end of the stored window."""
-        ...
-
-    async def replace(
-        self, key: str, messages: Sequence[Message], *, compressed_at: datetime | None = None
-    ) -> None:
-        """Overwrite the stored window; `compressed_at` also counts a compression."""
-        ...
-
-    async def clear(self, key: str) -> None:
-        """Forget the window and its compression stats."""
-        ...
 
 
 @dataclass(frozen=True, slots=True)

@@ -8,7 +8,7 @@ import sqlite3
 from collections.abc import Sequence
 from datetime import datetime
 
-from ..engine.chatbot import CompressionStats
+from ..engine.history import CompressionStats
 from ..engine.messages import Message
 from .database import Database, parse_utc_text, utc_now_text, utc_text
 

@@ -242,7 +242,8 @@ async def test_folding_resumes_once_the_conversation_grew_by_the_refold_tokens(
 
 
 def test_growth_before_a_truncation_counts_toward_the_next_fold() -> None:
-    from nonebot_plugin_aimemory.engine.compressor import CompressionPolicy, FoldCadence
+    from nonebot_plugin_aimemory.engine.cadence import FoldCadence
+    from nonebot_plugin_aimemory.engine.compressor import CompressionPolicy
 
     # given a fold that fell short, after which the window grew by 150 tokens (100 → 250)
     # and was truncated to 150
@@ -258,7 +259,8 @@ def test_growth_before_a_truncation_counts_toward_the_next_fold() -> None:
 
 
 def test_a_window_cleared_after_a_fold_may_fold_at_once() -> None:
-    from nonebot_plugin_aimemory.engine.compressor import CompressionPolicy, FoldCadence
+    from nonebot_plugin_aimemory.engine.cadence import FoldCadence
+    from nonebot_plugin_aimemory.engine.compressor import CompressionPolicy
 
     cadence = FoldCadence()
     cadence.after_fold(300, 900, CompressionPolicy.for_budget(1000))
