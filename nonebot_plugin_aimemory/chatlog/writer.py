@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import sqlite3
 from collections.abc import Iterable
 from dataclasses import replace
 from datetime import datetime, timedelta, timezone
@@ -92,13 +93,23 @@ class ChatLog:
                 return
             try:
                 await self.store.insert_many(rows)
-            except Exception:
+            except sqlite3.OperationalError:
+                # The database itself (disk full, file locked): every row would fail alike.
                 logger.exception("could not write %d chat-log rows; will retry", len(rows))
                 self._failing = True
                 self._requeue(rows, review_keys)
                 self._refusals = [*refusals, *self._refusals]
                 return
-            self._failing = False
+            except Exception:
+                # Something in the rows: write them one by one, so one bad row never blocks
+                # the batch (or every later batch, of every session).
+                logger.exception(
+                    "a batch of %d chat-log rows failed; writing them one by one", len(rows)
+                )
+                self._failing = False
+                await self._insert_one_by_one(rows)
+            else:
+                self._failing = False
             try:
                 await self.store.mark_refused(refusals)
             except Exception:
@@ -110,6 +121,24 @@ class ChatLog:
                 except Exception:
                     logger.exception("could not mark %d sessions for review", len(review_keys))
                     self._to_review |= review_keys
+
+    async def _insert_one_by_one(self, rows: list[ChatRow]) -> None:
+        """Insert each row alone; a row that still fails is dropped and logged. Should the
+        database itself fail meanwhile, the rows not yet written wait for the next flush."""
+        for index, row in enumerate(rows):
+            try:
+                await self.store.insert_many([row])
+            except sqlite3.OperationalError:
+                logger.exception("could not write chat-log rows; will retry")
+                self._failing = True
+                self._requeue(rows[index:], set())
+                return
+            except Exception:
+                logger.exception(
+                    "dropped a chat-log row of %s that cannot be stored: %r",
+                    row.session_key,
+                    row.text[:100],
+                )
 
     def _requeue(self, rows: list[ChatRow], review_keys: set[str]) -> None:
         """Put unwritten rows back before the ones queued meanwhile, keeping at most

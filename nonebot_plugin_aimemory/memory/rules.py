@@ -9,6 +9,7 @@ import unicodedata
 from collections.abc import Container, Sequence
 
 from ..store.memory_store import MemoryRecord
+from ..text.encodable import encodable
 from .guard import injection_reason, mask_pii
 
 MAX_CONTENT_CHARS = 2000
@@ -52,8 +53,9 @@ def clean_tags(tags: Sequence[object] | None) -> list[str]:
 def prepare_tags(tags: Sequence[object] | None, *, mask: bool) -> list[str]:
     """Tags as stored: cleaned, and with personal identifiers masked when `mask` is on."""
     # Masked before `clean_tags` cuts them short: a cut would leave a partial number.
+    tags = [encodable(str(tag)) for tag in tags or ()]
     if mask:
-        tags = [mask_pii(fold_whitespace(str(tag))) for tag in tags or ()]
+        tags = [mask_pii(fold_whitespace(tag)) for tag in tags]
     return clean_tags(tags)
 
 

@@ -17,6 +17,7 @@ from ..engine.embeddings import Embedder, NoEmbeddings
 from ..store.database import utc_now_text
 from ..store.memory_store import MemoryRecord, MemoryStore
 from ..text import segmenter
+from ..text.encodable import encodable
 from .guard import injection_reason, mask_pii
 from .index import IndexedMemory, LoadedScope, ScopeIndex, keyword_score
 from .rules import (
@@ -316,7 +317,7 @@ class MemoryService:
         await self._vectors.close()
 
     def _prepare_content(self, content: str) -> tuple[str, bool] | SaveOutcome:
-        raw = str(content or "")
+        raw = encodable(str(content or ""))
         text = fold_whitespace(raw)
         if not text:
             return SaveOutcome("empty", reason="内容为空")

@@ -3,7 +3,6 @@ addressed, which command, and the content (read cheaply now, in full later)."""
 
 from __future__ import annotations
 
-import re
 from datetime import datetime, timezone
 
 from nonebot.adapters.onebot.v11 import Bot, GroupMessageEvent, MessageEvent
@@ -13,12 +12,14 @@ from ..config import Config
 from ..conversation.incoming import Command, Incoming, Speaker
 from ..conversation.sessions import group_key, private_key
 from ..engine.messages import Part
+from ..text.encodable import encodable
 from .content import ContentRenderer
 from .permissions import is_manager, is_served_group, is_superuser, private_chat_served
 from .segments import render_plain
 
 # `~记忆 搜索 …` whatever COMMAND_START is; `/` and the full-width `～` work too.
-COMMAND = re.compile(r"^\s*[~～/](对话|记忆)(?:\s+(\S+)(?:\s+(.*?))?)?\s*$", re.DOTALL)
+COMMAND_PREFIXES = ("~", "～", "/")
+COMMAND_NAMES = ("对话", "记忆")
 
 
 def session_key_for(event: MessageEvent) -> str:
@@ -43,16 +44,24 @@ def is_addressed(event: MessageEvent) -> bool:
 def speaker_name(event: MessageEvent) -> str:
     """The sender's group card, else nickname, else QQ number."""
     sender = event.sender
-    name = (getattr(sender, "card", None) or sender.nickname or "").strip()
+    name = encodable((getattr(sender, "card", None) or sender.nickname or "").strip())
     return name or str(event.user_id)
 
 
 def parse_command(text: str) -> Command | None:
-    """`~对话 …` / `~记忆 …` as a Command, or None for anything else."""
-    match = COMMAND.match(text)
-    if match is None:
+    """`~对话 …` / `~记忆 …` as a Command, or None for anything else. Linear in the text's
+    length (a regex with lazy groups took seconds on a long run of spaces)."""
+    body = text.strip()
+    if body[:1] not in COMMAND_PREFIXES:
         return None
-    return Command(match.group(1), match.group(2) or "", (match.group(3) or "").strip())
+    name = body[1:3]
+    rest = body[3:]
+    if name not in COMMAND_NAMES or (rest and not rest[0].isspace()):
+        return None
+    words = rest.split(maxsplit=1)
+    action = words[0] if words else ""
+    argument = words[1].strip() if len(words) > 1 else ""
+    return Command(name, action, argument)
 
 
 class EventContent:

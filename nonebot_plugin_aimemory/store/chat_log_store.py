@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ..text import segmenter
+from ..text.encodable import encodable
 from .database import Database
 
 
@@ -79,7 +80,9 @@ class ChatLogStore:
         if not rows:
             return
         # jieba takes ~0.2 ms a row: a batch of hundreds would stall the event loop.
-        tokens = await asyncio.to_thread(lambda: [segmenter.segmented(r.text) for r in rows])
+        tokens = await asyncio.to_thread(
+            lambda: [segmenter.segmented(encodable(r.text)) for r in rows]
+        )
 
         def work(connection: sqlite3.Connection) -> None:
             (last_id,) = connection.execute(
@@ -100,9 +103,9 @@ class ChatLogStore:
                         row.session_key,
                         row.created_at,
                         row.speaker_id,
-                        row.speaker_name,
+                        encodable(row.speaker_name) if row.speaker_name else row.speaker_name,
                         row.role,
-                        row.text,
+                        encodable(row.text),
                         int(row.addressed),
                         int(row.refused),
                     )

@@ -413,3 +413,41 @@ async def test_image_without_an_http_url_is_unrecognised_and_reads_nothing(
     assert "root:" not in line
     assert "base64" not in str(plugin.llm.chat_requests)
     assert qq.sent_texts == ["好的"]
+
+
+def test_a_command_padded_with_100_000_spaces_is_parsed_like_a_short_one() -> None:
+    from nonebot_plugin_aimemory.onebot.inbound import parse_command
+
+    command = parse_command("~记忆 搜索 a" + " " * 100_000 + "b")
+
+    assert command is not None
+    assert (command.name, command.action, command.argument) == (
+        "记忆",
+        "搜索",
+        "a" + " " * 100_000 + "b",
+    )
+
+
+def test_only_the_two_command_names_after_a_prefix_are_commands() -> None:
+    from nonebot_plugin_aimemory.onebot.inbound import parse_command
+
+    parsed = {
+        text: (c.name, c.action, c.argument) if (c := parse_command(text)) else None
+        for text in (
+            "~记忆",
+            " ～对话  清空 ",
+            "/记忆 删除 #ab3d",
+            "~记忆x",
+            "x~记忆",
+            "~ 记忆 列表",
+        )
+    }
+
+    assert parsed == {
+        "~记忆": ("记忆", "", ""),
+        " ～对话  清空 ": ("对话", "清空", ""),
+        "/记忆 删除 #ab3d": ("记忆", "删除", "#ab3d"),
+        "~记忆x": None,
+        "x~记忆": None,
+        "~ 记忆 列表": None,
+    }
