@@ -187,9 +187,13 @@ class Config(BaseModel):
         if role == "main":
             return Endpoint(self.aimemory_api_base, self.aimemory_api_key, self.aimemory_model)
         parent = self.endpoint(FALLBACK_ROLE[role])
+        api_base = getattr(self, f"aimemory_{role}_api_base") or parent.api_base
+        # A key goes only to the host it was configured for: a role with a host of its own
+        # and no key of its own sends none (a local vision server never sees the main key).
+        inherited_key = parent.api_key if api_base == parent.api_base else ""
         return Endpoint(
-            getattr(self, f"aimemory_{role}_api_base") or parent.api_base,
-            getattr(self, f"aimemory_{role}_api_key") or parent.api_key,
+            api_base,
+            getattr(self, f"aimemory_{role}_api_key") or inherited_key,
             getattr(self, f"aimemory_{role}_model") or parent.model,
         )
 

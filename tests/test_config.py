@@ -208,3 +208,22 @@ async def test_startup_warns_when_the_fixed_prompt_takes_much_of_the_budget(
 
     warnings = [r.getMessage() for r in plugin_log.records if r.levelname == "WARNING"]
     assert any("aimemory_max_context_tokens" in w and "of the budget" in w for w in warnings)
+
+
+def test_a_role_with_its_own_host_and_no_key_sends_no_key() -> None:
+    from nonebot_plugin_aimemory.config import Config
+
+    config = Config(
+        aimemory_api_base="https://api.deepseek.com",
+        aimemory_api_key="sk-main",
+        aimemory_vision_api_base="http://192.168.1.20:8000/v1",
+        aimemory_vision_model="qwen2.5-vl",
+        aimemory_embedding_api_base="https://api.deepseek.com",
+        aimemory_embedding_model="embed",
+        aimemory_review_api_base="https://api.siliconflow.cn/v1",
+        aimemory_review_api_key="sk-review",
+    )
+
+    assert config.endpoint("vision").api_key == ""
+    assert config.endpoint("embedding").api_key == "sk-main"  # same host as the main role
+    assert config.endpoint("review").api_key == "sk-review"

@@ -41,10 +41,17 @@ def is_addressed(event: MessageEvent) -> bool:
     )
 
 
+# A name is shown inside `[时间] 名字(QQ号)：`: the marks of that line, written the
+# full-width way, so a card cannot end its own line early or imitate another speaker's.
+_LINE_MARKS = str.maketrans({"[": "［", "]": "］", "(": "（", ")": "）", ":": "∶", "：": "∶"})
+
+
 def speaker_name(event: MessageEvent) -> str:
-    """The sender's group card, else nickname, else QQ number."""
+    """The sender's group card, else nickname, else QQ number; on one line, with the marks
+    of a speaker line neutralised."""
     sender = event.sender
-    name = encodable((getattr(sender, "card", None) or sender.nickname or "").strip())
+    raw = encodable(getattr(sender, "card", None) or sender.nickname or "")
+    name = " ".join(raw.split()).translate(_LINE_MARKS)
     return name or str(event.user_id)
 
 
