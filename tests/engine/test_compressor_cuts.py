@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 from hypothesis import HealthCheck, given, settings
@@ -11,6 +12,7 @@ from hypothesis import strategies as st
 from tests.engine.test_window import assert_accepted, raw_windows, valid_windows
 
 if TYPE_CHECKING:
+    from nonebot_plugin_aimemory.engine.compressor import Compressor
     from nonebot_plugin_aimemory.engine.messages import Message
     from nonebot_plugin_aimemory.engine.tokens import EstimatingCounter
 
@@ -41,24 +43,42 @@ def every_keep(window: list[Message]) -> range:
     return range(0, total + 2, max(1, total // 25))
 
 
-@PROPERTY
-@given(valid_windows(), st.booleans())
-def test_every_tail_of_a_valid_window_is_valid_without_repair(window, summarised) -> None:
+def summary_and_tails(window: list[Message]) -> Iterator[list[Message]]:
+    """The window a fold leaves for every tail size: a new summary, then the kept tail."""
     from nonebot_plugin_aimemory.engine.compressor import (
         split_summary,
         summary_messages,
         tail_start,
     )
-    from nonebot_plugin_aimemory.engine.window import api_safe
     from nonebot_plugin_aimemory.prompts import SUMMARY_PROMPTS
 
-    window = with_optional_summary(window, summarised)
     _, body = split_summary(window, SUMMARY_PROMPTS)
     for keep in every_keep(body):
-        new_window = [
+        yield [
             *summary_messages("新摘要", SUMMARY_PROMPTS),
             *body[tail_start(body, keep, counter()) :],
         ]
+
+
+def offline_compressor() -> Compressor:
+    """A compressor that never calls a model: only its truncation paths are used here."""
+    from nonebot_plugin_aimemory.engine.compressor import CompressionPolicy, Compressor
+    from nonebot_plugin_aimemory.prompts import SUMMARY_PROMPTS
+
+    return Compressor(
+        None,  # type: ignore[arg-type]
+        counter(),
+        CompressionPolicy.for_budget(1000),
+        prompts=SUMMARY_PROMPTS,
+    )
+
+
+@PROPERTY
+@given(valid_windows(), st.booleans())
+def test_every_tail_of_a_valid_window_is_valid_without_repair(window, summarised) -> None:
+    from nonebot_plugin_aimemory.engine.window import api_safe
+
+    for new_window in summary_and_tails(with_optional_summary(window, summarised)):
         assert api_safe(new_window) == new_window
         assert_accepted(new_window)
 
@@ -66,37 +86,18 @@ def test_every_tail_of_a_valid_window_is_valid_without_repair(window, summarised
 @PROPERTY
 @given(raw_windows(), st.booleans())
 def test_every_tail_of_any_stored_window_is_valid_after_api_safe(window, summarised) -> None:
-    from nonebot_plugin_aimemory.engine.compressor import (
-        split_summary,
-        summary_messages,
-        tail_start,
-    )
     from nonebot_plugin_aimemory.engine.window import api_safe
-    from nonebot_plugin_aimemory.prompts import SUMMARY_PROMPTS
 
-    window = with_optional_summary(window, summarised)
-    _, body = split_summary(window, SUMMARY_PROMPTS)
-    for keep in every_keep(body):
-        new_window = [
-            *summary_messages("新摘要", SUMMARY_PROMPTS),
-            *body[tail_start(body, keep, counter()) :],
-        ]
+    for new_window in summary_and_tails(with_optional_summary(window, summarised)):
         assert_accepted(api_safe(new_window))
 
 
 @PROPERTY
 @given(valid_windows(), st.booleans())
 def test_truncation_fallback_of_a_valid_window_is_valid_without_repair(window, summarised) -> None:
-    from nonebot_plugin_aimemory.engine.compressor import CompressionPolicy, Compressor
     from nonebot_plugin_aimemory.engine.window import api_safe
-    from nonebot_plugin_aimemory.prompts import SUMMARY_PROMPTS
 
-    compressor = Compressor(
-        None,  # type: ignore[arg-type]
-        counter(),
-        CompressionPolicy.for_budget(1000),
-        prompts=SUMMARY_PROMPTS,
-    )
+    compressor = offline_compressor()
     window = with_optional_summary(window, summarised)
     kept = compressor.truncate("g:1", window, reason="test").messages
     assert api_safe(kept) == kept
@@ -107,16 +108,9 @@ def test_truncation_fallback_of_a_valid_window_is_valid_without_repair(window, s
 @PROPERTY
 @given(valid_windows(), st.booleans())
 def test_truncation_to_a_tail_of_a_valid_window_is_valid_without_repair(window, summarised) -> None:
-    from nonebot_plugin_aimemory.engine.compressor import CompressionPolicy, Compressor
     from nonebot_plugin_aimemory.engine.window import api_safe
-    from nonebot_plugin_aimemory.prompts import SUMMARY_PROMPTS
 
-    compressor = Compressor(
-        None,  # type: ignore[arg-type]
-        counter(),
-        CompressionPolicy.for_budget(1000),
-        prompts=SUMMARY_PROMPTS,
-    )
+    compressor = offline_compressor()
     window = with_optional_summary(window, summarised)
     for keep in every_keep(window):
         kept = compressor.truncate_to_tail("g:1", window, keep, reason="test").messages
