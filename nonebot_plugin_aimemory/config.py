@@ -122,6 +122,9 @@ class Config(BaseModel):
     aimemory_reply_max_parts: int = Field(default=5, ge=1, le=20)
     # Image links in the model's reply are fetched only from public hosts unless this is set.
     aimemory_reply_image_allow_private: bool = False
+    # Images in incoming messages likewise (set it when the OneBot implementation serves
+    # them from this machine or the LAN).
+    aimemory_image_allow_private: bool = False
     # Where the bot talks: empty allowlist = every group; the denylist always wins. The
     # `| str` only keeps NoneBot's env reader from insisting on JSON (`123,456` and an empty
     # value are fine); the validator below always makes a list. Read `allowed_groups`.

@@ -56,6 +56,9 @@ logger = logging.getLogger("nonebot_plugin_aimemory")
 
 # A QQ group number as long as they get, for measuring a group's system prompt at startup.
 PROBE_GROUP_ID = 9_999_999_999
+# How long turns in flight (and, after them, extractions) may run on at shutdown before
+# they are cancelled; the whole shutdown stays within a few of these.
+SHUTDOWN_GRACE_SECONDS = 3.0
 # (runtime, session key) -> tools bound to that session. Bound once, when the session is built.
 ToolProvider = Callable[["Runtime", str], Iterable[Tool]]
 
@@ -171,12 +174,15 @@ class Runtime:
         return await _Builder(config, extensions or Extensions()).build(db_path)
 
     async def stop(self) -> None:
-        """Stop sessions, flush counters and writes, let background work end, close all."""
+        """Stop sessions (turns in flight get a grace period, queued messages are kept
+        unanswered), flush counters and writes, let background work end, close all;
+        bounded even with model calls in flight."""
+        await self.conversation.close(SHUTDOWN_GRACE_SECONDS)
         await self.sessions.close()
         await self.autoclear.close()
         await self.chat_log.close()
         self.extensions.pre_compact.unregister(self.memory.extractor.on_pre_compact)
-        await self.extensions.pre_compact.drain()
+        await self.extensions.pre_compact.drain(SHUTDOWN_GRACE_SECONDS)
         await self.memory.close()
         if self._database is not None:
             await self._database.close()
@@ -305,8 +311,8 @@ class _Builder:
         """How QQ images become model input (data URIs or vision descriptions)."""
         config = self.config
         return ImageReader(
-            self.http,
             max_bytes=config.aimemory_image_max_bytes,
+            public_only=not config.aimemory_image_allow_private,
             multimodal=config.aimemory_multimodal,
             vision=self.llm_client("vision") if config.aimemory_vision_model else NoVision(),
             cache=ImageDescriptionStore(database) if database else NoDescriptionCache(),

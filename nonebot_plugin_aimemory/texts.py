@@ -20,6 +20,8 @@ TURN_FAILED = "出了点问题，这条消息没能回答，请稍后再试。"
 COMMAND_FAILED = "命令执行失败了，请稍后再试。"
 STOPPED = "已停止当前回答。"
 NOTHING_TO_STOP = "当前没有正在进行的回答。"
+# One notice per burst when one person sends more than one turn answers.
+BURST_TOO_LONG = "消息太多啦，我先回答前面的。"
 CLEARED = "已清空本会话的上下文。"
 PERMISSION_DENIED = "只有群主、群管理员或机器人超级用户可以这样做。"
 REPLY_TRUNCATED = "……（回复过长，已省略后续内容）"
@@ -152,6 +154,11 @@ def memory_nothing_to_restore(memory_id: str) -> str:
 def memory_nothing_to_restore_with_usage(memory_id: str) -> str:
     """`~记忆 恢复` of an id this chat has never had: say so, and how the command goes."""
     return memory_nothing_to_restore(memory_id) + MEMORY_USAGE
+
+
+def memory_purged(memory_id: str, days: int) -> str:
+    """`~记忆 恢复` of a memory deleted so long ago that it was purged (its tombstone stays)."""
+    return f"记忆 #{memory_id.strip().lstrip('#')} 删除已超过 {days} 天，内容已彻底清除，无法恢复。"
 
 
 def memory_full_for_restore(max_entries: int) -> str:

@@ -61,6 +61,10 @@ class ChatLog:
         # After a failed write only the periodic flush retries, not every added row.
         self._failing = False
 
+    def __len__(self) -> int:
+        """How many rows wait to be written."""
+        return len(self._buffer)
+
     def add(self, row: ChatRow, *, review: bool = False) -> None:
         """Queue one row (never awaits); `review` marks its session for a memory review."""
         self._buffer.append(row)

@@ -49,7 +49,10 @@ class DialogCommands:
             return texts.CLEARED
         if argument == "停止":
             session = self.sessions.get(incoming.key)
-            stopped = session is not None and session.stop_current()
+            if session is None:
+                return texts.NOTHING_TO_STOP
+            # Non-short-circuit: what is queued is dropped along with the answer in progress.
+            stopped = session.stop_current() | bool(session.drop_queued())
             return texts.STOPPED if stopped else texts.NOTHING_TO_STOP
         return texts.DIALOG_USAGE
 

@@ -46,6 +46,7 @@ class Session:
     queue: deque[tuple[Job, asyncio.Future[Any]]] = field(default_factory=deque)
     loaded: bool = False
     current: asyncio.Task[Any] | None = None
+    _running: asyncio.Future[Any] | None = None
     _worker: asyncio.Task[None] | None = None
 
     @property
@@ -68,33 +69,70 @@ class Session:
             self.loaded = True
 
     def stop_current(self) -> bool:
-        """Cancel the answer in progress, if any; queued messages still get answered."""
+        """Cancel the answer in progress, if any."""
         if self.current is None or self.current.done():
             return False
         self.current.cancel()
         return True
 
+    def drop_queued(self) -> int:
+        """Drop the work that has not started yet; how many jobs were dropped."""
+        dropped = 0
+        for _, future in self.queue:
+            if future is not self._running and not future.done():
+                future.cancel()
+                dropped += 1
+        return dropped
+
     async def _drain(self) -> None:
         while self.queue:
             job, future = self.queue[0]
-            async with self.lock:
-                try:
-                    await self.ensure_loaded()
-                    self.current = asyncio.get_running_loop().create_task(job(self.bot))
-                    await asyncio.wait({self.current})
-                    _settle(future, self.current)
-                except asyncio.CancelledError:
-                    if self.current is not None:
-                        self.current.cancel()
-                    if not future.done():
-                        future.cancel()
-                    raise
-                except Exception as exc:
-                    if not future.done():
-                        future.set_exception(exc)
-                finally:
-                    self.current = None
-                    self.queue.popleft()
+            try:
+                if future.done():  # dropped before it started
+                    continue
+                async with self.lock:
+                    if future.done():
+                        continue
+                    await self._run(job, future)
+            finally:
+                self.queue.popleft()
+
+    async def _run(self, job: Job, future: asyncio.Future[Any]) -> None:
+        self._running = future
+        try:
+            await self.ensure_loaded()
+            self.current = asyncio.get_running_loop().create_task(job(self.bot))
+            await asyncio.wait({self.current})
+            _settle(future, self.current)
+        except asyncio.CancelledError:
+            # The worker itself is cancelled (shutdown): the job still finishes its final
+            # history write before the database closes.
+            if self.current is not None:
+                self.current.cancel()
+                await asyncio.wait({self.current})
+            if not future.done():
+                future.cancel()
+            raise
+        except Exception as exc:
+            if not future.done():
+                future.set_exception(exc)
+        finally:
+            self.current = None
+            self._running = None
+
+    async def settle(self, grace_seconds: float) -> None:
+        """Let the running job finish for `grace_seconds`, then stop it; the queued jobs
+        still run (the caller made them quick), within another `grace_seconds`."""
+        worker = self._worker
+        if worker is None or worker.done():
+            return
+        await asyncio.wait({worker}, timeout=grace_seconds)
+        if worker.done():
+            return
+        self.stop_current()
+        await asyncio.wait({worker}, timeout=grace_seconds)
+        if not worker.done():
+            logger.warning("session %s still busy after shutdown grace", self.key)
 
     async def shutdown(self) -> None:
         """Cancel queued work and the worker (used when the plugin stops)."""
@@ -208,6 +246,11 @@ class SessionCache:
             self._janitor = self._background.every(
                 interval_seconds, self.evict_idle_sessions, name="sweep"
             )
+
+    async def settle(self, grace_seconds: float) -> None:
+        """Give every session's work `grace_seconds` to finish, then stop what still runs
+        (all sessions at once, so shutdown takes the grace period once, not per chat)."""
+        await asyncio.gather(*(s.settle(grace_seconds) for s in list(self._sessions.values())))
 
     async def close(self) -> None:
         """Stop the janitor and every session's worker."""

@@ -1,7 +1,8 @@
-"""The turn as a use case, with no NoneBot in sight: take an `Incoming`, find its session,
-put relevant memories before it, run `ChatBot.turn`, write the chat-log rows, choose the
-apology when something fails (key and balance problems: one notice per chat per 10 minutes,
-one private message to the SUPERUSERS per hour), and return what to send."""
+"""The turn as a use case, with no NoneBot in sight: take an `Incoming`, merge it into its
+speaker's burst (`bursts.py`), queue the burst's turn in the session, put relevant memories
+before it, run `ChatBot.turn`, write the chat-log rows, choose the apology when something
+fails (key and balance problems: one notice per chat per 10 minutes, one private message to
+the SUPERUSERS per hour), and return what to send."""
 
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ from ..engine.messages import Message, Part, TextPart
 from ..store.chat_log_store import ChatRow
 from ..store.database import utc_now_text, utc_text
 from .autoclear import GroupAutoClear
+from .bursts import Burst, OpenBursts
 from .incoming import Command, Incoming, Outcome, nothing, parts_text, say
 from .sessions import SessionCache, TurnStopped
 
@@ -83,6 +85,8 @@ class Conversation:
         self.configured = configured
         self.log_ambient = log_ambient
         self.clock = clock  # seconds, for the notice intervals only
+        self.bursts = OpenBursts()
+        self._closing = False
         self._account_noticed_at: dict[str, float] = {}
         self._superusers_told_at: float | None = None
 
@@ -121,52 +125,126 @@ class Conversation:
                 self.chat_log.add(user_row(incoming, text, addressed=False))
 
     async def _queued_turn(self, incoming: Incoming) -> Outcome:
-        """Run the turn in the session's queue. The queue is entered before any await, so
-        one chat's messages are answered in arrival order; the turn keeps its session until
-        its reply was sent, so the replies go out in that order too."""
-        session = self.sessions.get_or_create(incoming.key)
-        handed_over: asyncio.Future[Outcome] = asyncio.get_running_loop().create_future()
+        """Join the speaker's open burst, or open one and queue its turn. Nothing awaits
+        before that, so one chat's messages are taken in arrival order; a turn keeps its
+        session until its reply was sent, so replies go out in that order too."""
+        chars = len(parts_text(incoming.content.plain()))
+        burst = self.bursts.find(incoming.key, incoming.speaker.user_id)
+        if burst is not None:
+            if not burst.has_room_for(chars):
+                return self._turned_away(burst, incoming)
+            return await burst.add(incoming, chars)
+        burst = self.bursts.open(incoming.key, incoming.speaker.user_id)
+        waiter = burst.add(incoming, chars)
 
         async def job(chatbot: ChatBot) -> None:
-            outcome = await self._turn(chatbot, incoming)
-            handed_over.set_result(outcome)
-            await outcome.wait_delivered()
+            await self._answer_burst(chatbot, burst)
 
-        finished = session.submit(job)
-        await asyncio.wait({handed_over, finished}, return_when=asyncio.FIRST_COMPLETED)
-        if handed_over.done():
-            return handed_over.result()
-        try:
-            finished.result()
-        except TurnStopped:
-            logger.info("answer in %s stopped by a user", session.key)
-        return nothing()
+        finished = self.sessions.get_or_create(incoming.key).submit(job)
+        finished.add_done_callback(lambda done: self._after_burst(burst, done))
+        return await waiter
 
-    async def _turn(self, chatbot: ChatBot, incoming: Incoming) -> Outcome:
-        """Read the message in full, run the turn; a short apology when it fails."""
-        row: ChatRow | None = None
+    async def _answer_burst(self, chatbot: ChatBot, burst: Burst) -> None:
+        self.bursts.close(burst)
+        messages = burst.start()
+        if self._closing:
+            await self._keep_unanswered(chatbot, messages)
+            return
+        outcome = await self._turn(chatbot, messages)
+        burst.answer(outcome)
+        await outcome.wait_delivered()
+
+    def _after_burst(self, burst: Burst, finished: asyncio.Future[object]) -> None:
+        """A burst dropped before its turn (`~对话 停止`, shutdown) is still logged; no
+        handler is left waiting, whatever happened."""
+        self.bursts.close(burst)
+        if not burst.started:
+            for incoming in burst.messages:
+                self._log_plain(incoming)
+        if finished.cancelled():
+            logger.info("queued messages in %s dropped", burst.key)
+        elif isinstance(finished.exception(), TurnStopped):
+            logger.info("answer in %s stopped by a user", burst.key)
+        elif (error := finished.exception()) is not None:
+            logger.error("turn in %s failed", burst.key, exc_info=error)
+        burst.settle()
+
+    def _turned_away(self, burst: Burst, incoming: Incoming) -> Outcome:
+        """Beyond what one turn answers: logged only, with one notice per burst."""
+        self._log_plain(incoming)
+        if burst.overflowed:
+            return nothing()
+        burst.overflowed = True
+        logger.info("burst of %s in %s over the per-turn cap", incoming.speaker.user_id, burst.key)
+        return say(texts.BURST_TOO_LONG)
+
+    def _log_plain(self, incoming: Incoming) -> None:
+        text = parts_text(incoming.content.plain())
+        if text:
+            self.chat_log.add(user_row(incoming, text))
+
+    async def _turn(self, chatbot: ChatBot, messages: list[Incoming]) -> Outcome:
+        """Read the messages in full, run one turn on them; a short apology when it fails."""
+        rows: list[ChatRow] = []
         try:
-            parts = await incoming.content.rich()
-            text = parts_text(parts)
-            row = user_row(incoming, text)
-            self.chat_log.add(row)
+            parts, text = await self._read_all(messages, rows)
+            first = messages[0]
             message, persist_text = await self.memories.prepend(
-                chatbot.key, user_message(incoming.line_prefix(self.zone), parts), text
+                chatbot.key, user_message(first.line_prefix(self.zone), parts), text
             )
             result = await chatbot.turn(message, persist_user_text=persist_text)
         except LLMError as exc:
             log_failure(chatbot.key, chatbot.llm.model, exc)
-            return self._failed(chatbot.key, chatbot.llm.model, exc, row)
+            return self._failed(chatbot.key, chatbot.llm.model, exc, rows)
         except Exception:
             logger.exception("turn failed in %s", chatbot.key)
             return self._apology(chatbot.key, texts.TURN_FAILED)
         self.chat_log.add(assistant_row(chatbot.key, result.reply), review=True)
         return Outcome([result.reply], from_model=True)
 
-    def _failed(self, key: str, model: str, error: LLMError, row: ChatRow | None) -> Outcome:
-        """What to send after a failed turn; a refused message is marked in the chat log."""
-        if error.kind == "refused" and row is not None:
-            self.chat_log.mark_refused(row)
+    async def _read_all(
+        self, messages: list[Incoming], rows: list[ChatRow]
+    ) -> tuple[list[Part], str]:
+        """The burst's messages in full, one per line; each one's chat-log row is written
+        as it is read (into `rows`)."""
+        parts: list[Part] = []
+        lines: list[str] = []
+        for incoming in messages:
+            content = await incoming.content.rich()
+            line = parts_text(content)
+            row = user_row(incoming, line)
+            self.chat_log.add(row)
+            rows.append(row)
+            if parts:
+                parts.append(TextPart("\n"))
+            parts += content
+            lines.append(line)
+        return parts, "\n".join(lines)
+
+    async def _keep_unanswered(self, chatbot: ChatBot, messages: list[Incoming]) -> None:
+        """At shutdown a queued burst gets no answer, but it is not lost: its messages go
+        to the chat log and, as one user message, to the window (answered after restart
+        with the next message)."""
+        for incoming in messages:
+            self._log_plain(incoming)
+        parts: list[Part] = []
+        for incoming in messages:
+            if parts:
+                parts.append(TextPart("\n"))
+            parts += incoming.content.plain()
+        await chatbot.keep_unanswered(user_message(messages[0].line_prefix(self.zone), parts))
+
+    async def close(self, grace_seconds: float) -> None:
+        """Shutdown: turns in flight get `grace_seconds` to finish and are then stopped
+        (their user messages stay in the window); queued bursts are kept unanswered."""
+        self._closing = True
+        await self.sessions.settle(grace_seconds)
+
+    def _failed(self, key: str, model: str, error: LLMError, rows: list[ChatRow]) -> Outcome:
+        """What to send after a failed turn; refused messages are marked in the chat log."""
+        if error.kind == "refused":
+            for row in rows:
+                self.chat_log.mark_refused(row)
         if error.kind == "account":
             return self._account_problem(key, model, error)
         return self._apology(key, failure_text(error))

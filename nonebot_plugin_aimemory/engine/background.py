@@ -60,6 +60,15 @@ class Background:
         while self._tasks:
             await asyncio.wait(set(self._tasks))
 
+    async def settle(self, grace_seconds: float) -> None:
+        """Wait for the tasks at most `grace_seconds`, then cancel what is left (bounded
+        shutdown: a model call in flight must not hold the bot for minutes)."""
+        if self._tasks:
+            await asyncio.wait(set(self._tasks), timeout=grace_seconds)
+        if self._tasks:
+            logger.warning("%s: %d tasks cancelled at shutdown", self.name, len(self._tasks))
+            await _cancel(self._tasks)
+
     async def close(self, *, cancel: bool = False) -> None:
         """Stop the loops, then wait for the tasks (or, with `cancel`, cancel them)."""
         await _cancel(self._loops)

@@ -16,11 +16,21 @@ from .errors import ContextLengthError, LLMError, is_reasoning_missing_error
 from .history import CompressionStats, HistoryStore
 from .llm import Completion, LLMClient, Usage
 from .messages import Message, tool_result
-from .tokens import TokenCounter, message_tokens
-from .tools import ToolRegistry
+from .tokens import MESSAGE_OVERHEAD_TOKENS, TokenCounter, message_tokens
+from .tools import (
+    MAX_TOOL_CALLS_KEPT_PER_ROUND,
+    ToolRegistry,
+    ToolRound,
+    fit_round_results,
+    result_floor_tokens,
+)
 from .window import Window, api_safe, with_reasoning_placeholders
 
 logger = logging.getLogger("nonebot_plugin_aimemory")
+
+# The results of one tool round take at most this share of the budget: with the verbatim
+# tail (a fifth) and the summary (a tenth) a round still leaves room for the next one.
+TOOL_RESULTS_BUDGET_SHARE = 0.25
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,6 +119,11 @@ class ChatBot:
         self.window.replace(messages)
         self.context_tokens = self.estimate_window_tokens() if messages else 0
 
+    async def keep_unanswered(self, message: Message) -> None:
+        """Keep a user message without answering it (at shutdown); the next turn's request
+        carries it, like a message whose answer failed."""
+        await self._commit([message.with_image_markers()])
+
     async def clear(self) -> None:
         """Forget the conversation, in memory and in the store."""
         self.forget()
@@ -146,17 +161,16 @@ class ChatBot:
                             keep_recent_tokens=self._tail_room(message, pending),
                         )
                     )
-                force_answer = rounds >= self.max_tool_rounds
+                force_answer = rounds >= self.max_tool_rounds or not self._room_for_a_round(
+                    message, pending
+                )
                 completion = await self._call_recovering(message, pending, force_answer, spend)
                 accepted = len(pending)
                 spend.usage += completion.usage or Usage()
                 reply = completion.message
                 if reply.tool_calls and not force_answer:
                     rounds += 1
-                    results = [
-                        tool_result(call, await self.tools.execute(call, context=self.key))
-                        for call in reply.tool_calls
-                    ]
+                    reply, results = await self._run_tools(reply, message, pending)
                     pending += [reply, *results]
                     continue
                 if not reply.text:
@@ -280,6 +294,58 @@ class ChatBot:
         fixed = self.estimate_window_tokens() - self.window.tokens
         room = policy.budget_tokens - fixed - extra - policy.summary_max_tokens
         return max(0, min(policy.keep_recent_tokens, room))
+
+    async def _run_tools(
+        self, reply: Message, message: Message, pending: Sequence[Message]
+    ) -> tuple[Message, list[Message]]:
+        """Run the round `reply` asks for; returns the reply as the history keeps it (ids
+        unique, calls bounded by the limit and by the answers the budget holds) and one
+        result per call, all within the round's room."""
+        largest = reply.with_tool_calls(reply.tool_calls[:MAX_TOOL_CALLS_KEPT_PER_ROUND])
+        room = self._results_room(message, [*pending, largest])
+        capacity = None if room is None else room // result_floor_tokens(self.counter)
+        taken = self._call_ids_in_use(pending)
+        tool_round = ToolRound.of(reply.tool_calls, taken, capacity=capacity)
+        if len(tool_round.run) < tool_round.requested:
+            logger.warning(
+                "%s: the model made %d tool calls in one round; %d run, %d refused, %d dropped",
+                self.key,
+                tool_round.requested,
+                len(tool_round.run),
+                len(tool_round.refused),
+                tool_round.dropped,
+            )
+        reply = reply.with_tool_calls(tool_round.calls)
+        texts = await self.tools.execute_round(tool_round, context=self.key)
+        if room is not None:
+            framing = len(texts) * MESSAGE_OVERHEAD_TOKENS
+            texts = fit_round_results(texts, room - framing, self.counter)
+        results = [tool_result(c, t) for c, t in zip(tool_round.calls, texts, strict=True)]
+        return reply, results
+
+    def _call_ids_in_use(self, pending: Sequence[Message]) -> set[str]:
+        """Tool-call ids of the window and this turn: DeepSeek refuses a request in which
+        one id appears twice, even in different rounds."""
+        return {c.id for m in (*self.window.messages, *pending) for c in m.tool_calls}
+
+    def _room_for_a_round(self, message: Message, pending: Sequence[Message]) -> bool:
+        """Whether another tool round still fits in the budget (the least one: a call and
+        its answer, cut to its note); if not, the next call must answer instead."""
+        room = self._results_room(message, pending)
+        return room is None or room >= 2 * result_floor_tokens(self.counter)
+
+    def _results_room(self, message: Message, pending: Sequence[Message]) -> int | None:
+        """Tokens the results of the next round may take, framing included: the round's
+        share of the budget, less when the request would go over the budget even with the
+        window folded into its summary. None without a compressor (no budget)."""
+        if self.compressor is None:
+            return None
+        policy = self.compressor.policy
+        extra = sum(message_tokens(m, self.counter) for m in (message, *pending))
+        fixed = self.estimate_window_tokens() - self.window.tokens
+        window = min(self.window.tokens, policy.summary_max_tokens)
+        share = int(policy.budget_tokens * TOOL_RESULTS_BUDGET_SHARE)
+        return max(0, min(share, policy.budget_tokens - fixed - window - extra))
 
     def _can_fold(self) -> bool:
         """Something beyond an existing summary is left to fold or truncate."""

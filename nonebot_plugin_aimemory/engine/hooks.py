@@ -62,6 +62,10 @@ class PreCompactHooks:
         except Exception:
             logger.exception("PreCompact callback %r failed for %s", callback, key)
 
-    async def drain(self) -> None:
-        """Wait for callbacks still running (at shutdown)."""
-        await self._background.wait()
+    async def drain(self, grace_seconds: float | None = None) -> None:
+        """Wait for callbacks still running (at shutdown), at most `grace_seconds` when
+        given; the rest are cancelled."""
+        if grace_seconds is None:
+            await self._background.wait()
+        else:
+            await self._background.settle(grace_seconds)

@@ -95,6 +95,10 @@ class Message:
         """A copy whose content is `text` (tool calls, ids and reasoning kept)."""
         return replace(self, content=text, _json=None, tokens=-1)
 
+    def with_tool_calls(self, calls: tuple[ToolCall, ...]) -> Message:
+        """A copy requesting `calls` instead (text and reasoning kept)."""
+        return replace(self, tool_calls=calls, _json=None, tokens=-1)
+
     def to_api(self) -> dict[str, Any]:
         """The OpenAI chat-completions form of this message."""
         data: dict[str, Any] = {"role": self.role}

@@ -8,17 +8,27 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from .messages import ToolCall
+from .tokens import MESSAGE_OVERHEAD_TOKENS, TokenCounter
 
 logger = logging.getLogger("nonebot_plugin_aimemory")
 
 # The one cap on a tool result: tools that size their own output (chat log, memory search)
 # derive their budgets from it, so the registry never has to cut them.
 MAX_TOOL_RESULT_CHARS = 8000
+# Calls run per round; the rest are answered with a refusal telling the model to call fewer.
+MAX_TOOL_CALLS_PER_ROUND = 16
+# Refused calls kept in the history beyond those run: enough for the model to see which of
+# its calls did not run; answering every call of a flood of 2 000 would cost more tokens
+# than the whole budget, so calls beyond these are dropped from the assistant message.
+MAX_REFUSED_TOOL_CALLS_KEPT = MAX_TOOL_CALLS_PER_ROUND
+MAX_TOOL_CALLS_KEPT_PER_ROUND = MAX_TOOL_CALLS_PER_ROUND + MAX_REFUSED_TOOL_CALLS_KEPT
+# What a result cut to fit its round's share ends with.
+ROUND_CUT_NOTE = "\n…（本轮结果太多，已截断，原有 {chars} 字）"
 ToolHandler = Callable[[dict[str, Any]], Awaitable[str]]
 
 
@@ -45,6 +55,80 @@ class Tool:
                 "parameters": self.parameters,
             },
         }
+
+
+@dataclass(frozen=True, slots=True)
+class ToolRound:
+    """The calls of one assistant message as the round keeps them, ids unique: those that
+    run, those answered with a refusal, and how many the model asked for."""
+
+    run: tuple[ToolCall, ...]
+    refused: tuple[ToolCall, ...]
+    requested: int
+
+    @staticmethod
+    def of(
+        calls: Sequence[ToolCall], taken_ids: Iterable[str] = (), *, capacity: int | None = None
+    ) -> ToolRound:
+        """Bound `calls` to what a round runs and keeps, at most `capacity` calls in all when
+        given (how many answers the budget still holds); ids are made unique among them and
+        against `taken_ids` (those already in the conversation)."""
+        limit = MAX_TOOL_CALLS_KEPT_PER_ROUND
+        if capacity is not None:
+            limit = max(1, min(limit, capacity))
+        kept = unique_call_ids(calls[:limit], taken_ids)
+        run = min(MAX_TOOL_CALLS_PER_ROUND, len(kept))
+        if run == len(kept) < len(calls) and run > 1:
+            run -= 1  # one refusal tells the model that calls were left out
+        return ToolRound(kept[:run], kept[run:], len(calls))
+
+    @property
+    def calls(self) -> tuple[ToolCall, ...]:
+        """Every call the round keeps, in the model's order: the assistant message's calls."""
+        return self.run + self.refused
+
+    @property
+    def dropped(self) -> int:
+        """Calls the model asked for that the round neither runs nor keeps."""
+        return self.requested - len(self.calls)
+
+    def refusal(self) -> str:
+        """The result of a call beyond the per-round limit."""
+        text = (
+            f"错误：本轮调用了 {self.requested} 个工具，只执行了前 {len(self.run)} 个"
+            f"（每轮最多 {MAX_TOOL_CALLS_PER_ROUND} 个），这个没有执行。请一次少调用一些。"
+        )
+        if self.dropped:
+            text += f"第 {len(self.calls) + 1} 个起的 {self.dropped} 个调用已省略。"
+        return text
+
+
+def unique_call_ids(
+    calls: Sequence[ToolCall], taken_ids: Iterable[str] = ()
+) -> tuple[ToolCall, ...]:
+    """`calls` with every id non-empty and unique among them and `taken_ids`: the first use
+    of an id keeps it, a repeat (or an empty id) gets a numbered suffix no other call uses
+    (`call_1`, `call_1_2`), so each call is run and answered once. The suffix stays within
+    `[A-Za-z0-9_-]`, the ids the strictest gateways accept."""
+    taken = set(taken_ids)
+    # The model's own ids are never given to another call, wherever they come in the list.
+    used = taken | {call.id for call in calls}
+    kept: set[str] = set()
+    next_suffix: dict[str, int] = {}
+    result: list[ToolCall] = []
+    for call in calls:
+        call_id = call.id
+        if not call_id or call_id in taken or call_id in kept:
+            stem = call_id or "call"
+            suffix = next_suffix.get(stem, 2 if call_id else 1)
+            while f"{stem}_{suffix}" in used:
+                suffix += 1
+            next_suffix[stem] = suffix + 1
+            call_id = f"{stem}_{suffix}"
+            used.add(call_id)
+        kept.add(call_id)
+        result.append(call if call_id == call.id else ToolCall(call_id, call.name, call.arguments))
+    return tuple(result)
 
 
 class ToolRegistry:
@@ -98,9 +182,61 @@ class ToolRegistry:
             return f"错误：工具执行失败（{type(exc).__name__}）。"
         return cap_tool_result(result)
 
+    async def execute_round(self, tool_round: ToolRound, *, context: str = "") -> list[str]:
+        """The results of a round's calls, in order: the calls to run are run one after the
+        other (a later call may depend on an earlier one), the refused get the refusal."""
+        results = [await self.execute(call, context=context) for call in tool_round.run]
+        return results + [tool_round.refusal()] * len(tool_round.refused)
+
 
 def cap_tool_result(text: str, limit: int = MAX_TOOL_RESULT_CHARS) -> str:
     """Keep tool output within `limit` characters, saying so when cut."""
     if len(text) <= limit:
         return text
     return text[:limit] + f"\n…（结果过长，已截断，共 {len(text)} 字）"
+
+
+def fit_round_results(texts: Sequence[str], room_tokens: int, counter: TokenCounter) -> list[str]:
+    """The results of one round cut so that together they cost at most `room_tokens`: the
+    longest are cut first, all to the same size, each saying it was cut."""
+    sizes = [counter.count(text) for text in texts]
+    if sum(sizes) <= room_tokens:
+        return list(texts)
+    share = _equal_share(sizes, room_tokens)
+    return [
+        text if size <= share else _cut_to_tokens(text, size, share, counter)
+        for text, size in zip(texts, sizes, strict=True)
+    ]
+
+
+def result_floor_tokens(counter: TokenCounter) -> int:
+    """What one result costs at the least: its framing and the note of a result cut to
+    nothing. A round holds as many calls as the room left has floors."""
+    note = ROUND_CUT_NOTE.format(chars=MAX_TOOL_RESULT_CHARS)
+    return MESSAGE_OVERHEAD_TOKENS + counter.count(note)
+
+
+def _equal_share(sizes: Sequence[int], room_tokens: int) -> int:
+    """The largest `share` with sum(min(size, share)) <= room_tokens: short results stay
+    whole and leave what they do not use to the long ones."""
+    remaining = max(room_tokens, 0)
+    ordered = sorted(sizes)
+    for index, size in enumerate(ordered):
+        share = remaining // (len(ordered) - index)
+        if size > share:
+            return share
+        remaining -= size
+    return ordered[-1] if ordered else 0
+
+
+def _cut_to_tokens(text: str, size: int, share: int, counter: TokenCounter) -> str:
+    """`text` (`size` tokens) cut to about `share` tokens, note included (a share smaller
+    than the note leaves the note alone)."""
+    note = ROUND_CUT_NOTE.format(chars=len(text))
+    keep = len(text) * max(share - counter.count(note), 0) // max(size, 1)
+    cut = text[:keep] + note
+    # Token density varies along a text: shorten until the count holds.
+    while keep > 0 and counter.count(cut) > share:
+        keep = min(keep - 1, keep * 9 // 10)
+        cut = text[:keep] + note
+    return cut

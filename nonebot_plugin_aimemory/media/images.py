@@ -8,12 +8,10 @@ import asyncio
 import base64
 import hashlib
 import logging
-import socket
 from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
-from urllib.parse import urlsplit
 
 import httpx
 
@@ -21,7 +19,7 @@ from ..engine.errors import LLMError
 from ..engine.llm import Completion, LLMClient
 from ..engine.messages import ImagePart, Message, TextPart
 from ..prompts import VISION_PROMPT
-from .addresses import is_public_address
+from .fetch import BodyTooLarge, SafeFetcher
 
 logger = logging.getLogger("nonebot_plugin_aimemory")
 
@@ -38,10 +36,6 @@ _MAGIC: tuple[tuple[bytes, str], ...] = (
     (b"GIF89a", "image/gif"),
     (b"BM", "image/bmp"),
 )
-
-
-class ImageTooLarge(Exception):
-    """The image is over the configured size cap."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,7 +74,8 @@ def sniff_mime(data: bytes) -> str | None:
 
 def short_hash_of(text: str) -> str:
     """The short hash that names a non-downloaded image (from its URL or file id)."""
-    return hashlib.sha256(text.encode()).hexdigest()[:8]
+    # surrogatepass: a file id with half an emoji in it still names its image.
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:8]
 
 
 def marker(short_hash: str, description: str | None = None) -> str:
@@ -89,62 +84,23 @@ def marker(short_hash: str, description: str | None = None) -> str:
 
 
 async def download_image(
-    http: httpx.AsyncClient, url: str, max_bytes: int, *, public_only: bool = False
+    fetcher: SafeFetcher, url: str, max_bytes: int, *, public_only: bool = False
 ) -> Image:
-    """GET an http(s) image within DOWNLOAD_TIMEOUT_SECONDS in all, stopping as soon as it
-    exceeds `max_bytes`. With `public_only`, a host that resolves to a private, loopback or
-    otherwise non-global address is refused. Raises ImageTooLarge, httpx.HTTPError,
-    asyncio.TimeoutError or ValueError (not an image, bad URL, private host)."""
-    if not url.startswith(("http://", "https://")):
-        raise ValueError(f"not an http(s) URL: {url[:60]!r}")
+    """GET an http(s) image within DOWNLOAD_TIMEOUT_SECONDS in all (name lookup included),
+    stopping as soon as it exceeds `max_bytes`. With `public_only`, a host with any address
+    that is private, loopback or otherwise non-global is refused. Raises BodyTooLarge,
+    httpx.HTTPError, OSError, asyncio.TimeoutError or ValueError (not an image, bad URL,
+    private host, compressed body)."""
     # httpx's timeout is per read: a server trickling bytes would hold the session's queue.
-    return await asyncio.wait_for(
-        _checked_download(http, url, max_bytes, public_only), DOWNLOAD_TIMEOUT_SECONDS
+    data = await asyncio.wait_for(
+        fetcher.get(
+            url,
+            max_bytes=max_bytes,
+            public_only=public_only,
+            timeout_seconds=DOWNLOAD_TIMEOUT_SECONDS,
+        ),
+        DOWNLOAD_TIMEOUT_SECONDS,
     )
-
-
-async def _checked_download(
-    http: httpx.AsyncClient, url: str, max_bytes: int, public_only: bool
-) -> Image:
-    if public_only and not await resolves_to_public_addresses(url):
-        raise ValueError("host is not a public address")
-    return await _download(http, url, max_bytes)
-
-
-async def resolves_to_public_addresses(url: str) -> bool:
-    """Whether every address the URL's host resolves to is globally routable, so a link the
-    model writes cannot make the bot fetch (and post) something from the bot's own network.
-    Redirects are not followed by the client, so the checked host is the fetched one."""
-    try:
-        parts = urlsplit(url)
-        host, port = parts.hostname, parts.port
-    except ValueError:
-        return False
-    if not host:
-        return False
-    try:
-        infos = await asyncio.get_running_loop().getaddrinfo(
-            host, port or (443 if parts.scheme == "https" else 80), type=socket.SOCK_STREAM
-        )
-    except OSError:
-        return False
-    return bool(infos) and all(is_public_address(str(info[4][0])) for info in infos)
-
-
-async def _download(http: httpx.AsyncClient, url: str, max_bytes: int) -> Image:
-    async with http.stream("GET", url, timeout=DOWNLOAD_TIMEOUT_SECONDS) as response:
-        response.raise_for_status()
-        declared = response.headers.get("content-length")
-        if declared and declared.isdigit() and int(declared) > max_bytes:
-            raise ImageTooLarge(f"{declared} bytes")
-        chunks: list[bytes] = []
-        size = 0
-        async for chunk in response.aiter_bytes():
-            size += len(chunk)
-            if size > max_bytes:
-                raise ImageTooLarge(f"over {max_bytes} bytes")
-            chunks.append(chunk)
-    data = b"".join(chunks)
     mime = sniff_mime(data)
     if mime is None:
         raise ValueError("not an image")
@@ -183,19 +139,24 @@ class NoVision:
 
 
 class ImageReader:
-    """Turns QQ image URLs into model input, following `multimodal` and the vision model."""
+    """Turns QQ image URLs into model input, following `multimodal` and the vision model.
+    Downloads go through `fetcher` (media/fetch); with `public_only`, images on the bot's
+    own network are not downloaded."""
 
     def __init__(
         self,
-        http: httpx.AsyncClient,
         *,
         max_bytes: int,
         multimodal: bool,
         vision: LLMClient | NoVision,
         cache: DescriptionCache,
+        public_only: bool = False,
     ) -> None:
-        self.http = http
+        # Not the process's shared client: a download needs a connection pinned to the
+        # address it checked and no proxy from the environment (media/fetch).
+        self.fetcher = SafeFetcher()
         self.max_bytes = max_bytes
+        self.public_only = public_only
         self.multimodal = multimodal
         self.vision = vision
         self.cache = cache
@@ -215,12 +176,14 @@ class ImageReader:
         if not self.downloads:
             return TextPart(marker(short_hash_of(identity or url)))
         try:
-            image = await download_image(self.http, url, self.max_bytes)
-        except ImageTooLarge as exc:
+            image = await download_image(
+                self.fetcher, url, self.max_bytes, public_only=self.public_only
+            )
+        except BodyTooLarge as exc:
             # The user sees the same marker as any other failure; the reason is in the log.
             logger.info("image refused, too large (%s): %s", exc, url[:80])
             return TextPart(marker(short_hash_of(identity or url), UNRECOGNISED))
-        except (httpx.HTTPError, ValueError, asyncio.TimeoutError) as exc:
+        except (httpx.HTTPError, OSError, ValueError, asyncio.TimeoutError) as exc:
             logger.info("image download failed (%r): %s", exc, url[:80])
             return TextPart(marker(short_hash_of(identity or url), UNRECOGNISED))
         if self.multimodal:

@@ -7,7 +7,7 @@ import re
 from typing import Protocol
 
 from .. import texts
-from .service import MemoryFull, MemoryService
+from .service import PURGE_DELETED_AFTER_DAYS, MemoryFull, MemoryService
 
 PAGE_SIZE = 10
 SEARCH_LIMIT = 10
@@ -101,6 +101,8 @@ class MemoryCommands:
             return texts.memory_restored(restored)
         if await self.memory.get(scope, memory_id) is not None:
             return texts.memory_nothing_to_restore(memory_id)  # a live memory: nothing to undo
+        if await self.memory.was_purged(scope, memory_id):
+            return texts.memory_purged(memory_id, PURGE_DELETED_AFTER_DAYS)
         return texts.memory_nothing_to_restore_with_usage(memory_id)
 
 

@@ -20,6 +20,8 @@ logger = logging.getLogger("nonebot_plugin_aimemory")
 MAX_TRANSCRIPT_CHARS = 12_000  # one extraction request
 MAX_CHUNKS = 4  # per fold; beyond that only the newest messages are examined
 MAX_FACTS = 10  # per extraction request
+# At shutdown, extractions in flight get this long before they are cancelled.
+DRAIN_GRACE_SECONDS = 3.0
 
 
 class FactExtractor:
@@ -71,8 +73,9 @@ class FactExtractor:
         return saved
 
     async def drain(self) -> None:
-        """Wait for extractions still running (used at shutdown)."""
-        await self._background.wait()
+        """Wait for extractions still running (used at shutdown), at most
+        DRAIN_GRACE_SECONDS; a model call still in flight then is cancelled."""
+        await self._background.settle(DRAIN_GRACE_SECONDS)
 
 
 def transcript_chunks(lines: Sequence[str]) -> list[str]:

@@ -15,6 +15,10 @@ from .inject import NoRelevantMemories, RelevantMemories
 from .service import MemoryService
 from .tools import memory_tools
 
+PURGE_INTERVAL_SECONDS = 24 * 3600
+# At shutdown, background work (a backfill of vectors) gets this long before it is cancelled.
+SHUTDOWN_GRACE_SECONDS = 3.0
+
 
 class NoExtraction:
     """Extraction before compaction is off: folded messages are only summarised."""
@@ -41,15 +45,24 @@ class LongTermMemory:
         return list(memory_tools(self.service, scope))
 
     def start(self) -> None:
-        """With embeddings configured, fill in the vectors of memories stored without one."""
+        """Purge long-deleted memories now and daily; with embeddings configured, fill in
+        the vectors of memories stored without one."""
+        self._background.every(
+            PURGE_INTERVAL_SECONDS,
+            self.service.purge_deleted,
+            first_delay_seconds=0,
+            name="purge deleted memories",
+        )
         if self.service.embedder.enabled:
             self._background.spawn(self.service.backfill_embeddings())
 
     async def close(self) -> None:
-        """Let running extractions and the startup backfill finish, then stop a backfill
-        started after an embedding outage (it is resumed after the next start)."""
+        """Give running extractions and the startup backfill a short grace period (what is
+        left is cancelled; a backfill resumes after the next start), stop the purge loop,
+        then stop a backfill started after an embedding outage."""
         await self.extractor.drain()
-        await self._background.wait()
+        await self._background.settle(SHUTDOWN_GRACE_SECONDS)
+        await self._background.close(cancel=True)
         await self.service.close()
 
 

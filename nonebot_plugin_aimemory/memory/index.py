@@ -1,16 +1,18 @@
 """The in-memory index of memories: each scope's entries (with their search tokens) and
-tombstones, loaded on demand, a bounded number cached, and one write lock per scope."""
+tombstones (with their gist, to catch rewordings), loaded on demand, a bounded number cached,
+and one write lock per scope."""
 
 from __future__ import annotations
 
 import asyncio
 from collections import Counter, OrderedDict
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 
-from ..store.memory_store import MemoryRecord, MemoryStore
+from ..store.memory_store import MemoryRecord, MemoryStore, Tombstone
 from ..text import segmenter
+from .gist import Gist
 from .rules import is_safe_to_show
 
 TAG_HIT_WEIGHT = 2.0
@@ -43,17 +45,43 @@ class IndexedMemory:
         return self._safe
 
 
+@dataclass(frozen=True, slots=True)
+class IndexedTombstone:
+    """A tombstone with the gist of its content, as kept in a scope's index."""
+
+    memory_id: str
+    gist: Gist
+
+    @classmethod
+    def of(cls, normalized: str, memory_id: str, user_id: str | None) -> IndexedTombstone:
+        """Index the tombstoned content (only its normalised form is kept)."""
+        return cls(memory_id, Gist.of(normalized, user_id))
+
+
 @dataclass(slots=True)
 class LoadedScope:
     """One scope as indexed: every entry by id (deleted ones too) and its tombstones
-    (normalised content → id of the memory a person deleted)."""
+    (normalised content → the tombstone of the memory a person deleted)."""
 
     entries: dict[str, IndexedMemory]
-    tombstones: dict[str, str]
+    tombstones: dict[str, IndexedTombstone]
 
     def live(self) -> list[IndexedMemory]:
         """Entries not deleted."""
         return [e for e in self.entries.values() if not e.record.deleted]
+
+    def ids_in_use(self) -> set[str]:
+        """Ids a new memory may not take: every entry's, and those of tombstones whose memory
+        was purged (a late `~记忆 恢复 #id` must never reach a different memory)."""
+        return {*self.entries, *(t.memory_id for t in self.tombstones.values())}
+
+    def tombstone_for(self, normalized: str, gist: Gist) -> IndexedTombstone | None:
+        """The tombstone this content falls under: its exact text, or a deleted fact it
+        rewords."""
+        exact = self.tombstones.get(normalized)
+        if exact is not None:
+            return exact
+        return next((t for t in self.tombstones.values() if gist.rewords(t.gist)), None)
 
     def find_live_by_normalized(self, normalized: str) -> IndexedMemory | None:
         """The live entry with this normalised content, if any."""
@@ -99,10 +127,9 @@ class ScopeIndex:
         self._loading[scope] = future
         try:
             records = await self.store.load_scope(scope)
-            tombstones = await self.store.load_tombstones(scope)
+            tombstones = await self.store.load_tombstone_records(scope)
             # Tokenising thousands of entries takes long enough to stall every chat: off-loop.
-            entries = await asyncio.to_thread(lambda: {r.id: IndexedMemory.of(r) for r in records})
-            loaded = LoadedScope(entries, tombstones)
+            loaded = await asyncio.to_thread(_index_scope, records, tombstones)
             self._remember(scope, loaded)
             future.set_result(loaded)
             return loaded
@@ -129,6 +156,14 @@ class ScopeIndex:
                 del self._lock_users[scope]
                 del self._locks[scope]
 
+    def drop(self, purged: Iterable[tuple[str, str]]) -> None:
+        """Forget purged entries, given as (scope, id), in the scopes that are cached (one
+        that is not is loaded without them)."""
+        for scope, memory_id in purged:
+            cached = self._scopes.get(scope)
+            if cached is not None:
+                cached.entries.pop(memory_id, None)
+
     def _remember(self, scope: str, loaded: LoadedScope) -> None:
         self._scopes[scope] = loaded
         # Keep a bounded number of scopes indexed; an evicted one is reloaded on demand. A
@@ -140,3 +175,13 @@ class ScopeIndex:
             if victim is None:
                 return  # every other cached scope is being written: over the bound for now
             del self._scopes[victim]
+
+
+def _index_scope(records: Sequence[MemoryRecord], tombstones: Sequence[Tombstone]) -> LoadedScope:
+    return LoadedScope(
+        {r.id: IndexedMemory.of(r) for r in records},
+        {
+            t.normalized: IndexedTombstone.of(t.normalized, t.memory_id, t.user_id)
+            for t in tombstones
+        },
+    )

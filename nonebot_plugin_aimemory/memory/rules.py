@@ -10,7 +10,8 @@ from collections.abc import Container, Sequence
 
 from ..store.memory_store import MemoryRecord
 from ..text.encodable import encodable
-from .guard import injection_reason, mask_pii
+from .guard import injection_reason, injection_reason_for_memory, mask_pii
+from .pii import is_personal_number
 
 MAX_CONTENT_CHARS = 2000
 MAX_TAGS = 8
@@ -76,7 +77,10 @@ def clean_user_id(user_id: object) -> str | None:
     if user_id is None:
         return None
     text = unicodedata.normalize("NFKC", str(user_id)).strip()
-    return text if _QQ_NUMBER.fullmatch(text) else None
+    # A phone or ID number is never a QQ number, and must not be stored as one.
+    if not _QQ_NUMBER.fullmatch(text) or is_personal_number(text):
+        return None
+    return text
 
 
 def people_of(content: str, user_id: str | None) -> frozenset[str]:
@@ -93,9 +97,9 @@ def different_people(one: frozenset[str], other: frozenset[str]) -> bool:
 
 
 def is_safe_to_show(record: MemoryRecord) -> bool:
-    """Never show the model a memory that looks like steering (in its content or tags)."""
-    fields = [record.content, *record.tags, record.user_id or ""]
-    return all(injection_reason(text) is None for text in fields)
+    """Never show the model a memory that looks like steering (in its content, its tags,
+    or the line they make together)."""
+    return injection_reason_for_memory(record.content, record.tags, record.user_id) is None
 
 
 def id_key(memory_id: str) -> str:

@@ -3,23 +3,27 @@ write follows the rules (normalise, guard, mask, dedupe, tombstones, cap). A sco
 `g:<group>` or `f:<user>`; nothing here ever reads or writes outside the scope it is given.
 
 The rules themselves are in `rules.py`, the in-memory index in `index.py`, embeddings in
-`vectors.py`."""
+`vectors.py`. Deleted memories are purged after `PURGE_DELETED_AFTER_DAYS`; their
+tombstones stay."""
 
 from __future__ import annotations
 
 import heapq
 import itertools
+import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
+from datetime import datetime, timedelta, timezone
 from typing import Literal
 
 from ..engine.embeddings import Embedder, NoEmbeddings
-from ..store.database import utc_now_text
+from ..store.database import utc_now_text, utc_text
 from ..store.memory_store import MemoryRecord, MemoryStore
 from ..text import segmenter
 from ..text.encodable import encodable
-from .guard import injection_reason, mask_pii
-from .index import IndexedMemory, LoadedScope, ScopeIndex, keyword_score
+from .gist import Gist
+from .guard import injection_reason, injection_reason_for_memory, mask_pii
+from .index import IndexedMemory, IndexedTombstone, LoadedScope, ScopeIndex, keyword_score
 from .rules import (
     MAX_CONTENT_CHARS,
     MISSING,
@@ -37,7 +41,12 @@ from .rules import (
 )
 from .vectors import MemoryVectors, semantic_score
 
+logger = logging.getLogger("nonebot_plugin_aimemory")
+
 Source = Literal["tool", "command", "extract", "review"]
+# A deleted memory is kept this long (for `~记忆 恢复`), then its row is purged; its
+# tombstone stays, so a save/forget loop cannot grow the table without bound.
+PURGE_DELETED_AFTER_DAYS = 30
 
 
 class MemoryFull(Exception):
@@ -162,20 +171,21 @@ class MemoryService:
         if isinstance(prepared, SaveOutcome):
             return prepared
         text, truncated = prepared
-        tag_problem = tags_problem(tags)
+        tag_problem = tags_problem(tags) or injection_reason_for_memory(text, tags or ())
         if tag_problem is not None:
             return SaveOutcome("refused", reason=tag_problem)
         normalized = normalize(text)
+        gist = Gist.of(normalized, clean_user_id(user_id))
         embedding: list[float] | None = None
         if self.embedder.enabled:
             # The lock is not held while the embedding server answers; the rules are checked
             # before the call too, so that a duplicate costs no request.
-            refusal = self._save_refusal(await self._index.get(scope), normalized)
+            refusal = self._save_refusal(await self._index.get(scope), normalized, gist)
             if refusal is not None:
                 return refusal
             embedding = await self._vectors.embed_quietly(text)
         async with self._index.writing(scope) as loaded:
-            refusal = self._save_refusal(loaded, normalized)
+            refusal = self._save_refusal(loaded, normalized, gist)
             if refusal is not None:
                 return refusal
             tokens = segmenter.token_set(text)
@@ -188,7 +198,7 @@ class MemoryService:
             ]
             now = utc_now_text()
             record = MemoryRecord(
-                id=new_id(loaded.entries),
+                id=new_id(loaded.ids_in_use()),
                 content=text,
                 normalized=normalized,
                 tags=prepare_tags(tags, mask=self.mask_pii),
@@ -238,7 +248,9 @@ class MemoryService:
                 text, truncated = prepared
                 normalized = normalize(text)
                 if normalized != record.normalized:
-                    if normalized in loaded.tombstones:
+                    subject = record.user_id if isinstance(user_id, Missing) else user_id
+                    gist = Gist.of(normalized, clean_user_id(subject))
+                    if loaded.tombstone_for(normalized, gist) is not None:
                         return UpdateOutcome("tombstoned", memory=record)
                     other = loaded.find_live_by_normalized(normalized)
                     if other is not None and other.record.id != record.id:
@@ -254,6 +266,14 @@ class MemoryService:
                 changes["tags"] = prepare_tags(tags, mask=self.mask_pii)
             if not isinstance(user_id, Missing):
                 changes["user_id"] = clean_user_id(user_id)
+            # Content and tags may each pass alone and steer together on one line.
+            new_tags = changes.get("tags", record.tags)
+            split_problem = injection_reason_for_memory(
+                str(changes.get("content", record.content)),
+                new_tags if isinstance(new_tags, list) else record.tags,
+            )
+            if split_problem is not None:
+                return UpdateOutcome("refused", memory=record, reason=split_problem)
             changes = {k: v for k, v in changes.items() if getattr(record, k) != v}
             changed = bool(changes)
             evidence = list(dict.fromkeys([*record.evidence, *add_evidence]))
@@ -281,8 +301,9 @@ class MemoryService:
         return len(await self._delete(scope, ids, by_person=True))
 
     async def restore(self, scope: str, memory_id: str) -> MemoryRecord | None:
-        """Undo a deletion: lift the tombstone and bring the entry back. Raises MemoryFull
-        when the scope has no room for it."""
+        """Undo a deletion: lift the tombstone and bring the entry back (None when there is
+        no deleted memory with that id, or it was purged). Raises MemoryFull when the scope
+        has no room for it."""
         async with self._index.writing(scope) as loaded:
             entry = loaded.entries.get(id_key(memory_id))
             if entry is None or not entry.record.deleted:
@@ -298,11 +319,36 @@ class MemoryService:
                 await self.store.lift_tombstone(scope, record.normalized)
                 loaded.tombstones.pop(record.normalized, None)
                 return twin.record
-            await self.store.restore(scope, record.id, record.normalized)
+            if not await self.store.restore(scope, record.id, record.normalized):
+                loaded.entries.pop(record.id, None)  # purged after this index was loaded
+                return None
             restored = replace(record, deleted_at=None, updated_at=utc_now_text())
             loaded.entries[record.id] = IndexedMemory.of(restored)
             loaded.tombstones.pop(record.normalized, None)
         return restored
+
+    async def was_purged(self, scope: str, memory_id: str) -> bool:
+        """Whether a person deleted this memory so long ago that only its tombstone is left."""
+        loaded = await self._index.get(scope)
+        key = id_key(memory_id)
+        if key in loaded.entries:
+            return False
+        return any(t.memory_id == key for t in loaded.tombstones.values())
+
+    async def purge_deleted(self, now: datetime | None = None) -> int:
+        """Delete for good the memories deleted more than `PURGE_DELETED_AFTER_DAYS` ago, in
+        every scope; their tombstones stay. Returns how many were purged."""
+        moment = now or datetime.now(timezone.utc)
+        cutoff = utc_text(moment - timedelta(days=PURGE_DELETED_AFTER_DAYS))
+        purged = await self.store.purge_deleted(cutoff)
+        self._index.drop(purged)
+        if purged:
+            logger.info(
+                "memory purge removed %d memories deleted over %d days ago",
+                len(purged),
+                PURGE_DELETED_AFTER_DAYS,
+            )
+        return len(purged)
 
     async def backfill_embeddings(self, batch_size: int = 32) -> int:
         """Compute vectors for memories stored without one (saved before embeddings were
@@ -330,10 +376,12 @@ class MemoryService:
         truncated = len(text) > MAX_CONTENT_CHARS
         return (text[:MAX_CONTENT_CHARS], truncated)
 
-    def _save_refusal(self, loaded: LoadedScope, normalized: str) -> SaveOutcome | None:
-        """Why this content may not be saved to the scope now (None if it may)."""
-        if normalized in loaded.tombstones:
-            return SaveOutcome("tombstoned", memory=None, reason=loaded.tombstones[normalized])
+    def _save_refusal(self, loaded: LoadedScope, normalized: str, gist: Gist) -> SaveOutcome | None:
+        """Why this content (its normalised form and gist) may not be saved to the scope
+        now (None if it may)."""
+        tombstone = loaded.tombstone_for(normalized, gist)
+        if tombstone is not None:
+            return SaveOutcome("tombstoned", memory=None, reason=tombstone.memory_id)
         existing = loaded.find_live_by_normalized(normalized)
         if existing is not None:
             return SaveOutcome("duplicate", memory=existing.record)
@@ -359,6 +407,8 @@ class MemoryService:
                 gone = replace(record, deleted_at=now, updated_at=now)
                 loaded.entries[record.id] = IndexedMemory.of(gone)
                 if by_person:
-                    loaded.tombstones[record.normalized] = record.id
+                    loaded.tombstones[record.normalized] = IndexedTombstone.of(
+                        record.normalized, record.id, record.user_id
+                    )
                 deleted.append(gone)
         return deleted

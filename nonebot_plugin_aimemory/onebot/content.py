@@ -1,9 +1,11 @@
-"""The rich form of an addressed QQ message: images read, @names looked up, the quoted
-message and forwarded chat records fetched. A part that fails becomes a placeholder."""
+"""The rich form of an addressed QQ message: images read (MAX_IMAGES_PER_MESSAGE at
+most), @names looked up, the quoted message and forwarded chat records fetched. A part
+that fails becomes a placeholder."""
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -16,8 +18,9 @@ from nonebot.adapters.onebot.v11 import (
 
 from ..chatlog.lines import LINE_BREAK_MARK
 from ..engine.messages import Part, TextPart
-from ..media.images import ImageReader
+from ..media.images import ImageReader, marker, short_hash_of
 from .members import MemberNames, call_quietly
+from .quotes import HIDDEN_QUOTE, QuotedMessage
 from .segments import (
     FORWARD_MARKER,
     as_segments,
@@ -39,6 +42,18 @@ FORWARD_MAX_DEPTH = 2
 FORWARD_INDENT = "  "
 UNAVAILABLE_FORWARD = "[合并转发的聊天记录（无法获取）]"
 UNAVAILABLE_QUOTE = "[引用了一条无法获取的消息]"
+# Downloads one message may cause, its quote's included (forwarded images are never
+# downloaded): a message of dozens of pictures would hold its session for minutes.
+MAX_IMAGES_PER_MESSAGE = 5
+
+
+@dataclass
+class _Reading:
+    """One message being read: its bot and event, and the image downloads it has left."""
+
+    bot: Bot
+    event: MessageEvent
+    images_left: int = MAX_IMAGES_PER_MESSAGE
 
 
 @dataclass
@@ -58,47 +73,59 @@ class ContentRenderer:
         self.images = images
         self.members = members
 
-    async def render(self, bot: Bot, event: MessageEvent) -> list[Part]:
-        """The quoted message, then every segment; a part that fails renders as a placeholder."""
+    async def render(
+        self, bot: Bot, event: MessageEvent, segments: Iterable[MessageSegment]
+    ) -> list[Part]:
+        """The quoted message, then the event's `segments` (what is left of a long paste);
+        a part that fails renders as a placeholder."""
+        reading = _Reading(bot, event)
         parts: list[Part] = []
         try:
-            quote = await self.quote(bot, event)
+            quote = await self.quote(reading)
         except Exception:
             logger.warning("could not render the quoted message", exc_info=True)
             quote = [TextPart(UNAVAILABLE_QUOTE)]
         if quote:
             parts += [*quote, TextPart("\n")]
-        for segment in event.message:
+        for segment in segments:
             try:
-                parts.extend(await self.segment(bot, event, segment))
+                parts.extend(await self.segment(reading, segment))
             except Exception:
                 logger.warning("could not render a %r segment", segment.type, exc_info=True)
                 parts.append(TextPart(f"[{segment.type}]"))
         return merge_text(parts)
 
-    async def segment(self, bot: Bot, event: MessageEvent, segment: MessageSegment) -> list[Part]:
+    async def segment(self, reading: _Reading, segment: MessageSegment) -> list[Part]:
         """One segment of the user's own message in rich form; a forward is fetched and
         flattened into lines."""
         if segment.type == "forward":
-            return [TextPart(await self.forward(bot, event, data_of(segment)))]
-        return await self.inline(bot, event, segment)
+            return [TextPart(await self.forward(reading, data_of(segment)))]
+        return await self.inline(reading, segment)
 
-    async def inline(self, bot: Bot, event: MessageEvent, segment: MessageSegment) -> list[Part]:
+    async def inline(self, reading: _Reading, segment: MessageSegment) -> list[Part]:
         """One segment as part of a line: images read (as for any incoming image), @names
         looked up; a forward stays a marker. The bot's own @ renders as nothing."""
         data = data_of(segment)
+        self_id = str(reading.event.self_id)
         if segment.type == "image":
-            url = str(data.get("url") or data.get("file") or "")
-            return [await self.images.read(url, str(data.get("file") or url))]
+            return [await self.image(reading, data)]
         if segment.type == "at":
-            at = await self.at_text(bot, event, data, self_id=str(event.self_id))
+            at = await self.at_text(reading, data, self_id=self_id)
             return [TextPart(at)] if at is not None else []
-        part = render_segment(segment, str(event.self_id))
+        part = render_segment(segment, self_id)
         return [part] if part is not None else []
 
-    async def at_text(
-        self, bot: Bot, event: MessageEvent, data: dict[str, Any], *, self_id: str
-    ) -> str | None:
+    async def image(self, reading: _Reading, data: dict[str, Any]) -> Part:
+        """The image read, while the message has downloads left (a failed one counts too);
+        after that its plain marker, as if the bot only logged it."""
+        url = str(data.get("url") or data.get("file") or "")
+        identity = str(data.get("file") or url)
+        if reading.images_left <= 0:
+            return TextPart(marker(short_hash_of(identity)))
+        reading.images_left -= 1
+        return await self.images.read(url, identity)
+
+    async def at_text(self, reading: _Reading, data: dict[str, Any], *, self_id: str) -> str | None:
         """`@<card or nickname> `, looked up in the event's group when the segment carries no
         name; the QQ number when the name is unknown; None for an @ of `self_id`."""
         qq = str(data.get("qq", ""))
@@ -107,32 +134,36 @@ class ContentRenderer:
         if qq == "all":
             return "@全体成员 "
         name = data.get("name")
+        event = reading.event
         if not name and qq.isdigit() and isinstance(event, GroupMessageEvent):
-            name = await self.members.name(bot, event.group_id, int(qq))
+            name = await self.members.name(reading.bot, event.group_id, int(qq))
         return f"@{name or qq} "
 
-    async def quote(self, bot: Bot, event: MessageEvent) -> list[Part]:
+    async def quote(self, reading: _Reading) -> list[Part]:
         """`[引用 小明(12345)：…]` when the message replies to another one (nothing otherwise);
-        images and @s in the quote are read like those of the user's own message."""
+        images and @s in the quote are read like those of the user's own message. A quote
+        said in another chat is HIDDEN_QUOTE, its content never read."""
+        event = reading.event
         reply = getattr(event, "reply", None)
         if reply is not None:
-            sender = reply.sender
-            name = getattr(sender, "card", None) or sender.nickname
-            return await self._quote_parts(bot, event, sender.user_id, name, list(reply.message))
-        segment = next((s for s in event.original_message if s.type == "reply"), None)
-        if segment is None:
-            return []
-        fetched = await self._fetch_quoted(bot, data_of(segment))
-        if fetched is None:
-            return [TextPart(UNAVAILABLE_QUOTE)]
-        sender = dict_at(fetched, "sender")
-        return await self._quote_parts(
-            bot,
-            event,
-            sender.get("user_id"),
-            sender.get("card") or sender.get("nickname"),
-            as_segments(fetched.get("message")),
-        )
+            quoted = QuotedMessage.from_reply(reply)
+        else:
+            segment = next((s for s in event.original_message if s.type == "reply"), None)
+            if segment is None:
+                return []
+            fetched = await self._fetch_quoted(reading.bot, data_of(segment))
+            if fetched is None:
+                return [TextPart(UNAVAILABLE_QUOTE)]
+            quoted = QuotedMessage.from_get_msg(fetched)
+        if not quoted.belongs_to_chat_of(event):
+            logger.info(
+                "hid a quote from another chat (here %s, the quote's %s %s)",
+                getattr(event, "group_id", None) or f"private {event.user_id}",
+                quoted.message_type,
+                quoted.group_id,
+            )
+            return [TextPart(HIDDEN_QUOTE)]
+        return await self._quote_parts(reading, quoted)
 
     async def _fetch_quoted(self, bot: Bot, data: dict[str, Any]) -> dict[str, Any] | None:
         """The quoted message from `get_msg`; None when its id is malformed or the call fails."""
@@ -143,22 +174,15 @@ class ContentRenderer:
         fetched = await call_quietly(bot.get_msg(message_id=message_id))
         return fetched if isinstance(fetched, dict) else None
 
-    async def _quote_parts(
-        self,
-        bot: Bot,
-        event: MessageEvent,
-        user_id: object,
-        name: object,
-        segments: list[MessageSegment],
-    ) -> list[Part]:
-        speaker = (
-            "机器人" if str(user_id) == str(event.self_id) else f"{name or user_id}({user_id})"
-        )
-        body = await self._clipped(bot, event, segments, QUOTE_MAX_CHARS)
+    async def _quote_parts(self, reading: _Reading, quoted: QuotedMessage) -> list[Part]:
+        user_id = quoted.sender_id
+        is_bot = user_id == str(reading.event.self_id)
+        speaker = "机器人" if is_bot else f"{quoted.sender_name or user_id}({user_id})"
+        body = await self._clipped(reading, quoted.segments, QUOTE_MAX_CHARS)
         return merge_text([TextPart(f"[引用 {speaker}："), *body, TextPart("]")])
 
     async def _clipped(
-        self, bot: Bot, event: MessageEvent, segments: list[MessageSegment], max_chars: int
+        self, reading: _Reading, segments: list[MessageSegment], max_chars: int
     ) -> list[Part]:
         """The segments rendered inline up to `max_chars` of text. Text is cut there; a
         marker is kept whole (half an image description would mislead), and nothing after
@@ -168,7 +192,7 @@ class ContentRenderer:
         for segment in segments:
             if left <= 0:
                 break
-            for part in await self.inline(bot, event, segment):
+            for part in await self.inline(reading, segment):
                 clipped = part
                 if isinstance(part, TextPart) and segment.type == "text":
                     clipped = TextPart(part.text[:left])
@@ -176,14 +200,14 @@ class ContentRenderer:
                 parts.append(clipped)
         return _strip_ends(merge_text(parts))
 
-    async def forward(self, bot: Bot, event: MessageEvent, data: dict[str, Any]) -> str:
+    async def forward(self, reading: _Reading, data: dict[str, Any]) -> str:
         """A forwarded chat record: one line per message, nested records (up to
         FORWARD_MAX_DEPTH levels) indented beneath theirs, FORWARD_MAX_LINES lines in all."""
-        nodes = await self._forward_nodes(bot, data)
+        nodes = await self._forward_nodes(reading.bot, data)
         if nodes is None:
             return UNAVAILABLE_FORWARD
         budget = _LineBudget(FORWARD_MAX_LINES)
-        lines = await self._forward_lines(bot, event, nodes, 1, budget)
+        lines = await self._forward_lines(reading, nodes, 1, budget)
         tail = f"\n…（还有 {budget.skipped} 条）" if budget.skipped else ""
         return f"{FORWARD_MARKER}\n" + "\n".join(lines) + tail + "\n"
 
@@ -199,7 +223,7 @@ class ContentRenderer:
         return nodes if isinstance(nodes, list) and nodes else None
 
     async def _forward_lines(
-        self, bot: Bot, event: MessageEvent, nodes: list[Any], level: int, budget: _LineBudget
+        self, reading: _Reading, nodes: list[Any], level: int, budget: _LineBudget
     ) -> list[str]:
         indent = FORWARD_INDENT * (level - 1)
         lines: list[str] = []
@@ -211,17 +235,18 @@ class ContentRenderer:
                 budget.skipped += 1
                 continue
             name, segments = parsed
-            text, nested = await self._node_text(bot, event, segments)
+            text, nested = await self._node_text(reading, segments)
             lines.append(f"{indent}{name}：{_one_line(text)[:FORWARD_LINE_MAX_CHARS]}")
             budget.left -= 1
             for inner in nested if level < FORWARD_MAX_DEPTH else ():
-                inner_nodes = await self._forward_nodes(bot, inner) if budget.left > 0 else None
+                has_room = budget.left > 0
+                inner_nodes = await self._forward_nodes(reading.bot, inner) if has_room else None
                 if inner_nodes is not None:
-                    lines += await self._forward_lines(bot, event, inner_nodes, level + 1, budget)
+                    lines += await self._forward_lines(reading, inner_nodes, level + 1, budget)
         return lines
 
     async def _node_text(
-        self, bot: Bot, event: MessageEvent, segments: list[MessageSegment]
+        self, reading: _Reading, segments: list[MessageSegment]
     ) -> tuple[str, list[dict[str, Any]]]:
         """A forwarded message's text and the records nested in it. Its images stay plain
         markers: a record may hold dozens, and each would cost a download and a vision call."""
@@ -233,7 +258,7 @@ class ContentRenderer:
                 texts.append(FORWARD_MARKER)
             elif segment.type == "at":
                 # Nobody is addressing the bot inside a record: its own @ is shown too.
-                texts.append(await self.at_text(bot, event, data_of(segment), self_id="") or "")
+                texts.append(await self.at_text(reading, data_of(segment), self_id="") or "")
             else:
                 part = render_safely(segment, "")
                 texts.append(part_text(part) if part is not None else "")

@@ -1,21 +1,23 @@
 """A OneBot v11 event as one `Incoming`: which chat, who speaks, whether the bot is
-addressed, which command, and the content (read cheaply now, in full later)."""
+addressed, which command, and the content (read cheaply now, in full later). All of it is
+linear in the message's length, and a long paste is cut before anything reads it."""
 
 from __future__ import annotations
 
 from datetime import datetime, timezone
 
-from nonebot.adapters.onebot.v11 import Bot, GroupMessageEvent, MessageEvent
+from nonebot.adapters.onebot.v11 import Bot, GroupMessageEvent, Message, MessageEvent
 from nonebot.internal.adapter import Event
 
 from ..config import Config
 from ..conversation.incoming import Command, Incoming, Speaker
 from ..conversation.sessions import group_key, private_key
-from ..engine.messages import Part
+from ..engine.messages import Part, TextPart
 from ..text.encodable import encodable
 from .content import ContentRenderer
+from .pastes import MAX_PASTE_CHARS, KeptSegments, keep_within_limit, omission_note
 from .permissions import is_manager, is_served_group, is_superuser, private_chat_served
-from .segments import render_plain
+from .segments import merge_text
 
 # `~记忆 搜索 …` whatever COMMAND_START is; `/` and the full-width `～` work too.
 COMMAND_PREFIXES = ("~", "～", "/")
@@ -35,10 +37,10 @@ def is_addressed(event: MessageEvent) -> bool:
     if event.to_me or not isinstance(event, GroupMessageEvent):
         return True
     self_id = str(event.self_id)
-    return any(
-        seg.type == "at" and str(seg.data.get("qq", "")) == self_id
-        for seg in event.original_message
-    )
+    for segment in event.original_message:
+        if segment.type == "at" and str(segment.data.get("qq", "")) == self_id:
+            return True
+    return False
 
 
 # A name is shown inside `[时间] 名字(QQ号)：`: the marks of that line, written the
@@ -53,6 +55,21 @@ def speaker_name(event: MessageEvent) -> str:
     raw = encodable(getattr(sender, "card", None) or sender.nickname or "")
     name = " ".join(raw.split()).translate(_LINE_MARKS)
     return name or str(event.user_id)
+
+
+def command_text(message: Message) -> str:
+    """The text segments joined (as NoneBot's `get_plaintext`), read no further than
+    MAX_PASTE_CHARS: a command is short, and a paste is cut anyway."""
+    pieces: list[str] = []
+    left = MAX_PASTE_CHARS
+    for segment in message:
+        if segment.type == "text":
+            piece = str(segment.data.get("text", ""))[:left]
+            pieces.append(piece)
+            left -= len(piece)
+            if left <= 0:
+                break
+    return "".join(pieces)
 
 
 def parse_command(text: str) -> Command | None:
@@ -72,14 +89,17 @@ def parse_command(text: str) -> Command | None:
 
 
 class EventContent:
-    """The content of one event: plain (no I/O) or rich (images, quotes, forwards)."""
+    """The content of one event: plain (no I/O) or rich (images, quotes, forwards), both
+    cut after MAX_PASTE_CHARS with a note saying how much was left out."""
 
-    __slots__ = ("bot", "event", "renderer")
+    __slots__ = ("_kept", "_plain", "bot", "event", "renderer")
 
     def __init__(self, bot: Bot, event: MessageEvent, renderer: ContentRenderer) -> None:
         self.bot = bot
         self.event = event
         self.renderer = renderer
+        self._kept: KeptSegments | None = None
+        self._plain: list[Part] | None = None
 
     @property
     def quotes_a_message(self) -> bool:
@@ -87,12 +107,32 @@ class EventContent:
         return getattr(self.event, "reply", None) is not None
 
     def plain(self) -> list[Part]:
-        """The content without downloads or API calls."""
-        return render_plain(self.event)
+        """The content without downloads or API calls (worked out once)."""
+        if self._plain is None:
+            kept = self._within_limit()
+            self._plain = _finished(kept.plain, kept.cut_chars)
+        return list(self._plain)
 
     async def rich(self) -> list[Part]:
         """The content with images read and quotes and forwards fetched."""
-        return await self.renderer.render(self.bot, self.event)
+        kept = self._within_limit()
+        parts = await self.renderer.render(self.bot, self.event, kept.segments)
+        return _finished(parts, kept.cut_chars)
+
+    def _within_limit(self) -> KeptSegments:
+        """The segments within MAX_PASTE_CHARS (worked out once)."""
+        if self._kept is None:
+            self._kept = keep_within_limit(self.event.message, str(self.event.self_id))
+        return self._kept
+
+
+def _finished(parts: list[Part], cut_chars: int) -> list[Part]:
+    """The parts with the omission note after a cut, their text made encodable (half an
+    emoji would break the chat log, the memory search and the request alike)."""
+    noted = [*parts, TextPart(omission_note(cut_chars))] if cut_chars else parts
+    return merge_text(
+        TextPart(encodable(part.text)) if isinstance(part, TextPart) else part for part in noted
+    )
 
 
 class Inbound:
@@ -115,7 +155,7 @@ class Inbound:
             return None
         if group_id is None and not await private_chat_served(bot, event, self.config):
             return None
-        command = parse_command(event.get_plaintext())
+        command = parse_command(command_text(event.get_message()))
         speaker = Speaker(str(event.user_id), speaker_name(event))
         if command is not None:
             speaker = Speaker(

@@ -4,6 +4,7 @@ images (only safe, size-capped downloads) and `@QQ号` of a group member becomes
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import re
 from collections.abc import Iterable
@@ -25,7 +26,8 @@ from .members import MemberNames
 
 logger = logging.getLogger("nonebot_plugin_aimemory")
 
-MAX_REPLY_IMAGES = 3
+# Failed attempts count too: fifty hanging links must not hold the session for minutes.
+MAX_REPLY_IMAGE_ATTEMPTS = 3
 # `![alt](url)`, `![alt](<url>)`, each with an optional CommonMark title ("t", 't' or (t)).
 _MARKDOWN_IMAGE = (
     r"!\[[^\]]*\]\(\s*<?(https?://[^\s<>)]+)>?"
@@ -55,31 +57,51 @@ class ReplyBuilder:
         self.members = members
         self.public_only = public_only
 
-    async def build(self, bot: Bot, event: MessageEvent, text: str) -> list[MessageSegment]:
-        """The reply as segments: safe image links as images (at most `MAX_REPLY_IMAGES`), the
-        rest as text."""
+    async def build(
+        self, bot: Bot, event: MessageEvent, pieces: list[str]
+    ) -> list[list[MessageSegment]]:
+        """The pieces of one reply as messages: the first `MAX_REPLY_IMAGE_ATTEMPTS` image
+        links of the whole reply are fetched together, those that arrive become images (once
+        each), and every other link stays text."""
+        pictures = await self._fetch_pictures(reply_image_links(pieces))
+        # Each picture is taken out at its first link: a repeated link stays text after.
+        return [await self._build_piece(bot, event, piece, pictures) for piece in pieces]
+
+    async def _build_piece(
+        self, bot: Bot, event: MessageEvent, text: str, pictures: dict[str, MessageSegment]
+    ) -> list[MessageSegment]:
         segments: list[MessageSegment] = []
         position = 0
-        images = 0
         for match in _REPLY_IMAGE.finditer(text):
-            url = match.group(1) or match.group(2)
-            picture = await self._image(url) if images < MAX_REPLY_IMAGES else None
+            picture = pictures.pop(match.group(1) or match.group(2), None)
             if picture is None:
                 continue
             segments += await self._text(bot, event, text[position : match.start()])
             segments.append(picture)
-            images += 1
             position = match.end()
         segments += await self._text(bot, event, text[position:])
         return segments or [MessageSegment.text(text)]
 
+    async def _fetch_pictures(self, urls: list[str]) -> dict[str, MessageSegment]:
+        """The links that could be fetched safely, as image segments. Each attempt counts,
+        failed or not, and they run at once: a reply of hanging links waits one timeout."""
+        attempted = urls[:MAX_REPLY_IMAGE_ATTEMPTS]
+        if len(urls) > len(attempted):
+            logger.info("reply has %d image links; only %d are fetched", len(urls), len(attempted))
+        fetched = await asyncio.gather(*(self._image(url) for url in attempted))
+        return {
+            url: picture
+            for url, picture in zip(attempted, fetched, strict=True)
+            if picture is not None
+        }
+
     async def _image(self, url: str) -> MessageSegment | None:
         try:
             image = await download_image(
-                self.images.http, url, self.images.max_bytes, public_only=self.public_only
+                self.images.fetcher, url, self.images.max_bytes, public_only=self.public_only
             )
         except Exception as exc:
-            logger.info("reply image not sent as an image (%s): %s", exc, url[:80])
+            logger.info("reply image not sent as an image (%r): %s", exc, url[:80])
             return None
         return MessageSegment.image(image.data)
 
@@ -154,8 +176,17 @@ class Outbound:
             pieces = split_reply(
                 plain_for_qq(reply), max_chars=self.max_chars, max_parts=self.max_parts
             )
-            built = [await self.replies.build(bot, event, piece) for piece in pieces]
-            await send_segments(bot, event, built)
+            await send_segments(bot, event, await self.replies.build(bot, event, pieces))
+
+
+def reply_image_links(pieces: Iterable[str]) -> list[str]:
+    """The distinct image links of a reply, in the order they appear."""
+    links = (
+        match.group(1) or match.group(2)
+        for piece in pieces
+        for match in _REPLY_IMAGE.finditer(piece)
+    )
+    return list(dict.fromkeys(links))
 
 
 def qq_ids(superusers: Iterable[str]) -> set[int]:

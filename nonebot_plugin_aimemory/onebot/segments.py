@@ -7,9 +7,10 @@ from __future__ import annotations
 import json
 import logging
 import re
+from collections.abc import Iterable
 from typing import Any
 
-from nonebot.adapters.onebot.v11 import Message, MessageEvent, MessageSegment
+from nonebot.adapters.onebot.v11 import Message, MessageSegment
 
 from ..engine.messages import Part, TextPart
 from ..media.images import marker, short_hash_of
@@ -19,17 +20,9 @@ logger = logging.getLogger("nonebot_plugin_aimemory")
 FORWARD_MARKER = "[合并转发的聊天记录]"
 CARD_TITLE_KEYS = ("title", "prompt", "desc", "tag")
 CARD_URL_KEYS = ("qqdocurl", "jumpUrl", "url", "jumpurl")
-_XML_TITLE = re.compile(r"<title>(.*?)</title>", re.DOTALL)
+# Both stop at the first quote after the attribute: linear, whatever the card holds.
 _XML_URL = re.compile(r'url="([^"]+)"')
 _XML_BRIEF = re.compile(r'brief="([^"]*)"')
-
-
-def render_plain(event: MessageEvent) -> list[Part]:
-    """The content without any I/O (no downloads, no API calls): the cheap form used for
-    messages the bot only logs."""
-    self_id = str(event.self_id)
-    parts = [render_safely(segment, self_id) for segment in event.message]
-    return merge_text([part for part in parts if part is not None])
 
 
 def render_safely(segment: MessageSegment, self_id: str) -> Part | None:
@@ -48,10 +41,8 @@ def render_segment(segment: MessageSegment, self_id: str) -> Part | None:
     if kind == "text":
         return TextPart(str(data.get("text", "")))
     if kind == "at":
-        qq = str(data.get("qq", ""))
-        if qq == self_id:
-            return None
-        return TextPart("@全体成员 " if qq == "all" else f"@{data.get('name') or qq} ")
+        at = plain_at_text(data, self_id)
+        return TextPart(at) if at is not None else None
     if kind == "image":
         identity = str(data.get("file") or data.get("url") or "")
         return TextPart(marker(short_hash_of(identity)))
@@ -59,6 +50,14 @@ def render_segment(segment: MessageSegment, self_id: str) -> Part | None:
         return None
     simple = _simple_marker(kind, data)
     return TextPart(simple if simple is not None else f"[{kind}]")
+
+
+def plain_at_text(data: dict[str, Any], self_id: str) -> str | None:
+    """`@<name or QQ number> ` of an at segment's data; None for an @ of `self_id`."""
+    qq = str(data.get("qq", ""))
+    if qq == self_id:
+        return None
+    return "@全体成员 " if qq == "all" else f"@{data.get('name') or qq} "
 
 
 def _simple_marker(kind: str, data: dict[str, Any]) -> str | None:
@@ -101,12 +100,24 @@ def render_card(kind: str, data: dict[str, Any]) -> str:
             card = {}
         title, url = _card_fields(card)
     else:
-        found = _XML_TITLE.search(raw) or _XML_BRIEF.search(raw)
-        title = found.group(1).strip() if found else ""
+        brief = _XML_BRIEF.search(raw)
+        title = _element_text(raw, "title") or (brief.group(1).strip() if brief else "")
         link = _XML_URL.search(raw)
         url = link.group(1) if link else ""
     text = " ".join(part for part in (title[:60], url[:200]) if part)
     return f"[卡片：{text}]" if text else "[卡片]"
+
+
+def _element_text(xml: str, tag: str) -> str:
+    """The text of the first `<tag>…</tag>`, found with two scans (a lazy regex is
+    quadratic on a card of many unclosed tags)."""
+    opening, closing = f"<{tag}>", f"</{tag}>"
+    start = xml.find(opening)
+    if start < 0:
+        return ""
+    start += len(opening)
+    end = xml.find(closing, start)
+    return xml[start:end].strip() if end >= 0 else ""
 
 
 def _card_fields(card: Any, depth: int = 0) -> tuple[str, str]:
@@ -130,14 +141,21 @@ def _card_fields(card: Any, depth: int = 0) -> tuple[str, str]:
     return title, url
 
 
-def merge_text(parts: list[Part]) -> list[Part]:
-    """Join adjacent text parts into one."""
+def merge_text(parts: Iterable[Part]) -> list[Part]:
+    """Join adjacent text parts into one; linear however many there are (joining them
+    pairwise copied the text once per part)."""
     merged: list[Part] = []
+    run: list[str] = []
     for part in parts:
-        if isinstance(part, TextPart) and merged and isinstance(merged[-1], TextPart):
-            merged[-1] = TextPart(merged[-1].text + part.text)
-        else:
-            merged.append(part)
+        if isinstance(part, TextPart):
+            run.append(part.text)
+            continue
+        if run:
+            merged.append(TextPart("".join(run)))
+            run = []
+        merged.append(part)
+    if run:
+        merged.append(TextPart("".join(run)))
     return merged
 
 

@@ -34,6 +34,15 @@ class MemoryRecord:
         return self.deleted_at is not None
 
 
+@dataclass(frozen=True, slots=True)
+class Tombstone:
+    """Content a person deleted, refused from then on; it outlives the purged memory."""
+
+    normalized: str
+    memory_id: str
+    user_id: str | None = None
+
+
 def _record(row: Sequence[object]) -> MemoryRecord:
     (
         id_,
@@ -92,10 +101,18 @@ class MemoryStore:
 
     async def load_tombstones(self, scope: str) -> dict[str, str]:
         """normalized content -> id of the memory a person deleted."""
+        return {t.normalized: t.memory_id for t in await self.load_tombstone_records(scope)}
+
+    async def load_tombstone_records(self, scope: str) -> list[Tombstone]:
+        """Every tombstone of `scope`, with the QQ number its memory was about."""
         rows = await self.database.read(
-            "SELECT normalized, memory_id FROM memory_tombstones WHERE scope = ?", (scope,)
+            "SELECT normalized, memory_id, user_id FROM memory_tombstones WHERE scope = ?",
+            (scope,),
         )
-        return {str(normalized): str(memory_id) for normalized, memory_id in rows}
+        return [
+            Tombstone(str(normalized), str(memory_id), str(user_id) if user_id else None)
+            for normalized, memory_id, user_id in rows
+        ]
 
     async def insert(self, scope: str, record: MemoryRecord) -> None:
         """Store a new memory in `scope`."""
@@ -156,10 +173,13 @@ class MemoryStore:
                 )
                 if tombstone:
                     connection.execute(
-                        "INSERT INTO memory_tombstones (scope, normalized, memory_id, deleted_at) "
-                        "SELECT scope, normalized, id, ? FROM memories WHERE scope = ? AND id = ? "
+                        "INSERT INTO memory_tombstones "
+                        "(scope, normalized, memory_id, deleted_at, user_id) "
+                        "SELECT scope, normalized, id, ?, user_id FROM memories "
+                        "WHERE scope = ? AND id = ? "
                         "ON CONFLICT (scope, normalized) DO UPDATE SET "
-                        "memory_id = excluded.memory_id, deleted_at = excluded.deleted_at",
+                        "memory_id = excluded.memory_id, deleted_at = excluded.deleted_at, "
+                        "user_id = excluded.user_id",
                         (now, scope, memory_id),
                     )
 
@@ -188,21 +208,39 @@ class MemoryStore:
             grouped.setdefault(str(scope), []).append((str(memory_id), str(content)))
         return list(grouped.items())
 
-    async def restore(self, scope: str, memory_id: str, normalized: str) -> None:
-        """Undelete a memory and lift the tombstone of its content."""
+    async def restore(self, scope: str, memory_id: str, normalized: str) -> bool:
+        """Undelete a memory and lift the tombstone of its content; False (nothing changed)
+        when the memory is no longer stored (purged meanwhile)."""
         now = utc_now_text()
 
-        def work(connection: sqlite3.Connection) -> None:
-            connection.execute(
+        def work(connection: sqlite3.Connection) -> bool:
+            cursor = connection.execute(
                 "UPDATE memories SET deleted_at = NULL, updated_at = ? WHERE scope = ? AND id = ?",
                 (now, scope, memory_id),
             )
+            if not cursor.rowcount:
+                return False
             connection.execute(
                 "DELETE FROM memory_tombstones WHERE scope = ? AND normalized = ?",
                 (scope, normalized),
             )
+            return True
 
-        await self.database.write(work)
+        return await self.database.write(work)
+
+    async def purge_deleted(self, before: str) -> list[tuple[str, str]]:
+        """Delete for good, in every scope, the memories deleted before `before` (vector
+        included: it is a column); tombstones stay. Returns (scope, id) of each."""
+
+        def work(connection: sqlite3.Connection) -> list[tuple[str, str]]:
+            rows = connection.execute(
+                "DELETE FROM memories WHERE deleted_at IS NOT NULL AND deleted_at < ? "
+                "RETURNING scope, id",
+                (before,),
+            ).fetchall()
+            return [(str(scope), str(memory_id)) for scope, memory_id in rows]
+
+        return await self.database.write(work)
 
 
 def _values(record: MemoryRecord) -> tuple[object, ...]:

@@ -126,6 +126,16 @@ MIGRATIONS: tuple[str, ...] = (
     """
     ALTER TABLE chat_log ADD COLUMN refused INTEGER NOT NULL DEFAULT 0;
     """,
+    # A tombstone keeps whom its memory was about: deleted memories are purged after a
+    # while, and a reworded fact about someone else must still be saved then.
+    """
+    ALTER TABLE memory_tombstones ADD COLUMN user_id TEXT;
+    UPDATE memory_tombstones SET user_id = (
+        SELECT memories.user_id FROM memories
+        WHERE memories.scope = memory_tombstones.scope
+            AND memories.id = memory_tombstones.memory_id
+    );
+    """,
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)
@@ -180,6 +190,7 @@ CREATE TABLE IF NOT EXISTS memory_tombstones (
     normalized TEXT NOT NULL,
     memory_id TEXT NOT NULL,
     deleted_at TEXT NOT NULL,
+    user_id TEXT,
     PRIMARY KEY (scope, normalized)
 ) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS chat_log (

@@ -199,15 +199,20 @@ async def test_image_is_kept_as_a_marker_in_the_store(plugin) -> None:
     assert "base64" not in json.dumps(bodies, ensure_ascii=False)
 
 
-async def test_a_20000_character_message_is_answered_and_kept_whole(plugin) -> None:
+async def test_a_20000_character_paste_is_answered_and_kept_cut_with_a_visible_note(
+    plugin,
+) -> None:
     bot = RecordingBot()
     paste = ("这是一段很长的粘贴内容。" * 1700)[:20_000]
     plugin.llm.script(text("收到长文"))
     await bot.receive(private_message(paste, user_id=66))
     assert bot.sent_texts == ["收到长文"]
-    assert plugin.llm.last_messages()[-1]["content"].endswith(paste)
+    sent = plugin.llm.last_messages()[-1]["content"]
+    assert paste[:7_900] in sent
+    assert "（以下省略 " in sent
+    assert len(sent) < 8_100
     bodies = await stored_bodies(plugin, "f:66")
-    assert bodies[0]["content"].endswith(paste)
+    assert bodies[0]["content"] == sent
 
 
 async def test_cq_code_lookalike_text_stays_literal(plugin) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 
 from tests.fakes.bots import RecordingBot
-from tests.fakes.events import private_message
+from tests.fakes.events import group_message, private_message
 from tests.fakes.openai_server import delay, text
 
 
@@ -30,9 +30,9 @@ async def test_queued_messages_are_answered_in_arrival_order(plugin) -> None:
     plugin.llm.script(delay(0.3, text("答一")), text("答二"), text("答三"))
     bot = RecordingBot()
     await bot.receive_all(
-        private_message("问一", user_id=9),
-        private_message("问二", user_id=9),
-        private_message("问三", user_id=9),
+        group_message("@问一", user_id=1, to_me=True),
+        group_message("@问二", user_id=2, to_me=True),
+        group_message("@问三", user_id=3, to_me=True),
     )
     assert bot.sent_texts == ["答一", "答二", "答三"]
     users = [m["content"] for m in plugin.llm.last_messages() if m["role"] == "user"]

@@ -148,3 +148,28 @@ async def test_cancelling_a_waiter_leaves_the_tasks_running() -> None:
     await background.close()
     assert task.done()
     assert not task.cancelled()
+
+
+async def test_settle_lets_quick_tasks_finish_and_cancels_hanging_ones() -> None:
+    from nonebot_plugin_aimemory.engine.background import Background
+
+    background = Background("test work")
+    finished: list[str] = []
+
+    async def quick() -> None:
+        await asyncio.sleep(0.01)
+        finished.append("quick")
+
+    async def hanging() -> None:
+        await asyncio.sleep(3600)
+        finished.append("hanging")
+
+    quick_task = background.spawn(quick())
+    hanging_task = background.spawn(hanging())
+    await asyncio.wait_for(background.settle(0.2), 2)
+
+    assert finished == ["quick"]
+    assert quick_task.done()
+    assert not quick_task.cancelled()
+    assert hanging_task.cancelled()
+    assert len(background) == 0

@@ -19,6 +19,7 @@ TEST_DEFAULTS: dict[str, Any] = {
     "aimemory_janitor_interval_seconds": 3600,
     # The image server the reply tests link to is on 127.0.0.1.
     "aimemory_reply_image_allow_private": True,
+    "aimemory_image_allow_private": True,
 }
 
 

@@ -1,6 +1,7 @@
 """A tiny image host on 127.0.0.1 standing in for QQ's temporary image URLs: it serves the
-bytes registered for each path (images, oversize bodies, slow answers, non-image pages) and
-records every request, so tests can count downloads and see how much of a body was sent."""
+bytes registered for each path (images, oversize bodies, slow answers, non-image pages,
+compressed bodies) and records every request with its headers, so tests can count
+downloads, see how much of a body was sent and what the client asked for."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ __all__ = [
     "JPEG_BYTES",
     "ImageServer",
     "ServedRequest",
+    "gzip_bomb",
     "jpeg_bytes",
     "png_bytes",
 ]
@@ -58,6 +60,20 @@ def jpeg_bytes() -> bytes:
     return b"\xff\xd8" + b"".join(segments) + scan + b"\xff\xd9"
 
 
+def gzip_bomb(decoded_bytes: int) -> bytes:
+    """A gzip stream of a PNG header and then zeros, `decoded_bytes` in all once inflated
+    and about a thousandth of that on the wire; built a megabyte at a time."""
+    compressor = zlib.compressobj(9, zlib.DEFLATED, 16 + zlib.MAX_WBITS)  # gzip framing
+    parts = [compressor.compress(png_bytes())]
+    zeros = bytes(1024 * 1024)
+    remaining = decoded_bytes - len(png_bytes())
+    while remaining > 0:
+        parts.append(compressor.compress(zeros[:remaining]))
+        remaining -= len(zeros)
+    parts.append(compressor.flush())
+    return b"".join(parts)
+
+
 JPEG_BYTES = jpeg_bytes()
 # A 1x1 transparent GIF.
 GIF_BYTES = bytes.fromhex(
@@ -76,13 +92,16 @@ class _Route:
     delay_seconds: float = 0.0
     # Trickled bodies: one byte, then this long a pause, and so on.
     byte_interval_seconds: float = 0.0
+    content_encoding: str | None = None
 
 
 @dataclass
 class ServedRequest:
-    """One GET seen by the server: how many body bytes went out and whether all of them did."""
+    """One GET seen by the server: its headers (names in lower case), how many body bytes
+    went out and whether all of them did."""
 
     path: str
+    headers: dict[str, str] = field(default_factory=dict)
     body_bytes_total: int = 0
     body_bytes_sent: int = 0
     completed: bool = False
@@ -199,6 +218,11 @@ class ImageServer:
         """Send the headers, then wait `delay_seconds` before the body."""
         return self._add(path, _Route(body=data, delay_seconds=delay_seconds))
 
+    def add_encoded(self, path: str, encoded: bytes, encoding: str = "gzip") -> str:
+        """Serve `encoded` as is with `Content-Encoding: encoding`, whatever the client asked
+        for (a gzip bomb: a small body on the wire that inflates far past any cap)."""
+        return self._add(path, _Route(body=encoded, content_encoding=encoding))
+
     def add_trickle(self, path: str, data: bytes, byte_interval_seconds: float) -> str:
         """Send `data` one byte at a time, pausing between bytes: every read returns
         something quickly, yet the whole body takes `len(data) * byte_interval_seconds`."""
@@ -230,7 +254,10 @@ class ImageServer:
             route = self._routes.get(path) or _Route(
                 status=404, body=b"not found", content_type="text/plain"
             )
-            record = ServedRequest(path, body_bytes_total=len(route.body) * route.repeat)
+            headers = {name.lower(): value for name, value in handler.headers.items()}
+            record = ServedRequest(
+                path, headers=headers, body_bytes_total=len(route.body) * route.repeat
+            )
             self.requests.append(record)
         try:
             self._answer(handler, route, record)
@@ -242,6 +269,8 @@ class ImageServer:
             handler.send_response(route.status)
             if route.content_type is not None:
                 handler.send_header("Content-Type", route.content_type)
+            if route.content_encoding is not None:
+                handler.send_header("Content-Encoding", route.content_encoding)
             if route.declare_length:
                 handler.send_header("Content-Length", str(record.body_bytes_total))
             handler.end_headers()

@@ -19,7 +19,7 @@ import threading
 import time
 import traceback
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
@@ -27,6 +27,7 @@ from typing import Any, Literal, TypeAlias
 from urllib.parse import urlsplit
 
 __all__ = [
+    "DUPLICATE_TOOL_CALL_ID_MESSAGE",
     "EMBEDDING_DIM",
     "FAKE_MODEL",
     "MISSING_TOOL_RESPONSE_MESSAGE",
@@ -77,6 +78,9 @@ MISSING_TOOL_RESPONSE_MESSAGE = (
     "An assistant message with 'tool_calls' must be followed by tool messages responding to "
     "each 'tool_call_id'. The following tool_call_ids did not have response messages: "
 )
+# DeepSeek's 400 when one tool_call id appears twice (checked here within one assistant
+# message; DeepSeek also refuses an id repeated in a later round).
+DUPLICATE_TOOL_CALL_ID_MESSAGE = "Duplicate value for 'tool_call_id' of "
 SUCCESSIVE_MESSAGES_MESSAGE = "does not support successive user or assistant messages"
 SYSTEM_NOT_FIRST_MESSAGE = "System message must be at the beginning."
 FIRST_NOT_USER_MESSAGE = "The first non-system message must be a user message."
@@ -439,7 +443,19 @@ def _check_tool_links(messages: list[dict[str, Any]]) -> _Problem | None:
         answered = set()
         calls = message.get("tool_calls") if message["role"] == "assistant" else None
         open_ids = [call["id"] for call in calls] if calls else None
+        repeated = _first_repeated(open_ids or ())
+        if repeated is not None:
+            return f"{DUPLICATE_TOOL_CALL_ID_MESSAGE}{repeated} in message[{i}]", "messages", None
     return missing()
+
+
+def _first_repeated(ids: Iterable[str]) -> str | None:
+    seen: set[str] = set()
+    for call_id in ids:
+        if call_id in seen:
+            return call_id
+        seen.add(call_id)
+    return None
 
 
 def _check_alternation(messages: list[dict[str, Any]]) -> _Problem | None:

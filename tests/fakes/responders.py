@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Callable
 from typing import Any
 
 import tiktoken
 
-from .openai_server import Reply, last_user_text, text
+from .openai_server import RawReply, Reply, last_user_text, raw, text
 
 COMPRESSOR_MARK = "对话压缩器"
 FACT_TAG = re.compile(r"#fact\d+:[^\s，。#]+")
@@ -71,3 +72,18 @@ class FactKeepingLLM:
             self.reply,
             usage={"prompt_tokens": prompt, "completion_tokens": 5, "total_tokens": prompt + 5},
         )
+
+
+def tool_calls_with_ids(*calls: tuple[str | None, str, dict[str, Any]]) -> RawReply:
+    """A completion whose tool calls ``(id, name, args)`` carry exactly these ids, the way
+    some servers send them: repeated, empty, or missing (``None``)."""
+    tool_calls = []
+    for call_id, name, arguments in calls:
+        function = {"name": name, "arguments": json.dumps(arguments, ensure_ascii=False)}
+        call: dict[str, Any] = {"type": "function", "function": function}
+        if call_id is not None:
+            call["id"] = call_id
+        tool_calls.append(call)
+    message = {"role": "assistant", "content": None, "tool_calls": tool_calls}
+    choice = {"index": 0, "message": message, "finish_reason": "tool_calls"}
+    return raw(200, json.dumps({"id": "chatcmpl-ids", "choices": [choice]}, ensure_ascii=False))

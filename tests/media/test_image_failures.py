@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from tests.fakes.events import private_message
-from tests.fakes.image_server import ImageServer, png_bytes
+from tests.fakes.image_server import ImageServer, gzip_bomb, png_bytes
 from tests.fakes.openai_server import delay, error, raw, text
 from tests.fakes.qq import (
     DESCRIPTION,
@@ -146,6 +146,22 @@ async def test_oversize_image_is_unrecognised_and_the_chat_goes_on(
 
     line = user_line(plugin.llm)
     assert re.search(r"这是什么\[图片 [0-9a-f]{8}：无法识别\]$", line), line
+    assert "base64" not in str(plugin.llm.chat_requests)
+    assert vision_requests(plugin.llm) == []
+    assert qq.sent_texts == ["好的"]
+
+
+@pytest.mark.parametrize("mode", ["multimodal", "vision"])
+async def test_gzip_bomb_image_is_unrecognised_and_the_chat_goes_on(
+    plugin, qq: QQBot, images: ImageServer, mode: str
+) -> None:
+    await start_reading_images(plugin, mode, aimemory_image_max_bytes=MAX_BYTES)
+    # About 32 KB on the wire, 32 MB once inflated.
+    url = images.add_encoded("download/bomb.png", gzip_bomb(OVERSIZE_BYTES), "gzip")
+
+    await qq.receive(private_message(content("这是什么", qq_image(url))))
+
+    assert UNRECOGNISED.search(user_line(plugin.llm))
     assert "base64" not in str(plugin.llm.chat_requests)
     assert vision_requests(plugin.llm) == []
     assert qq.sent_texts == ["好的"]

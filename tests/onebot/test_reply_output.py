@@ -1,15 +1,23 @@
-"""The model's reply as QQ segments: safe http(s) images (downloaded, size-capped) become
-image segments, `@QQ号` of a group member becomes a real @; everything else stays text."""
+"""The model's reply as QQ segments: safe http(s) images (downloaded, size-capped, from the
+address that was checked, at most three tries a reply) become image segments, `@QQ号` of a
+group member becomes a real @; everything else stays text."""
 
 from __future__ import annotations
 
+import asyncio
 import base64
 
 import pytest
 from nonebot.adapters.onebot.v11 import Message, MessageSegment
 
 from tests.fakes.events import group_message, private_message
-from tests.fakes.image_server import ImageServer, png_bytes
+from tests.fakes.image_server import ImageServer, gzip_bomb, png_bytes
+from tests.fakes.network import (
+    Connection,
+    RecordingTransport,
+    ScriptedResolver,
+    proxies_to_a_closed_port,
+)
 from tests.fakes.openai_server import text
 from tests.fakes.qq import QQBot
 
@@ -206,3 +214,77 @@ async def test_at_right_after_chinese_text_becomes_a_real_at(plugin, qq: QQBot) 
     sent = without_quote(qq.last_sent)
     assert [s.type for s in sent] == ["text", "at", "text"]
     assert sent[1].data["qq"] == "12345"
+
+
+async def test_image_host_that_rebinds_is_fetched_only_from_the_address_it_was_checked_at(
+    plugin, qq: QQBot
+) -> None:
+    from nonebot_plugin_aimemory.media.fetch import SafeFetcher
+
+    runtime = await plugin.restart(aimemory_reply_image_allow_private=False)
+    # A rebinding name server: a public address for the check, the bot's machine after.
+    resolver = ScriptedResolver({"evil.test": [["93.184.216.34"], ["127.0.0.1"]]})
+    transport = RecordingTransport(body=PNG)
+    runtime.images.fetcher = SafeFetcher(resolver=resolver, transport=transport)
+    plugin.llm.script(text("看：![猫](http://evil.test/cat.png)"))
+
+    await qq.receive(private_message("发张猫图"))
+
+    assert [s.type for s in qq.last_sent] == ["text", "image"]
+    assert resolver.lookups == ["evil.test"]
+    assert transport.connections == [Connection("http", "93.184.216.34", "evil.test", None)]
+
+
+async def test_reply_of_fifty_hanging_image_links_waits_one_timeout_for_three_attempts(
+    plugin, qq: QQBot, images: ImageServer, monkeypatch
+) -> None:
+    from nonebot_plugin_aimemory.media import images as media
+
+    monkeypatch.setattr(media, "DOWNLOAD_TIMEOUT_SECONDS", 0.5)
+    urls = [images.add_slow(f"hang/{i}.png", PNG, delay_seconds=30) for i in range(50)]
+    reply = " ".join(f"![图{i}]({url})" for i, url in enumerate(urls))
+    plugin.llm.script(text(reply), text("还在"))
+    loop = asyncio.get_running_loop()
+    started = loop.time()
+
+    await qq.receive(private_message("发五十张图"))
+
+    elapsed = loop.time() - started
+    assert elapsed < 1.5, elapsed  # one timeout: the three attempts run together
+    assert sum(images.hits(f"hang/{i}.png") for i in range(50)) == 3
+    assert all(call.segment_types == ["text"] for call in qq.sent)
+    sent = "".join(qq.sent_texts)
+    assert all(f"({url})" in sent for url in urls)
+    await qq.receive(private_message("你还在吗"))
+    assert qq.sent_texts[-1] == "还在"
+
+
+async def test_image_link_to_a_gzip_bomb_stays_text_and_asks_for_an_unencoded_body(
+    plugin, qq: QQBot, images: ImageServer
+) -> None:
+    await plugin.restart(aimemory_image_max_bytes=4096)
+    url = images.add_encoded("bomb.png", gzip_bomb(32 * 1024 * 1024), "gzip")
+    reply = f"给你：![图]({url})"
+    plugin.llm.script(text(reply))
+
+    await qq.receive(private_message("发张图"))
+
+    assert qq.sent_texts == [reply]
+    (served,) = images.served("bomb.png")
+    assert served.headers["accept-encoding"] == "identity"
+
+
+async def test_proxy_variables_of_the_environment_do_not_carry_reply_image_fetches(
+    plugin, qq: QQBot, images: ImageServer, monkeypatch
+) -> None:
+    # The proxy is dead; the model, on `localhost`, is exempt, the image host is not.
+    proxies_to_a_closed_port(monkeypatch, no_proxy="localhost")
+    await plugin.restart(aimemory_api_base=plugin.llm.base_url.replace("127.0.0.1", "localhost"))
+    url = images.add_image("cat.png", PNG)
+    plugin.llm.script(text(f"给你看：![猫]({url})"))
+
+    await qq.receive(private_message("发张猫图"))
+
+    assert [s.type for s in qq.last_sent] == ["text", "image"]
+    assert qq.last_sent[1].data["file"] == image_file(PNG)
+    assert images.hits("cat.png") == 1

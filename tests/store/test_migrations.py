@@ -24,10 +24,11 @@ IMAGE_DESCRIPTIONS = 5
 FTS_WITH_SESSION_TOKEN = 6
 CHAT_LOG_IDS = 8
 REFUSED_CHAT_ROWS = 9
+TOMBSTONE_SUBJECTS = 10
 # The schema version these tests were written for: the parametrised cases below are fixed
 # at collection, before the plugin can be imported; a guard test keeps it equal to
 # SCHEMA_VERSION, so a new migration is not left without its cases.
-LATEST_VERSION = 9
+LATEST_VERSION = 10
 
 AT = "2026-11-30T00:00:00.000000Z"
 IMAGE_HASH = "ab" * 32
@@ -142,6 +143,8 @@ def write_sample_rows(path: Path, version: int) -> None:
             "VALUES ('g:1', '小明怕狗', 'm2', ?)",
             (AT,),
         )
+        if version >= TOMBSTONE_SUBJECTS:
+            connection.execute("UPDATE memory_tombstones SET user_id = '10001'")
     if version >= CHAT_LOG:
         for row_id, key, text, tokens in (
             (1, "g:1", "周五去爬山", "周五 爬山"),
@@ -212,6 +215,9 @@ async def assert_sample_rows_readable(database: Database, version: int) -> None:
         assert not records["m1"].deleted
         assert records["m2"].deleted
         assert await memories.load_tombstones("g:1") == {"小明怕狗": "m2"}
+        # Migrated tombstones take the QQ number of the memory they were made from.
+        (tombstone,) = await memories.load_tombstone_records("g:1")
+        assert tombstone.user_id == "10001"
     else:
         assert records == {}
 
@@ -420,3 +426,38 @@ async def test_chat_log_search_index_is_rebuilt_with_the_session_bound(tmp_path)
 
     assert version == SCHEMA_VERSION
     assert [row.text for row in found] == ["周五去爬山"]
+
+
+async def test_tombstones_take_the_qq_number_of_their_memory_when_migrated(tmp_path) -> None:
+    from nonebot_plugin_aimemory.store.database import Database
+    from nonebot_plugin_aimemory.store.memory_store import MemoryStore, Tombstone
+
+    path = tmp_path / "old.db"
+    write_old_database(path, TOMBSTONE_SUBJECTS - 1)
+    connection = sqlite3.connect(path)
+    for memory_id, content, user_id in (("m1", "住在阳光小区3号楼", "2001"), ("m2", "怕狗", None)):
+        connection.execute(
+            "INSERT INTO memories (scope, id, content, normalized, user_id, created_at, "
+            "updated_at, deleted_at) VALUES ('g:1', ?, ?, ?, ?, ?, ?, ?)",
+            (memory_id, content, content, user_id, AT, AT, AT),
+        )
+    for memory_id, content in (("m1", "住在阳光小区3号楼"), ("m2", "怕狗"), ("m3", "已清除的")):
+        connection.execute(
+            "INSERT INTO memory_tombstones (scope, normalized, memory_id, deleted_at) "
+            "VALUES ('g:1', ?, ?, ?)",
+            (content, memory_id, AT),
+        )
+    connection.commit()
+    connection.close()
+
+    database = await Database.open(path)
+    try:
+        tombstones = await MemoryStore(database).load_tombstone_records("g:1")
+    finally:
+        await database.close()
+
+    assert sorted(tombstones, key=lambda t: t.memory_id) == [
+        Tombstone("住在阳光小区3号楼", "m1", "2001"),
+        Tombstone("怕狗", "m2", None),
+        Tombstone("已清除的", "m3", None),
+    ]

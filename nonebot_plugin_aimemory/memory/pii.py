@@ -1,0 +1,326 @@
+"""Personal identifiers masked before a memory is stored: mainland mobile numbers, resident
+ID numbers (18 digits with their check digit, and the old 15-digit ones) and bank cards,
+however they are written — separated by spaces, dots or hyphens, in full-width digits,
+with invisible characters inside, glued to letters. Checksums, dates and number prefixes
+keep prices, dates, group numbers and order numbers unmasked."""
+
+from __future__ import annotations
+
+import calendar
+import itertools
+import re
+import unicodedata
+from collections.abc import Callable
+from dataclasses import dataclass
+
+MASK = "*"
+
+_DIGITS = "0-9\uff10-\uff19"  # ASCII and full-width
+_CHECK_X = "Xx\uff38\uff58"  # the ID check character X, ASCII and full-width
+# What people put between the digit groups of one number: blanks, hyphens and dashes, dots.
+_SEPARATOR_RANGES = (
+    (0x0009, 0x0009),
+    (0x0020, 0x0020),
+    (0x002D, 0x002E),
+    (0x00A0, 0x00A0),
+    (0x00B7, 0x00B7),
+    (0x2000, 0x200A),
+    (0x2010, 0x2015),
+    (0x2022, 0x2022),
+    (0x2027, 0x2027),
+    (0x202F, 0x202F),
+    (0x205F, 0x205F),
+    (0x2212, 0x2212),
+    (0x3000, 0x3000),
+    (0x30FB, 0x30FB),
+    (0xFE58, 0xFE58),
+    (0xFE63, 0xFE63),
+    (0xFF0D, 0xFF0E),
+    (0xFF65, 0xFF65),
+)
+# Characters nobody sees: they do not split a group ("138\u200b1234…" reads as one number).
+_INVISIBLE_RANGES = (
+    (0x00AD, 0x00AD),
+    (0x034F, 0x034F),
+    (0x115F, 0x1160),
+    (0x180E, 0x180E),
+    (0x200B, 0x200F),
+    (0x2060, 0x2064),
+    (0x3164, 0x3164),
+    (0xFEFF, 0xFEFF),
+    (0xFFA0, 0xFFA0),
+)
+
+
+def _class_of(ranges: tuple[tuple[int, int], ...]) -> str:
+    return "".join(re.escape(chr(low)) + "-" + re.escape(chr(high)) for low, high in ranges)
+
+
+def _codes_of(ranges: tuple[tuple[int, int], ...]) -> list[int]:
+    return [code for low, high in ranges for code in range(low, high + 1)]
+
+
+_SEPARATORS = _class_of(_SEPARATOR_RANGES) + _class_of(_INVISIBLE_RANGES)
+_MIN_PII_DIGITS = 11  # a mobile number; nothing shorter is masked
+# One run of digits, up to three separators between any two, an ID's X at its end. Linear:
+# separators and digits are disjoint classes, so every step consumes a digit; runs are
+# maximal because each is taken greedily from its leftmost digit. Runs of fewer digits than
+# any identifier has are not matched at all (skipped without leaving the regex engine).
+_DIGIT_RUN = re.compile(
+    f"[{_DIGITS}](?:[{_SEPARATORS}]{{0,3}}[{_DIGITS}]){{{_MIN_PII_DIGITS - 1},}}[{_CHECK_X}]?"
+)
+_DIGIT_CHARS = frozenset("0123456789Xx\uff38\uff58" + "".join(chr(0xFF10 + d) for d in range(10)))
+# A run as its groups: digits in ASCII, an X upper case, invisibles dropped, every visible
+# separator a space (so `split()` gives the groups).
+_AS_GROUPS = {
+    **{0xFF10 + value: str(value) for value in range(10)},
+    **{ord(char): "X" for char in _CHECK_X},
+    **dict.fromkeys(_codes_of(_SEPARATOR_RANGES), " "),
+    **dict.fromkeys(_codes_of(_INVISIBLE_RANGES)),
+}
+
+_ID_WEIGHTS = (7, 9, 10, 5, 8, 4, 2, 1, 6, 3, 7, 9, 10, 5, 8, 4, 2)
+_ID_CHECK = "10X98765432"
+# Province codes, the first two digits of an ID number: 11-15 north, 21-23 north-east, 31-37
+# east, 41-46 central south, 50-54 south-west, 61-65 north-west, 71 Taiwan, 81-83 Hong
+# Kong, Macao and (for residence permits) Taiwan, 91 abroad.
+_ID_PROVINCES = frozenset(
+    str(code)
+    for low, high in (
+        (11, 15),
+        (21, 23),
+        (31, 37),
+        (41, 46),
+        (50, 54),
+        (61, 65),
+        (71, 71),
+        (81, 83),
+        (91, 91),
+    )
+    for code in range(low, high + 1)
+)
+_MOBILE_SECOND_DIGITS = "3456789"
+_CARD_DIGITS = range(16, 20)
+
+
+def is_valid_id_card(number: str) -> bool:
+    """An 18-digit resident ID number: a province code, a real birth date and the right
+    check digit."""
+    number = unicodedata.normalize("NFKC", number).upper()
+    if len(number) != 18 or not number[:17].isdigit():
+        return False
+    if number[:2] not in _ID_PROVINCES or not _is_date(number[6:14]):
+        return False
+    total = sum(int(d) * w for d, w in zip(number[:17], _ID_WEIGHTS, strict=True))
+    return _ID_CHECK[total % 11] == number[17]
+
+
+def is_valid_old_id_card(number: str) -> bool:
+    """A 15-digit resident ID number (issued before 1999): a province code and a real
+    birth date in 19YYMMDD; it has no check digit."""
+    return (
+        len(number) == 15
+        and number.isdigit()
+        and number[:2] in _ID_PROVINCES
+        and _is_date("19" + number[6:12])
+    )
+
+
+def is_luhn_valid(digits: str) -> bool:
+    """Whether the digits pass the Luhn checksum of bank cards."""
+    total = 0
+    for index, char in enumerate(reversed(digits)):
+        value = int(char)
+        if index % 2 == 1:
+            value *= 2
+            if value > 9:
+                value -= 9
+        total += value
+    return total % 10 == 0
+
+
+def is_bank_card(digits: str) -> bool:
+    """16 to 19 digits with a card network's first digit (3, 4, 5, 6, 9, or 2221-2720)
+    that pass the Luhn check; order numbers and timestamps mostly start otherwise."""
+    if len(digits) not in _CARD_DIGITS or not digits.isdigit():
+        return False
+    network = digits[0] in "34569" or 2221 <= int(digits[:4]) <= 2720
+    return network and is_luhn_valid(digits)
+
+
+def is_mobile(digits: str) -> bool:
+    """A mainland mobile number: 11 digits, 13x to 19x."""
+    return (
+        len(digits) == 11
+        and digits.isdigit()
+        and digits[0] == "1"
+        and digits[1] in _MOBILE_SECOND_DIGITS
+    )
+
+
+def mask_pii(text: str) -> str:
+    """`text` with the identifying digits of mobiles (the middle four), ID numbers (all but
+    the first three and last four) and bank cards (all but the last four) replaced by `*`;
+    separators, prefixes and surrounding text stay as written."""
+    masked: list[str] | None = None
+    for match in _DIGIT_RUN.finditer(text):
+        for position in _Run.parse(match).positions_to_mask():
+            if masked is None:
+                masked = list(text)
+            masked[position] = MASK
+    return text if masked is None else "".join(masked)
+
+
+def is_personal_number(text: str) -> bool:
+    """Whether `text` holds a number `mask_pii` masks (a QQ number never is one)."""
+    return mask_pii(text) != text
+
+
+@dataclass(slots=True)
+class _Run:
+    """A run of digit groups as written: its digits run together (ASCII, a final "X" for
+    an ID), where each digit stands in the text, and where each group starts."""
+
+    digits: str
+    positions: list[int]  # text position of each digit
+    group_starts: list[int]  # offset in `digits` of each group, then len(digits)
+    group_at: dict[int, int]  # offset in `digits` -> the group starting there (or the end)
+    long_groups: list[int]  # prefix counts of groups of 3+ digits
+    single_groups: list[int]  # prefix counts of one-digit groups
+
+    @classmethod
+    def parse(cls, run: re.Match[str]) -> _Run:
+        """The groups of a `_DIGIT_RUN` match."""
+        written = run.group(0)
+        groups = written.translate(_AS_GROUPS).split()
+        sizes = [len(group) for group in groups]
+        group_starts = [0, *itertools.accumulate(sizes)]
+        offset = run.start()
+        return cls(
+            "".join(groups),
+            [offset + i for i, char in enumerate(written) if char in _DIGIT_CHARS],
+            group_starts,
+            {start: index for index, start in enumerate(group_starts)},
+            [0, *itertools.accumulate(size >= 3 for size in sizes)],
+            [0, *itertools.accumulate(size == 1 for size in sizes)],
+        )
+
+    def positions_to_mask(self) -> list[int]:
+        """Text positions of the digits to mask: the whole run when it is one identifier,
+        else the identifiers found in it, leftmost first, each made of whole groups."""
+        last = len(self.group_starts) - 2
+        whole = self._identify(0, last, may_be_card=True)
+        if whole is not None:
+            return whole
+        found: list[int] = []
+        first = 0
+        while first <= last:
+            span = self._identifier_from(first)
+            if span is None:
+                first += 1
+                continue
+            end_group, positions = span
+            found.extend(positions)
+            first = end_group + 1
+        return found
+
+    def _identifier_from(self, first: int) -> tuple[int, list[int]] | None:
+        """The longest identifier of whole groups starting at group `first`, and its last
+        group. A card is read only in one group or a whole run: any 16 digits of a longer
+        list of numbers pass Luhn one time in ten."""
+        start = self.group_starts[first]
+        for length, may_start in _SPAN_KINDS:
+            after = self.group_at.get(start + length)
+            if after is None or not may_start(self.digits, start):
+                continue
+            positions = self._identify(first, after - 1, may_be_card=after == first + 1)
+            if positions is not None:
+                return after - 1, positions
+        if self.group_starts[first + 1] - start in _CARD_DIGITS:
+            positions = self._identify(first, first, may_be_card=True)
+            if positions is not None:
+                return first, positions
+        return None
+
+    def _identify(self, first: int, last: int, *, may_be_card: bool) -> list[int] | None:
+        """Positions to mask if groups `first`..`last` are one identifier, else None."""
+        start, end = self.group_starts[first], self.group_starts[last + 1]
+        if end - start < _MIN_PII_DIGITS or not self._evenly_grouped(first, last):
+            return None
+        digits = self.digits[start:end]
+        for masks in _MASKERS:
+            kept = masks(digits, may_be_card)
+            if kept is not None:
+                head, tail = kept
+                return self.positions[start + head : end - tail]
+        return None
+
+    def _evenly_grouped(self, first: int, last: int) -> bool:
+        """One group, or groups all of three digits or more ("138 1234 5678"), or all of
+        one digit (spaced out): a list of small numbers ("1 3 5 7 9 11 13") is neither."""
+        count = last - first + 1
+        return (
+            count == 1
+            or self.long_groups[last + 1] - self.long_groups[first] == count
+            or self.single_groups[last + 1] - self.single_groups[first] == count
+        )
+
+
+def _may_be_id_card(digits: str, start: int) -> bool:
+    return digits[start : start + 2] in _ID_PROVINCES
+
+
+def _may_be_prefixed_mobile(digits: str, start: int) -> bool:
+    return digits.startswith(("861", "00861"), start)
+
+
+def _may_be_mobile(digits: str, start: int) -> bool:
+    return digits.startswith("1", start) and digits[start + 1 : start + 2] in _MOBILE_SECOND_DIGITS
+
+
+# The lengths an identifier spanning several groups has, longest first, with a cheap test
+# of its first digits (so that long runs of numbers are scanned fast).
+_SPAN_KINDS: tuple[tuple[int, Callable[[str, int], bool]], ...] = (
+    (18, _may_be_id_card),
+    (15, _may_be_id_card),
+    (15, _may_be_prefixed_mobile),
+    (13, _may_be_prefixed_mobile),
+    (11, _may_be_mobile),
+)
+
+
+def _mask_id_card(digits: str, _may_be_card: bool) -> tuple[int, int] | None:
+    if len(digits) == 18 and is_valid_id_card(digits):
+        return 3, 4
+    if len(digits) == 15 and is_valid_old_id_card(digits):
+        return 3, 4
+    return None
+
+
+def _mask_bank_card(digits: str, may_be_card: bool) -> tuple[int, int] | None:
+    return (0, 4) if may_be_card and is_bank_card(digits) else None
+
+
+def _mask_mobile(digits: str, _may_be_card: bool) -> tuple[int, int] | None:
+    if is_mobile(digits):
+        return 3, 4
+    for prefix in ("86", "0086"):
+        if digits.startswith(prefix) and is_mobile(digits[len(prefix) :]):
+            return len(prefix) + 3, 4
+    return None
+
+
+# Each says which digits to keep, (first n, last n), or None if the digits are not its kind.
+_MASKERS: tuple[Callable[[str, bool], tuple[int, int] | None], ...] = (
+    _mask_id_card,
+    _mask_bank_card,
+    _mask_mobile,
+)
+
+
+def _is_date(yyyymmdd: str) -> bool:
+    """Whether YYYYMMDD is a real date between 1900 and 2099."""
+    year, month, day = int(yyyymmdd[:4]), int(yyyymmdd[4:6]), int(yyyymmdd[6:8])
+    if not 1900 <= year <= 2099 or not 1 <= month <= 12:
+        return False
+    return 1 <= day <= calendar.monthrange(year, month)[1]
