@@ -1,0 +1,1 @@
+"""Personas: characters the bot plays, each with its own prompt, window and memories."""

@@ -1,0 +1,147 @@
+"""The personas an operator defined: one `.md` file each in the personas folder (the file
+name is the persona's name, the text its system prompt, an optional `---` front matter with
+`model: …` picks another main model), plus the built-in `默认` (AIMEMORY_SYSTEM_PROMPT).
+A bad file is skipped with a log line naming it; the others still load."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import unicodedata
+from dataclasses import dataclass
+from pathlib import Path
+
+logger = logging.getLogger("nonebot_plugin_aimemory")
+
+DEFAULT_PERSONA = "默认"
+MAX_PERSONA_CHARS = 20_000  # a system prompt beyond this would eat the context budget
+MAX_PERSONA_NAME_CHARS = 32
+PERSONA_SUFFIX = ".md"
+# Front-matter keys a persona file may set; anything else is logged and ignored.
+FRONT_MATTER_KEYS = frozenset({"model"})
+
+
+@dataclass(frozen=True, slots=True)
+class Persona:
+    """One character the bot can play: its name, system prompt and (optionally) model."""
+
+    name: str
+    prompt: str
+    model: str | None = None
+
+
+class BadPersonaFile(ValueError):
+    """Why a persona file was skipped (the message goes to the log)."""
+
+
+def is_valid_persona_name(name: str) -> bool:
+    """A name usable as a file name and on one QQ line: short, no path or control
+    characters, not hidden."""
+    if not name or len(name) > MAX_PERSONA_NAME_CHARS or name != name.strip():
+        return False
+    if name.startswith(".") or any(c in name for c in '/\\:*?"<>|'):
+        return False
+    return all(unicodedata.category(c)[0] not in "CZ" or c == " " for c in name)
+
+
+def parse_persona(name: str, raw: bytes) -> Persona:
+    """A persona from its file's bytes; raises BadPersonaFile saying what is wrong."""
+    try:
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise BadPersonaFile("not UTF-8") from exc
+    body, model = _split_front_matter(text)
+    prompt = body.strip()
+    if not prompt:
+        raise BadPersonaFile("empty")
+    if len(prompt) > MAX_PERSONA_CHARS:
+        raise BadPersonaFile(f"{len(prompt)} characters, over {MAX_PERSONA_CHARS}")
+    return Persona(name, prompt, model)
+
+
+def _split_front_matter(text: str) -> tuple[str, str | None]:
+    """The text after an optional `---` block, and the model it names."""
+    lines = text.splitlines()
+    if not lines or lines[0].strip() != "---":
+        return text, None
+    try:
+        end = next(i for i, line in enumerate(lines[1:], 1) if line.strip() == "---")
+    except StopIteration as exc:
+        raise BadPersonaFile("front matter without its closing ---") from exc
+    model: str | None = None
+    for line in lines[1:end]:
+        key, colon, value = line.partition(":")
+        key = key.strip().lower()
+        if not colon or not key:
+            continue
+        if key not in FRONT_MATTER_KEYS:
+            logger.warning("persona front matter: unknown key %r ignored", key)
+            continue
+        model = value.strip().strip("'\"") or None
+    return "\n".join(lines[end + 1 :]), model
+
+
+class PersonaCatalog:
+    """The personas in `directory` plus `默认`; `reload` re-reads the folder (at startup
+    and when a persona command runs, so a new file needs no restart)."""
+
+    def __init__(self, directory: Path | None, default_prompt: str) -> None:
+        self.directory = directory
+        self._default = Persona(DEFAULT_PERSONA, default_prompt)
+        self._personas: dict[str, Persona] = {DEFAULT_PERSONA: self._default}
+
+    @property
+    def default(self) -> Persona:
+        """The built-in persona."""
+        return self._default
+
+    def names(self) -> list[str]:
+        """Every persona's name, `默认` first, the others sorted."""
+        others = sorted(n for n in self._personas if n != DEFAULT_PERSONA)
+        return [DEFAULT_PERSONA, *others]
+
+    def get(self, name: str) -> Persona | None:
+        """The persona called `name`, if it exists (as of the last reload)."""
+        return self._personas.get(name)
+
+    async def reload(self) -> None:
+        """Re-read the folder off the event loop; a bad file is skipped and logged."""
+        loaded = await asyncio.to_thread(self._read_folder)
+        self._personas = {DEFAULT_PERSONA: self._default, **loaded}
+
+    def _read_folder(self) -> dict[str, Persona]:
+        if self.directory is None:
+            return {}
+        try:
+            self.directory.mkdir(parents=True, exist_ok=True)
+            paths = sorted(self.directory.glob(f"*{PERSONA_SUFFIX}"))
+        except OSError:
+            logger.exception("cannot read the personas folder %s", self.directory)
+            return {}
+        personas: dict[str, Persona] = {}
+        for path in paths:
+            persona = _read_file(path)
+            if persona is not None:
+                personas[persona.name] = persona
+        return personas
+
+
+def _read_file(path: Path) -> Persona | None:
+    name = path.name[: -len(PERSONA_SUFFIX)]
+    if name == DEFAULT_PERSONA or not is_valid_persona_name(name):
+        logger.warning("persona file %s skipped: unusable name", path)
+        return None
+    try:
+        # Read at most one byte past the limit, so a huge file is not loaded whole just
+        # to be refused.
+        limit_bytes = MAX_PERSONA_CHARS * 4  # UTF-8 takes at most 4 bytes a character
+        with path.open("rb") as file:
+            raw = file.read(limit_bytes + 1)
+        if len(raw) > limit_bytes:
+            raise BadPersonaFile(f"over {MAX_PERSONA_CHARS} characters")
+        return parse_persona(name, raw)
+    except BadPersonaFile as exc:
+        logger.warning("persona file %s skipped: %s", path, exc)
+    except OSError as exc:
+        logger.warning("persona file %s skipped: %s", path, exc)
+    return None
