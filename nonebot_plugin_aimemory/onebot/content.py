@@ -45,15 +45,20 @@ UNAVAILABLE_QUOTE = "[引用了一条无法获取的消息]"
 # Downloads one message may cause, its quote's included (forwarded images are never
 # downloaded): a message of dozens of pictures would hold its session for minutes.
 MAX_IMAGES_PER_MESSAGE = 5
+# Member-name lookups one message may cause (each an API call that may wait for its
+# timeout): a message of hundreds of @s shows the rest by QQ number.
+MAX_NAME_LOOKUPS_PER_MESSAGE = 10
 
 
 @dataclass
 class _Reading:
-    """One message being read: its bot and event, and the image downloads it has left."""
+    """One message being read: its bot and event, and the image downloads and name
+    lookups it has left."""
 
     bot: Bot
     event: MessageEvent
     images_left: int = MAX_IMAGES_PER_MESSAGE
+    lookups_left: int = MAX_NAME_LOOKUPS_PER_MESSAGE
 
 
 @dataclass
@@ -135,7 +140,13 @@ class ContentRenderer:
             return "@全体成员 "
         name = data.get("name")
         event = reading.event
-        if not name and qq.isdigit() and isinstance(event, GroupMessageEvent):
+        if (
+            not name
+            and qq.isdigit()
+            and isinstance(event, GroupMessageEvent)
+            and reading.lookups_left > 0
+        ):
+            reading.lookups_left -= 1
             name = await self.members.name(reading.bot, event.group_id, int(qq))
         return f"@{name or qq} "
 

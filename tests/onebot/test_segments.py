@@ -156,6 +156,19 @@ async def test_at_someone_shows_their_group_card(plugin, qq: QQBot) -> None:
     assert qq.lookups("get_group_member_info") == [{"group_id": GROUP, "user_id": 123}]
 
 
+async def test_a_message_of_fifty_ats_looks_up_at_most_ten_names(plugin, qq: QQBot) -> None:
+    for user_id in range(1000, 1050):
+        qq.add_member(GROUP, user_id, card=f"成员{user_id}", nickname="")
+
+    await qq.receive(addressed(*(MessageSegment.at(u) for u in range(1000, 1050)), "都来"))
+
+    line = user_line(plugin.llm)
+    assert len(qq.lookups("get_group_member_info")) == 10
+    assert "@成员1000 " in line
+    assert "@1049 " in line  # the rest by QQ number
+    assert qq.sent_texts == ["好的"]
+
+
 async def test_at_someone_without_a_card_shows_their_nickname(plugin, qq: QQBot) -> None:
     qq.add_member(GROUP, 124, card="", nickname="阿强")
 
