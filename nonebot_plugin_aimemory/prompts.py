@@ -123,7 +123,9 @@ def memory_search_parameters(
 READ_RECENT_CHAT_DESCRIPTION = (
     "读取最近的聊天记录原文（包括已被压缩或清空的部分），每行带时间和发言人。"
 )
-SEARCH_CURRENT_CHAT_DESCRIPTION = "按关键词全文搜索聊天记录，例如找“上个月说的聚餐地点”。"
+SEARCH_CURRENT_CHAT_DESCRIPTION = (
+    "全文搜索聊天记录，关键词或整句问题都行；含“昨天”“上周”“5月2日”等日期时优先找那几天。"
+)
 
 
 def _chat_limit(default_limit: int, limit_max: int) -> dict[str, Any]:

@@ -26,7 +26,7 @@ from .conversation.sessions import SessionCache, group_key
 from .conversation.turn import Conversation
 from .engine.chatbot import ChatBot
 from .engine.compressor import Compressor
-from .engine.embeddings import Embedder, EmbeddingClient, NoEmbeddings
+from .engine.embeddings import Embedder, EmbeddingClient, EmbeddingRoles, NoEmbeddings
 from .engine.history import HistoryStore
 from .engine.hooks import PreCompactHooks
 from .engine.llm import LLMClient
@@ -368,7 +368,9 @@ class _Builder:
         config = self.config
         embedder: Embedder = NoEmbeddings()
         if config.aimemory_embedding_model:
-            embedder = EmbeddingClient(self.http, config.endpoint("embedding"))
+            endpoint = config.endpoint("embedding")
+            roles = EmbeddingRoles.from_setting(config.aimemory_embedding_prefixes, endpoint.model)
+            embedder = EmbeddingClient(self.http, endpoint, roles=roles)
         service = MemoryService(
             MemoryStore(database),
             max_entries=config.aimemory_memory_max_entries,

@@ -2,21 +2,33 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from datetime import tzinfo
+from collections.abc import Callable, Iterable
+from datetime import datetime, timezone, tzinfo
 from typing import Any
 
 from .. import prompts
 from ..engine.tools import Tool, ToolError
+from ..store.chat_log_store import ChatLogStore
+from ..store.database import utc_text
+from ..text import query
 from .lines import format_rows
 from .writer import ChatLog
 
 RECENT_DEFAULT = 20
 LIMIT_MAX = 100
+# How far back a date without its year is looked for: chat logs are kept for days or months
+# (aimemory_chat_log_keep_days), so ten years is plenty; each year is one index seek.
+YEARLESS_LOOKBACK_YEARS = 10
 
 
-def chat_log_tools(chat_log: ChatLog, zone: tzinfo, session_key: str) -> Iterable[Tool]:
-    """The chat-log tools, bound to one session."""
+def chat_log_tools(
+    chat_log: ChatLog,
+    zone: tzinfo,
+    session_key: str,
+    now: Callable[[], datetime] = lambda: datetime.now(timezone.utc),
+) -> Iterable[Tool]:
+    """The chat-log tools, bound to one session; `now` dates a query's "昨天" or "last week"
+    (in `zone`)."""
 
     async def read_recent_chat(arguments: dict[str, Any]) -> str:
         """The session's latest chat-log rows, flushed first so the newest are included;
@@ -27,12 +39,16 @@ def chat_log_tools(chat_log: ChatLog, zone: tzinfo, session_key: str) -> Iterabl
         return format_rows(rows, zone) or "还没有聊天记录。"
 
     async def search_current_chat(arguments: dict[str, Any]) -> str:
-        """Chat-log rows of this session that contain `keyword`."""
+        """Chat-log rows of this session that best match `keyword` (words or a question);
+        rows from the days it names come first."""
         keyword = str(arguments.get("keyword") or "").strip()
         if not keyword:
             raise ToolError("缺少参数 keyword")
         await chat_log.flush()
-        rows = await chat_log.store.search(session_key, keyword, _limit(arguments.get("limit")))
+        periods = await named_periods(chat_log.store, session_key, keyword, zone, now())
+        rows = await chat_log.store.search(
+            session_key, keyword, _limit(arguments.get("limit")), periods=periods
+        )
         shown = keyword if len(keyword) <= 50 else keyword[:50] + "…"
         return format_rows(rows, zone, keep="first") or f"没有找到包含“{shown}”的聊天记录。"
 
@@ -52,6 +68,39 @@ def chat_log_tools(chat_log: ChatLog, zone: tzinfo, session_key: str) -> Iterabl
             ),
         ),
     ]
+
+
+async def named_periods(
+    store: ChatLogStore, session_key: str, text: str, zone: tzinfo, now: datetime
+) -> list[tuple[str, str]]:
+    """The days `text` names ("昨天", "上周", "last month", "5月2日"), as UTC [start, end)
+    texts of the chat log, counted in `zone` from `now`. A date without its year is the
+    latest such day the session has rows of: "5月2日" asked today means the last 2 May
+    anyone here spoke, not this year's if the chat was silent then."""
+    today = now.astimezone(zone).date()
+    found = []
+    for period in query.analyse(text, today).periods:
+        if period.yearless:
+            period = await _latest_with_rows(store, session_key, period, zone)
+        if period is not None:
+            found.append(_utc_texts(period, zone))
+    return found
+
+
+async def _latest_with_rows(
+    store: ChatLogStore, session_key: str, period: query.Period, zone: tzinfo
+) -> query.Period | None:
+    earlier = (period.years_back(years) for years in range(YEARLESS_LOOKBACK_YEARS))
+    candidates = [candidate for candidate in earlier if candidate is not None]
+    found = await store.first_with_rows(
+        session_key, [_utc_texts(candidate, zone) for candidate in candidates]
+    )
+    return candidates[found] if found is not None else None
+
+
+def _utc_texts(period: query.Period, zone: tzinfo) -> tuple[str, str]:
+    start, end = period.utc_bounds(zone)
+    return utc_text(start), utc_text(end)
 
 
 def _limit(value: Any) -> int:

@@ -57,6 +57,9 @@ class ChatLog:
         self._refusals: list[ChatRow] = []  # written rows still to be marked refused
         self._lock = asyncio.Lock()
         self._background = Background("chat log")
+        # Apart from the flushes, which must never be cancelled halfway: it is cancelled
+        # at shutdown.
+        self._indexing = Background("chat log index")
         self._early_flush: asyncio.Task[None] | None = None
         # After a failed write only the periodic flush retries, not every added row.
         self._failing = False
@@ -166,13 +169,17 @@ class ChatLog:
         return deleted
 
     def start(self) -> None:
-        """Start the periodic flush and retention-cleanup loops."""
+        """Start the periodic flush and retention-cleanup loops, and index what an older
+        release logged (in the background, so the first search need not wait for it)."""
         self._background.every(self.flush_seconds, self.flush, name="flush")
         self._background.every(
             CLEANUP_INTERVAL_SECONDS, self.cleanup, first_delay_seconds=0, name="cleanup"
         )
+        self._indexing.spawn(self.store.catch_up_index(), name="catch-up")
 
     async def close(self) -> None:
-        """Stop the loops, let an early flush finish, and flush what is still buffered."""
+        """Stop indexing old rows (resumed after the next start), stop the loops, let an
+        early flush finish, and flush what is still buffered."""
+        await self._indexing.close(cancel=True)
         await self._background.close()
         await self.flush()

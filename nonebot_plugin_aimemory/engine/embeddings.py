@@ -1,10 +1,15 @@
-"""OpenAI-compatible `/embeddings` client (optional semantic search for memories)."""
+"""OpenAI-compatible `/embeddings` client (optional semantic search for memories), and how
+a query is told from a stored text for models trained with role prefixes."""
 
 from __future__ import annotations
 
 import math
+import operator
+import re
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Literal
 
 import httpx
 
@@ -14,6 +19,63 @@ from .llm import Endpoint
 EMBEDDING_TIMEOUT_SECONDS = 15.0
 PAUSE_INITIAL_SECONDS = 60.0
 PAUSE_MAX_SECONDS = 600.0
+# What a text is to the model: what is searched for, or what is stored and found.
+TextRole = Literal["query", "passage"]
+# The instruction the e5 "-instruct" models' cards give for retrieval (queries only).
+E5_INSTRUCT_QUERY_PREFIX = (
+    "Instruct: Given a web search query, retrieve relevant passages that answer the query\nQuery: "
+)
+# Model families whose cards require role prefixes, matched on the model name (any vendor
+# path before it): the multilingual-e5 / e5 models ("query: " / "passage: "; bare text works
+# but ranks worse), their instruct variants, and nomic-embed-text.
+_KNOWN_PREFIXES: tuple[tuple[re.Pattern[str], str, str], ...] = (
+    (re.compile(r"(?:^|[/_-])e5[_-].*instruct", re.IGNORECASE), E5_INSTRUCT_QUERY_PREFIX, ""),
+    (re.compile(r"(?:^|[/_-])e5(?:[_-]|$)", re.IGNORECASE), "query: ", "passage: "),
+    (re.compile(r"nomic-embed-text", re.IGNORECASE), "search_query: ", "search_document: "),
+)
+
+
+@dataclass(frozen=True, slots=True)
+class EmbeddingRoles:
+    """How the model is told a query from a stored text: a prefix in the text, the
+    request's `input_type` (servers that add the model's prefixes themselves), or nothing."""
+
+    query_prefix: str = ""
+    passage_prefix: str = ""
+    input_type: bool = False
+
+    @classmethod
+    def from_setting(cls, setting: str, model: str) -> EmbeddingRoles:
+        """`aimemory_embedding_prefixes`: "auto" (by the model's name), "none",
+        "input_type", or "<query prefix>|<passage prefix>"; ValueError for anything else."""
+        keyword = setting.strip().lower()
+        if keyword == "auto":
+            return cls.for_model(model)
+        if keyword == "none":
+            return cls()
+        if keyword == "input_type":
+            return cls(input_type=True)
+        if "|" not in setting:
+            raise ValueError('must be auto, none, input_type or "<query prefix>|<passage prefix>"')
+        query_prefix, _, passage_prefix = setting.partition("|")
+        return cls(query_prefix, passage_prefix)
+
+    @classmethod
+    def for_model(cls, model: str) -> EmbeddingRoles:
+        """The prefixes a known model family needs; none for any other model."""
+        for pattern, query_prefix, passage_prefix in _KNOWN_PREFIXES:
+            if pattern.search(model):
+                return cls(query_prefix, passage_prefix)
+        return cls()
+
+    def texts(self, texts: Sequence[str], role: TextRole) -> list[str]:
+        """The texts as sent for this role."""
+        prefix = self.query_prefix if role == "query" else self.passage_prefix
+        return [prefix + text for text in texts]
+
+    def request_fields(self, role: TextRole) -> dict[str, str]:
+        """Fields the request carries beyond model and input."""
+        return {"input_type": role} if self.input_type else {}
 
 
 class EmbeddingClient:
@@ -29,6 +91,7 @@ class EmbeddingClient:
         http: httpx.AsyncClient,
         endpoint: Endpoint,
         *,
+        roles: EmbeddingRoles | None = None,
         timeout_seconds: float = EMBEDDING_TIMEOUT_SECONDS,
         pause_initial_seconds: float = PAUSE_INITIAL_SECONDS,
         pause_max_seconds: float = PAUSE_MAX_SECONDS,
@@ -36,6 +99,7 @@ class EmbeddingClient:
     ) -> None:
         self.http = http
         self.endpoint = endpoint
+        self.roles = roles if roles is not None else EmbeddingRoles.for_model(endpoint.model)
         self.timeout_seconds = timeout_seconds
         self.pause_initial_seconds = pause_initial_seconds
         self.pause_max_seconds = pause_max_seconds
@@ -48,15 +112,16 @@ class EmbeddingClient:
         """Whether calls are skipped because the server failed recently."""
         return self.clock() < self._paused_until
 
-    async def embed(self, texts: Sequence[str]) -> list[list[float]]:
-        """One vector per text, in order, from the `/embeddings` endpoint."""
+    async def embed(self, texts: Sequence[str], role: TextRole = "passage") -> list[list[float]]:
+        """One vector per text, in order, from the `/embeddings` endpoint; `role` says
+        whether the texts are searched for (a query) or stored (a passage)."""
         if not texts:
             return []
         if self.paused:
             remaining = self._paused_until - self.clock()
             raise LLMError("paused", f"embeddings: paused for {remaining:.0f} s after a failure")
         try:
-            vectors = await self._request(texts)
+            vectors = await self._request(texts, role)
         except LLMError:
             self._pause()
             raise
@@ -69,7 +134,7 @@ class EmbeddingClient:
         self._pause_seconds = min(doubled, self.pause_max_seconds)
         self._paused_until = self.clock() + self._pause_seconds
 
-    async def _request(self, texts: Sequence[str]) -> list[list[float]]:
+    async def _request(self, texts: Sequence[str], role: TextRole) -> list[list[float]]:
         headers = (
             {"Authorization": f"Bearer {self.endpoint.api_key}"} if self.endpoint.api_key else {}
         )
@@ -77,7 +142,11 @@ class EmbeddingClient:
         try:
             response = await self.http.post(
                 url,
-                json={"model": self.endpoint.model, "input": list(texts)},
+                json={
+                    "model": self.endpoint.model,
+                    "input": self.roles.texts(texts, role),
+                    **self.roles.request_fields(role),
+                },
                 headers=headers,
                 timeout=self.timeout_seconds,
             )
@@ -101,9 +170,10 @@ def cosine(a: Sequence[float], b: Sequence[float]) -> float:
     """Cosine similarity (0 for mismatched or zero vectors)."""
     if len(a) != len(b) or not a:
         return 0.0
-    dot = sum(x * y for x, y in zip(a, b, strict=True))
-    norm = math.sqrt(sum(x * x for x in a)) * math.sqrt(sum(y * y for y in b))
-    return dot / norm if norm else 0.0
+    # map/hypot run in C: three times faster than generator sums, which matters at 200
+    # memories of 384+ dimensions per search.
+    norm = math.hypot(*a) * math.hypot(*b)
+    return sum(map(operator.mul, a, b)) / norm if norm else 0.0
 
 
 class NoEmbeddings:
@@ -111,7 +181,7 @@ class NoEmbeddings:
 
     enabled = False
 
-    async def embed(self, texts: Sequence[str]) -> list[list[float]]:
+    async def embed(self, texts: Sequence[str], role: TextRole = "passage") -> list[list[float]]:
         """Always fails, as a client that is off."""
         raise LLMError("off", "no embedding model is configured")
 

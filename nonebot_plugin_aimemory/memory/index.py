@@ -5,36 +5,52 @@ and one write lock per scope."""
 from __future__ import annotations
 
 import asyncio
+import math
 from collections import Counter, OrderedDict
 from collections.abc import AsyncIterator, Iterable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 
 from ..store.memory_store import MemoryRecord, MemoryStore, Tombstone
+from ..text import query as query_module
 from ..text import segmenter
 from .gist import Gist
 from .rules import is_safe_to_show
 
-TAG_HIT_WEIGHT = 2.0
+# BM25F (Robertson & Zaragoza, "The Probabilistic Relevance Framework: BM25 and Beyond",
+# 2009) over a memory's two fields. k1 and b are the textbook values (Lucene's defaults);
+# a tag is a label someone chose for the memory, so a term in its tags counts twice.
+BM25_K1 = 1.2
+BM25_B = 0.75
+CONTENT_WEIGHT = 1.0
+TAG_WEIGHT = 2.0
 MAX_CACHED_SCOPES = 64
 
 
 @dataclass(slots=True)
 class IndexedMemory:
-    """A memory with its search tokens, as kept in a scope's in-memory index."""
+    """A memory with its search terms, as kept in a scope's in-memory index: the token set
+    of its content (what the save rules compare), and the term counts of its content and of
+    its tags (what search ranks by)."""
 
     record: MemoryRecord
     content_tokens: frozenset[str]
-    tag_tokens: frozenset[str]
+    content_terms: Counter[str]
+    tag_terms: Counter[str]
     _safe: bool | None = None
 
     @classmethod
     def of(cls, record: MemoryRecord) -> IndexedMemory:
-        """Index a record: token sets of its content and of its tags."""
-        tag_tokens = {t.lower() for t in record.tags}
+        """Index a record: its content's token set, its content's and its tags' terms."""
+        tag_terms: Counter[str] = Counter()
         for tag in record.tags:
-            tag_tokens |= segmenter.token_set(tag)
-        return cls(record, segmenter.token_set(record.content), frozenset(tag_tokens))
+            tag_terms.update(segmenter.terms(tag))
+        return cls(
+            record,
+            segmenter.token_set(record.content),
+            Counter(segmenter.terms(record.content)),
+            tag_terms,
+        )
 
     @property
     def safe(self) -> bool:
@@ -91,13 +107,75 @@ class LoadedScope:
         return None
 
 
-def keyword_score(query_tokens: frozenset[str], entry: IndexedMemory) -> float:
-    """The share of query tokens found in the entry, a tag hit counting `TAG_HIT_WEIGHT`."""
-    if not query_tokens:
-        return 0.0
-    content_hits = len(query_tokens & entry.content_tokens)
-    tag_hits = len(query_tokens & entry.tag_tokens)
-    return (content_hits + TAG_HIT_WEIGHT * tag_hits) / len(query_tokens)
+def keyword_ranking(
+    query: str, entries: Sequence[IndexedMemory]
+) -> list[tuple[IndexedMemory, float]]:
+    """Entries matching the query's terms, best first, with their keyword score (> 0).
+
+    The score is BM25F over content and tags, with idf and average lengths taken from
+    `entries` (the scope's live memories): the sum, over the query's content terms (see
+    `text.query`: stopwords and function words never count) that the entry holds, of the
+    term's idf times a saturating, length-normalised term frequency, about idf for one
+    occurrence in a content of average length, at most (k1 + 1) x idf. idf is
+    ln(1 + (N - df + 0.5) / (df + 0.5)) (always > 0). So a score says how many, and how
+    rare, of the query's words the memory shares; it grows with the query's length and is
+    not a probability. Ties: newest first."""
+    terms = query_module.analyse(query).terms
+    if not terms or not entries:
+        return []
+    statistics = _FieldStatistics.of(entries, terms)
+    scored = []
+    for entry in entries:
+        score = statistics.score(entry, terms)
+        if score > 0:
+            scored.append((entry, score))
+    scored.sort(key=lambda pair: (pair[1], pair[0].record.updated_at), reverse=True)
+    return scored
+
+
+@dataclass(frozen=True, slots=True)
+class _FieldStatistics:
+    """What BM25F needs from the collection: each query term's idf and each field's
+    average length."""
+
+    idf: dict[str, float]
+    average_content_terms: float
+    average_tag_terms: float
+
+    @classmethod
+    def of(cls, entries: Sequence[IndexedMemory], terms: Sequence[str]) -> _FieldStatistics:
+        count = len(entries)
+        holding = Counter(
+            term
+            for entry in entries
+            for term in terms
+            if term in entry.content_terms or term in entry.tag_terms
+        )
+        idf = {
+            term: math.log(1 + (count - holding[term] + 0.5) / (holding[term] + 0.5))
+            for term in terms
+        }
+        content_total = sum(entry.content_terms.total() for entry in entries)
+        tag_total = sum(entry.tag_terms.total() for entry in entries)
+        # A field empty in every entry has no length to normalise by: 1 keeps it neutral.
+        return cls(idf, max(1.0, content_total / count), max(1.0, tag_total / count))
+
+    def score(self, entry: IndexedMemory, terms: Sequence[str]) -> float:
+        content_norm = _length_norm(entry.content_terms.total(), self.average_content_terms)
+        tag_norm = _length_norm(entry.tag_terms.total(), self.average_tag_terms)
+        score = 0.0
+        for term in terms:
+            weighted = (
+                CONTENT_WEIGHT * entry.content_terms.get(term, 0) / content_norm
+                + TAG_WEIGHT * entry.tag_terms.get(term, 0) / tag_norm
+            )
+            if weighted:
+                score += self.idf[term] * weighted * (BM25_K1 + 1) / (weighted + BM25_K1)
+        return score
+
+
+def _length_norm(length: int, average: float) -> float:
+    return 1 - BM25_B + BM25_B * length / average
 
 
 class ScopeIndex:

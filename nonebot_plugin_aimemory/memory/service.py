@@ -2,13 +2,13 @@
 write follows the rules (normalise, guard, mask, dedupe, tombstones, cap). A scope is
 `g:<group>` or `f:<user>`; nothing here ever reads or writes outside the scope it is given.
 
-The rules themselves are in `rules.py`, the in-memory index in `index.py`, embeddings in
-`vectors.py`. Deleted memories are purged after `PURGE_DELETED_AFTER_DAYS`; their
+The rules themselves are in `rules.py`, the in-memory index and its keyword ranking in
+`index.py`, embeddings in `vectors.py`, the hybrid ranking in `fusion.py` and the floor of
+auto-inject in `relevance.py`. Deleted memories are purged after `PURGE_DELETED_AFTER_DAYS`; their
 tombstones stay."""
 
 from __future__ import annotations
 
-import heapq
 import itertools
 import logging
 from collections.abc import Sequence
@@ -21,9 +21,11 @@ from ..store.database import utc_now_text, utc_text
 from ..store.memory_store import MemoryRecord, MemoryStore
 from ..text import segmenter
 from ..text.encodable import encodable
+from .fusion import fuse_rankings
 from .gist import Gist
 from .guard import injection_reason, injection_reason_for_memory, mask_pii
-from .index import IndexedMemory, IndexedTombstone, LoadedScope, ScopeIndex, keyword_score
+from .index import IndexedMemory, IndexedTombstone, LoadedScope, ScopeIndex, keyword_ranking
+from .relevance import RelevanceFloor
 from .rules import (
     MAX_CONTENT_CHARS,
     MISSING,
@@ -39,7 +41,7 @@ from .rules import (
     prepare_tags,
     tags_problem,
 )
-from .vectors import MemoryVectors, semantic_score
+from .vectors import MemoryVectors, vector_ranking
 
 logger = logging.getLogger("nonebot_plugin_aimemory")
 
@@ -128,8 +130,8 @@ class MemoryService:
     async def search(
         self, scope: str, query: str | None, limit: int = 10, *, safe_only: bool = False
     ) -> list[SearchHit]:
-        """Without a query: everything, newest first. With one: keyword score (tags weigh
-        more than content) plus a semantic score when embeddings are configured.
+        """Without a query: everything, newest first. With one: the keyword ranking, fused by
+        rank with the vector ranking when embeddings are configured (see fusion.py).
         `safe_only` leaves out memories that fail the injection guard."""
         live = (await self._index.get(scope)).live()
         # The guard runs only on entries about to be returned (and once per entry).
@@ -139,22 +141,52 @@ class MemoryService:
             return [SearchHit(e.record, 0.0) for e in itertools.islice(shown, limit)]
         if not live:
             return []  # the common case of a new chat: no tokenising, no embedding call
-        query_tokens = segmenter.token_set(query)
-        query_vector = await self._vectors.embed_quietly(query)
-        hits: list[SearchHit] = []
-        for entry in live:
-            score = keyword_score(query_tokens, entry)
-            if query_vector is not None and entry.record.embedding:
-                score += semantic_score(query_vector, entry.record.embedding)
-            if score > 0 and (not safe_only or entry.safe):
-                hits.append(SearchHit(entry.record, score))
-        return heapq.nlargest(limit, hits, key=lambda h: (h.score, h.memory.updated_at))
+        ranking = await self._rank(query, live)
+        return _best_shown(ranking.fused, limit, safe_only=safe_only)
 
     async def relevant(self, scope: str, text: str, top_k: int) -> list[MemoryRecord]:
-        """The memories most relevant to `text` that are safe to show the model."""
+        """The memories most relevant to `text` that are safe to show the model, as
+        `search` ranks them, but only those above the relevance floor (see relevance.py):
+        none at all when nothing stored is about the message."""
         if not text.strip():
             return []
-        return [h.memory for h in await self.search(scope, text, top_k, safe_only=True)]
+        live = (await self._index.get(scope)).live()
+        if not live:
+            return []
+        ranking = await self._rank(text, live)
+        unrelated = None
+        if ranking.similarity:
+            unrelated = await self._vectors.unrelated_similarity(ranking.query_vector)
+        floor = RelevanceFloor(ranking.coverage, unrelated)
+        passing = [
+            (entry, score)
+            for entry, score in ranking.fused
+            if floor.admits(entry.record.id, ranking.similarity.get(entry.record.id))
+        ]
+        return [hit.memory for hit in _best_shown(passing, top_k, safe_only=True)]
+
+    async def _rank(self, query: str, live: Sequence[IndexedMemory]) -> _Ranking:
+        """The live entries ranked for `query`: by keyword alone while there is no query
+        vector, else the keyword and vector rankings fused."""
+        query_vector = await self._vectors.embed_quietly(query, "query")
+        if query_vector is None:
+            keyword = keyword_ranking(query, live)
+            matched = {entry.record.id: 1.0 for entry, _ in keyword}
+            return _Ranking(keyword, matched, {}, [])
+        keyword, coverage = _keyword_ranking_with_coverage(query, live)
+        vector = vector_ranking(query_vector, live)
+        by_id = {entry.record.id: entry for entry in live}
+        fused = fuse_rankings(
+            [(entry.record.id, score) for entry, score in keyword],
+            [(entry.record.id, similarity) for entry, similarity in vector],
+            coverage,
+        )
+        return _Ranking(
+            fused=[(by_id[memory_id], score) for memory_id, score in fused],
+            coverage=coverage,
+            similarity={entry.record.id: similarity for entry, similarity in vector},
+            query_vector=query_vector,
+        )
 
     async def save(
         self,
@@ -412,3 +444,42 @@ class MemoryService:
                     )
                 deleted.append(gone)
         return deleted
+
+
+@dataclass(frozen=True, slots=True)
+class _Ranking:
+    """One query's ranking of a scope (best first), and by memory id: each keyword match's
+    coverage (see fusion.py; 1.0 without vectors) and each cosine (memories with a vector
+    of the query's model only)."""
+
+    fused: list[tuple[IndexedMemory, float]]
+    coverage: dict[str, float]
+    similarity: dict[str, float]
+    query_vector: list[float]
+
+
+def _keyword_ranking_with_coverage(
+    query: str, live: Sequence[IndexedMemory]
+) -> tuple[list[tuple[IndexedMemory, float]], dict[str, float]]:
+    """The keyword ranking, and each match's coverage: its score over the score of the
+    query itself ranked as one more text of the scope (the most a memory can match it;
+    tags weigh more, so a tag match may reach it: capped at 1)."""
+    probe = IndexedMemory.of(MemoryRecord(id="", content=query, normalized=""))
+    ranked = keyword_ranking(query, [*live, probe])
+    most = next((score for entry, score in ranked if entry is probe), 0.0)
+    keyword = [(entry, score) for entry, score in ranked if entry is not probe]
+    coverage = {
+        entry.record.id: min(1.0, score / most) if most > 0 else 1.0 for entry, score in keyword
+    }
+    return keyword, coverage
+
+
+def _best_shown(
+    ranked: Sequence[tuple[IndexedMemory, float]], limit: int, *, safe_only: bool
+) -> list[SearchHit]:
+    """The first `limit` of a best-first ranking, without unsafe entries if `safe_only`
+    (checked only as far down as needed)."""
+    shown = (
+        SearchHit(entry.record, score) for entry, score in ranked if not safe_only or entry.safe
+    )
+    return list(itertools.islice(shown, limit))

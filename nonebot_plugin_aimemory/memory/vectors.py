@@ -1,29 +1,36 @@
 """Optional embeddings of memories: the vector of a text (or none while the server is
-down), the semantic part of a search score, and the backfill of memories stored without
-a vector, started again whenever the embedding server answers after an outage."""
+down), the vector ranking of a scope's memories, the similarity of a query to everyday
+sentences (what "unrelated" looks like to this model), and the backfill of memories stored
+without a vector, started again whenever the embedding server answers after an outage."""
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from dataclasses import replace
 
 from ..engine.background import Background
-from ..engine.embeddings import Embedder, cosine
+from ..engine.embeddings import Embedder, TextRole, cosine
 from ..engine.errors import LLMError
 from ..store.memory_store import MemoryStore
-from .index import ScopeIndex
+from .index import IndexedMemory, ScopeIndex
+from .relevance import UNRELATED_SENTENCES
 
 logger = logging.getLogger("nonebot_plugin_aimemory")
 
-SEMANTIC_FLOOR = 0.35
 
-
-def semantic_score(query_vector: list[float], embedding: list[float]) -> float:
-    """How much closer than `SEMANTIC_FLOOR` the two vectors are, scaled to 0..1."""
-    similarity = cosine(query_vector, embedding)
-    if similarity <= SEMANTIC_FLOOR:
-        return 0.0
-    return (similarity - SEMANTIC_FLOOR) / (1 - SEMANTIC_FLOOR)
+def vector_ranking(
+    query_vector: Sequence[float], entries: Sequence[IndexedMemory]
+) -> list[tuple[IndexedMemory, float]]:
+    """Every entry with a vector, most similar first, with its cosine similarity. A vector
+    of another length (made by another model) is left out, as if it were missing."""
+    ranked = [
+        (entry, cosine(query_vector, entry.record.embedding))
+        for entry in entries
+        if entry.record.embedding and len(entry.record.embedding) == len(query_vector)
+    ]
+    ranked.sort(key=lambda pair: pair[1], reverse=True)
+    return ranked
 
 
 class MemoryVectors:
@@ -32,19 +39,31 @@ class MemoryVectors:
     def __init__(self, store: MemoryStore, index: ScopeIndex, embedder: Embedder) -> None:
         self.store = store
         self.index = index
-        self.embedder = embedder
+        self._embedder = embedder
         # Set when a memory was stored without a vector while embeddings are configured: the
         # next successful embedding call starts a backfill for it.
         self._vectors_missing = False
         self._backfilling = False
         self._background = Background("embedding backfill")
+        self._unrelated: list[list[float]] | None = None
 
-    async def embed_quietly(self, text: str) -> list[float] | None:
-        """The vector of `text`, or None when embeddings are off or the server fails."""
+    @property
+    def embedder(self) -> Embedder:
+        """The embedding client (NoEmbeddings when none is configured)."""
+        return self._embedder
+
+    @embedder.setter
+    def embedder(self, embedder: Embedder) -> None:
+        self._embedder = embedder
+        self._unrelated = None  # another model: another idea of "unrelated"
+
+    async def embed_quietly(self, text: str, role: TextRole = "passage") -> list[float] | None:
+        """The vector of `text` (stored, or a `query` searched for), or None when embeddings
+        are off or the server fails."""
         if not self.embedder.enabled:
             return None
         try:
-            vector = (await self.embedder.embed([text]))[0]
+            vector = (await self.embedder.embed([text], role))[0]
         except LLMError as exc:
             if exc.kind == "paused":
                 logger.debug("embedding paused, keyword search only: %s", exc)
@@ -53,6 +72,20 @@ class MemoryVectors:
             return None
         self._resume_backfill()
         return vector
+
+    async def unrelated_similarity(self, query_vector: Sequence[float]) -> float | None:
+        """How similar the query is to the most similar of a few everyday sentences (see
+        relevance.py), or None while those cannot be embedded. Their vectors are computed
+        once, in one request, on first use."""
+        if self._unrelated is None:
+            if not self.embedder.enabled:
+                return None
+            try:
+                self._unrelated = await self.embedder.embed(UNRELATED_SENTENCES, "passage")
+            except LLMError as exc:
+                logger.debug("everyday sentences not embedded, vectors are no evidence: %s", exc)
+                return None
+        return max(cosine(query_vector, vector) for vector in self._unrelated)
 
     def note_stored(self, embedding: list[float] | None) -> None:
         """Remember that a memory was stored without a vector, to backfill it later."""
@@ -75,7 +108,9 @@ class MemoryVectors:
                     for start in range(0, len(ids_and_texts), batch_size):
                         batch = ids_and_texts[start : start + batch_size]
                         try:
-                            vectors = await self.embedder.embed([text for _, text in batch])
+                            vectors = await self.embedder.embed(
+                                [text for _, text in batch], "passage"
+                            )
                         except LLMError as exc:
                             logger.info("embedding backfill stopped: %s", exc)
                             self._vectors_missing = True

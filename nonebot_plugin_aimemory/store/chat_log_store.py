@@ -1,5 +1,5 @@
-"""The objective chat log: rows as they were said, and a full-text index of their jieba
-tokens (FTS5's own tokenizer does not split Chinese)."""
+"""The objective chat log: rows as they were said, kept searchable by `chat_log_index`
+(written in the same transactions)."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ import sqlite3
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from ..text import segmenter
 from ..text.encodable import encodable
+from .chat_log_index import ChatLogIndex, index_rows, row_terms, unindex_rows
 from .database import Database
 
 
@@ -48,40 +48,20 @@ def _row(raw: Sequence[object]) -> ChatRow:
     )
 
 
-# bm25 scores at most this many of the newest matches: a broad query in a long log would
-# otherwise score and sort tens of thousands of rows.
-MAX_RANKED_MATCHES = 2000
-
-
-def session_token(session_key: str) -> str:
-    """The session as one alphanumeric FTS token (`g:123` -> `s673a313233`)."""
-    return "s" + session_key.encode().hex()
-
-
-def fts_query(session_key: str, text: str) -> str | None:
-    """An FTS5 query for rows of `session_key` matching any token of `text`. Every term is
-    quoted as an FTS5 string (quotes doubled), so `*`, `NEAR`, `OR`, `-`, `(` in user input
-    are just characters."""
-    terms = list(dict.fromkeys(segmenter.tokens(text)))
-    if not terms:
-        return None
-    alternatives = " OR ".join('"' + term.replace('"', '""') + '"' for term in terms[:32])
-    return f'session : "{session_token(session_key)}" AND tokens : ({alternatives})'
-
-
 class ChatLogStore:
-    """SQL for `chat_log` and its FTS index; reads are always bound to one session."""
+    """SQL for `chat_log` and its full-text index; reads are always bound to one session."""
 
     def __init__(self, database: Database) -> None:
         self.database = database
+        self.index = ChatLogIndex(database)
 
     async def insert_many(self, rows: Sequence[ChatRow]) -> None:
-        """Insert rows and their segmented text (for full-text search) in one transaction."""
+        """Insert rows and their search terms in one transaction."""
         if not rows:
             return
         # jieba takes ~0.2 ms a row: a batch of hundreds would stall the event loop.
-        tokens = await asyncio.to_thread(
-            lambda: [segmenter.segmented(encodable(r.text)) for r in rows]
+        terms = await asyncio.to_thread(
+            lambda: [row_terms(row.role, row.speaker_name, row.text) for row in rows]
         )
 
         def work(connection: sqlite3.Connection) -> None:
@@ -112,11 +92,11 @@ class ChatLogStore:
                     for row_id, row in zip(ids, rows, strict=True)
                 ],
             )
-            connection.executemany(
-                "INSERT INTO chat_log_fts (rowid, session, tokens) VALUES (?, ?, ?)",
+            index_rows(
+                connection,
                 [
-                    (row_id, session_token(row.session_key), row_tokens)
-                    for row_id, row, row_tokens in zip(ids, rows, tokens, strict=True)
+                    (row_id, *row_terms)
+                    for row_id, row, row_terms in zip(ids, rows, terms, strict=True)
                     if not row.refused
                 ],
             )
@@ -140,7 +120,7 @@ class ChatLogStore:
                 if found is None:
                     continue
                 connection.execute("UPDATE chat_log SET refused = 1 WHERE id = ?", found)
-                connection.execute("DELETE FROM chat_log_fts WHERE rowid = ?", found)
+                unindex_rows(connection, "t.id = ?", found)
 
         await self.database.write(work)
 
@@ -174,24 +154,44 @@ class ChatLogStore:
         )
         return int(rows[0][0])
 
-    async def search(self, session_key: str, text: str, limit: int) -> list[ChatRow]:
-        """Rows of the session matching `text`, best bm25 first, then newest (bm25 is taken
-        over the newest MAX_RANKED_MATCHES matches)."""
-        query = fts_query(session_key, text)
-        if query is None:
-            return []
-        cutoff = await self.database.read(
-            "SELECT rowid FROM chat_log_fts WHERE chat_log_fts MATCH ? "
-            "ORDER BY rowid DESC LIMIT 1 OFFSET ?",
-            (query, MAX_RANKED_MATCHES - 1),
+    async def first_with_rows(
+        self, session_key: str, periods: Sequence[tuple[str, str]]
+    ) -> int | None:
+        """The index of the first of `periods` (UTC [start, end) texts) in which the session
+        has rows, or None: one statement, each period an index seek, stopping at the first."""
+        if not periods:
+            return None
+        exists = (
+            "EXISTS (SELECT 1 FROM chat_log WHERE session_key = ? AND created_at >= ? "
+            "AND created_at < ?)"
         )
-        oldest_ranked = int(cutoff[0][0]) if cutoff else 0
-        ranked = await self.database.read(
-            "SELECT rowid FROM chat_log_fts WHERE chat_log_fts MATCH ? AND rowid >= ? "
-            "ORDER BY bm25(chat_log_fts, 0.0, 1.0), rowid DESC LIMIT ?",
-            (query, oldest_ranked, limit),
+        cases = " ".join(f"WHEN {exists} THEN {i}" for i in range(len(periods)))
+        rows = await self.database.read(
+            f"SELECT CASE {cases} END",
+            [value for start, end in periods for value in (session_key, start, end)],
         )
-        ids = [int(row[0]) for row in ranked]
+        found = rows[0][0]
+        return int(found) if found is not None else None
+
+    async def search(
+        self,
+        session_key: str,
+        text: str,
+        limit: int,
+        *,
+        periods: Sequence[tuple[str, str]] = (),
+    ) -> list[ChatRow]:
+        """The session's rows best matching `text` (words or a whole question), best first;
+        rows said within `periods` (UTC [start, end) texts) rank higher. See
+        `ChatLogIndex.ranked`."""
+        return await self._rows_by_id(await self.index.ranked(session_key, text, limit, periods))
+
+    async def catch_up_index(self) -> None:
+        """Index the rows an older release logged (see `ChatLogIndex.catch_up`); searches
+        do it first, so calling it at startup only saves the first search the wait."""
+        await self.index.catch_up()
+
+    async def _rows_by_id(self, ids: Sequence[int]) -> list[ChatRow]:
         if not ids:
             return []
         placeholders = ", ".join("?" for _ in ids)
@@ -205,13 +205,8 @@ class ChatLogStore:
         """Remove rows logged before `cutoff` (fixed-width UTC text) and their index rows."""
 
         def work(connection: sqlite3.Connection) -> int:
-            connection.execute(
-                "DELETE FROM chat_log_fts WHERE rowid IN "
-                "(SELECT id FROM chat_log WHERE created_at < ?)",
-                (cutoff,),
-            )
+            unindex_rows(connection, "c.created_at < ?", (cutoff,))
             cursor = connection.execute("DELETE FROM chat_log WHERE created_at < ?", (cutoff,))
-            deleted = cursor.rowcount
-            return deleted
+            return cursor.rowcount
 
         return await self.database.write(work)

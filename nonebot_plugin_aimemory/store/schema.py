@@ -136,6 +136,31 @@ MIGRATIONS: tuple[str, ...] = (
             AND memories.id = memory_tombstones.memory_id
     );
     """,
+    # Search terms change (stopword-free queries, character bigrams for unknown words,
+    # plurals, the speaker as a column), and every indexed term carries its session, so a
+    # search reads only its own session's postings. The index is contentless: the terms it
+    # was given are kept once, in chat_log_terms, to take rows out of it again. Terms need
+    # jieba, so the store re-indexes the old rows itself, newest first, from
+    # chat_log_reindex.below_id down (see ChatLogStore.catch_up_index).
+    """
+    DROP TABLE chat_log_fts;
+    CREATE TABLE IF NOT EXISTS chat_log_terms (
+        id INTEGER PRIMARY KEY,
+        speaker TEXT NOT NULL,
+        tokens TEXT NOT NULL
+    );
+    CREATE VIRTUAL TABLE IF NOT EXISTS chat_log_fts USING fts5 (
+        speaker, tokens, content = '', tokenize = 'unicode61 remove_diacritics 2'
+    );
+    CREATE VIRTUAL TABLE IF NOT EXISTS chat_log_fts_vocab USING fts5vocab (chat_log_fts, 'row');
+    CREATE TABLE IF NOT EXISTS chat_log_reindex (
+        only_row INTEGER PRIMARY KEY CHECK (only_row = 1),
+        below_id INTEGER NOT NULL
+    );
+    INSERT INTO chat_log_reindex (only_row, below_id)
+        SELECT 1, MAX(id) + 1 FROM chat_log HAVING COUNT(*) > 0;
+    CREATE INDEX IF NOT EXISTS chat_log_by_session_time ON chat_log (session_key, created_at);
+    """,
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)
@@ -206,8 +231,19 @@ CREATE TABLE IF NOT EXISTS chat_log (
 );
 CREATE INDEX IF NOT EXISTS chat_log_by_session ON chat_log (session_key, id);
 CREATE INDEX IF NOT EXISTS chat_log_by_time ON chat_log (created_at);
+CREATE INDEX IF NOT EXISTS chat_log_by_session_time ON chat_log (session_key, created_at);
+CREATE TABLE IF NOT EXISTS chat_log_terms (
+    id INTEGER PRIMARY KEY,
+    speaker TEXT NOT NULL,
+    tokens TEXT NOT NULL
+);
 CREATE VIRTUAL TABLE IF NOT EXISTS chat_log_fts USING fts5 (
-    session, tokens, tokenize = 'unicode61 remove_diacritics 2'
+    speaker, tokens, content = '', tokenize = 'unicode61 remove_diacritics 2'
+);
+CREATE VIRTUAL TABLE IF NOT EXISTS chat_log_fts_vocab USING fts5vocab (chat_log_fts, 'row');
+CREATE TABLE IF NOT EXISTS chat_log_reindex (
+    only_row INTEGER PRIMARY KEY CHECK (only_row = 1),
+    below_id INTEGER NOT NULL
 );
 CREATE TABLE IF NOT EXISTS chat_log_ids (
     only_row INTEGER PRIMARY KEY CHECK (only_row = 1),

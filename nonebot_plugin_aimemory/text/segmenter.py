@@ -1,18 +1,33 @@
-"""Chinese-aware tokenisation (jieba) shared by memory matching and chat-log search."""
+"""Chinese-aware tokenisation (jieba): the search terms that both searches index and query
+with (`terms`), and the token sets that the memory rules compare texts by (`token_set`)."""
 
 from __future__ import annotations
 
+import itertools
 import logging
 import re
 import threading
+import unicodedata
+from collections.abc import Iterator
 from functools import lru_cache
 
 _init_lock = threading.Lock()
 _initialised = False
 _CJK_RUN = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]+")
 _WORD = re.compile(r"[\w\u3400-\u9fff\uf900-\ufaff]", re.UNICODE)
+# A run of Han characters, or a word of any other script (letters and digits, apostrophes
+# inside: "john's", "don't"); everything else separates terms.
+_CJK_CHARS = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
+_TERM_PIECE = re.compile(
+    rf"(?P<han>[{_CJK_CHARS}]+)|(?P<word>[^\W_{_CJK_CHARS}]+(?:['\u2019][^\W_{_CJK_CHARS}]+)*)"
+)
+_APOSTROPHE = re.compile("['\u2019]")
+_ORDINAL = re.compile(r"^(\d+)(?:st|nd|rd|th)$")
+_VOWELS = frozenset("aeiou")
 SHORT_CJK_RUN_CHARS = 4
-STOPWORDS = frozenset(
+# The save rules' token sets (near duplicates, reworded tombstones) keep the small list they
+# were tuned with; search drops the fuller lists of `stopwords.py`, from queries only.
+RULE_STOPWORDS = frozenset(
     [
         "的",
         "了",
@@ -105,12 +120,13 @@ def _cut(text: str) -> tuple[str, ...]:
 
 
 def tokens(text: str) -> list[str]:
-    """Search tokens of `text`: jieba words (lower-cased, no punctuation or stopwords) plus
-    the character bigrams of short CJK runs, which jieba often splits badly (names)."""
+    """The tokens the save rules compare texts by: jieba words (lower-cased, no punctuation
+    or stopwords) plus the character bigrams of short CJK runs, which jieba often splits
+    badly (names). Search uses `terms` instead."""
     result: list[str] = []
     for word in _cut(text):
         word = word.strip().lower()
-        if word and word not in STOPWORDS and _WORD.search(word):
+        if word and word not in RULE_STOPWORDS and _WORD.search(word):
             result.append(word)
     for run in _CJK_RUN.findall(text):
         if 2 < len(run) <= SHORT_CJK_RUN_CHARS:
@@ -118,14 +134,125 @@ def tokens(text: str) -> list[str]:
     return result
 
 
+def terms(text: str) -> list[str]:
+    """The search terms of `text`, as indexed and as asked (`words`, normalised)."""
+    return [normalised(word) for word in words(text)]
+
+
+def words(text: str) -> list[str]:
+    """The words of `text` before normalisation, lower-cased: jieba's search-mode words of
+    each Han run, plus character bigrams where jieba found no word (see `_han_words`), and
+    the words of other scripts, split at apostrophes and without a possessive "'s"."""
+    folded = unicodedata.normalize("NFKC", text).casefold()
+    result: list[str] = []
+    for piece in _TERM_PIECE.finditer(folded):
+        han = piece.group("han")
+        if han is not None:
+            result.extend(_han_words(han))
+            continue
+        parts = _APOSTROPHE.split(_without_accents(piece.group("word")))
+        if len(parts) > 1 and parts[-1] == "s":
+            parts.pop()  # "john's" -> "john"
+        result.extend(parts)
+    return result
+
+
+def _without_accents(word: str) -> str:
+    """A Latin word without its accents ("café" -> "cafe"), as FTS5's unicode61 tokenizer
+    indexes it; words of other scripts are kept whole."""
+    bare = "".join(c for c in unicodedata.normalize("NFKD", word) if not unicodedata.combining(c))
+    return bare if bare.isascii() else word
+
+
+def normalised(word: str) -> str:
+    """A light, symmetric normal form: English plurals and inflections meet their base form
+    ("cats" -> "cat", "parties"/"party" -> "parti", "talked"/"talking" -> "talk",
+    "making"/"make" -> "mak"), ordinals their number ("2nd" -> "2"), and numbers lose
+    leading zeros ("05" -> "5"). The rules are Porter's (1980) steps 1a-1c and the final e
+    of 5a, without his measure conditions: a stemmer this light only needs both sides to
+    meet, not to give real stems; irregular forms ("made") stay apart."""
+    if word.isdigit():
+        return word.lstrip("0") or "0"
+    ordinal = _ORDINAL.match(word)
+    if ordinal:
+        return ordinal.group(1).lstrip("0") or "0"
+    if not word.isascii() or not word.isalpha():
+        return word
+    # Words of three letters keep a final s or e ("gas", "bus", "use"): too short to tell.
+    if len(word) > 3:
+        word = _without_inflection(_singular(word))
+        while len(word) > 3 and word.endswith("e"):  # "agree", "agreed" -> "agr"
+            word = word[:-1]
+    if len(word) > 2 and word.endswith("y") and word[-2] not in _VOWELS:
+        word = word[:-1] + "i"
+    return word
+
+
+def _singular(word: str) -> str:
+    if word.endswith(("sses", "ies")):
+        return word[:-2]
+    if word.endswith("s") and not word.endswith(("ss", "us", "is")):
+        return word[:-1]
+    return word
+
+
+def _without_inflection(word: str) -> str:
+    """Without "-ed" or "-ing" when at least three letters with a vowel remain ("bed",
+    "sing", "string" stay), a doubled final consonant undone ("stopped" -> "stop")."""
+    for suffix in ("ing", "ed"):
+        stem = word[: -len(suffix)]
+        if word.endswith(suffix) and len(stem) >= 3 and _VOWELS.intersection(stem):
+            if stem[-1] == stem[-2] and stem[-1] not in _VOWELS and stem[-1] not in "lsz":
+                stem = stem[:-1]
+            return stem
+    return word
+
+
+def in_dictionary(word: str) -> bool:
+    """Whether jieba's dictionary knows `word` (a bigram of `words` may be no word at all)."""
+    import jieba
+
+    if not _initialised:
+        initialise()
+    return bool(jieba.dt.FREQ.get(word))
+
+
+def _han_words(run: str) -> Iterator[str]:
+    """jieba's search-mode words of a Han run, and the character bigrams of every stretch
+    of two or more single characters: where the dictionary knows no word (a name, slang,
+    网络用语) jieba falls back to single characters, and bigrams find such a word whatever
+    its context, in the index and in a query alike."""
+    singles: list[str] = []
+    for word in _cut_exact(run):
+        if len(word) == 1:
+            singles.append(word)
+        else:
+            yield from _with_bigrams(singles)
+            singles = []
+        yield word
+    yield from _with_bigrams(singles)
+
+
+def _with_bigrams(singles: list[str]) -> Iterator[str]:
+    for first, second in itertools.pairwise(singles):
+        yield first + second
+
+
+# Dictionary words only (no HMM guesses at unknown words): the HMM joins characters by
+# their context, so one name could be cut differently in a message and in a query; the
+# bigrams above cover unknown words instead.
+@lru_cache(maxsize=256)
+def _cut_exact(run: str) -> tuple[str, ...]:
+    import jieba
+
+    if not _initialised:
+        initialise()
+    return tuple(jieba.cut_for_search(run, HMM=False))
+
+
 def token_set(text: str) -> frozenset[str]:
     """The distinct tokens of `text`."""
     return frozenset(tokens(text))
-
-
-def segmented(text: str) -> str:
-    """Space-joined tokens, for an FTS5 index whose tokenizer does not split Chinese."""
-    return " ".join(tokens(text))
 
 
 def dice(a: frozenset[str], b: frozenset[str]) -> float:

@@ -166,3 +166,73 @@ async def test_an_over_budget_best_match_is_injected_cut_rather_than_dropped(plu
     assert best.startswith(f"#{long_id} 小明(2001)的旅行计划：去海边看日出，")
     assert best.endswith("…")
     assert [line.split()[0] for line in rest] == [f"#{short_id}"]
+
+
+# ------------------------------------------------ the relevance floor, with embeddings on
+
+OTHERS = [
+    "群里每周五晚上八点开例会",
+    "小红(2002)住在杭州西湖边",
+    "Bob(2004) plays basketball every weekend",
+]
+
+
+async def with_embeddings(plugin):
+    return await plugin.restart(
+        aimemory_embedding_model="fake-embed", aimemory_embedding_api_base=plugin.llm.base_url
+    )
+
+
+async def remember_all(plugin, contents) -> dict[str, str]:
+    return {content: await remember(plugin, content) for content in contents}
+
+
+async def test_with_embeddings_an_unrelated_message_gets_no_block(plugin) -> None:
+    from nonebot_plugin_aimemory import prompts
+
+    await with_embeddings(plugin)
+    await remember_all(plugin, [VEGETARIAN, *OTHERS])
+    bot = RecordingBot()
+
+    await bot.receive(asking("今天天气怎么样"))
+
+    assert prompts.MEMORY_INJECTION_HEADER not in last_user_content(plugin)
+
+
+async def test_with_embeddings_a_related_message_gets_the_right_memory_first(plugin) -> None:
+    await with_embeddings(plugin)
+    ids = await remember_all(plugin, [VEGETARIAN, *OTHERS])
+    bot = RecordingBot()
+
+    await bot.receive(asking("小明吃素吗？"))
+
+    lines = memory_lines(injected_block(last_user_content(plugin)))
+    assert lines[0] == f"#{ids[VEGETARIAN]} {VEGETARIAN}"
+
+
+async def test_with_embeddings_a_paraphrase_sharing_no_word_is_injected(plugin) -> None:
+    await with_embeddings(plugin)
+    ids = await remember_all(plugin, [VEGETARIAN, *OTHERS])
+    bot = RecordingBot()
+
+    # No search term in common with the basketball memory, only character bigrams, which
+    # is what the fake embedding model measures.
+    await bot.receive(asking("basketballer saturdays?"))
+
+    lines = memory_lines(injected_block(last_user_content(plugin)))
+    basketball = OTHERS[2]
+    assert lines == [f"#{ids[basketball]} {basketball}"]
+
+
+async def test_with_embeddings_a_name_alone_in_a_long_message_injects_nothing(plugin) -> None:
+    from nonebot_plugin_aimemory import prompts
+
+    await with_embeddings(plugin)
+    await remember_all(plugin, [VEGETARIAN, *OTHERS])
+    bot = RecordingBot()
+
+    # Shares only the name with the vegetarian memory: a small part of what is asked, and
+    # the vectors do not see the two as related.
+    await bot.receive(asking("小明明天的数学作业写完了没有，老师下午要检查，还要交实验报告"))
+
+    assert prompts.MEMORY_INJECTION_HEADER not in last_user_content(plugin)

@@ -82,7 +82,7 @@ async def test_a_bad_file_is_skipped_with_a_log_line_naming_it(
 
 @pytest.mark.parametrize(
     "name",
-    ["../etc", "a/b", "..", ".hidden", "x" * 200, "tab\tname", "", " 空格"],
+    ["../etc", "a/b", "..", ".hidden", "x" * 200, "tab\tname", "", " 空格", "a#b"],
 )
 def test_names_with_path_or_control_characters_or_too_long_are_not_persona_names(name) -> None:
     from nonebot_plugin_aimemory.personas.catalog import is_valid_persona_name
@@ -105,3 +105,14 @@ async def test_a_file_named_like_the_default_does_not_replace_it(tmp_path) -> No
     await personas.reload()
 
     assert personas.get("默认").prompt == "你是默认助手。"
+
+
+def test_a_persona_key_round_trips_to_its_chat_and_persona() -> None:
+    from nonebot_plugin_aimemory.personas.keys import chat_key_of, persona_key, persona_of
+
+    assert persona_key("g:111", "默认") == "g:111"
+    assert persona_key("g:111", "猫娘") == "g:111#猫娘"
+    assert chat_key_of("g:111#猫娘") == "g:111"
+    assert chat_key_of("f:5") == "f:5"
+    assert persona_of("u:5#猫娘") == "猫娘"
+    assert persona_of("g:111") == "默认"

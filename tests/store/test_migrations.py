@@ -28,7 +28,7 @@ TOMBSTONE_SUBJECTS = 10
 # The schema version these tests were written for: the parametrised cases below are fixed
 # at collection, before the plugin can be imported; a guard test keeps it equal to
 # SCHEMA_VERSION, so a new migration is not left without its cases.
-LATEST_VERSION = 10
+LATEST_VERSION = 11
 
 AT = "2026-11-30T00:00:00.000000Z"
 IMAGE_HASH = "ab" * 32
@@ -105,7 +105,7 @@ async def fresh_schema(tmp_path) -> Schema:
 
 def write_sample_rows(path: Path, version: int) -> None:
     """Rows of every kind the tables at `version` hold, written as that version wrote them."""
-    from nonebot_plugin_aimemory.store.chat_log_store import session_token
+    from nonebot_plugin_aimemory.store.chat_log_index import session_token
 
     connection = sqlite3.connect(path)
     if version >= SESSIONS_AND_MESSAGES:
@@ -255,7 +255,7 @@ async def test_a_new_database_has_the_schema_every_migration_builds(tmp_path) ->
     visible = raw_rows(
         fresh, "SELECT name FROM pragma_table_xinfo('chat_log_fts') WHERE hidden = 0"
     )
-    assert visible == [("session",), ("tokens",)]
+    assert visible == [("speaker",), ("tokens",)]
     (fts_sql,) = raw_rows(fresh, "SELECT sql FROM sqlite_master WHERE name = 'chat_log_fts'")[0]
     assert "tokenize = 'unicode61 remove_diacritics 2'" in fts_sql
 

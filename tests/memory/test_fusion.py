@@ -1,0 +1,188 @@
+"""Hybrid ranking: keyword and vector rankings fused by rank, so that neither signal's
+scale drowns the other, a keyword match votes by how much of the query it covers, memories
+without a vector still rank by keyword, and memories only the vectors find are kept."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+SCOPE = "g:521"
+
+
+def angle_vector(degrees: float) -> list[float]:
+    """A unit vector at `degrees` from the query's (cosine = cos(degrees))."""
+    radians = math.radians(degrees)
+    return [math.cos(radians), math.sin(radians), 0.0]
+
+
+class ScriptedEmbedder:
+    """An embedding model whose vectors the test chooses: the query points at 0°, every
+    stored text where `angles` says (90°, unrelated, when not listed)."""
+
+    enabled = True
+
+    def __init__(self, angles: dict[str, float]) -> None:
+        self.angles = angles
+        self.requests: list[tuple[str, list[str]]] = []
+
+    async def embed(self, texts: Sequence[str], role: str = "passage") -> list[list[float]]:
+        self.requests.append((role, list(texts)))
+        if role == "query":
+            return [angle_vector(0) for _ in texts]
+        return [angle_vector(self.angles.get(text, 90.0)) for text in texts]
+
+
+async def save_all(memory, contents: Sequence[str]) -> dict[str, str]:
+    """Save each content; returns content -> memory id."""
+    ids = {}
+    for content in contents:
+        outcome = await memory.save(SCOPE, content)
+        assert outcome.status == "saved", (content, outcome)
+        ids[content] = outcome.memory.id
+    return ids
+
+
+# ------------------------------------------------------------------ the fusion itself
+
+
+def test_an_item_first_in_both_rankings_comes_first() -> None:
+    from nonebot_plugin_aimemory.memory.fusion import fuse_rankings
+
+    fused = fuse_rankings([("a", 3.0), ("b", 1.0)], [("a", 0.9), ("c", 0.8), ("b", 0.1)], {})
+
+    assert [item for item, _ in fused] == ["a", "b", "c"]
+
+
+def test_without_vectors_the_fused_order_is_the_keyword_order() -> None:
+    from nonebot_plugin_aimemory.memory.fusion import fuse_rankings
+
+    keyword = [("a", 3.0), ("b", 2.0), ("c", 1.0)]
+
+    fused = fuse_rankings(keyword, [], {"a": 1.0, "b": 0.6, "c": 0.3})
+
+    assert [item for item, _ in fused] == ["a", "b", "c"]
+
+
+def test_an_item_without_a_vector_ranks_where_its_keywords_put_it() -> None:
+    from nonebot_plugin_aimemory.memory.fusion import fuse_rankings
+
+    # "new" was saved while the embedding server was down: only keywords can judge it.
+    fused = fuse_rankings([("new", 5.0), ("old", 1.0)], [("old", 0.9), ("other", 0.8)], {})
+
+    assert [item for item, _ in fused] == ["new", "old", "other"]
+
+
+def test_items_only_the_vectors_find_are_kept() -> None:
+    from nonebot_plugin_aimemory.memory.fusion import fuse_rankings
+
+    fused = fuse_rankings([], [("x", 0.9), ("y", 0.2)], {})
+
+    assert [item for item, _ in fused] == ["x", "y"]
+
+
+def test_equal_keyword_scores_share_a_rank() -> None:
+    from nonebot_plugin_aimemory.memory.fusion import competition_ranks
+
+    ranks = competition_ranks([("a", 2.0), ("b", 1.0), ("c", 1.0), ("d", 0.5)])
+
+    assert ranks == {"a": 1, "b": 2, "c": 2, "d": 4}
+
+
+def test_a_keyword_match_votes_by_its_coverage() -> None:
+    from nonebot_plugin_aimemory.memory.fusion import fuse_rankings
+
+    # "a" is the only keyword match and tenth by vectors; "z" is first by vectors alone.
+    vector = [("z", 0.9), *((f"y{n}", 0.8) for n in range(8)), ("a", 0.5)]
+
+    full = fuse_rankings([("a", 1.0)], vector, {"a": 1.0})
+    tenth = fuse_rankings([("a", 1.0)], vector, {"a": 0.1})
+
+    assert full[0][0] == "a"
+    assert tenth[0][0] == "z"
+
+
+# ------------------------------------------------------------- through the memory search
+
+
+async def test_a_strong_keyword_match_is_not_pushed_out_by_weak_vectors(memory) -> None:
+    target = "阿强(2003)养了一只叫豆豆的猫"
+    # Twelve memories the vectors like better, none of which says 豆豆.
+    decoys = [f"第{n}次班会讨论了期末考试安排" for n in range(1, 13)]
+    memory.embedder = ScriptedEmbedder({**dict.fromkeys(decoys, 20.0), target: 85.0})
+    ids = await save_all(memory, [target, *decoys])
+
+    hits = await memory.search(SCOPE, "豆豆", limit=5)
+
+    assert hits[0].memory.id == ids[target]
+
+
+async def test_a_strong_vector_match_is_not_pushed_out_by_weak_keyword_matches(memory) -> None:
+    target = "Bob(2004) plays basketball every weekend"
+    # Twelve memories sharing one word of the question with it, far from it in meaning,
+    # and as many unrelated ones the vectors put between.
+    weak = [f"周末第{n}次去图书馆" for n in range(1, 13)]
+    unrelated = [f"群公告第{n}条：按时交作业" for n in range(1, 13)]
+    angles = {target: 5.0, **dict.fromkeys(unrelated, 60.0), **dict.fromkeys(weak, 80.0)}
+    memory.embedder = ScriptedEmbedder(angles)
+    ids = await save_all(memory, [target, *weak, *unrelated])
+
+    hits = await memory.search(SCOPE, "小明周末打篮球的队友是谁？篮球场在哪个区", limit=5)
+
+    assert hits[0].memory.id == ids[target]
+
+
+async def test_a_memory_saved_while_the_server_was_down_is_still_found_by_keyword(
+    memory,
+) -> None:
+    target = "小红(2002)对花生过敏"
+    others = ["群里每周五晚上八点开例会", "大家约好暑假一起去青岛旅游"]
+    await save_all(memory, [target])  # no embedding model yet: no vector
+    memory.embedder = ScriptedEmbedder(dict.fromkeys(others, 10.0))
+    await save_all(memory, others)
+
+    hits = await memory.search(SCOPE, "花生过敏", limit=3)
+
+    assert hits[0].memory.content == target
+    assert {hit.memory.content for hit in hits} == {target, *others}
+
+
+async def test_a_vector_of_another_model_counts_as_missing(memory) -> None:
+    target = "小红(2002)对花生过敏"
+    memory.embedder = ScriptedEmbedder({target: 0.0})
+    ids = await save_all(memory, [target, "群里每周五晚上八点开例会"])
+    # The model changed since: its vectors have another length.
+    memory.embedder.embed = _longer_query_vector(memory.embedder.embed)
+
+    hits = await memory.search(SCOPE, "花生", limit=3)
+
+    assert [hit.memory.id for hit in hits] == [ids[target]]
+
+
+def _longer_query_vector(embed):
+    async def embed_longer(texts, role="passage"):
+        vectors = await embed(texts, role)
+        return [[*vector, 0.0] for vector in vectors]
+
+    return embed_longer
+
+
+async def test_the_query_is_embedded_as_a_query_and_memories_as_passages(memory) -> None:
+    embedder = ScriptedEmbedder({})
+    memory.embedder = embedder
+    await save_all(memory, ["小红(2002)对花生过敏"])
+
+    await memory.search(SCOPE, "花生")
+
+    assert embedder.requests == [("passage", ["小红(2002)对花生过敏"]), ("query", ["花生"])]
+
+
+async def test_the_vectors_of_another_scope_are_never_ranked(memory) -> None:
+    elsewhere = "小红(2002)对花生过敏"
+    memory.embedder = ScriptedEmbedder({elsewhere: 0.0})
+    await memory.save("g:522", elsewhere)
+    here = await save_all(memory, ["群里每周五晚上八点开例会"])
+
+    hits = await memory.search(SCOPE, "花生过敏")
+
+    assert [hit.memory.id for hit in hits] == list(here.values())
