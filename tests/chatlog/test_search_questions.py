@@ -261,3 +261,35 @@ async def test_rows_logged_before_the_upgrade_are_found_with_the_new_terms(tmp_p
 
     assert found == ["周末去绿禾公园看樱花", "my cats are cute"]
     assert pending == [(0,)]
+
+
+async def test_rows_logged_before_the_upgrade_are_indexed_at_startup_without_a_search(
+    plugin, tmp_path
+) -> None:
+    import asyncio
+    import sqlite3
+
+    from nonebot_plugin_aimemory.store.schema import MIGRATIONS
+
+    path = tmp_path / "upgraded.db"
+    connection = sqlite3.connect(path)
+    for version, script in enumerate(MIGRATIONS[:10], start=1):
+        connection.executescript(f"{script}\nPRAGMA user_version = {version};")
+    connection.executemany(
+        "INSERT INTO chat_log (id, session_key, created_at, role, text) "
+        "VALUES (?, 'g:1', '2026-11-30T00:00:00.000000Z', 'user', ?)",
+        [(i, f"第{i}条旧消息") for i in range(1, 301)],
+    )
+    connection.commit()
+    connection.close()
+
+    runtime = await plugin.restart(aimemory_db_path=str(path))
+
+    for _ in range(200):
+        (pending,) = await runtime.database.read("SELECT COUNT(*) FROM chat_log_reindex")
+        if pending == (0,):
+            break
+        await asyncio.sleep(0.02)
+    assert pending == (0,)
+    indexed = await runtime.database.read("SELECT COUNT(DISTINCT rowid) FROM chat_log_terms")
+    assert indexed[0][0] >= 300
