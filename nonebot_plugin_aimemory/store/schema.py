@@ -161,6 +161,13 @@ MIGRATIONS: tuple[str, ...] = (
         SELECT 1, MAX(id) + 1 FROM chat_log HAVING COUNT(*) > 0;
     CREATE INDEX IF NOT EXISTS chat_log_by_session_time ON chat_log (session_key, created_at);
     """,
+    # The persona each chat plays; a chat without a row plays the default one.
+    """
+    CREATE TABLE IF NOT EXISTS persona_choices (
+        chat_key TEXT PRIMARY KEY,
+        persona TEXT NOT NULL
+    ) WITHOUT ROWID;
+    """,
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)
@@ -264,6 +271,10 @@ CREATE TABLE IF NOT EXISTS image_descriptions (
     hash TEXT PRIMARY KEY,
     description TEXT NOT NULL,
     created_at TEXT NOT NULL
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS persona_choices (
+    chat_key TEXT PRIMARY KEY,
+    persona TEXT NOT NULL
 ) WITHOUT ROWID;
 """
 

@@ -25,10 +25,12 @@ FTS_WITH_SESSION_TOKEN = 6
 CHAT_LOG_IDS = 8
 REFUSED_CHAT_ROWS = 9
 TOMBSTONE_SUBJECTS = 10
+TERMS_INDEX = 11
+PERSONA_CHOICES = 12
 # The schema version these tests were written for: the parametrised cases below are fixed
 # at collection, before the plugin can be imported; a guard test keeps it equal to
 # SCHEMA_VERSION, so a new migration is not left without its cases.
-LATEST_VERSION = 11
+LATEST_VERSION = 12
 
 AT = "2026-11-30T00:00:00.000000Z"
 IMAGE_HASH = "ab" * 32
@@ -105,7 +107,7 @@ async def fresh_schema(tmp_path) -> Schema:
 
 def write_sample_rows(path: Path, version: int) -> None:
     """Rows of every kind the tables at `version` hold, written as that version wrote them."""
-    from nonebot_plugin_aimemory.store.chat_log_index import session_token
+    from nonebot_plugin_aimemory.store.chat_log_index import index_rows, row_terms, session_token
 
     connection = sqlite3.connect(path)
     if version >= SESSIONS_AND_MESSAGES:
@@ -155,7 +157,9 @@ def write_sample_rows(path: Path, version: int) -> None:
                 "role, text) VALUES (?, ?, ?, '10001', '小明', 'user', ?)",
                 (row_id, key, AT, text),
             )
-            if version >= FTS_WITH_SESSION_TOKEN:
+            if version >= TERMS_INDEX:
+                index_rows(connection, [(row_id, *row_terms("user", "小明", text))])
+            elif version >= FTS_WITH_SESSION_TOKEN:
                 connection.execute(
                     "INSERT INTO chat_log_fts (rowid, session, tokens) VALUES (?, ?, ?)",
                     (row_id, session_token(key), tokens),
@@ -187,6 +191,8 @@ def write_sample_rows(path: Path, version: int) -> None:
             "INSERT INTO image_descriptions (hash, description, created_at) VALUES (?, '一只猫', ?)",
             (IMAGE_HASH, AT),
         )
+    if version >= PERSONA_CHOICES:
+        connection.execute("INSERT INTO persona_choices (chat_key, persona) VALUES ('g:1', '猫娘')")
     connection.commit()
     connection.close()
 
@@ -198,6 +204,7 @@ async def assert_sample_rows_readable(database: Database, version: int) -> None:
     from nonebot_plugin_aimemory.store.history_store import SqliteHistoryStore
     from nonebot_plugin_aimemory.store.image_store import ImageDescriptionStore
     from nonebot_plugin_aimemory.store.memory_store import MemoryStore
+    from nonebot_plugin_aimemory.store.persona_store import PersonaStore
     from nonebot_plugin_aimemory.store.review_store import ReviewStore
 
     history = SqliteHistoryStore(database)
@@ -238,6 +245,9 @@ async def assert_sample_rows_readable(database: Database, version: int) -> None:
 
     image = await ImageDescriptionStore(database).get(IMAGE_HASH)
     assert image == ("一只猫" if version >= IMAGE_DESCRIPTIONS else None)
+
+    choices = await PersonaStore(database).load_all()
+    assert choices == ({"g:1": "猫娘"} if version >= PERSONA_CHOICES else {})
 
 
 async def test_a_new_database_has_the_schema_every_migration_builds(tmp_path) -> None:
