@@ -229,25 +229,35 @@ async def test_a_date_without_a_year_means_the_last_such_day_with_lines(chat_sto
 # ---------------------------------------------------------------- upgrades
 
 
-async def test_rows_logged_before_the_upgrade_are_found_with_the_new_terms(tmp_path) -> None:
+def write_pre_upgrade_log(path, texts: list[str], *, refused_ids: tuple[int, ...] = ()) -> None:
+    """A database as version 10 left it: chat-log rows 1..n of `g:1`, indexed the old way."""
     import sqlite3
 
-    from nonebot_plugin_aimemory.store.chat_log_store import ChatLogStore
-    from nonebot_plugin_aimemory.store.database import Database
     from nonebot_plugin_aimemory.store.schema import MIGRATIONS
 
-    path = tmp_path / "old.db"
     connection = sqlite3.connect(path)
     for version, script in enumerate(MIGRATIONS[:10], start=1):
         connection.executescript(f"{script}\nPRAGMA user_version = {version};")
     connection.executemany(
         "INSERT INTO chat_log (id, session_key, created_at, role, text) "
         "VALUES (?, 'g:1', '2026-11-30T00:00:00.000000Z', 'user', ?)",
-        [(1, "周末去绿禾公园看樱花"), (2, "my cats are cute"), (3, "refused")],
+        list(enumerate(texts, start=1)),
     )
-    connection.execute("UPDATE chat_log SET refused = 1 WHERE id = 3")
+    connection.executemany(
+        "UPDATE chat_log SET refused = 1 WHERE id = ?", [(i,) for i in refused_ids]
+    )
     connection.commit()
     connection.close()
+
+
+async def test_rows_logged_before_the_upgrade_are_found_with_the_new_terms(tmp_path) -> None:
+    from nonebot_plugin_aimemory.store.chat_log_store import ChatLogStore
+    from nonebot_plugin_aimemory.store.database import Database
+
+    path = tmp_path / "old.db"
+    write_pre_upgrade_log(
+        path, ["周末去绿禾公园看樱花", "my cats are cute", "refused"], refused_ids=(3,)
+    )
 
     database = await Database.open(path)
     try:
@@ -267,21 +277,9 @@ async def test_rows_logged_before_the_upgrade_are_indexed_at_startup_without_a_s
     plugin, tmp_path
 ) -> None:
     import asyncio
-    import sqlite3
-
-    from nonebot_plugin_aimemory.store.schema import MIGRATIONS
 
     path = tmp_path / "upgraded.db"
-    connection = sqlite3.connect(path)
-    for version, script in enumerate(MIGRATIONS[:10], start=1):
-        connection.executescript(f"{script}\nPRAGMA user_version = {version};")
-    connection.executemany(
-        "INSERT INTO chat_log (id, session_key, created_at, role, text) "
-        "VALUES (?, 'g:1', '2026-11-30T00:00:00.000000Z', 'user', ?)",
-        [(i, f"第{i}条旧消息") for i in range(1, 301)],
-    )
-    connection.commit()
-    connection.close()
+    write_pre_upgrade_log(path, [f"第{i}条旧消息" for i in range(1, 301)])
 
     runtime = await plugin.restart(aimemory_db_path=str(path))
 
@@ -291,5 +289,5 @@ async def test_rows_logged_before_the_upgrade_are_indexed_at_startup_without_a_s
             break
         await asyncio.sleep(0.02)
     assert pending == (0,)
-    indexed = await runtime.database.read("SELECT COUNT(DISTINCT rowid) FROM chat_log_terms")
-    assert indexed[0][0] >= 300
+    indexed = await runtime.database.read("SELECT COUNT(*) FROM chat_log_terms")
+    assert indexed[0][0] == 300
