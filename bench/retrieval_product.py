@@ -89,15 +89,25 @@ class SavedMemories:
 
 
 async def save_utterances(runtime: Runtime, user: UserHistory, qq: int) -> SavedMemories:
-    """Save each utterance of a user as one memory about them, through the memory rules."""
+    """Save each utterance of a user as one memory about them, through the memory rules, on
+    the day the conversation had it."""
     service = memory_service(runtime)
     scope = session_key(qq)
+    zone = runtime_zone(runtime)
     saved = SavedMemories()
-    for turn in user.turns:
-        outcome = await service.save(scope, turn.utterance, user_id=str(qq), source="tool")
-        saved.statuses[outcome.status] += 1
-        if outcome.status in ("saved", "duplicate") and outcome.memory is not None:
-            saved.memory_of[turn.key] = outcome.memory.id
+    real_clock = service.clock
+    try:
+        for turn in user.turns:
+            # Saved when it was said, as the model saves what it hears: memories carry the
+            # day of their conversation.
+            said_at = row_minute((turn.date, turn.index, "user"), zone)
+            service.clock = lambda said_at=said_at: said_at
+            outcome = await service.save(scope, turn.utterance, user_id=str(qq), source="tool")
+            saved.statuses[outcome.status] += 1
+            if outcome.status in ("saved", "duplicate") and outcome.memory is not None:
+                saved.memory_of[turn.key] = outcome.memory.id
+    finally:
+        service.clock = real_clock
     return saved
 
 

@@ -376,6 +376,7 @@ class _Builder:
             max_entries=config.aimemory_memory_max_entries,
             mask_pii=config.aimemory_memory_mask_pii,
             embedder=embedder,
+            zone=config.zone,
         )
         return service
 

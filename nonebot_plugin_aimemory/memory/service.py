@@ -11,16 +11,18 @@ from __future__ import annotations
 
 import itertools
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, time, timedelta, timezone, tzinfo
 from typing import Literal
 
 from ..engine.embeddings import Embedder, NoEmbeddings
-from ..store.database import utc_now_text, utc_text
+from ..store.database import utc_text
 from ..store.memory_store import MemoryRecord, MemoryStore
+from ..text import query as query_module
 from ..text import segmenter
 from ..text.encodable import encodable
+from ..text.query import Query
 from .fusion import fuse_rankings
 from .gist import Gist
 from .guard import injection_reason, injection_reason_for_memory, mask_pii
@@ -49,6 +51,10 @@ Source = Literal["tool", "command", "extract", "review"]
 # A deleted memory is kept this long (for `~记忆 恢复`), then its row is purged; its
 # tombstone stays, so a save/forget loop cannot grow the table without bound.
 PURGE_DELETED_AFTER_DAYS = 30
+
+
+def _utc_now() -> datetime:
+    return datetime.now(timezone.utc)
 
 
 class MemoryFull(Exception):
@@ -96,12 +102,20 @@ class MemoryService:
         max_entries: int = 200,
         mask_pii: bool = True,
         embedder: Embedder | None = None,
+        zone: tzinfo = timezone.utc,
+        clock: Callable[[], datetime] = _utc_now,
     ) -> None:
         self.store = store
         self.max_entries = max_entries
         self.mask_pii = mask_pii
+        # Days named in a query ("昨天", "5月2日") are counted in the chat's zone from now.
+        self.zone = zone
+        self.clock = clock
         self._index = ScopeIndex(store)
         self._vectors = MemoryVectors(store, self._index, embedder or NoEmbeddings())
+
+    def _now_text(self) -> str:
+        return utc_text(self.clock())
 
     @property
     def embedder(self) -> Embedder:
@@ -153,7 +167,9 @@ class MemoryService:
         live = (await self._index.get(scope)).live()
         if not live:
             return []
-        ranking = await self._rank(text, live)
+        # A message names days to talk about them ("今天好冷"), not to recall them, and shares
+        # a character or two with many an unrelated memory: only words find what it injects.
+        ranking = await self._rank(text, live, searching=False)
         unrelated = None
         if ranking.similarity:
             unrelated = await self._vectors.unrelated_similarity(ranking.query_vector)
@@ -165,15 +181,23 @@ class MemoryService:
         ]
         return [hit.memory for hit in _best_shown(passing, top_k, safe_only=True)]
 
-    async def _rank(self, query: str, live: Sequence[IndexedMemory]) -> _Ranking:
+    async def _rank(
+        self, query: str, live: Sequence[IndexedMemory], *, searching: bool = True
+    ) -> _Ranking:
         """The live entries ranked for `query`: by keyword alone while there is no query
-        vector, else the keyword and vector rankings fused."""
+        vector, else the keyword and vector rankings fused. `searching` (a search, not a
+        message read for auto-inject): the days the query names match the memories saved
+        on them, and characters shared with a query word find memories too."""
+        today = self.clock().astimezone(self.zone).date() if searching else None
+        analysed = query_module.analyse(query, today)
         query_vector = await self._vectors.embed_quietly(query, "query")
         if query_vector is None:
-            keyword = keyword_ranking(query, live)
+            keyword = keyword_ranking(analysed, live, self.zone, characters_find=searching)
             matched = {entry.record.id: 1.0 for entry, _ in keyword}
             return _Ranking(keyword, matched, {}, [])
-        keyword, coverage = _keyword_ranking_with_coverage(query, live)
+        keyword, coverage = _keyword_ranking_with_coverage(
+            query, analysed, live, self.zone, characters_find=searching
+        )
         vector = vector_ranking(query_vector, live)
         by_id = {entry.record.id: entry for entry in live}
         fused = fuse_rankings(
@@ -228,7 +252,7 @@ class MemoryService:
                 if segmenter.dice(tokens, e.content_tokens) >= NEAR_DUPLICATE_DICE
                 and not different_people(subject, people_of(e.record.content, e.record.user_id))
             ]
-            now = utc_now_text()
+            now = self._now_text()
             record = MemoryRecord(
                 id=new_id(loaded.ids_in_use()),
                 content=text,
@@ -313,7 +337,7 @@ class MemoryService:
                 changes["evidence"] = evidence
             if not changes:
                 return UpdateOutcome("updated", memory=record, changed=False)
-            updated = replace(record, **changes, updated_at=utc_now_text())  # type: ignore[arg-type]
+            updated = replace(record, **changes, updated_at=self._now_text())  # type: ignore[arg-type]
             await self.store.update(scope, updated)
             loaded.entries[updated.id] = IndexedMemory.of(updated)
         if "content" in changes:
@@ -354,7 +378,7 @@ class MemoryService:
             if not await self.store.restore(scope, record.id, record.normalized):
                 loaded.entries.pop(record.id, None)  # purged after this index was loaded
                 return None
-            restored = replace(record, deleted_at=None, updated_at=utc_now_text())
+            restored = replace(record, deleted_at=None, updated_at=self._now_text())
             loaded.entries[record.id] = IndexedMemory.of(restored)
             loaded.tombstones.pop(record.normalized, None)
         return restored
@@ -433,7 +457,7 @@ class MemoryService:
             if not targets:
                 return []
             await self.store.mark_deleted(scope, [r.id for r in targets], tombstone=by_person)
-            now = utc_now_text()
+            now = self._now_text()
             deleted = []
             for record in targets:
                 gone = replace(record, deleted_at=now, updated_at=now)
@@ -459,13 +483,23 @@ class _Ranking:
 
 
 def _keyword_ranking_with_coverage(
-    query: str, live: Sequence[IndexedMemory]
+    text: str,
+    query: Query,
+    live: Sequence[IndexedMemory],
+    zone: tzinfo,
+    *,
+    characters_find: bool,
 ) -> tuple[list[tuple[IndexedMemory, float]], dict[str, float]]:
     """The keyword ranking, and each match's coverage: its score over the score of the
-    query itself ranked as one more text of the scope (the most a memory can match it;
-    tags weigh more, so a tag match may reach it: capped at 1)."""
-    probe = IndexedMemory.of(MemoryRecord(id="", content=query, normalized=""))
-    ranked = keyword_ranking(query, [*live, probe])
+    query itself ranked as one more text of the scope, saved on the first day it names (the
+    most a memory can match it; tags weigh more, so a tag match may reach it: capped at
+    1)."""
+    saved = ""
+    if query.periods:
+        noon = datetime.combine(query.periods[0].first, time(12), zone)
+        saved = utc_text(noon)
+    probe = IndexedMemory.of(MemoryRecord(id="", content=text, normalized="", created_at=saved))
+    ranked = keyword_ranking(query, [*live, probe], zone, characters_find=characters_find)
     most = next((score for entry, score in ranked if entry is probe), 0.0)
     keyword = [(entry, score) for entry, score in ranked if entry is not probe]
     coverage = {

@@ -12,8 +12,9 @@ from dataclasses import dataclass
 from datetime import date, datetime, time, timedelta, tzinfo
 
 from . import segmenter
-from .stopwords import STOP_CHARACTERS, is_stopword
+from .stopwords import STOP_CHARACTERS, is_recall_word, is_stopword
 
+_HAN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
 # Each term is one more full-text phrase to match and score; a pasted paragraph as a query
 # keeps its first terms, which are enough to find where it was said.
 MAX_QUERY_TERMS = 32
@@ -87,11 +88,13 @@ class Period:
 
 @dataclass(frozen=True, slots=True)
 class Query:
-    """A query as the searches use it: distinct content terms in the order asked, and the
-    periods it names (only when the search knows what day it is)."""
+    """A query as the searches use it: distinct content terms in the order asked, the
+    periods it names (only when the search knows what day it is), and its function words
+    (`weak_terms`: what a search may use to order its matches, never to find them)."""
 
     terms: tuple[str, ...]
     periods: tuple[Period, ...] = ()
+    weak_terms: tuple[str, ...] = ()
 
 
 # A relative date, the unit it counts in and how many units back. The words themselves are
@@ -125,13 +128,24 @@ def analyse(text: str, today: date | None = None) -> Query:
         folded = pattern.sub(" ", folded)
     if today is not None:
         periods.extend(_absolute_periods(folded, today))
-    return Query(query_terms(folded), tuple(dict.fromkeys(periods)))
+    return Query(query_terms(folded), tuple(dict.fromkeys(periods)), weak_query_terms(folded))
 
 
 def query_terms(text: str) -> tuple[str, ...]:
     """The distinct content terms of `text`, normalised as the index is (at most
     MAX_QUERY_TERMS): stopwords, function words and bigrams of a function character dropped."""
     return tuple(itertools.islice(_content_terms(text), MAX_QUERY_TERMS))
+
+
+def weak_query_terms(text: str) -> tuple[str, ...]:
+    """The distinct function words of `text` (at most MAX_QUERY_TERMS), normalised as the
+    index is; recall words ("记得", "remember") left out, they ask and never describe."""
+    seen: dict[str, None] = {}
+    for word in segmenter.words(text):
+        term = segmenter.normalised(word)
+        if (is_stopword(word) or is_stopword(term)) and not is_recall_word(term):
+            seen.setdefault(term)
+    return tuple(itertools.islice(seen, MAX_QUERY_TERMS))
 
 
 def _content_terms(text: str) -> Iterator[str]:
@@ -198,3 +212,10 @@ def _valid_date(year: int, month: int, day: int) -> date | None:
         return date(year, month, day)
     except ValueError:
         return None
+
+
+def content_characters(text: str) -> list[str]:
+    """The Chinese characters of `text`, function characters ("的", "了") left out, NFKC
+    folded as the index folds its terms."""
+    folded = unicodedata.normalize("NFKC", text)
+    return [c for c in _HAN.findall(folded) if c not in STOP_CHARACTERS]

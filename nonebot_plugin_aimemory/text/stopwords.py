@@ -69,3 +69,8 @@ STOP_CHARACTERS = frozenset(word for word in CHINESE_FUNCTION_WORDS if len(word)
 def is_stopword(word: str) -> bool:
     """Whether a query can drop `word` (lower-cased) without losing what it asks for."""
     return word in STOPWORDS
+
+
+def is_recall_word(word: str) -> bool:
+    """Whether `word` only asks for recall ("记得", "remember")."""
+    return word in CHINESE_RECALL_WORDS or word in ENGLISH_RECALL_WORDS
