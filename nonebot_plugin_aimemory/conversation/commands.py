@@ -8,6 +8,7 @@ from typing import Protocol
 
 from .. import texts
 from ..engine.tokens import TokenCounter
+from ..engine.turn_context import TurnSpeaker
 from .incoming import Command, Incoming
 from .sessions import SessionCache
 
@@ -15,8 +16,17 @@ from .sessions import SessionCache
 class MemoryCommandHandler(Protocol):
     """Answers `~记忆 <action> <argument>` for one scope."""
 
-    async def run(self, scope: str, action: str, argument: str, *, is_manager: bool) -> str:
-        """The answer to the command."""
+    async def run(
+        self,
+        scope: str,
+        action: str,
+        argument: str,
+        *,
+        is_manager: bool,
+        caller: TurnSpeaker | None = None,
+        is_superuser: bool = False,
+    ) -> str:
+        """The answer to the command; `caller` is who sent it (`~记忆 我的 …`)."""
         ...
 
 
@@ -96,5 +106,10 @@ class Commands:
         if command.name == "对话":
             return await self.dialog.run(incoming, f"{command.action} {command.argument}".strip())
         return await self.memory.run(
-            incoming.key, command.action, command.argument, is_manager=incoming.speaker.is_manager
+            incoming.key,
+            command.action,
+            command.argument,
+            is_manager=incoming.speaker.is_manager,
+            caller=incoming.turn_speaker,
+            is_superuser=incoming.speaker.is_superuser,
         )

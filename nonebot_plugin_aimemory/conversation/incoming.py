@@ -10,6 +10,7 @@ from datetime import datetime, tzinfo
 from typing import Protocol
 
 from ..engine.messages import Part, TextPart
+from ..engine.turn_context import TurnSpeaker
 
 logger = logging.getLogger("nonebot_plugin_aimemory")
 
@@ -77,6 +78,11 @@ class Incoming:
         if self.group_id is not None:
             return f"[{sent}] {self.speaker.name}({self.speaker.user_id})："
         return f"[{sent}] "
+
+    @property
+    def turn_speaker(self) -> TurnSpeaker:
+        """Who a turn on this message acts for (see engine/turn_context.py)."""
+        return TurnSpeaker(self.speaker.user_id, in_private_chat=self.group_id is None)
 
 
 def parts_text(parts: list[Part]) -> str:

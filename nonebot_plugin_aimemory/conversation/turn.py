@@ -17,6 +17,7 @@ from .. import texts
 from ..engine.chatbot import ChatBot
 from ..engine.errors import LLMError
 from ..engine.messages import Message, Part, TextPart
+from ..engine.turn_context import TurnSpeaker, speaking
 from ..store.chat_log_store import ChatRow
 from ..store.database import utc_now_text, utc_text
 from .autoclear import GroupAutoClear
@@ -47,8 +48,11 @@ class ChatLogSink(Protocol):
 class RelevantMemories(Protocol):
     """Puts the memories relevant to a message before it, for one turn."""
 
-    async def prepend(self, scope: str, message: Message, query: str) -> tuple[Message, str | None]:
-        """The message to send and, when it was changed, the text to persist instead."""
+    async def prepend(
+        self, scope: str, message: Message, query: str, speaker: TurnSpeaker | None = None
+    ) -> tuple[Message, str | None]:
+        """The message to send and, when it was changed, the text to persist instead;
+        `speaker`'s personal memories visible here count too."""
         ...
 
 
@@ -138,7 +142,9 @@ class Conversation:
         waiter = burst.add(incoming, chars)
 
         async def job(chatbot: ChatBot) -> None:
-            await self._answer_burst(chatbot, burst)
+            # Tools acting for a person (personal memories) read the speaker from here.
+            with speaking(incoming.turn_speaker):
+                await self._answer_burst(chatbot, burst)
 
         finished = self.sessions.get_or_create(incoming.key).submit(job)
         finished.add_done_callback(lambda done: self._after_burst(burst, done))
@@ -190,7 +196,10 @@ class Conversation:
             parts, text = await self._read_all(messages, rows)
             first = messages[0]
             message, persist_text = await self.memories.prepend(
-                chatbot.key, user_message(first.line_prefix(self.zone), parts), text
+                chatbot.key,
+                user_message(first.line_prefix(self.zone), parts),
+                text,
+                first.turn_speaker,
             )
             result = await chatbot.turn(message, persist_user_text=persist_text)
         except LLMError as exc:

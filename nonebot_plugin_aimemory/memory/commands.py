@@ -7,6 +7,7 @@ import re
 from typing import Protocol
 
 from .. import texts
+from ..engine.turn_context import TurnSpeaker
 from .service import PURGE_DELETED_AFTER_DAYS, MemoryFull, MemoryService
 
 PAGE_SIZE = 10
@@ -43,7 +44,16 @@ class MemoryCommands:
         self.auto_inject = auto_inject
         self.inject_top_k = inject_top_k
 
-    async def run(self, scope: str, action: str, argument: str, *, is_manager: bool) -> str:
+    async def run(
+        self,
+        scope: str,
+        action: str,
+        argument: str,
+        *,
+        is_manager: bool,
+        caller: TurnSpeaker | None = None,
+        is_superuser: bool = False,
+    ) -> str:
         """Answer one `~记忆` command sent in `scope`."""
         if action in MANAGER_ACTIONS and not is_manager:
             return texts.PERMISSION_DENIED
@@ -109,7 +119,16 @@ class MemoryCommands:
 class MemoryUnavailable:
     """`~记忆` when long-term memory is off (no database): every action says so."""
 
-    async def run(self, scope: str, action: str, argument: str, *, is_manager: bool) -> str:
+    async def run(
+        self,
+        scope: str,
+        action: str,
+        argument: str,
+        *,
+        is_manager: bool,
+        caller: TurnSpeaker | None = None,
+        is_superuser: bool = False,
+    ) -> str:
         """The same short notice for every action."""
         return texts.MEMORY_UNAVAILABLE
 

@@ -7,6 +7,7 @@ import logging
 
 from .. import prompts
 from ..engine.messages import Message, TextPart
+from ..engine.turn_context import TurnSpeaker
 from .service import MemoryService
 
 logger = logging.getLogger("nonebot_plugin_aimemory")
@@ -20,7 +21,9 @@ class RelevantMemories:
         self.top_k = top_k
         self.max_chars = max_chars
 
-    async def prepend(self, scope: str, message: Message, query: str) -> tuple[Message, str | None]:
+    async def prepend(
+        self, scope: str, message: Message, query: str, speaker: TurnSpeaker | None = None
+    ) -> tuple[Message, str | None]:
         """The message with the memories before it, and the text to persist instead; the
         message unchanged (and None) when nothing relevant is found."""
         try:
@@ -42,6 +45,8 @@ class RelevantMemories:
 class NoRelevantMemories:
     """Auto-inject off, or no long-term memory: messages go as they are."""
 
-    async def prepend(self, scope: str, message: Message, query: str) -> tuple[Message, str | None]:
+    async def prepend(
+        self, scope: str, message: Message, query: str, speaker: TurnSpeaker | None = None
+    ) -> tuple[Message, str | None]:
         """The message unchanged."""
         return message, None

@@ -1,0 +1,37 @@
+"""Who is speaking in the turn being answered: set by the conversation from the event before
+the model is called, read by tools that act for that person (personal memories). The model
+never supplies it; a tool called outside a turn sees nobody."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, slots=True)
+class TurnSpeaker:
+    """The sender of the message a turn answers: their QQ number, and whether the chat is
+    their private chat with the bot (what is said there stays there)."""
+
+    user_id: str
+    in_private_chat: bool
+
+
+_current: ContextVar[TurnSpeaker | None] = ContextVar("aimemory_turn_speaker", default=None)
+
+
+def current_speaker() -> TurnSpeaker | None:
+    """The speaker of the turn this code runs in, or None outside a turn."""
+    return _current.get()
+
+
+@contextmanager
+def speaking(speaker: TurnSpeaker | None) -> Iterator[None]:
+    """Run the enclosed code (a turn: model calls and tool calls) as `speaker`'s turn."""
+    token = _current.set(speaker)
+    try:
+        yield
+    finally:
+        _current.reset(token)
