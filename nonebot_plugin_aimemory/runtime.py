@@ -18,7 +18,6 @@ from .chatlog.commands import ReviewCommands, ReviewsUnavailable
 from .chatlog.feature import ChatLogOff, RecordedChat, ReviewsOff
 from .chatlog.reviewer import MemoryReviewer
 from .chatlog.scheduler import ReviewScheduler
-from .chatlog.vectors import row_vectors
 from .chatlog.writer import ChatLog, NoReviewMarks
 from .config import Config, ConfigError, check_prompt_budget
 from .conversation.autoclear import GroupAutoClear
@@ -331,17 +330,11 @@ class _Builder:
         # Without leave to send the chat log to a model there is no reviewer at all.
         reviewing = config.aimemory_review_external_context
         review_store = ReviewStore(database)
-        chat_log_store = ChatLogStore(database)
         writer = ChatLog(
-            chat_log_store,
+            ChatLogStore(database),
             review_store if reviewing else NoReviewMarks(),
             flush_seconds=config.aimemory_chat_log_flush_seconds,
             keep_days=config.aimemory_chat_log_keep_days,
-            vectors=row_vectors(
-                chat_log_store.vectors,
-                service.embedder,
-                wanted=config.aimemory_chat_log_embeddings,
-            ),
         )
         reviews: ReviewScheduler | ReviewsOff = ReviewsOff()
         review_commands: ReviewCommands | ReviewsUnavailable = ReviewsUnavailable()
@@ -356,20 +349,17 @@ class _Builder:
                 review_commands,
                 auto_inject=config.aimemory_memory_auto_inject,
                 inject_top_k=config.aimemory_memory_inject_topk,
-                personal=config.aimemory_personal_memory,
             ),
             relevant=RelevantMemories(
                 service,
                 top_k=config.aimemory_memory_inject_topk,
                 max_chars=config.aimemory_memory_inject_max_chars,
-                personal=config.aimemory_personal_memory,
             )
             if config.aimemory_memory_auto_inject
             else NoRelevantMemories(),
             extractor=FactExtractor(compressor.llm, service)
             if config.aimemory_memory_extract_on_compact
             else NoExtraction(),
-            personal=config.aimemory_personal_memory,
         )
         return memory, chat_log
 
@@ -384,7 +374,6 @@ class _Builder:
         service = MemoryService(
             MemoryStore(database),
             max_entries=config.aimemory_memory_max_entries,
-            personal_max_entries=config.aimemory_personal_memory_max_entries,
             mask_pii=config.aimemory_memory_mask_pii,
             embedder=embedder,
             zone=config.zone,
