@@ -11,14 +11,18 @@ get it), nothing is downloaded; evidence labels from bench/memorybank_evidence.j
   the user in their scope (the rules may refuse or merge some: counted); each question is
   the tool's query; relevant is the memory made from the labelled turn's utterance.
 - Methods: the product with keyword search only, the product with the embedding endpoint
-  configured (hybrid), BM25, dense e5 retrieval (query:/passage: prefixes), and dense
-  retrieval with bare texts (no query/passage role), the last three bench-side. The hybrid run
-  sets aimemory_embedding_prefixes to mark roles the way the dense baseline does.
+  configured (hybrid: memories and, with aimemory_chat_log_embeddings on, chat-log rows get
+  vectors; every row is embedded before the first question), BM25, dense e5 retrieval
+  (query:/passage: prefixes), and dense retrieval with bare texts (no query/passage role),
+  the last three bench-side. The hybrid run sets aimemory_embedding_prefixes to mark roles
+  the way the dense baseline does.
 R@k: the share of a question's evidence pieces (most questions have one) stated by one of the
 top k results, averaged over the questions whose answer is in the history. The product is
 driven through its tools (see bench/retrieval_product.py), timed per call.
 Latency (keyword path, through the tools): search_current_chat over 100 000 rows of one
-session (the set's turns repeated and shuffled), memory_search over 200 memories.
+session (the set's turns repeated and shuffled), memory_search over 200 memories; and the
+hybrid search_current_chat over as many rows, all with vectors (no target: it includes the
+request that embeds the query, and scans at most chatlog/vectors.py's bound of vectors).
 
 Targets, per set: keyword-only R@10 >= BM25 + 5 points; hybrid R@10 >= dense + 3 points;
 search p99 <= 20 ms over 100 000 chat-log rows and <= 5 ms over 200 memories.
@@ -67,12 +71,14 @@ from bench.retrieval_product import (
     SavedMemories,
     SessionTools,
     backfill_vectors,
+    embed_chat_rows,
     fill_chat_log_rows,
     fill_memories,
     log_conversation,
     memories_without_vector,
     row_texts,
     save_utterances,
+    vector_scan_rows,
 )
 
 if TYPE_CHECKING:
@@ -85,6 +91,7 @@ KS = (1, 5, 10)
 PRODUCT_PREFIXES = {"input-type": "input_type", "text": "auto"}
 CHAT = "search_current_chat"
 MEMORY = "memory_search"
+HYBRID_CHAT = "search_current_chat hybrid"
 KEYWORD_MARGIN_POINTS = 5.0
 HYBRID_MARGIN_POINTS = 3.0
 TARGET_CHAT_P99_MS = 20.0
@@ -148,6 +155,8 @@ class SetResults:
     runs: dict[tuple[str, str], MethodRun] = field(default_factory=dict)
     saves: Counter[str] = field(default_factory=Counter)
     hybrid_without_vector: int = 0
+    hybrid_rows_without_vector: int = 0
+    hybrid_scan_rows: int = 0
     latency: dict[str, list[int]] = field(default_factory=dict)
 
 
@@ -184,6 +193,7 @@ async def run_product(
         turns_of[user.name] = memory_turns(saved)
         tools[user.name] = SessionTools(runtime, qq)
     if method == "hybrid":
+        results.hybrid_rows_without_vector = await embed_chat_rows(runtime)
         await backfill_vectors(runtime)
         for offset, _ in enumerate(dataset.users):
             missing = await memories_without_vector(runtime, FIRST_QQ[dataset.name] + offset)
@@ -261,11 +271,10 @@ async def run_dense(
     results.runs[(MEMORY, method)] = memory
 
 
-async def measure_latency(
-    runtime: Runtime, dataset: LanguageSet, results: SetResults, quick: bool
-) -> None:
-    """Keyword-path search time at size: chat log rows of one session, memories of one scope."""
-    rng = random.Random(20261201)
+async def fill_latency_chat_log(
+    runtime: Runtime, dataset: LanguageSet, rng: random.Random, quick: bool
+) -> int:
+    """One session of the latency size, the set's rows repeated and shuffled; its QQ."""
     texts = [text for user in dataset.users for turn in user.turns for _, text in row_texts(turn)]
     row_count = QUICK_LATENCY_CHAT_ROWS if quick else LATENCY_CHAT_ROWS
     filler: list[str] = []
@@ -276,6 +285,15 @@ async def measure_latency(
     qq = LATENCY_QQ[dataset.name]
     start = datetime(2023, 1, 1, tzinfo=timezone.utc)
     await fill_chat_log_rows(runtime, qq, filler[:row_count], start)
+    return qq
+
+
+async def measure_latency(
+    runtime: Runtime, dataset: LanguageSet, results: SetResults, quick: bool
+) -> None:
+    """Keyword-path search time at size: chat log rows of one session, memories of one scope."""
+    rng = random.Random(20261201)
+    qq = await fill_latency_chat_log(runtime, dataset, rng, quick)
     utterances = [turn.utterance for user in dataset.users for turn in user.turns]
     rng.shuffle(utterances)
     stored = await fill_memories(runtime, qq + 1, utterances, LATENCY_MEMORIES)
@@ -288,6 +306,21 @@ async def measure_latency(
         await memory_tools.call_memory_search(query)
     results.latency[CHAT] = chat_tools.samples_ns[CHAT][LATENCY_WARMUP_QUERIES:]
     results.latency[MEMORY] = memory_tools.samples_ns[MEMORY][LATENCY_WARMUP_QUERIES:]
+
+
+async def measure_hybrid_latency(
+    runtime: Runtime, dataset: LanguageSet, results: SetResults, quick: bool
+) -> None:
+    """Hybrid search_current_chat time at size: the latency session, every row embedded."""
+    qq = await fill_latency_chat_log(runtime, dataset, random.Random(20261201), quick)
+    left = await embed_chat_rows(runtime)
+    if left:
+        raise SystemExit(f"{dataset.name}: {left} latency rows left without a vector")
+    results.hybrid_scan_rows = await vector_scan_rows(runtime)
+    chat_tools = SessionTools(runtime, qq)
+    for question in dataset.questions:
+        await chat_tools.call_search_chat(question.text)
+    results.latency[HYBRID_CHAT] = chat_tools.samples_ns[CHAT][LATENCY_WARMUP_QUERIES:]
 
 
 METHOD_LABELS = {
@@ -371,6 +404,10 @@ def print_memory_writes(all_results: Sequence[SetResults]) -> None:
         )
         if (MEMORY, "hybrid") in results.runs:
             print(f"{name} hybrid memories left without a vector: {results.hybrid_without_vector}")
+            print(
+                f"{name} hybrid chat-log rows left without a vector: "
+                f"{results.hybrid_rows_without_vector}"
+            )
 
 
 def print_latency(all_results: Sequence[SetResults], quick: bool) -> None:
@@ -382,6 +419,14 @@ def print_latency(all_results: Sequence[SetResults], quick: bool) -> None:
             print(
                 f"{results.dataset.name} {path} over {size}: p50 {p50:.2f} ms, p99 {p99:.2f} ms "
                 f"(n={len(samples)}; target p99 <= {target:.0f} ms)"
+            )
+        if samples := results.latency.get(HYBRID_CHAT):
+            p50, p99 = ms(percentile(samples, 0.5)), ms(percentile(samples, 0.99))
+            print(
+                f"{results.dataset.name} {HYBRID_CHAT} over {latency_cases(quick)[0][1]}, "
+                f"all with vectors, at most {results.hybrid_scan_rows} scanned: "
+                f"p50 {p50:.2f} ms, p99 {p99:.2f} ms (n={len(samples)}; no target: includes "
+                "embedding the query)"
             )
 
 
@@ -452,12 +497,16 @@ async def run_methods(
                 "aimemory_embedding_model": options.embeddings_model,
                 # The product marks queries and memories the way the baseline does.
                 "aimemory_embedding_prefixes": PRODUCT_PREFIXES[options.prefixes],
+                # Chat-log rows get vectors too (off by default: they cost tokens).
+                "aimemory_chat_log_embeddings": True,
             }
             async with plugin_runtime(
                 llm, bench.work_dir / "hybrid.db", **RUNTIME_SETTINGS, **embedding_settings
             ) as runtime:
                 for results in all_results:
                     await run_product(runtime, results.dataset, results, "hybrid")
+                for results in all_results:
+                    await measure_hybrid_latency(runtime, results.dataset, results, bench.quick)
     for results in all_results:
         run_bm25(results.dataset, results)
     if embeddings_url:

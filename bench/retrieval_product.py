@@ -122,6 +122,28 @@ async def backfill_vectors(runtime: Runtime) -> int:
     return await memory_service(runtime).backfill_embeddings()
 
 
+async def embed_chat_rows(runtime: Runtime) -> int:
+    """Wait until every chat-log row has its vector (rows are embedded in the background
+    after each flush; rows written around the writer are found by the backfill); how many
+    rows are left without one (the server failed)."""
+    from nonebot_plugin_aimemory.chatlog.vectors import ChatLogVectors
+
+    writer = chat_log_writer(runtime)
+    await writer.vectors.backfill()
+    if not isinstance(writer.vectors, ChatLogVectors):
+        return 0
+    left = await writer.store.vectors.unembedded(writer.vectors.model, limit=1_000_000)
+    return len(left)
+
+
+async def vector_scan_rows(runtime: Runtime) -> int:
+    """How many vectors a hybrid chat-log search scans at most, for the model in use."""
+    from nonebot_plugin_aimemory.chatlog.vectors import scan_rows
+
+    vector = await chat_log_writer(runtime).vectors.query_vector("scan bound")
+    return scan_rows(len(vector)) if vector else 0
+
+
 class SessionTools:
     """A session's tool registry as the model's calls reach it, timed."""
 

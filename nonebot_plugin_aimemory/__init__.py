@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from pathlib import Path
 
 from nonebot import get_driver, get_plugin_config, logger, require
 from nonebot.log import LoguruHandler
@@ -85,6 +86,14 @@ def default_db_path() -> str:
 _startup_failure: ConfigError | None = None
 
 
+def default_personas_dir() -> Path:
+    """Persona files: a `personas` folder in localstore's data directory (created empty;
+    `aimemory_personas_dir` overrides it, see Runtime.start)."""
+    from nonebot_plugin_localstore import get_plugin_data_dir
+
+    return get_plugin_data_dir() / "personas"
+
+
 def startup_failure() -> ConfigError | None:
     """Why the plugin did not start: a setting found invalid at startup (a budget too small
     for the system prompt), or None. The plugin then stays off and the bot runs on."""
@@ -101,7 +110,9 @@ async def _start_runtime() -> None:
     segmenter.use_cache_dir(get_plugin_cache_dir())  # jieba's cache, not in the system temp
     _startup_failure = None
     try:
-        runtime = await Runtime.start(plugin_config, default_db_path(), extensions)
+        runtime = await Runtime.start(
+            plugin_config, default_db_path(), extensions, default_personas_dir()
+        )
     except ConfigError as error:
         _startup_failure = error
         logger.error("{}; the plugin is off until this is fixed", error)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from datetime import timedelta, timezone, tzinfo
 from functools import cached_property
@@ -59,6 +60,11 @@ PROVIDER_PRESETS: dict[str, ProviderPreset] = {
 }
 # Hosts of the hosted presets: a key is needed there (a proxy or a server of one's own may
 # do without one).
+# The web panel's settings: a token this short is guessable; the path is one URL prefix.
+PANEL_TOKEN_MIN_CHARS = 16
+PANEL_PATH = re.compile(r"(/[A-Za-z0-9._-]+)+")
+# Keys whose value an error message never repeats.
+SECRET_KEYS = frozenset({"aimemory_panel_token"})
 HOSTED_API_HOSTS = frozenset(
     urlsplit(preset.api_base).hostname
     for preset in PROVIDER_PRESETS.values()
@@ -76,6 +82,8 @@ class Config(BaseModel):
     aimemory_api_key: str = ""
     aimemory_model: str = Field(default="", validate_default=True)
     aimemory_system_prompt: str = DEFAULT_SYSTEM_PROMPT
+    # Persona files (`<名字>.md`); empty = `personas` in the plugin's data folder.
+    aimemory_personas_dir: str = ""
     # None: from the model's known context window (see engine/models.py), at most 128000.
     aimemory_max_context_tokens: int | None = Field(default=None, ge=1024)
     aimemory_request_timeout: float = Field(default=120.0, gt=0, le=3600)
@@ -147,6 +155,12 @@ class Config(BaseModel):
     aimemory_group_denylist: list[int] | str = Field(default_factory=list)
     # False: private chats are answered for SUPERUSERS only.
     aimemory_private_chat: bool = True
+    # Tokens a chat may use a day (every model role together; SUPERUSERS exempt); 0 = off.
+    aimemory_daily_tokens_per_chat: int = Field(default=0, ge=0)
+    # The web panel (panel/): served under this path by NoneBot's FastAPI server, and only
+    # when a token of at least PANEL_TOKEN_MIN_CHARS characters is set (empty = off).
+    aimemory_panel_path: str = "/aimemory"
+    aimemory_panel_token: str = ""
 
     @field_validator(
         "aimemory_max_context_tokens",
@@ -251,6 +265,22 @@ class Config(BaseModel):
         if value and not value.startswith(("http://", "https://")):
             raise ValueError("must start with http:// or https://")
         return value.rstrip("/")
+
+    @field_validator("aimemory_panel_path")
+    @classmethod
+    def _panel_path_is_a_path(cls, value: str) -> str:
+        value = "/" + value.strip().strip("/")
+        if value == "/" or not PANEL_PATH.fullmatch(value):
+            raise ValueError("must be a path like /aimemory (letters, digits, - _ . /)")
+        return value
+
+    @field_validator("aimemory_panel_token")
+    @classmethod
+    def _panel_token_long_enough(cls, value: str) -> str:
+        value = value.strip()
+        if value and len(value) < PANEL_TOKEN_MIN_CHARS:
+            raise ValueError(f"must be at least {PANEL_TOKEN_MIN_CHARS} characters (or empty: off)")
+        return value
 
     @field_validator("aimemory_embedding_prefixes")
     @classmethod
@@ -365,7 +395,9 @@ def _describe_key_errors(items: list[ErrorDetails]) -> str:
         position = [part for part in item["loc"][1:] if isinstance(part, int)]
         where = f"item {position[0] + 1}: " if position else ""
         allowed = _allowed_values(str(item["loc"][0]) if item["loc"] else "", item["type"])
-        reasons.append(f"{where}{reason} (got {item['input']!r}{allowed})")
+        key = str(item["loc"][0]) if item["loc"] else ""
+        got = f"{len(str(item['input']))} characters" if key in SECRET_KEYS else repr(item["input"])
+        reasons.append(f"{where}{reason} (got {got}{allowed})")
     return ", ".join(reasons)
 
 

@@ -6,6 +6,7 @@ reviewer's and vision model's instructions, and the memory block injected before
 from __future__ import annotations
 
 from collections.abc import Collection, Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from .engine.compressor import SummaryPrompts
@@ -80,11 +81,35 @@ _TAGS: dict[str, Any] = {
 }
 _USER_ID: dict[str, Any] = {**_STRING, "description": "这条记忆关于谁：QQ 号"}
 
+# Whose memory a save is: the plugin binds "speaker" to the sender of the current message.
+ABOUT_CHAT = "chat"
+ABOUT_SPEAKER = "speaker"
+# Bare: its values say what they mean, and every tool definition is billed on every
+# request (the smallest budget, 1024 tokens, must still hold them and the system prompt).
+_ABOUT: dict[str, Any] = {"type": "string", "enum": [ABOUT_CHAT, ABOUT_SPEAKER]}
+
 MEMORY_SAVE_PARAMETERS: dict[str, Any] = {
+    "type": "object",
+    "properties": {"content": _STRING, "tags": _TAGS, "user_id": _USER_ID, "about": _ABOUT},
+    "required": ["content"],
+}
+# With personal memory off (AIMEMORY_PERSONAL_MEMORY=false) there is no `about` to choose.
+MEMORY_SAVE_CHAT_ONLY_PARAMETERS: dict[str, Any] = {
     "type": "object",
     "properties": {"content": _STRING, "tags": _TAGS, "user_id": _USER_ID},
     "required": ["content"],
 }
+
+
+def about_unknown_note(value: object) -> str:
+    """The tool result's note when `about` is neither "chat" nor "speaker" (what came is
+    quoted, cut short)."""
+    shown = repr(value)[:40]
+    return f'注意：about 只能是 "chat" 或 "speaker"，收到 {shown}，已按 "chat" 存为本聊天的记忆。'
+
+
+ABOUT_SPEAKER_OFF_NOTE = '注意：个人记忆没有开启，已按 "chat" 存为本聊天的记忆。'
+ABOUT_SPEAKER_UNKNOWN_NOTE = '注意：不知道当前发言人是谁，已按 "chat" 存为本聊天的记忆。'
 MEMORY_UPDATE_PARAMETERS: dict[str, Any] = {
     "type": "object",
     "properties": {"id": _STRING, "content": _STRING, "tags": _TAGS, "user_id": _USER_ID},
@@ -245,28 +270,40 @@ MEMORY_INJECTION_HEADER = (
     "【可能相关的长期记忆】以下是之前保存的记忆，可能对回答有帮助；与当前话题无关时请忽略；"
     "如果发现内容过时或有误，请用 memory_update 按编号更正。"
 )
+# Added to the header when the block holds personal memories.
+MEMORY_INJECTION_PERSONAL_NOTE = "标 [个人] 的是当前发言人本人的个人记忆。"
 
 
-def memory_injection(records: Sequence[MemoryRecord], max_chars: int) -> str:
+def memory_injection(
+    records: Sequence[MemoryRecord], max_chars: int, *, personal: Collection[str] = ()
+) -> str:
     """The block put before one turn's user text (never persisted), at most `max_chars`.
     Records come best first; one that does not fit is skipped, except the best, which is
-    cut rather than dropped (to half the budget, leaving room for the next ones)."""
+    cut rather than dropped (to half the budget, leaving room for the next ones). Records
+    whose id is in `personal` are the speaker's personal memories, marked so."""
     if not records:
         return ""
-    best_id_chars = len(f"#{records[0].id} ")
+    header = MEMORY_INJECTION_HEADER
+    if any(record.id in personal for record in records):
+        header += MEMORY_INJECTION_PERSONAL_NOTE
+    best = records[0]
+    # The id (and mark) the best line starts with: a cut must leave some content after it.
+    best_id_chars = len(
+        memory_line(replace(best, content="", tags=[], user_id=None), personal=best.id in personal)
+    )
 
     def cut_best(line: str, room_chars: int, rank: int) -> str | None:
         if rank > 0:
             return None
         # Header, line break and the best record together take at most half the budget.
-        cut = cut_line(line, max_chars // 2 - len(MEMORY_INJECTION_HEADER) - 1)
+        cut = cut_line(line, max_chars // 2 - len(header) - 1)
         return cut if len(cut) - 1 > best_id_chars else None  # some content must be left
 
     fitted = fit_lines(
-        [memory_line(record) for record in records],
+        [memory_line(record, personal=record.id in personal) for record in records],
         max_chars,
-        used_chars=len(MEMORY_INJECTION_HEADER),
+        used_chars=len(header),
         skip_misfits=True,
         shorten=cut_best,
     )
-    return "\n".join([MEMORY_INJECTION_HEADER, *fitted.lines]) if fitted.lines else ""
+    return "\n".join([header, *fitted.lines]) if fitted.lines else ""

@@ -9,7 +9,8 @@ import asyncio
 import logging
 from collections.abc import AsyncIterator, Callable, Iterable
 from contextlib import asynccontextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from pathlib import Path
 
 import httpx
 
@@ -18,6 +19,7 @@ from .chatlog.commands import ReviewCommands, ReviewsUnavailable
 from .chatlog.feature import ChatLogOff, RecordedChat, ReviewsOff
 from .chatlog.reviewer import MemoryReviewer
 from .chatlog.scheduler import ReviewScheduler
+from .chatlog.vectors import row_vectors
 from .chatlog.writer import ChatLog, NoReviewMarks
 from .config import Config, ConfigError, check_prompt_budget
 from .conversation.autoclear import GroupAutoClear
@@ -33,6 +35,7 @@ from .engine.llm import LLMClient
 from .engine.messages import Message
 from .engine.tokens import TiktokenCounter, message_tokens
 from .engine.tools import Tool, ToolRegistry
+from .engine.usage import UsageRecorder
 from .media.images import ImageReader, NoDescriptionCache, NoVision
 from .memory.commands import MemoryCommands
 from .memory.extractor import FactExtractor
@@ -43,13 +46,19 @@ from .onebot.content import ContentRenderer
 from .onebot.inbound import Inbound
 from .onebot.members import MemberNames
 from .onebot.outbound import Outbound, ReplyBuilder
+from .personas.catalog import PersonaCatalog
+from .personas.choices import Personas, UnsavedChoices
+from .personas.commands import PersonaCommands
+from .personas.keys import chat_key_of, persona_of
 from .store.chat_log_store import ChatLogStore
 from .store.counters import GroupCounterStore, MemoryOnlyCounterStore
 from .store.database import Database, open_database
 from .store.history_store import MemoryOnlyHistoryStore, SqliteHistoryStore
 from .store.image_store import ImageDescriptionStore
 from .store.memory_store import MemoryStore
+from .store.persona_store import PersonaStore
 from .store.review_store import ReviewStore
+from .store.usage_store import MemoryOnlyUsageStore, UsageStore
 from .text import segmenter
 
 logger = logging.getLogger("nonebot_plugin_aimemory")
@@ -103,7 +112,12 @@ class Runtime:
     inbound: Inbound
     conversation: Conversation
     outbound: Outbound
+    personas: Personas
+    # Token usage of every model call, per chat, day and role (engine/usage.py).
+    usage: UsageRecorder
     _database: Database | None = field(default=None, repr=False)
+    # Main-model clients of personas that name a model of their own, by model.
+    _persona_llms: dict[str, LLMClient] = field(default_factory=dict, repr=False)
 
     @property
     def persistent(self) -> bool:
@@ -123,9 +137,11 @@ class Runtime:
         return self.compressor.policy.budget_tokens
 
     def build_chatbot(self, key: str) -> ChatBot:
-        """A ChatBot for `key` with the built-in tools and every provider's."""
+        """A ChatBot for the window `key` (a chat's, or a persona's part of it: see
+        personas/keys.py) with the built-in tools and every provider's. Memory tools are
+        bound to the persona's memories, chat-log tools to the chat's log."""
         tools = ToolRegistry()
-        for tool in (*self.memory.tools(key), *self.chat_log.tools(key)):
+        for tool in self.builtin_tools(key):
             tools.register(tool)
         for provider in self.extensions.tool_providers:
             try:
@@ -138,7 +154,7 @@ class Runtime:
                 )
         return ChatBot(
             key,
-            llm=self.llm,
+            llm=self.llm_for(self.personas.named(persona_of(key)).model),
             store=self.history,
             counter=self.counter,
             system_prompt=self.system_prompt_for(key),
@@ -148,30 +164,59 @@ class Runtime:
             compressor=self.compressor,
         )
 
+    def builtin_tools(self, key: str) -> list[Tool]:
+        """The memory tools of window `key` and the chat-log tools of its chat."""
+        return [*self.memory.tools(key), *self.chat_log.tools(chat_key_of(key))]
+
     def system_prompt_for(self, key: str) -> str:
-        """The persona, where the chat happens and the rules of the built-in tools the
-        session has (none without a database); identical every turn (prefix caching)."""
-        tools = (*self.memory.tools(key), *self.chat_log.tools(key))
+        """The persona's prompt, where the chat happens and the rules of the built-in tools
+        the session has (none without a database); identical every turn (prefix caching)."""
+        persona = self.personas.named(persona_of(key))
         return prompts.build_system_prompt(
-            self.config.aimemory_system_prompt, key, [tool.name for tool in tools]
+            persona.prompt, chat_key_of(key), [tool.name for tool in self.builtin_tools(key)]
         )
 
+    def llm_for(self, model: str | None) -> LLMClient:
+        """The main model's client, or one for the model a persona names instead."""
+        if not model or model == self.llm.model:
+            return self.llm
+        client = self._persona_llms.get(model)
+        if client is None:
+            endpoint = replace(self.config.endpoint("main"), model=model)
+            client = self._persona_llms[model] = LLMClient(
+                self.http,
+                endpoint,
+                timeout_seconds=self.config.aimemory_request_timeout,
+                max_retries=self.config.aimemory_llm_max_retries,
+                role="main",
+                meter=self.usage,
+            )
+        return client
+
     @asynccontextmanager
-    async def group_cleared_in_memory(self, group_id: str) -> AsyncIterator[None]:
-        """Clear a group's window in memory and hold its session until the caller has
-        cleared the stored copy (auto-clear batches those deletes)."""
-        session = self.sessions.get_or_create(group_key(group_id), touch=False)
+    async def group_cleared_in_memory(self, group_id: str) -> AsyncIterator[str]:
+        """Clear the window of a group's current persona in memory and hold its session
+        until the caller has cleared the stored copy (auto-clear batches those deletes);
+        yields that window's key."""
+        key = self.personas.window_key(group_key(group_id))
+        session = self.sessions.get_or_create(key, touch=False)
         async with session.lock:
             session.bot.forget()
             session.loaded = True
-            yield
+            yield key
 
     @classmethod
     async def start(
-        cls, config: Config, db_path: str, extensions: Extensions | None = None
+        cls,
+        config: Config,
+        db_path: str,
+        extensions: Extensions | None = None,
+        personas_dir: Path | None = None,
     ) -> Runtime:
-        """Open everything; an unusable database degrades to in-memory history."""
-        return await _Builder(config, extensions or Extensions()).build(db_path)
+        """Open everything; an unusable database degrades to in-memory history. Persona
+        files are read from `aimemory_personas_dir`, else `personas_dir` (the plugin's
+        data folder), else a `personas` folder beside the database."""
+        return await _Builder(config, extensions or Extensions()).build(db_path, personas_dir)
 
     async def stop(self) -> None:
         """Stop sessions (turns in flight get a grace period, queued messages are kept
@@ -184,6 +229,8 @@ class Runtime:
         self.extensions.pre_compact.unregister(self.memory.extractor.on_pre_compact)
         await self.extensions.pre_compact.drain(SHUTDOWN_GRACE_SECONDS)
         await self.memory.close()
+        # After everything that calls a model, before the database closes.
+        await self.usage.close()
         if self._database is not None:
             await self._database.close()
         await self.http.aclose()
@@ -199,19 +246,35 @@ class _Builder:
             timeout=httpx.Timeout(config.aimemory_request_timeout, connect=10.0),
             limits=httpx.Limits(max_connections=64, max_keepalive_connections=16),
         )
+        # Set first thing in `build`, before any client is made.
+        self.usage: UsageRecorder
 
-    def llm_client(self, role: str) -> LLMClient:
-        """A chat client for a model role, sharing the process's connection pool."""
+    def llm_client(self, role: str, counted_as: str | None = None) -> LLMClient:
+        """A chat client for a model role, sharing the process's connection pool; its usage
+        is counted under `counted_as` (default: the role)."""
         return LLMClient(
             self.http,
             self.config.endpoint(role),
             timeout_seconds=self.config.aimemory_request_timeout,
             max_retries=self.config.aimemory_llm_max_retries,
+            role=counted_as or role,
+            meter=self.usage,
         )
 
-    async def build(self, db_path: str) -> Runtime:
+    async def build(self, db_path: str, personas_dir: Path | None = None) -> Runtime:
         config = self.config
         database = await open_database(db_path)
+        self.usage = UsageRecorder(
+            UsageStore(database) if database else MemoryOnlyUsageStore(), zone=config.zone
+        )
+        await self.usage.load()
+        personas = Personas(
+            PersonaCatalog(
+                self.personas_folder(db_path, personas_dir), config.aimemory_system_prompt
+            ),
+            PersonaStore(database) if database else UnsavedChoices(),
+        )
+        await personas.load()
         counter = TiktokenCounter()
         await asyncio.to_thread(counter.load)
         pre_compact = self.extensions.pre_compact
@@ -227,7 +290,7 @@ class _Builder:
         members = MemberNames()
         if database is not None:
             await asyncio.to_thread(segmenter.initialise)
-        memory, chat_log = self.memory_and_chat_log(database, compressor)
+        memory, chat_log = self.memory_and_chat_log(database, compressor, personas)
         pre_compact.register(memory.extractor.on_pre_compact)
         runtime: Runtime
         sessions = SessionCache(
@@ -246,6 +309,9 @@ class _Builder:
             budget_tokens=compressor.policy.budget_tokens,
             persistent=database is not None,
             zone=config.zone,
+            personas=personas,
+            usage=self.usage,
+            daily_quota_tokens=config.aimemory_daily_tokens_per_chat,
         )
         runtime = Runtime(
             config=config,
@@ -266,10 +332,13 @@ class _Builder:
                 autoclear=autoclear,
                 chat_log=chat_log,
                 memories=memory.relevant,
-                commands=Commands(dialog, memory.commands),
+                commands=Commands(dialog, memory.commands, PersonaCommands(personas)),
                 zone=config.zone,
                 configured=config.configured,
                 log_ambient=config.aimemory_chat_log_ambient,
+                usage=self.usage,
+                daily_quota_tokens=config.aimemory_daily_tokens_per_chat,
+                window_key=personas.window_key,
             ),
             outbound=Outbound(
                 ReplyBuilder(
@@ -278,6 +347,8 @@ class _Builder:
                 max_chars=config.aimemory_reply_max_chars,
                 max_parts=config.aimemory_reply_max_parts,
             ),
+            personas=personas,
+            usage=self.usage,
             _database=database,
         )
         try:
@@ -290,10 +361,18 @@ class _Builder:
         await autoclear.load()
         memory.start()
         chat_log.start()
+        self.usage.start()
         sessions.start_janitor(config.aimemory_janitor_interval_seconds)
         if warning := config.missing_key_warning():
             logger.warning(warning)
         return runtime
+
+    def personas_folder(self, db_path: str, personas_dir: Path | None) -> Path:
+        """Where persona files are: the configured folder, the plugin's data folder's
+        `personas`, or (tests, a bare Runtime) one beside the database."""
+        if self.config.aimemory_personas_dir:
+            return Path(self.config.aimemory_personas_dir)
+        return personas_dir or Path(db_path).parent / "personas"
 
     def prompt_budget_warning(self, runtime: Runtime) -> str | None:
         """Measure what every request carries before the conversation (the system prompt and
@@ -319,7 +398,7 @@ class _Builder:
         )
 
     def memory_and_chat_log(
-        self, database: Database | None, compressor: Compressor
+        self, database: Database | None, compressor: Compressor, personas: Personas
     ) -> tuple[LongTermMemory | MemoryOff, RecordedChat | ChatLogOff]:
         """Long-term memory and the chat log exist only with a database; without one the
         tools are off, the commands say so, and chat goes on."""
@@ -330,16 +409,22 @@ class _Builder:
         # Without leave to send the chat log to a model there is no reviewer at all.
         reviewing = config.aimemory_review_external_context
         review_store = ReviewStore(database)
+        chat_log_store = ChatLogStore(database)
         writer = ChatLog(
-            ChatLogStore(database),
+            chat_log_store,
             review_store if reviewing else NoReviewMarks(),
             flush_seconds=config.aimemory_chat_log_flush_seconds,
             keep_days=config.aimemory_chat_log_keep_days,
+            vectors=row_vectors(
+                chat_log_store.vectors,
+                service.embedder,
+                wanted=config.aimemory_chat_log_embeddings,
+            ),
         )
         reviews: ReviewScheduler | ReviewsOff = ReviewsOff()
         review_commands: ReviewCommands | ReviewsUnavailable = ReviewsUnavailable()
         if reviewing:
-            reviews = self.review_scheduler(service, writer, review_store)
+            reviews = self.review_scheduler(service, writer, review_store, personas)
             review_commands = ReviewCommands(reviews, writer, config.zone)
         chat_log = RecordedChat(writer, config.zone, reviews, review_commands)
         memory = LongTermMemory(
@@ -349,17 +434,20 @@ class _Builder:
                 review_commands,
                 auto_inject=config.aimemory_memory_auto_inject,
                 inject_top_k=config.aimemory_memory_inject_topk,
+                personal=config.aimemory_personal_memory,
             ),
             relevant=RelevantMemories(
                 service,
                 top_k=config.aimemory_memory_inject_topk,
                 max_chars=config.aimemory_memory_inject_max_chars,
+                personal=config.aimemory_personal_memory,
             )
             if config.aimemory_memory_auto_inject
             else NoRelevantMemories(),
-            extractor=FactExtractor(compressor.llm, service)
+            extractor=FactExtractor(compressor.llm.for_role("extractor"), service)
             if config.aimemory_memory_extract_on_compact
             else NoExtraction(),
+            personal=config.aimemory_personal_memory,
         )
         return memory, chat_log
 
@@ -370,10 +458,11 @@ class _Builder:
         if config.aimemory_embedding_model:
             endpoint = config.endpoint("embedding")
             roles = EmbeddingRoles.from_setting(config.aimemory_embedding_prefixes, endpoint.model)
-            embedder = EmbeddingClient(self.http, endpoint, roles=roles)
+            embedder = EmbeddingClient(self.http, endpoint, roles=roles, meter=self.usage)
         service = MemoryService(
             MemoryStore(database),
             max_entries=config.aimemory_memory_max_entries,
+            personal_max_entries=config.aimemory_personal_memory_max_entries,
             mask_pii=config.aimemory_memory_mask_pii,
             embedder=embedder,
             zone=config.zone,
@@ -381,15 +470,20 @@ class _Builder:
         return service
 
     def review_scheduler(
-        self, service: MemoryService, writer: ChatLog, review_store: ReviewStore
+        self,
+        service: MemoryService,
+        writer: ChatLog,
+        review_store: ReviewStore,
+        personas: Personas,
     ) -> ReviewScheduler:
-        """The background reviewer: turns recent chat into memories now and then."""
+        """The background reviewer: turns recent chat into memories now and then, each
+        persona's scope as that persona."""
         config = self.config
         reviewer = MemoryReviewer(
-            self.llm_client("review"),
+            self.llm_client("review", counted_as="reviewer"),
             service,
             writer.store,
-            persona=config.aimemory_system_prompt,
+            persona=lambda scope: personas.named(persona_of(scope)).prompt,
             zone=config.zone,
         )
         return ReviewScheduler(

@@ -19,7 +19,7 @@ MEMORY_TOOLS = ("memory_save", "memory_search", "memory_update", "memory_forget"
 CHAT_LOG_TOOLS = ("read_recent_chat", "search_current_chat")
 # The contract with the tool handlers: name -> argument -> JSON type.
 TOOL_ARGUMENTS = {
-    "memory_save": {"content": "string", "tags": "array", "user_id": "string"},
+    "memory_save": {"content": "string", "tags": "array", "user_id": "string", "about": "string"},
     "memory_search": {"query": "string", "limit": "integer", "offset": "integer"},
     "memory_update": {"id": "string", "content": "string", "tags": "array", "user_id": "string"},
     "memory_forget": {"id": "string"},

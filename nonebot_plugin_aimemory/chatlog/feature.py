@@ -33,9 +33,9 @@ class RecordedChat:
     reviews: ReviewScheduler | ReviewsOff
     commands: ReviewCommands | ReviewsUnavailable
 
-    def add(self, row: ChatRow, *, review: bool = False) -> None:
+    def add(self, row: ChatRow, *, review: bool = False, review_for: str | None = None) -> None:
         """Queue one row (never awaits)."""
-        self.writer.add(row, review=review)
+        self.writer.add(row, review=review, review_for=review_for)
 
     def mark_refused(self, row: ChatRow) -> None:
         """Mark a row added earlier as refused by the model service (never awaits)."""
@@ -66,7 +66,7 @@ class ChatLogOff:
 
     commands: ReviewsUnavailable = field(default_factory=ReviewsUnavailable)
 
-    def add(self, row: ChatRow, *, review: bool = False) -> None:
+    def add(self, row: ChatRow, *, review: bool = False, review_for: str | None = None) -> None:
         """Rows are dropped."""
 
     def mark_refused(self, row: ChatRow) -> None:

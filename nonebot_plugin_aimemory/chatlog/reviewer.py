@@ -4,6 +4,7 @@ long-term memories (through the same rules as every other write)."""
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import tzinfo
 from typing import Any
@@ -11,7 +12,9 @@ from typing import Any
 from .. import prompts
 from ..engine.llm import LLMClient
 from ..engine.messages import Message
+from ..engine.usage import attributed_to
 from ..memory.service import MemoryService
+from ..personas.keys import chat_key_of
 from ..store.chat_log_store import ChatLogStore, ChatRow
 from ..text.fit import cut_line, fit_lines
 from ..text.model_json import parse_json_object
@@ -44,25 +47,34 @@ class MemoryReviewer:
         memory: MemoryService,
         chat_log: ChatLogStore,
         *,
-        persona: str,
+        persona: str | Callable[[str], str],
         zone: tzinfo,
     ) -> None:
         self.llm = llm
         self.memory = memory
         self.chat_log = chat_log
-        self.persona = persona
+        # The prompt of the persona a scope belongs to (`g:1#猫娘` reviews as 猫娘).
+        self.persona_of_scope = persona if callable(persona) else lambda _scope: persona
         self.zone = zone
 
     async def review(self, scope: str, after_row: int) -> ReviewOutcome:
-        """Review rows after `after_row`; raises LLMError when the model cannot be reached."""
-        fetched = await self.chat_log.since(scope, after_row, MAX_ROWS)
+        """Review rows after `after_row`; raises LLMError when the model cannot be reached.
+        Its model calls (the saves' embeddings too) are counted for the scope's chat."""
+        with attributed_to(chat_key_of(scope)):
+            return await self._review(scope, after_row)
+
+    async def _review(self, scope: str, after_row: int) -> ReviewOutcome:
+        # A persona's scope reviews its chat's log (shared by every persona) on its own:
+        # its own last reviewed row, its own memories, its own prompt.
+        chat_key = chat_key_of(scope)
+        fetched = await self.chat_log.since(chat_key, after_row, MAX_ROWS)
         # A refused row would have the review refused too, again and again.
         rows, log = _shown_log([row for row in fetched if not row.refused], self.zone)
         if not rows:
             return ReviewOutcome(last_row=fetched[-1].id if fetched else after_row)
         memories = await self.memory.list(scope)
         system = prompts.review_prompt(
-            self.persona, in_group=scope.startswith("g:"), max_ops=MAX_OPS
+            self.persona_of_scope(scope), in_group=chat_key.startswith("g:"), max_ops=MAX_OPS
         )
         completion = await self.llm.complete(
             [

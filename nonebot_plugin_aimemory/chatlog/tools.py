@@ -12,6 +12,7 @@ from ..store.chat_log_store import ChatLogStore
 from ..store.database import utc_text
 from ..text import query
 from .lines import format_rows
+from .search import search_rows
 from .writer import ChatLog
 
 RECENT_DEFAULT = 20
@@ -39,15 +40,20 @@ def chat_log_tools(
         return format_rows(rows, zone) or "还没有聊天记录。"
 
     async def search_current_chat(arguments: dict[str, Any]) -> str:
-        """Chat-log rows of this session that best match `keyword` (words or a question);
-        rows from the days it names come first."""
+        """Chat-log rows of this session that best match `keyword` (words or a question;
+        by meaning too when rows have vectors); rows from the days it names come first."""
         keyword = str(arguments.get("keyword") or "").strip()
         if not keyword:
             raise ToolError("缺少参数 keyword")
         await chat_log.flush()
         periods = await named_periods(chat_log.store, session_key, keyword, zone, now())
-        rows = await chat_log.store.search(
-            session_key, keyword, _limit(arguments.get("limit")), periods=periods
+        rows = await search_rows(
+            chat_log.store,
+            chat_log.vectors,
+            session_key,
+            keyword,
+            _limit(arguments.get("limit")),
+            periods,
         )
         shown = keyword if len(keyword) <= 50 else keyword[:50] + "…"
         return format_rows(rows, zone, keep="first") or f"没有找到包含“{shown}”的聊天记录。"

@@ -1,5 +1,6 @@
 """Writing the chat log in batches (a busy group costs no write per message), marking
-sessions for review, and the daily retention cleanup."""
+sessions for review, handing written rows to their optional vectors, and the daily
+retention cleanup."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from typing import Protocol
 from ..engine.background import Background
 from ..store.chat_log_store import ChatLogStore, ChatRow
 from ..store.database import utc_text
+from .vectors import NoChatLogVectors, RowVectors
 
 logger = logging.getLogger("nonebot_plugin_aimemory")
 
@@ -47,9 +49,12 @@ class ChatLog:
         *,
         flush_seconds: float,
         keep_days: int,
+        vectors: RowVectors | None = None,
     ) -> None:
         self.store = store
         self.reviews = reviews
+        # Off by default: every embedded row costs the embedding model's tokens.
+        self.vectors: RowVectors = vectors if vectors is not None else NoChatLogVectors()
         self.flush_seconds = flush_seconds
         self.keep_days = keep_days
         self._buffer: list[ChatRow] = []
@@ -68,11 +73,12 @@ class ChatLog:
         """How many rows wait to be written."""
         return len(self._buffer)
 
-    def add(self, row: ChatRow, *, review: bool = False) -> None:
-        """Queue one row (never awaits); `review` marks its session for a memory review."""
+    def add(self, row: ChatRow, *, review: bool = False, review_for: str | None = None) -> None:
+        """Queue one row (never awaits); `review` marks its session for a memory review,
+        `review_for` the scope named instead (a persona's, which reviews the chat's log)."""
         self._buffer.append(row)
-        if review:
-            self._to_review.add(row.session_key)
+        if review or review_for:
+            self._to_review.add(review_for or row.session_key)
         if (
             len(self._buffer) >= FLUSH_BATCH_ROWS
             and not self._failing
@@ -99,7 +105,7 @@ class ChatLog:
             if not rows and not review_keys and not refusals:
                 return
             try:
-                await self.store.insert_many(rows)
+                ids = await self.store.insert_many(rows)
             except sqlite3.OperationalError:
                 # The database itself (disk full, file locked): every row would fail alike.
                 logger.exception("could not write %d chat-log rows; will retry", len(rows))
@@ -117,6 +123,7 @@ class ChatLog:
                 await self._insert_one_by_one(rows)
             else:
                 self._failing = False
+                self._written(rows, ids)
             try:
                 await self.store.mark_refused(refusals)
             except Exception:
@@ -134,7 +141,7 @@ class ChatLog:
         database itself fail meanwhile, the rows not yet written wait for the next flush."""
         for index, row in enumerate(rows):
             try:
-                await self.store.insert_many([row])
+                ids = await self.store.insert_many([row])
             except sqlite3.OperationalError:
                 logger.exception("could not write chat-log rows; will retry")
                 self._failing = True
@@ -146,6 +153,12 @@ class ChatLog:
                     row.session_key,
                     row.text[:100],
                 )
+            else:
+                self._written([row], ids)
+
+    def _written(self, rows: list[ChatRow], ids: list[int]) -> None:
+        """Rows are in the database: their vectors are made in the background."""
+        self.vectors.written([replace(row, id=i) for row, i in zip(rows, ids, strict=True)])
 
     def _requeue(self, rows: list[ChatRow], review_keys: set[str]) -> None:
         """Put unwritten rows back before the ones queued meanwhile, keeping at most
@@ -170,16 +183,19 @@ class ChatLog:
 
     def start(self) -> None:
         """Start the periodic flush and retention-cleanup loops, and index what an older
-        release logged (in the background, so the first search need not wait for it)."""
+        release logged and embed rows without a vector (in the background, so the first
+        search need not wait for them)."""
         self._background.every(self.flush_seconds, self.flush, name="flush")
         self._background.every(
             CLEANUP_INTERVAL_SECONDS, self.cleanup, first_delay_seconds=0, name="cleanup"
         )
         self._indexing.spawn(self.store.catch_up_index(), name="catch-up")
+        self.vectors.start()
 
     async def close(self) -> None:
-        """Stop indexing old rows (resumed after the next start), stop the loops, let an
-        early flush finish, and flush what is still buffered."""
+        """Stop indexing old rows and embedding rows (both resumed after the next start),
+        stop the loops, let an early flush finish, and flush what is still buffered."""
         await self._indexing.close(cancel=True)
+        await self.vectors.close()
         await self._background.close()
         await self.flush()

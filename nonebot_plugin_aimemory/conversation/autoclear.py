@@ -19,9 +19,10 @@ logger = logging.getLogger("nonebot_plugin_aimemory")
 PERSIST_EVERY_MESSAGES = 10
 BATCH_SECONDS = 0.25
 
-# Clears a group's window in memory and holds its session until the store is cleared too,
-# so no turn can append to a window whose stored copy is about to be deleted.
-HoldCleared = Callable[[str], AbstractAsyncContextManager[None]]
+# Clears a group's window (its current persona's) in memory and holds its session until the
+# store is cleared too, so no turn can append to a window whose stored copy is about to be
+# deleted; yields the key of the window it cleared.
+HoldCleared = Callable[[str], AbstractAsyncContextManager[str]]
 
 
 class GroupAutoClear:
@@ -85,8 +86,8 @@ class GroupAutoClear:
 
     async def _clear(self, group_id: str) -> None:
         try:
-            async with self._hold_cleared(group_id):
-                self._to_clear.add(group_id)
+            async with self._hold_cleared(group_id) as window_key:
+                self._to_clear.add(window_key)
                 await asyncio.shield(self._next_batch())
             self.clears_done += 1
             logger.info(

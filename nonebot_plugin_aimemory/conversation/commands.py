@@ -1,5 +1,7 @@
-"""`~对话` commands (status, clear and stop for the current conversation), and the router
-that sends `~记忆` to the memory commands."""
+"""`~对话` commands (status, clear, stop and token usage for the current conversation), and the router
+that sends `~记忆` to the memory commands and `~人设` to the persona commands. A chat's
+conversation is its current persona's: every command acts on that persona's window and
+memories (see personas/keys.py)."""
 
 from __future__ import annotations
 
@@ -9,6 +11,7 @@ from typing import Protocol
 from .. import texts
 from ..engine.tokens import TokenCounter
 from ..engine.turn_context import TurnSpeaker
+from ..engine.usage import TokenCounts, UsageRecorder, in_role_order, summed
 from .incoming import Command, Incoming
 from .sessions import SessionCache
 
@@ -30,8 +33,34 @@ class MemoryCommandHandler(Protocol):
         ...
 
 
+class PersonaCommandHandler(Protocol):
+    """Answers `~人设 <action> <argument>` in one chat."""
+
+    async def run(self, chat_key: str, action: str, argument: str, *, may_switch: bool) -> str:
+        """The answer to the command."""
+        ...
+
+
+class CurrentPersonas(Protocol):
+    """Which persona each chat plays (personas/choices.py)."""
+
+    def window_key(self, chat_key: str) -> str:
+        """The key of the current persona's window and memories in the chat."""
+        ...
+
+    def shown_name(self, chat_key: str) -> str | None:
+        """The current persona's name for status lines (None: no personas defined)."""
+        ...
+
+
+# Days `~对话 用量` adds up besides today (today included).
+USAGE_WEEK_DAYS = 7
+# Chats a SUPERUSER's `~对话 用量` lists by tokens used.
+USAGE_TOP_CHATS = 5
+
+
 class DialogCommands:
-    """`~对话 状态 | 清空 | 停止` for the conversation the command was sent in."""
+    """`~对话 状态 | 清空 | 停止 | 用量` for the conversation the command was sent in."""
 
     def __init__(
         self,
@@ -41,30 +70,65 @@ class DialogCommands:
         budget_tokens: int,
         persistent: bool,
         zone: tzinfo,
+        personas: CurrentPersonas,
+        usage: UsageRecorder,
+        daily_quota_tokens: int = 0,
     ) -> None:
         self.sessions = sessions
+        self.personas = personas
+        self.usage = usage
+        self.daily_quota_tokens = daily_quota_tokens
         self.counter = counter
         self.budget_tokens = budget_tokens
         self.persistent = persistent
         self.zone = zone
 
     async def run(self, incoming: Incoming, argument: str) -> str:
-        """Answer `~对话 <argument>`."""
+        """Answer `~对话 <argument>` for the current persona's conversation."""
+        key = self.personas.window_key(incoming.key)
         if argument == "状态":
-            return await self.status(incoming.key, show_sessions=incoming.speaker.is_superuser)
+            status = await self.status(key, show_sessions=incoming.speaker.is_superuser)
+            return _with_persona(status, self.personas.shown_name(incoming.key))
         if argument == "清空":
             if not incoming.speaker.is_manager:
                 return texts.PERMISSION_DENIED
-            await self.clear(incoming.key)
+            await self.clear(key)
             return texts.CLEARED
         if argument == "停止":
-            session = self.sessions.get(incoming.key)
+            session = self.sessions.get(key)
             if session is None:
                 return texts.NOTHING_TO_STOP
             # Non-short-circuit: what is queued is dropped along with the answer in progress.
             stopped = session.stop_current() | bool(session.drop_queued())
             return texts.STOPPED if stopped else texts.NOTHING_TO_STOP
+        if argument == "用量":
+            # Usage is the chat's, whichever persona spent it.
+            if incoming.speaker.is_superuser and incoming.group_id is None:
+                return await self.usage_of_all_chats()
+            return await self.usage_of(incoming.key)
         return texts.DIALOG_USAGE
+
+    async def usage_of(self, chat_key: str) -> str:
+        """This chat's tokens today and over the last 7 days, by role."""
+        today = self.usage.today()
+        week_start = self.usage.days_before(today, USAGE_WEEK_DAYS - 1)
+        return texts.usage_report(
+            today=_period("今天", await self.usage.by_role(chat_key, today, today)),
+            week=_period("近 7 天", await self.usage.by_role(chat_key, week_start, today)),
+            today_used_tokens=self.usage.today_total(chat_key),
+            quota_tokens=self.daily_quota_tokens,
+        )
+
+    async def usage_of_all_chats(self) -> str:
+        """Every chat's tokens added up, today and over the last 7 days, and the chats that
+        used the most."""
+        today = self.usage.today()
+        week_start = self.usage.days_before(today, USAGE_WEEK_DAYS - 1)
+        return texts.usage_report_all_chats(
+            today=_period("今天", await self.usage.totals(today, today)),
+            week=_period("近 7 天", await self.usage.totals(week_start, today)),
+            top_chats=await self.usage.top_chats(week_start, today, USAGE_TOP_CHATS),
+        )
 
     async def clear(self, key: str) -> None:
         """Clear one conversation's window, in memory and in the store, under its lock."""
@@ -97,19 +161,45 @@ class DialogCommands:
 class Commands:
     """Routes a command to the feature that owns it."""
 
-    def __init__(self, dialog: DialogCommands, memory: MemoryCommandHandler) -> None:
+    def __init__(
+        self,
+        dialog: DialogCommands,
+        memory: MemoryCommandHandler,
+        personas: PersonaCommandHandler,
+    ) -> None:
         self.dialog = dialog
         self.memory = memory
+        self.personas = personas
 
     async def run(self, incoming: Incoming, command: Command) -> str:
-        """The answer to `~对话 …` or `~记忆 …`."""
+        """The answer to `~对话 …`, `~记忆 …` or `~人设 …`."""
         if command.name == "对话":
             return await self.dialog.run(incoming, f"{command.action} {command.argument}".strip())
-        return await self.memory.run(
-            incoming.key,
+        speaker = incoming.speaker
+        if command.name == "人设":
+            # In private chat the person decides; in a group its managers do.
+            may_switch = speaker.is_manager or incoming.group_id is None
+            return await self.personas.run(
+                incoming.key, command.action, command.argument, may_switch=may_switch
+            )
+        current = self.dialog.personas
+        answer = await self.memory.run(
+            current.window_key(incoming.key),
             command.action,
             command.argument,
-            is_manager=incoming.speaker.is_manager,
+            is_manager=speaker.is_manager,
             caller=incoming.turn_speaker,
-            is_superuser=incoming.speaker.is_superuser,
+            is_superuser=speaker.is_superuser,
         )
+        if command.action == "状态" and not command.argument:
+            answer = _with_persona(answer, current.shown_name(incoming.key))
+        return answer
+
+
+def _period(title: str, by_role: dict[str, TokenCounts]) -> str:
+    return texts.usage_period(title, summed(by_role.values()), in_role_order(by_role))
+
+
+def _with_persona(status: str, persona: str | None) -> str:
+    """A status report with the current persona named first (when there are personas)."""
+    return status if persona is None else f"{texts.persona_current(persona)}\n{status}"

@@ -2,7 +2,8 @@
 speaker's burst (`bursts.py`), queue the burst's turn in the session, put relevant memories
 before it, run `ChatBot.turn`, write the chat-log rows, choose the apology when something
 fails (key and balance problems: one notice per chat per 10 minutes, one private message to
-the SUPERUSERS per hour), and return what to send."""
+the SUPERUSERS per hour), and return what to send. Model calls made for a chat are counted
+for it (engine/usage.py); a chat over its daily quota gets one notice an hour instead."""
 
 from __future__ import annotations
 
@@ -18,6 +19,8 @@ from ..engine.chatbot import ChatBot
 from ..engine.errors import LLMError
 from ..engine.messages import Message, Part, TextPart
 from ..engine.turn_context import TurnSpeaker, speaking
+from ..engine.usage import UsageRecorder, attributed_to
+from ..personas.keys import chat_key_of
 from ..store.chat_log_store import ChatRow
 from ..store.database import utc_now_text, utc_text
 from .autoclear import GroupAutoClear
@@ -31,13 +34,17 @@ logger = logging.getLogger("nonebot_plugin_aimemory")
 # in this time (the other messages get no reply), one private message to the SUPERUSERS.
 ACCOUNT_NOTICE_INTERVAL_SECONDS = 600.0
 SUPERUSER_NOTICE_INTERVAL_SECONDS = 3600.0
+# A chat over its daily token quota gets one notice in this time; its other addressed
+# messages get no reply (and no model call).
+QUOTA_NOTICE_INTERVAL_SECONDS = 3600.0
 
 
 class ChatLogSink(Protocol):
     """Where the objective chat log is written (batched; never awaits)."""
 
-    def add(self, row: ChatRow, *, review: bool = False) -> None:
-        """Queue one row; `review` marks its session for a memory review."""
+    def add(self, row: ChatRow, *, review: bool = False, review_for: str | None = None) -> None:
+        """Queue one row; `review` marks its session for a memory review, `review_for`
+        the scope named instead."""
         ...
 
     def mark_refused(self, row: ChatRow) -> None:
@@ -78,9 +85,16 @@ class Conversation:
         zone: tzinfo,
         configured: bool,
         log_ambient: bool,
+        usage: UsageRecorder,
+        daily_quota_tokens: int = 0,
+        window_key: Callable[[str], str] = lambda chat_key: chat_key,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.sessions = sessions
+        self.usage = usage
+        self.daily_quota_tokens = daily_quota_tokens
+        # A chat's turns go to its current persona's window (personas/choices.py).
+        self.window_key = window_key
         self.autoclear = autoclear
         self.chat_log = chat_log
         self.memories = memories
@@ -92,6 +106,8 @@ class Conversation:
         self.bursts = OpenBursts()
         self._closing = False
         self._account_noticed_at: dict[str, float] = {}
+        # chat key -> (day, when) of its last quota notice.
+        self._quota_noticed_at: dict[str, tuple[str, float]] = {}
         self._superusers_told_at: float | None = None
 
     async def answer(self, incoming: Incoming) -> Outcome:
@@ -108,11 +124,38 @@ class Conversation:
         content = incoming.content
         if not parts_text(content.plain()) and not content.quotes_a_message:
             return say(texts.EMPTY_MESSAGE)
+        if self._over_quota(incoming):
+            return self._quota_notice(incoming)
         return await self._queued_turn(incoming)
+
+    def _over_quota(self, incoming: Incoming) -> bool:
+        """Whether the chat used its daily quota (SUPERUSERS may always go on)."""
+        quota = self.daily_quota_tokens
+        if quota <= 0 or incoming.speaker.is_superuser:
+            return False
+        return self.usage.today_total(incoming.key) >= quota
+
+    def _quota_notice(self, incoming: Incoming) -> Outcome:
+        """The quota notice at most once per chat per QUOTA_NOTICE_INTERVAL_SECONDS (and
+        again on a new day); the message is logged, not answered."""
+        self._log_plain(incoming)
+        now, day = self.clock(), self.usage.today()
+        noticed = self._quota_noticed_at
+        for stale in [
+            k for k, (_, at) in noticed.items() if now - at >= QUOTA_NOTICE_INTERVAL_SECONDS
+        ]:
+            del noticed[stale]
+        if noticed.get(incoming.key, ("", 0.0))[0] == day:
+            return nothing()
+        noticed[incoming.key] = (day, now)
+        logger.info("daily token quota used up in %s", incoming.key)
+        return self._apology(incoming.key, texts.DAILY_QUOTA_USED_UP)
 
     async def _command(self, incoming: Incoming, command: Command) -> Outcome:
         try:
-            return say(await self.commands.run(incoming, command))
+            # A command's model calls (a memory search's embedding) are the chat's.
+            with attributed_to(incoming.key):
+                return say(await self.commands.run(incoming, command))
         except Exception:
             logger.exception("command %s failed in %s", command.text, incoming.key)
             return say(texts.COMMAND_FAILED)
@@ -126,7 +169,7 @@ class Conversation:
         if self.log_ambient:
             text = parts_text(incoming.content.plain())
             if text:
-                self.chat_log.add(user_row(incoming, text, addressed=False))
+                self._log(user_row(incoming, text, addressed=False))
 
     async def _queued_turn(self, incoming: Incoming) -> Outcome:
         """Join the speaker's open burst, or open one and queue its turn. Nothing awaits
@@ -142,11 +185,12 @@ class Conversation:
         waiter = burst.add(incoming, chars)
 
         async def job(chatbot: ChatBot) -> None:
-            # Tools acting for a person (personal memories) read the speaker from here.
-            with speaking(incoming.turn_speaker):
+            # Tools acting for a person (personal memories) read the speaker from here; the
+            # turn's model calls (compression and images included) are counted for the chat.
+            with speaking(incoming.turn_speaker), attributed_to(incoming.key):
                 await self._answer_burst(chatbot, burst)
 
-        finished = self.sessions.get_or_create(incoming.key).submit(job)
+        finished = self.sessions.get_or_create(self.window_key(incoming.key)).submit(job)
         finished.add_done_callback(lambda done: self._after_burst(burst, done))
         return await waiter
 
@@ -187,7 +231,7 @@ class Conversation:
     def _log_plain(self, incoming: Incoming) -> None:
         text = parts_text(incoming.content.plain())
         if text:
-            self.chat_log.add(user_row(incoming, text))
+            self._log(user_row(incoming, text))
 
     async def _turn(self, chatbot: ChatBot, messages: list[Incoming]) -> Outcome:
         """Read the messages in full, run one turn on them; a short apology when it fails."""
@@ -204,11 +248,13 @@ class Conversation:
             result = await chatbot.turn(message, persist_user_text=persist_text)
         except LLMError as exc:
             log_failure(chatbot.key, chatbot.llm.model, exc)
-            return self._failed(chatbot.key, chatbot.llm.model, exc, rows)
+            return self._failed(chat_key_of(chatbot.key), chatbot.llm.model, exc, rows)
         except Exception:
             logger.exception("turn failed in %s", chatbot.key)
-            return self._apology(chatbot.key, texts.TURN_FAILED)
-        self.chat_log.add(assistant_row(chatbot.key, result.reply), review=True)
+            return self._apology(chat_key_of(chatbot.key), texts.TURN_FAILED)
+        # The chat log is the chat's, whichever persona answered; the review it asks for is
+        # the persona's (its window key), which reads the chat's log.
+        self._log(assistant_row(chat_key_of(chatbot.key), result.reply), review_for=chatbot.key)
         return Outcome([result.reply], from_model=True)
 
     async def _read_all(
@@ -222,7 +268,7 @@ class Conversation:
             content = await incoming.content.rich()
             line = parts_text(content)
             row = user_row(incoming, line)
-            self.chat_log.add(row)
+            self._log(row)
             rows.append(row)
             if parts:
                 parts.append(TextPart("\n"))
@@ -282,8 +328,14 @@ class Conversation:
 
     def _apology(self, key: str, apology: str) -> Outcome:
         """The chat log keeps an apology like any reply the bot sent."""
-        self.chat_log.add(assistant_row(key, apology))
+        self._log(assistant_row(key, apology))
         return say(apology)
+
+    def _log(self, row: ChatRow, *, review_for: str | None = None) -> None:
+        """Queue a chat-log row. A flush it starts writes (and embeds) every chat's rows, so
+        its model calls are counted for no chat, not for the turn that started it."""
+        with attributed_to(None):
+            self.chat_log.add(row, review_for=review_for)
 
 
 def user_message(prefix: str, parts: list[Part]) -> Message:

@@ -4,9 +4,12 @@ awaited together at shutdown, so nothing is left running or silently lost."""
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import logging
 from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any, TypeVar
+
+from .turn_context import usage_chat
 
 logger = logging.getLogger("nonebot_plugin_aimemory")
 
@@ -33,7 +36,7 @@ class Background:
     ) -> asyncio.Task[T]:
         """Start `work` as a task tracked until it finishes. A failure is logged, unless
         `awaited`: then the caller awaits the task and handles its failure itself."""
-        task = asyncio.get_running_loop().create_task(work, name=name or self.name)
+        task = _detached(asyncio.get_running_loop().create_task, work, name=name or self.name)
         self._track(task, self._tasks, log_failure=not awaited)
         return task
 
@@ -48,8 +51,10 @@ class Background:
         """Run `job` every `interval_seconds` (the first time after `first_delay_seconds`,
         default one interval) until closed; a failing run is logged and the loop goes on."""
         delay = interval_seconds if first_delay_seconds is None else first_delay_seconds
-        task = asyncio.get_running_loop().create_task(
-            self._repeat(interval_seconds, job, delay, name), name=name
+        task = _detached(
+            asyncio.get_running_loop().create_task,
+            self._repeat(interval_seconds, job, delay, name),
+            name=name,
         )
         self._track(task, self._loops, log_failure=True)
         return task
@@ -113,3 +118,15 @@ async def _cancel(tasks: set[asyncio.Task[Any]]) -> None:
         task.cancel()
     if pending:
         await asyncio.wait(pending)
+
+
+def _detached(
+    create_task: Callable[..., asyncio.Task[T]], work: Coroutine[Any, Any, T], *, name: str
+) -> asyncio.Task[T]:
+    """`work` as a task whose context has no chat: background work (a flush, a backfill
+    over every chat) is nobody's usage, even when a turn happened to start it; work done for
+    one chat says so itself (engine/usage.py `attributed_to`). A task copies the context it
+    is created in (create_task's `context=` needs Python 3.11)."""
+    context = contextvars.copy_context()
+    context.run(usage_chat.set, None)
+    return context.run(create_task, work, name=name)

@@ -14,7 +14,8 @@ from typing import Literal
 import httpx
 
 from .errors import BODY_EXCERPT_CHARS, LLMError
-from .llm import Endpoint
+from .llm import Endpoint, Usage
+from .usage import NO_METER, UsageMeter
 
 EMBEDDING_TIMEOUT_SECONDS = 15.0
 PAUSE_INITIAL_SECONDS = 60.0
@@ -82,7 +83,8 @@ class EmbeddingClient:
     """Turns texts into vectors; any failure raises LLMError so callers can fall back.
 
     After a failure the client pauses (60 s, doubling up to 10 min while failures go on) and
-    fails at once meanwhile: a down or hanging server must not cost every turn a timeout."""
+    fails at once meanwhile: a down or hanging server must not cost every turn a timeout.
+    Each answered request's usage goes to `meter` under the role "embeddings"."""
 
     enabled = True
 
@@ -96,9 +98,11 @@ class EmbeddingClient:
         pause_initial_seconds: float = PAUSE_INITIAL_SECONDS,
         pause_max_seconds: float = PAUSE_MAX_SECONDS,
         clock: Callable[[], float] = time.monotonic,
+        meter: UsageMeter = NO_METER,
     ) -> None:
         self.http = http
         self.endpoint = endpoint
+        self.meter = meter
         self.roles = roles if roles is not None else EmbeddingRoles.for_model(endpoint.model)
         self.timeout_seconds = timeout_seconds
         self.pause_initial_seconds = pause_initial_seconds
@@ -155,7 +159,8 @@ class EmbeddingClient:
         if response.status_code >= 400:
             raise LLMError("http", response.text[:BODY_EXCERPT_CHARS], response.status_code)
         try:
-            data = sorted(response.json()["data"], key=lambda item: item["index"])
+            payload = response.json()
+            data = sorted(payload["data"], key=lambda item: item["index"])
             vectors = [[float(x) for x in item["embedding"]] for item in data]
         except (ValueError, KeyError, TypeError) as exc:
             raise LLMError(
@@ -163,7 +168,19 @@ class EmbeddingClient:
             ) from exc
         if len(vectors) != len(texts) or any(not v for v in vectors):
             raise LLMError("garbage", "embeddings: wrong number of vectors")
+        self.meter.record("embeddings", embedding_usage(payload.get("usage")))
         return vectors
+
+
+def embedding_usage(raw: object) -> Usage | None:
+    """The `usage.prompt_tokens` of an embeddings answer (`total_tokens` when only that is
+    given), or None when it reports none."""
+    if not isinstance(raw, dict):
+        return None
+    tokens = raw.get("prompt_tokens")
+    if not isinstance(tokens, int) or tokens <= 0:
+        tokens = raw.get("total_tokens")
+    return Usage(tokens) if isinstance(tokens, int) and tokens > 0 else None
 
 
 def cosine(a: Sequence[float], b: Sequence[float]) -> float:

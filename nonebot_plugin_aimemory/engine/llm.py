@@ -18,6 +18,7 @@ from .errors import (
     error_from_response,
 )
 from .messages import Message, parse_tool_call
+from .usage import NO_METER, UsageMeter
 
 logger = logging.getLogger("nonebot_plugin_aimemory")
 
@@ -42,10 +43,12 @@ class Endpoint:
 
 @dataclass(frozen=True, slots=True)
 class Usage:
-    """Token usage reported by the API for one or more calls."""
+    """Token usage reported by the API for one or more calls; `cached_tokens` of the prompt
+    tokens were served from the provider's prompt cache (0 when it does not say)."""
 
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    cached_tokens: int = 0
 
     @property
     def total_tokens(self) -> int:
@@ -56,6 +59,7 @@ class Usage:
         return Usage(
             self.prompt_tokens + other.prompt_tokens,
             self.completion_tokens + other.completion_tokens,
+            self.cached_tokens + other.cached_tokens,
         )
 
 
@@ -77,7 +81,8 @@ def strip_reasoning(text: str) -> str:
 
 
 class LLMClient:
-    """Calls one endpoint through a shared `httpx.AsyncClient`."""
+    """Calls one endpoint through a shared `httpx.AsyncClient`; each answered call's usage
+    goes to `meter` under `role` (engine/usage.py)."""
 
     def __init__(
         self,
@@ -87,12 +92,29 @@ class LLMClient:
         timeout_seconds: float = 120.0,
         max_retries: int = 2,
         backoff_seconds: float = 1.0,
+        role: str = "main",
+        meter: UsageMeter = NO_METER,
     ) -> None:
         self.http = http
         self.endpoint = endpoint
         self.timeout_seconds = timeout_seconds
         self.max_retries = max_retries
         self.backoff_seconds = backoff_seconds
+        self.role = role
+        self.meter = meter
+
+    def for_role(self, role: str) -> LLMClient:
+        """The same endpoint, its calls counted under another role (the extractor uses the
+        compressor's model)."""
+        return LLMClient(
+            self.http,
+            self.endpoint,
+            timeout_seconds=self.timeout_seconds,
+            max_retries=self.max_retries,
+            backoff_seconds=self.backoff_seconds,
+            role=role,
+            meter=self.meter,
+        )
 
     @property
     def model(self) -> str:
@@ -110,7 +132,9 @@ class LLMClient:
         """One chat completion; raises LLMError (or ContextLengthError) when none can be had."""
         body = build_request_body(self.endpoint.model, messages, tools_json, extra)
         response = await self._post_with_retries(body, context)
-        return parse_completion(response, context=f"{context} model={self.endpoint.model}")
+        completion = parse_completion(response, context=f"{context} model={self.endpoint.model}")
+        self.meter.record(self.role, completion.usage)
+        return completion
 
     async def _post_with_retries(self, body: bytes, context: str) -> httpx.Response:
         headers = {"Content-Type": "application/json"}
@@ -224,7 +248,19 @@ def _parse_usage(raw: Any) -> Usage | None:
     completion = raw.get("completion_tokens", 0)
     if not isinstance(prompt, int) or prompt <= 0:
         return None
-    return Usage(prompt, completion if isinstance(completion, int) else 0)
+    cached = min(cached_prompt_tokens(raw), prompt)
+    return Usage(prompt, completion if isinstance(completion, int) else 0, cached)
+
+
+def cached_prompt_tokens(raw: dict[str, Any]) -> int:
+    """Prompt tokens served from the provider's cache: OpenAI-style APIs say it in
+    `prompt_tokens_details.cached_tokens`, DeepSeek in `prompt_cache_hit_tokens`; 0 when
+    neither is there."""
+    details = raw.get("prompt_tokens_details")
+    cached = details.get("cached_tokens") if isinstance(details, dict) else None
+    if not isinstance(cached, int):
+        cached = raw.get("prompt_cache_hit_tokens")
+    return cached if isinstance(cached, int) and cached > 0 else 0
 
 
 def _retry_delay(response: httpx.Response, default: float) -> float:

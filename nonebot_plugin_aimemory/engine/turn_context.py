@@ -1,6 +1,7 @@
 """Who is speaking in the turn being answered: set by the conversation from the event before
 the model is called, read by tools that act for that person (personal memories). The model
-never supplies it; a tool called outside a turn sees nobody."""
+never supplies it; a tool called outside a turn sees nobody. Also the chat a turn's model
+calls are counted for (usage)."""
 
 from __future__ import annotations
 
@@ -20,6 +21,9 @@ class TurnSpeaker:
 
 
 _current: ContextVar[TurnSpeaker | None] = ContextVar("aimemory_turn_speaker", default=None)
+# The chat whose token usage the model calls made here count for (engine/usage.py). Kept
+# here, beside the speaker, so that background tasks can start without it (background.py).
+usage_chat: ContextVar[str | None] = ContextVar("aimemory_usage_chat", default=None)
 
 
 def current_speaker() -> TurnSpeaker | None:

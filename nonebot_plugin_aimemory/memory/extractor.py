@@ -11,6 +11,8 @@ from ..engine.errors import LLMError
 from ..engine.llm import LLMClient
 from ..engine.messages import Message
 from ..engine.transcript import chunk_lines, render_transcript
+from ..engine.usage import attributed_to
+from ..personas.keys import chat_key_of
 from ..prompts import EXTRACT_PROMPT, TRANSCRIPT_ASSISTANT_LABEL
 from ..text.model_json import parse_json_object
 from .service import MemoryService
@@ -38,12 +40,14 @@ class FactExtractor:
 
     async def extract_and_save(self, scope: str, messages: Sequence[Message]) -> int:
         """Returns how many new memories were saved. A long fold is examined in chunks of
-        at most `MAX_TRANSCRIPT_CHARS`, oldest first, one extraction request each."""
+        at most `MAX_TRANSCRIPT_CHARS`, oldest first, one extraction request each; their
+        model calls are counted for the scope's chat."""
         lines = render_transcript(messages, assistant_label=TRANSCRIPT_ASSISTANT_LABEL)
         chunks = transcript_chunks(lines)
         saved = 0
-        for index, chunk in enumerate(chunks, 1):
-            saved += await self._extract_chunk(scope, chunk, f"{index}/{len(chunks)}")
+        with attributed_to(chat_key_of(scope)):
+            for index, chunk in enumerate(chunks, 1):
+                saved += await self._extract_chunk(scope, chunk, f"{index}/{len(chunks)}")
         logger.info("saved %d memories from messages folded in %s", saved, scope)
         return saved
 

@@ -38,11 +38,13 @@ class LongTermMemory:
     commands: MemoryCommands
     relevant: RelevantMemories | NoRelevantMemories
     extractor: FactExtractor | NoExtraction
+    # Whether the tools also reach the current speaker's personal memories.
+    personal: bool = True
     _background: Background = field(default_factory=lambda: Background("long-term memory"))
 
     def tools(self, scope: str) -> list[Tool]:
-        """The memory tools bound to `scope`."""
-        return list(memory_tools(self.service, scope))
+        """The memory tools bound to `scope` (and to the speaker of each turn)."""
+        return list(memory_tools(self.service, scope, personal=self.personal))
 
     def start(self) -> None:
         """Purge long-deleted memories now and daily; with embeddings configured, fill in

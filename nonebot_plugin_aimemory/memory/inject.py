@@ -1,5 +1,6 @@
 """Auto-inject: the memories most relevant to a message go before it, for that turn only;
-the window keeps (and the store persists) the message without them."""
+the window keeps (and the store persists) the message without them. The chat's memories and
+the speaker's personal ones visible in the chat are ranked together, within one budget."""
 
 from __future__ import annotations
 
@@ -8,31 +9,44 @@ import logging
 from .. import prompts
 from ..engine.messages import Message, TextPart
 from ..engine.turn_context import TurnSpeaker
+from .personal import MemoryView, personal_view
 from .service import MemoryService
 
 logger = logging.getLogger("nonebot_plugin_aimemory")
 
 
 class RelevantMemories:
-    """Looks up the scope's memories relevant to the message and puts them before it."""
+    """Looks up the scope's memories relevant to the message (and, with `personal`, the
+    speaker's visible personal ones) and puts them before it."""
 
-    def __init__(self, memory: MemoryService, *, top_k: int, max_chars: int) -> None:
+    def __init__(
+        self, memory: MemoryService, *, top_k: int, max_chars: int, personal: bool = True
+    ) -> None:
         self.memory = memory
         self.top_k = top_k
         self.max_chars = max_chars
+        self.personal = personal
 
     async def prepend(
         self, scope: str, message: Message, query: str, speaker: TurnSpeaker | None = None
     ) -> tuple[Message, str | None]:
         """The message with the memories before it, and the text to persist instead; the
         message unchanged (and None) when nothing relevant is found."""
+        views = [MemoryView(scope)]
+        speakers = personal_view(scope, speaker) if self.personal else None
+        if speakers is not None:
+            views.append(speakers)
         try:
-            records = await self.memory.relevant(scope, query, self.top_k)
+            hits = await self.memory.relevant_in(views, query, self.top_k)
         except Exception:
             # Memories help; they must never stop an answer (database gone, disk full...).
             logger.exception("could not look up memories for %s; answering without them", scope)
             return message, None
-        block = prompts.memory_injection(records, self.max_chars)
+        block = prompts.memory_injection(
+            [hit.memory for hit in hits],
+            self.max_chars,
+            personal={hit.memory.id for hit in hits if hit.personal},
+        )
         if not block:
             return message, None
         parts = message.content if isinstance(message.content, tuple) else (TextPart(message.text),)

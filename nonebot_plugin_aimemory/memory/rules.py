@@ -19,6 +19,10 @@ MAX_TAG_CHARS = 20
 NEAR_DUPLICATE_DICE = 0.55
 ID_ALPHABET = "23456789abcdefghjkmnpqrstuvwxyz"
 ID_LENGTH = 4
+# A personal memory's id is this letter and ID_LENGTH more; a chat memory's never starts
+# with it. One search shows both kinds together, and an id must name one memory there.
+PERSONAL_ID_PREFIX = "u"
+_CHAT_ID_FIRST = ID_ALPHABET.replace(PERSONAL_ID_PREFIX, "")
 
 _QQ_NUMBER = re.compile(r"[0-9]{1,20}")
 _QQ_IN_TEXT = re.compile(r"[(（](\d{5,11})[)）]")
@@ -107,13 +111,19 @@ def id_key(memory_id: str) -> str:
     return memory_id.strip().lstrip("#").lower()
 
 
-def new_id(taken: Container[str]) -> str:
-    """A short random id not in `taken`; longer ones only when short ones keep colliding."""
+def new_id(taken: Container[str], *, personal: bool = False) -> str:
+    """A short random id not in `taken`; longer ones only when short ones keep colliding.
+    A personal memory's starts with PERSONAL_ID_PREFIX (`u3fa9`), a chat memory's never
+    does (`3fa9`), so the two kinds never share an id."""
     length = ID_LENGTH
     for attempt in range(64):
         if attempt and attempt % 16 == 0:
             length += 1
-        candidate = "".join(secrets.choice(ID_ALPHABET) for _ in range(length))
+        rest = "".join(secrets.choice(ID_ALPHABET) for _ in range(length - 1))
+        if personal:
+            candidate = PERSONAL_ID_PREFIX + secrets.choice(ID_ALPHABET) + rest
+        else:
+            candidate = secrets.choice(_CHAT_ID_FIRST) + rest
         if candidate not in taken:
             return candidate
     raise RuntimeError("could not allocate a memory id")

@@ -1,6 +1,8 @@
 """Scoped long-term memory: every read and write of memories goes through here, so every
-write follows the rules (normalise, guard, mask, dedupe, tombstones, cap). A scope is
-`g:<group>` or `f:<user>`; nothing here ever reads or writes outside the scope it is given.
+write follows the rules (normalise, guard, mask, dedupe, tombstones, cap). A scope is a
+chat's (`g:<group>`, `f:<user>`) or a person's (`u:<user>`, see personal.py: its own cap,
+private memories); nothing here ever reads or writes outside the scopes it is given, and a
+search of several scopes at once ranks them together.
 
 The rules themselves are in `rules.py`, the in-memory index and its keyword ranking in
 `index.py`, embeddings in `vectors.py`, the hybrid ranking in `fusion.py` and the floor of
@@ -11,7 +13,7 @@ from __future__ import annotations
 
 import itertools
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Container, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime, time, timedelta, timezone, tzinfo
 from typing import Literal
@@ -27,6 +29,7 @@ from .fusion import fuse_rankings
 from .gist import Gist
 from .guard import injection_reason, injection_reason_for_memory, mask_pii
 from .index import IndexedMemory, IndexedTombstone, LoadedScope, ScopeIndex, keyword_ranking
+from .personal import MemoryView, is_personal_scope
 from .relevance import RelevanceFloor
 from .rules import (
     MAX_CONTENT_CHARS,
@@ -86,10 +89,12 @@ class UpdateOutcome:
 
 @dataclass(frozen=True, slots=True)
 class SearchHit:
-    """A search result with its relevance score."""
+    """A search result with its relevance score; `personal` when it is a person's memory
+    (found through a personal view), not the chat's."""
 
     memory: MemoryRecord
     score: float
+    personal: bool = False
 
 
 class MemoryService:
@@ -100,6 +105,7 @@ class MemoryService:
         store: MemoryStore,
         *,
         max_entries: int = 200,
+        personal_max_entries: int = 100,
         mask_pii: bool = True,
         embedder: Embedder | None = None,
         zone: tzinfo = timezone.utc,
@@ -107,6 +113,7 @@ class MemoryService:
     ) -> None:
         self.store = store
         self.max_entries = max_entries
+        self.personal_max_entries = personal_max_entries
         self.mask_pii = mask_pii
         # Days named in a query ("昨天", "5月2日") are counted in the chat's zone from now.
         self.zone = zone
@@ -126,45 +133,86 @@ class MemoryService:
     def embedder(self, embedder: Embedder) -> None:
         self._vectors.embedder = embedder
 
-    async def list(self, scope: str) -> list[MemoryRecord]:
-        """Live memories, newest first."""
-        loaded = await self._index.get(scope)
-        records = [e.record for e in loaded.live()]
+    def max_entries_for(self, scope: str) -> int:
+        """The cap of a scope: a person's memories have their own."""
+        return self.personal_max_entries if is_personal_scope(scope) else self.max_entries
+
+    async def list(self, scope: str, *, include_private: bool = True) -> list[MemoryRecord]:
+        """Live memories, newest first (without private ones unless `include_private`)."""
+        view = MemoryView(scope, include_private)
+        records = [e.record for e in await self._visible(view)]
         return sorted(records, key=lambda r: (r.updated_at, r.id), reverse=True)
 
-    async def count(self, scope: str) -> int:
-        """How many live memories the scope holds."""
-        return len((await self._index.get(scope)).live())
+    async def count(self, scope: str, *, include_private: bool = True) -> int:
+        """How many live memories the scope holds (private ones only if `include_private`)."""
+        return len(await self._visible(MemoryView(scope, include_private)))
 
-    async def get(self, scope: str, memory_id: str) -> MemoryRecord | None:
-        """A live memory by id (`#` and case ignored), or None."""
+    async def get(
+        self, scope: str, memory_id: str, *, include_private: bool = True
+    ) -> MemoryRecord | None:
+        """A live memory by id (`#` and case ignored), or None (also for a private one
+        unless `include_private`)."""
         entry = (await self._index.get(scope)).entries.get(id_key(memory_id))
-        return entry.record if entry is not None and not entry.record.deleted else None
+        if entry is None or entry.record.deleted:
+            return None
+        return entry.record if include_private or not entry.record.private else None
 
     async def search(
-        self, scope: str, query: str | None, limit: int = 10, *, safe_only: bool = False
+        self,
+        scope: str,
+        query: str | None,
+        limit: int = 10,
+        *,
+        safe_only: bool = False,
+        include_private: bool = True,
     ) -> list[SearchHit]:
         """Without a query: everything, newest first. With one: the keyword ranking, fused by
         rank with the vector ranking when embeddings are configured (see fusion.py).
         `safe_only` leaves out memories that fail the injection guard."""
-        live = (await self._index.get(scope)).live()
+        view = MemoryView(scope, include_private)
+        return await self.search_in([view], query, limit, safe_only=safe_only)
+
+    async def search_in(
+        self,
+        views: Sequence[MemoryView],
+        query: str | None,
+        limit: int = 10,
+        *,
+        safe_only: bool = False,
+    ) -> list[SearchHit]:
+        """`search` over what several views show, ranked together as one collection (a
+        chat's memories and its speaker's personal ones in one ranking)."""
+        live, personal = await self._pooled(views)
         # The guard runs only on entries about to be returned (and once per entry).
         if not query or not query.strip():
             live.sort(key=lambda e: (e.record.updated_at, e.record.id), reverse=True)
             shown = (e for e in live if not safe_only or e.safe)
-            return [SearchHit(e.record, 0.0) for e in itertools.islice(shown, limit)]
+            return [
+                SearchHit(e.record, 0.0, e.record.id in personal)
+                for e in itertools.islice(shown, limit)
+            ]
         if not live:
             return []  # the common case of a new chat: no tokenising, no embedding call
         ranking = await self._rank(query, live)
-        return _best_shown(ranking.fused, limit, safe_only=safe_only)
+        return _best_shown(ranking.fused, limit, safe_only=safe_only, personal=personal)
 
-    async def relevant(self, scope: str, text: str, top_k: int) -> list[MemoryRecord]:
+    async def relevant(
+        self, scope: str, text: str, top_k: int, *, include_private: bool = True
+    ) -> list[MemoryRecord]:
         """The memories most relevant to `text` that are safe to show the model, as
         `search` ranks them, but only those above the relevance floor (see relevance.py):
         none at all when nothing stored is about the message."""
+        hits = await self.relevant_in([MemoryView(scope, include_private)], text, top_k)
+        return [hit.memory for hit in hits]
+
+    async def relevant_in(
+        self, views: Sequence[MemoryView], text: str, top_k: int
+    ) -> list[SearchHit]:
+        """`relevant` over what several views show, ranked together, at most `top_k` in
+        all."""
         if not text.strip():
             return []
-        live = (await self._index.get(scope)).live()
+        live, personal = await self._pooled(views)
         if not live:
             return []
         # A message names days to talk about them ("今天好冷"), not to recall them, and shares
@@ -179,7 +227,26 @@ class MemoryService:
             for entry, score in ranking.fused
             if floor.admits(entry.record.id, ranking.similarity.get(entry.record.id))
         ]
-        return [hit.memory for hit in _best_shown(passing, top_k, safe_only=True)]
+        return _best_shown(passing, top_k, safe_only=True, personal=personal)
+
+    async def _visible(self, view: MemoryView) -> list[IndexedMemory]:
+        """The live entries of the view's scope that it shows."""
+        return [e for e in (await self._index.get(view.scope)).live() if view.shows(e.record)]
+
+    async def _pooled(self, views: Sequence[MemoryView]) -> tuple[list[IndexedMemory], set[str]]:
+        """The live entries the views show, as one collection, and the ids of those seen
+        through a personal view. Ids of the two kinds differ (see rules.new_id); should a
+        row written otherwise repeat one, the first view's entry is the one kept."""
+        pooled: dict[str, IndexedMemory] = {}
+        personal: set[str] = set()
+        for view in views:
+            for entry in await self._visible(view):
+                if entry.record.id in pooled:
+                    continue
+                pooled[entry.record.id] = entry
+                if view.personal:
+                    personal.add(entry.record.id)
+        return list(pooled.values()), personal
 
     async def _rank(
         self, query: str, live: Sequence[IndexedMemory], *, searching: bool = True
@@ -221,8 +288,10 @@ class MemoryService:
         user_id: str | None = None,
         source: Source = "tool",
         evidence: Sequence[int] = (),
+        private: bool = False,
     ) -> SaveOutcome:
-        """Save one memory through every rule; never raises for bad content."""
+        """Save one memory through every rule; never raises for bad content. `private`: a
+        personal memory told in its owner's private chat (see personal.py)."""
         prepared = self._prepare_content(content)
         if isinstance(prepared, SaveOutcome):
             return prepared
@@ -236,12 +305,14 @@ class MemoryService:
         if self.embedder.enabled:
             # The lock is not held while the embedding server answers; the rules are checked
             # before the call too, so that a duplicate costs no request.
-            refusal = self._save_refusal(await self._index.get(scope), normalized, gist)
+            refusal = self._save_refusal(
+                await self._index.get(scope), normalized, gist, self.max_entries_for(scope)
+            )
             if refusal is not None:
                 return refusal
             embedding = await self._vectors.embed_quietly(text)
         async with self._index.writing(scope) as loaded:
-            refusal = self._save_refusal(loaded, normalized, gist)
+            refusal = self._save_refusal(loaded, normalized, gist, self.max_entries_for(scope))
             if refusal is not None:
                 return refusal
             tokens = segmenter.token_set(text)
@@ -254,7 +325,7 @@ class MemoryService:
             ]
             now = self._now_text()
             record = MemoryRecord(
-                id=new_id(loaded.ids_in_use()),
+                id=new_id(loaded.ids_in_use(), personal=is_personal_scope(scope)),
                 content=text,
                 normalized=normalized,
                 tags=prepare_tags(tags, mask=self.mask_pii),
@@ -264,6 +335,7 @@ class MemoryService:
                 source=source,
                 created_at=now,
                 updated_at=now,
+                private=private,
             )
             await self.store.insert(scope, record)
             loaded.entries[record.id] = IndexedMemory.of(record)
@@ -279,9 +351,11 @@ class MemoryService:
         tags: Sequence[object] | Missing | None = MISSING,
         user_id: str | Missing | None = MISSING,
         add_evidence: Sequence[int] = (),
+        include_private: bool = True,
     ) -> UpdateOutcome:
         """Change a memory; omitted fields keep their value, empty tags/user_id clear them.
-        `add_evidence` appends chat-log row ids the change was based on."""
+        `add_evidence` appends chat-log row ids the change was based on. A private memory
+        is not found unless `include_private`."""
         key = id_key(memory_id)
         prepared = None if isinstance(content, Missing) else self._prepare_content(content)
         embedding: list[float] | None = None
@@ -293,6 +367,8 @@ class MemoryService:
         async with self._index.writing(scope) as loaded:
             entry = loaded.entries.get(key)
             if entry is None or entry.record.deleted:
+                return UpdateOutcome("not_found")
+            if entry.record.private and not include_private:
                 return UpdateOutcome("not_found")
             record = entry.record
             changes: dict[str, object] = {}
@@ -344,31 +420,54 @@ class MemoryService:
             self._vectors.note_stored(updated.embedding)
         return UpdateOutcome("updated", memory=updated, truncated=truncated, changed=changed)
 
-    async def forget(self, scope: str, memory_id: str, *, by_person: bool) -> MemoryRecord | None:
+    async def forget(
+        self, scope: str, memory_id: str, *, by_person: bool, include_private: bool = True
+    ) -> MemoryRecord | None:
         """Delete one memory. A person's deletion leaves a tombstone: the same content is
-        refused from then on, whoever tries to save it."""
-        deleted = await self._delete(scope, [memory_id], by_person=by_person)
+        refused from then on, whoever tries to save it. A private memory is not found
+        unless `include_private`."""
+        view = MemoryView(scope, include_private)
+        deleted = await self._delete(view, [memory_id], by_person=by_person)
         return deleted[0] if deleted else None
 
-    async def clear(self, scope: str) -> int:
-        """A person deletes every memory of the scope (all tombstoned)."""
-        loaded = await self._index.get(scope)
-        ids = [e.record.id for e in loaded.live()]
-        return len(await self._delete(scope, ids, by_person=True))
+    async def clear(self, scope: str, *, include_private: bool = True) -> int:
+        """A person deletes every memory of the scope (all tombstoned); private ones only
+        if `include_private`."""
+        view = MemoryView(scope, include_private)
+        ids = [e.record.id for e in await self._visible(view)]
+        return len(await self._delete(view, ids, by_person=True))
 
-    async def restore(self, scope: str, memory_id: str) -> MemoryRecord | None:
+    async def set_private(self, scope: str, memory_id: str, private: bool) -> MemoryRecord | None:
+        """Make a live memory private or public (its owner's choice); None when there is no
+        live memory with that id."""
+        async with self._index.writing(scope) as loaded:
+            entry = loaded.entries.get(id_key(memory_id))
+            if entry is None or entry.record.deleted:
+                return None
+            if entry.record.private == private:
+                return entry.record
+            changed = replace(entry.record, private=private, updated_at=self._now_text())
+            await self.store.set_private(scope, changed.id, private, updated_at=changed.updated_at)
+            # The text is the same: its search terms and guard verdict stay.
+            entry.record = changed
+        return changed
+
+    async def restore(
+        self, scope: str, memory_id: str, *, include_private: bool = True
+    ) -> MemoryRecord | None:
         """Undo a deletion: lift the tombstone and bring the entry back (None when there is
-        no deleted memory with that id, or it was purged). Raises MemoryFull when the scope
-        has no room for it."""
+        no deleted memory with that id, or it was purged, or it is private and not
+        `include_private`). Raises MemoryFull when the scope has no room for it."""
         async with self._index.writing(scope) as loaded:
             entry = loaded.entries.get(id_key(memory_id))
             if entry is None or not entry.record.deleted:
                 return None
             record = entry.record
-            if len(loaded.live()) >= self.max_entries and not loaded.find_live_by_normalized(
-                record.normalized
-            ):
-                raise MemoryFull(self.max_entries)
+            if record.private and not include_private:
+                return None
+            cap = self.max_entries_for(scope)
+            if len(loaded.live()) >= cap and not loaded.find_live_by_normalized(record.normalized):
+                raise MemoryFull(cap)
             twin = loaded.find_live_by_normalized(record.normalized)
             if twin is not None:
                 # The same content was saved again meanwhile: lift the tombstone, keep one copy.
@@ -432,27 +531,30 @@ class MemoryService:
         truncated = len(text) > MAX_CONTENT_CHARS
         return (text[:MAX_CONTENT_CHARS], truncated)
 
-    def _save_refusal(self, loaded: LoadedScope, normalized: str, gist: Gist) -> SaveOutcome | None:
-        """Why this content (its normalised form and gist) may not be saved to the scope
-        now (None if it may)."""
+    def _save_refusal(
+        self, loaded: LoadedScope, normalized: str, gist: Gist, cap: int
+    ) -> SaveOutcome | None:
+        """Why this content (its normalised form and gist) may not be saved now to the
+        scope, which holds at most `cap` memories (None if it may)."""
         tombstone = loaded.tombstone_for(normalized, gist)
         if tombstone is not None:
             return SaveOutcome("tombstoned", memory=None, reason=tombstone.memory_id)
         existing = loaded.find_live_by_normalized(normalized)
         if existing is not None:
             return SaveOutcome("duplicate", memory=existing.record)
-        if len(loaded.live()) >= self.max_entries:
+        if len(loaded.live()) >= cap:
             return SaveOutcome("full")
         return None
 
     async def _delete(
-        self, scope: str, memory_ids: Sequence[str], *, by_person: bool
+        self, view: MemoryView, memory_ids: Sequence[str], *, by_person: bool
     ) -> list[MemoryRecord]:
+        scope = view.scope
         async with self._index.writing(scope) as loaded:
             targets = []
             for raw_id in memory_ids:
                 entry = loaded.entries.get(id_key(raw_id))
-                if entry is not None and not entry.record.deleted:
+                if entry is not None and not entry.record.deleted and view.shows(entry.record):
                     targets.append(entry.record)
             if not targets:
                 return []
@@ -509,11 +611,17 @@ def _keyword_ranking_with_coverage(
 
 
 def _best_shown(
-    ranked: Sequence[tuple[IndexedMemory, float]], limit: int, *, safe_only: bool
+    ranked: Sequence[tuple[IndexedMemory, float]],
+    limit: int,
+    *,
+    safe_only: bool,
+    personal: Container[str] = (),
 ) -> list[SearchHit]:
     """The first `limit` of a best-first ranking, without unsafe entries if `safe_only`
-    (checked only as far down as needed)."""
+    (checked only as far down as needed); hits whose id is in `personal` marked so."""
     shown = (
-        SearchHit(entry.record, score) for entry, score in ranked if not safe_only or entry.safe
+        SearchHit(entry.record, score, entry.record.id in personal)
+        for entry, score in ranked
+        if not safe_only or entry.safe
     )
     return list(itertools.islice(shown, limit))

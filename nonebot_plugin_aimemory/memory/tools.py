@@ -1,5 +1,8 @@
 """The memory tools the model calls. Each is built for one session with its scope captured
-in a closure: no argument can name another scope, and another scope's id is simply unknown."""
+in a closure: no argument can name another scope, and another scope's id is simply unknown.
+A person's own memories (personal.py) are reached through the speaker of the current turn
+(engine/turn_context.py), never through an argument: `about="speaker"` saves for whoever sent
+the message, and search, update and forget see that person's memories visible here only."""
 
 from __future__ import annotations
 
@@ -8,7 +11,9 @@ from typing import TYPE_CHECKING, Any
 
 from .. import prompts, texts
 from ..engine.tools import MAX_TOOL_RESULT_CHARS, Tool, ToolError
+from ..engine.turn_context import current_speaker
 from ..text.fit import fit_lines
+from .personal import MemoryView, personal_view
 from .rules import MISSING, Missing, clean_user_id
 from .service import MemoryService, SaveOutcome, UpdateOutcome
 
@@ -22,69 +27,124 @@ SEARCH_RESULT_MAX_CHARS = MAX_TOOL_RESULT_CHARS - 500
 USER_ID_PROBLEM = "user_id 必须是 QQ 号（纯数字）；要清空请传空字符串"
 
 
-def memory_tools(memory: MemoryService, scope: str) -> Iterable[Tool]:
-    """The four memory tools, bound to `scope`."""
+def memory_tools(memory: MemoryService, scope: str, *, personal: bool = True) -> Iterable[Tool]:
+    """The four memory tools, bound to `scope`; with `personal`, they also reach the
+    current speaker's personal memories visible here."""
     return [
         Tool(
             "memory_save",
             prompts.MEMORY_SAVE_DESCRIPTION,
-            _saver(memory, scope),
-            prompts.MEMORY_SAVE_PARAMETERS,
+            _saver(memory, scope, personal),
+            prompts.MEMORY_SAVE_PARAMETERS
+            if personal
+            else prompts.MEMORY_SAVE_CHAT_ONLY_PARAMETERS,
         ),
         Tool(
             "memory_search",
+            # Results of the speaker's own are marked [个人] (texts.memory_line).
             prompts.MEMORY_SEARCH_DESCRIPTION,
-            _searcher(memory, scope),
+            _searcher(memory, scope, personal),
             prompts.memory_search_parameters(
                 default_limit=SEARCH_LIMIT_DEFAULT,
                 query_limit_max=SEARCH_LIMIT_MAX,
-                limit_max=max(memory.max_entries, SEARCH_LIMIT_MAX),
+                limit_max=_listing_cap(memory, personal),
             ),
         ),
         Tool(
             "memory_update",
             prompts.MEMORY_UPDATE_DESCRIPTION,
-            _updater(memory, scope),
+            _updater(memory, scope, personal),
             prompts.MEMORY_UPDATE_PARAMETERS,
         ),
         Tool(
             "memory_forget",
             prompts.MEMORY_FORGET_DESCRIPTION,
-            _forgetter(memory, scope),
+            _forgetter(memory, scope, personal),
             prompts.MEMORY_FORGET_PARAMETERS,
         ),
     ]
 
 
-def _saver(memory: MemoryService, scope: str):
+def _listing_cap(memory: MemoryService, personal: bool) -> int:
+    """How many memories a search without a query may list: all a chat and its speaker
+    may hold."""
+    held = memory.max_entries + (memory.personal_max_entries if personal else 0)
+    return max(held, SEARCH_LIMIT_MAX)
+
+
+def _speakers_view(scope: str, personal: bool) -> MemoryView | None:
+    """The current speaker's personal memories visible in `scope`, or None (personal memory
+    off, or no speaker: a call outside a turn)."""
+    return personal_view(scope, current_speaker()) if personal else None
+
+
+def _saver(memory: MemoryService, scope: str, personal: bool):
     async def save(arguments: dict[str, Any]) -> str:
-        """The `memory_save` tool: store a new memory in this scope."""
+        """The `memory_save` tool: store a new memory in this scope, or with
+        `about="speaker"` in the speaker's personal memories."""
         content = _content_argument(arguments.get("content"))
         if isinstance(content, Missing) or not content.strip():
             raise ToolError("缺少参数 content")
+        target, note = _save_target(scope, arguments.get("about"), personal)
+        user_id = _user_id_argument(arguments.get("user_id"))
+        if target is not None and arguments.get("user_id") is None:
+            user_id = _speaker_id()  # a personal memory is about its owner
         outcome = await memory.save(
-            scope,
+            target.scope if target is not None else scope,
             content,
             tags=_tags_argument(arguments.get("tags")),
-            user_id=_user_id_argument(arguments.get("user_id")),
+            user_id=user_id,
             source="tool",
+            # Told in the owner's private chat: it stays there until the owner says otherwise.
+            private=target is not None and target.include_private,
         )
-        return describe_save(outcome, memory.max_entries)
+        if target is None:
+            result = describe_save(outcome, memory.max_entries)
+        else:
+            result = describe_personal_save(outcome, memory.personal_max_entries, target)
+        return f"{result}\n{note}" if note else result
 
     return save
 
 
-def _searcher(memory: MemoryService, scope: str):
+def _speaker_id() -> str | None:
+    """The QQ number of the current turn's speaker, if any."""
+    speaker = current_speaker()
+    return speaker.user_id if speaker is not None else None
+
+
+def _save_target(scope: str, about: Any, personal: bool) -> tuple[MemoryView | None, str]:
+    """Where a save goes, from its `about`: None for the chat's memories, else the
+    speaker's personal view; and the note the result carries when `about` could not be
+    followed."""
+    if about is None or about == prompts.ABOUT_CHAT:
+        return None, ""
+    if about != prompts.ABOUT_SPEAKER:
+        return None, prompts.about_unknown_note(about)
+    if not personal:
+        return None, prompts.ABOUT_SPEAKER_OFF_NOTE
+    view = _speakers_view(scope, personal)
+    if view is None:
+        return None, prompts.ABOUT_SPEAKER_UNKNOWN_NOTE
+    return view, ""
+
+
+def _searcher(memory: MemoryService, scope: str, personal: bool):
     async def search(arguments: dict[str, Any]) -> str:
-        """The `memory_search` tool: this scope's memories, by query or newest first."""
+        """The `memory_search` tool: this scope's memories and the speaker's visible
+        personal ones, ranked together, by query or newest first."""
         query = _optional_text(arguments.get("query"))
         has_query = bool(query and query.strip())
-        cap = SEARCH_LIMIT_MAX if has_query else max(memory.max_entries, SEARCH_LIMIT_MAX)
+        cap = SEARCH_LIMIT_MAX if has_query else _listing_cap(memory, personal)
         default = SEARCH_LIMIT_DEFAULT if has_query else cap
         limit = _int_argument(arguments.get("limit"), default, low=1, high=cap)
         offset = _int_argument(arguments.get("offset"), 0, low=0, high=None)
+        views = [MemoryView(scope)]
+        speakers = _speakers_view(scope, personal)
+        if speakers is not None:
+            views.append(speakers)
         # Memories that fail the guard (rows stored before it caught them) are never shown.
-        hits = await memory.search(scope, query, offset + limit, safe_only=True)
+        hits = await memory.search_in(views, query, offset + limit, safe_only=True)
         if not hits:
             return "没有找到相关记忆。" if has_query else "当前会话还没有任何记忆。"
         if offset >= len(hits):
@@ -94,28 +154,45 @@ def _searcher(memory: MemoryService, scope: str):
     return search
 
 
-def _updater(memory: MemoryService, scope: str):
+def _updater(memory: MemoryService, scope: str, personal: bool):
     async def update(arguments: dict[str, Any]) -> str:
-        """The `memory_update` tool: change only the fields that were given."""
+        """The `memory_update` tool: change only the fields that were given, of a memory of
+        this scope or else of the speaker's visible personal ones."""
         memory_id = _text_argument(arguments, "id")
-        outcome = await memory.update(
-            scope,
-            memory_id,
+        fields: dict[str, Any] = {
             # null content counts as omitted: content cannot be cleared, only forgotten.
-            content=_content_argument(arguments.get("content")),
-            tags=_tags_argument(arguments["tags"]) if "tags" in arguments else MISSING,
-            user_id=_user_id_argument(arguments["user_id"]) if "user_id" in arguments else MISSING,
+            "content": _content_argument(arguments.get("content")),
+            "tags": _tags_argument(arguments["tags"]) if "tags" in arguments else MISSING,
+            "user_id": _user_id_argument(arguments["user_id"])
+            if "user_id" in arguments
+            else MISSING,
+        }
+        outcome = await memory.update(scope, memory_id, **fields)
+        speakers = _speakers_view(scope, personal)
+        if outcome.status != "not_found" or speakers is None:
+            return describe_update(outcome, memory_id)
+        outcome = await memory.update(
+            speakers.scope, memory_id, **fields, include_private=speakers.include_private
         )
-        return describe_update(outcome, memory_id)
+        return describe_update(outcome, memory_id, view=speakers)
 
     return update
 
 
-def _forgetter(memory: MemoryService, scope: str):
+def _forgetter(memory: MemoryService, scope: str, personal: bool):
     async def forget(arguments: dict[str, Any]) -> str:
-        """The `memory_forget` tool: delete a memory by id."""
+        """The `memory_forget` tool: delete a memory by id, of this scope or else of the
+        speaker's visible personal ones."""
         memory_id = _text_argument(arguments, "id")
         deleted = await memory.forget(scope, memory_id, by_person=False)
+        speakers = _speakers_view(scope, personal)
+        if deleted is None and speakers is not None:
+            deleted = await memory.forget(
+                speakers.scope,
+                memory_id,
+                by_person=False,
+                include_private=speakers.include_private,
+            )
         if deleted is None:
             return texts.memory_not_found(memory_id)
         return f"已删除记忆 #{deleted.id}。"
@@ -127,7 +204,7 @@ def search_page(hits: Sequence[SearchHit], offset: int) -> str:
     """Hits from `offset` on, one per line, as many as fit the result size; when some do
     not fit, a last line says how many are left and which offset shows them."""
     fitted = fit_lines(
-        [texts.memory_line(hit.memory) for hit in hits[offset:]],
+        [texts.memory_line(hit.memory, personal=hit.personal) for hit in hits[offset:]],
         SEARCH_RESULT_MAX_CHARS,
         # The first hit is shown whole even over the budget (a memory is at most 2000
         # characters), so paging always moves on.
@@ -168,14 +245,48 @@ def describe_save(outcome: SaveOutcome, max_entries: int) -> str:
     return f"未保存：{outcome.reason}。"
 
 
-def describe_update(outcome: UpdateOutcome, memory_id: str) -> str:
-    """The model-facing result of a memory update."""
+def describe_personal_save(outcome: SaveOutcome, max_entries: int, view: MemoryView) -> str:
+    """The tool result for a save into the speaker's personal memories: as for the chat's,
+    lines marked personal, and nothing said of a memory this chat may not see (a private
+    one, in a group)."""
+    if outcome.status == "saved" and outcome.memory is not None:
+        lines = [f"已保存记忆 {texts.memory_line(outcome.memory, personal=True)}"]
+        if outcome.truncated:
+            lines.append("注意：内容超过 2000 字，已截断保存。")
+        similar = [m for m in outcome.similar if view.shows(m)]
+        if similar:
+            shown = "；".join(texts.memory_line(m, personal=True) for m in similar)
+            lines.append(
+                f"发现相似的记忆：{shown}。如果说的是同一件事，请用 memory_update 合并成一条，"
+                "再用 memory_forget 删除多余的。"
+            )
+        return "\n".join(lines)
+    if outcome.status == "duplicate" and outcome.memory is not None:
+        if not view.shows(outcome.memory):
+            return "这位发言人的个人记忆里已有相同内容，无需重复保存。"
+        return f"相同内容的记忆已存在：#{outcome.memory.id}，无需重复保存。"
+    if outcome.status == "full":
+        return (
+            f"未保存：这位发言人的个人记忆已满（{max_entries} 条）。请先用 memory_update 合并"
+            "相近的记忆，或用 memory_forget 删除过时的记忆，再保存。"
+        )
+    return describe_save(outcome, max_entries)
+
+
+def describe_update(
+    outcome: UpdateOutcome, memory_id: str, *, view: MemoryView | None = None
+) -> str:
+    """The model-facing result of a memory update (`view`: the speaker's personal memories
+    it was found in, if not the chat's)."""
     if outcome.status == "not_found":
         return texts.memory_not_found(memory_id)
     if outcome.status == "updated" and outcome.memory is not None:
         note = "（内容超过 2000 字，已截断）" if outcome.truncated else ""
-        return f"已更新记忆 {texts.memory_line(outcome.memory)}{note}"
+        line = texts.memory_line(outcome.memory, personal=view is not None)
+        return f"已更新记忆 {line}{note}"
     if outcome.status == "duplicate" and outcome.memory is not None:
+        if view is not None and not view.shows(outcome.memory):
+            return "未更新：这位发言人的个人记忆里已有相同内容，请改用 memory_forget 删除这一条。"
         return f"未更新：与已有记忆 #{outcome.memory.id} 内容相同，请改用 memory_forget 删除多余的一条。"
     if outcome.status == "tombstoned":
         return "未更新：这个内容已被用户手动删除过，不能再保存。"

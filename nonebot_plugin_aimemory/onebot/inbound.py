@@ -19,9 +19,9 @@ from .pastes import MAX_PASTE_CHARS, KeptSegments, keep_within_limit, omission_n
 from .permissions import is_manager, is_served_group, is_superuser, private_chat_served
 from .segments import merge_text
 
-# `~记忆 搜索 …` whatever COMMAND_START is; `/` and the full-width `～` work too.
+# `~记忆 搜索 …` (`~对话`, `~人设` too) whatever COMMAND_START is; `/` and `～` work too.
 COMMAND_PREFIXES = ("~", "～", "/")
-COMMAND_NAMES = ("对话", "记忆")
+COMMAND_NAMES = ("对话", "记忆", "人设")
 
 
 def session_key_for(event: MessageEvent) -> str:
@@ -156,6 +156,7 @@ class Inbound:
         if group_id is None and not await private_chat_served(bot, event, self.config):
             return None
         command = parse_command(command_text(event.get_message()))
+        addressed = is_addressed(event)
         speaker = Speaker(str(event.user_id), speaker_name(event))
         if command is not None:
             speaker = Speaker(
@@ -164,12 +165,17 @@ class Inbound:
                 is_manager=await is_manager(bot, event),
                 is_superuser=await is_superuser(bot, event),
             )
+        elif addressed:
+            # SUPERUSERS are exempt from the daily quota (a set lookup, no API call).
+            speaker = Speaker(
+                speaker.user_id, speaker.name, is_superuser=await is_superuser(bot, event)
+            )
         return Incoming(
             key=session_key_for(event),
             group_id=group_id,
             speaker=speaker,
             sent_at=datetime.fromtimestamp(event.time, timezone.utc),
-            addressed=is_addressed(event),
+            addressed=addressed,
             content=EventContent(bot, event, self.renderer),
             command=command,
         )

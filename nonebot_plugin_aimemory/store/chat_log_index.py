@@ -43,6 +43,31 @@ class PeriodBoost:
     score: float
 
 
+@dataclass(frozen=True, slots=True)
+class KeywordRanking:
+    """A query's keyword ranking of one session: row ids with their scores, best first;
+    the periods it names that have rows of the session; and how many rows hold each term
+    that was scored, which is what a full match is worth (see `full_match_score`)."""
+
+    scored: list[tuple[int, float]]
+    periods: list[PeriodBoost]
+    term_rows: tuple[int, ...] = ()
+
+    def full_match_score(self, logged_rows: int) -> float:
+        """The score of a row of average length holding each scored term once, said in the
+        best-scoring period named: what bm25() gives a match of the whole query (with
+        `logged_rows`, the N of its idf), against which a match's coverage is measured
+        (memory/fusion.py)."""
+        idf = sum(bm25_idf(logged_rows, rows) for rows in self.term_rows)
+        return idf + max((boost.score for boost in self.periods), default=0.0)
+
+
+def bm25_idf(logged_rows: int, holding_rows: int) -> float:
+    """FTS5's idf of a term held by `holding_rows` of `logged_rows`, with its floor."""
+    idf = math.log((logged_rows - holding_rows + 0.5) / (holding_rows + 0.5))
+    return max(idf, FTS5_MIN_IDF)
+
+
 def session_token(session_key: str) -> str:
     """The session as one alphanumeric FTS token (`g:123` -> `s673a313233`)."""
     return "s" + session_key.encode().hex()
@@ -126,27 +151,49 @@ class ChatLogIndex:
         `periods` (UTC [start, end) texts) scoring as if it also matched one more term, as
         specific as the period is (see `_period_boosts`). A query of only stopwords finds
         nothing; one of only a period, that period's newest rows."""
+        ranking = await self.ranking(session_key, text, limit, periods)
+        return [row_id for row_id, _ in ranking.scored]
+
+    async def ranking(
+        self, session_key: str, text: str, limit: int, periods: Sequence[tuple[str, str]] = ()
+    ) -> KeywordRanking:
+        """What `ranked` ranks, with the scores, the periods and the terms' row counts."""
         await self.catch_up()
         terms = query.analyse(text).terms
         boosts = await self._period_boosts(session_key, periods)
         scores: dict[int, float] = {}
+        term_rows: tuple[int, ...] = ()
         if terms:
-            scores.update(await self._ranked_matches(session_key, terms, boosts, limit))
+            matches, term_rows = await self._ranked_matches(session_key, terms, boosts, limit)
+            scores.update(matches)
         for boost in boosts:
             for row_id in await self._newest_within(session_key, boost, limit):
                 scores.setdefault(row_id, boost.score)
         best = sorted(scores, key=lambda row_id: (scores[row_id], row_id), reverse=True)
-        return best[:limit]
+        return KeywordRanking(
+            [(row_id, scores[row_id]) for row_id in best[:limit]], boosts, term_rows
+        )
+
+    async def logged_rows(self) -> int:
+        """How many rows the log spans (every session's: bm25()'s N, as `_period_boosts`
+        counts it), from the two ends of the id index."""
+        rows = await self.database.read(
+            "SELECT COALESCE((SELECT MAX(id) FROM chat_log) - (SELECT MIN(id) FROM chat_log) "
+            "+ 1, 0)"
+        )
+        return int(rows[0][0])
 
     async def _ranked_matches(
         self, session_key: str, terms: Sequence[str], boosts: Sequence[PeriodBoost], limit: int
-    ) -> list[tuple[int, float]]:
+    ) -> tuple[list[tuple[int, float]], tuple[int, ...]]:
         """The best `limit` matches of `terms` with their scores (bm25() is negative: the
-        score is its opposite, plus the boost of a row's period). When the terms' rows would
-        be too many to score, the commonest terms are left out (`rarest_within`)."""
+        score is its opposite, plus the boost of a row's period), and how many rows hold
+        each term scored. When the terms' rows would be too many to score, the commonest
+        terms are left out (`rarest_within`)."""
         prefix = term_prefix(session_key)
         prefixed = [prefix + term for term in terms]
-        scored = rarest_within(await self._document_counts(prefixed), prefixed, CANDIDATE_ROWS)
+        counts = await self._document_counts(prefixed)
+        scored = rarest_within(counts, prefixed, CANDIDATE_ROWS)
         boosted = "".join(" WHEN rowid BETWEEN ? AND ? THEN ?" for _ in boosts)
         period_score = f" + CASE{boosted} ELSE 0 END" if boosts else ""
         ranked = await self.database.read(
@@ -159,7 +206,8 @@ class ChatLogIndex:
                 limit,
             ),
         )
-        return [(int(row_id), float(score)) for row_id, score in ranked]
+        matches = [(int(row_id), float(score)) for row_id, score in ranked]
+        return matches, tuple(counts.get(term, 0) for term in scored)
 
     async def _document_counts(self, terms: Sequence[str]) -> dict[str, int]:
         """How many indexed rows hold each term (the session's own: terms carry it)."""
@@ -187,8 +235,7 @@ class ChatLogIndex:
                 (session_key, start, end),
             )
             if count:
-                idf = math.log((logged - count + 0.5) / (count + 0.5))
-                boosts.append(PeriodBoost(int(first), int(last), max(idf, FTS5_MIN_IDF)))
+                boosts.append(PeriodBoost(int(first), int(last), bm25_idf(logged, count)))
         return boosts
 
     async def _newest_within(self, session_key: str, boost: PeriodBoost, limit: int) -> list[int]:

@@ -1,5 +1,6 @@
 """The objective chat log: rows as they were said, kept searchable by `chat_log_index`
-(written in the same transactions)."""
+(written in the same transactions), with the optional vectors of `chat_log_vectors`
+removed together with their rows."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from dataclasses import dataclass
 
 from ..text.encodable import encodable
 from .chat_log_index import ChatLogIndex, index_rows, row_terms, unindex_rows
+from .chat_log_vectors import ChatLogVectorStore, forget_vectors
 from .database import Database
 
 
@@ -49,22 +51,25 @@ def _row(raw: Sequence[object]) -> ChatRow:
 
 
 class ChatLogStore:
-    """SQL for `chat_log` and its full-text index; reads are always bound to one session."""
+    """SQL for `chat_log`, its full-text index and its vectors; reads are always bound to
+    one session."""
 
     def __init__(self, database: Database) -> None:
         self.database = database
         self.index = ChatLogIndex(database)
+        self.vectors = ChatLogVectorStore(database)
 
-    async def insert_many(self, rows: Sequence[ChatRow]) -> None:
-        """Insert rows and their search terms in one transaction."""
+    async def insert_many(self, rows: Sequence[ChatRow]) -> list[int]:
+        """Insert rows and their search terms in one transaction; the rows' new ids, in
+        order."""
         if not rows:
-            return
+            return []
         # jieba takes ~0.2 ms a row: a batch of hundreds would stall the event loop.
         terms = await asyncio.to_thread(
             lambda: [row_terms(row.role, row.speaker_name, row.text) for row in rows]
         )
 
-        def work(connection: sqlite3.Connection) -> None:
+        def work(connection: sqlite3.Connection) -> list[int]:
             (last_id,) = connection.execute(
                 "SELECT MAX((SELECT COALESCE(MAX(id), 0) FROM chat_log), "
                 "(SELECT COALESCE(MAX(last_id), 0) FROM chat_log_ids))"
@@ -100,8 +105,9 @@ class ChatLogStore:
                     if not row.refused
                 ],
             )
+            return list(ids)
 
-        await self.database.write(work)
+        return await self.database.write(work)
 
     async def mark_refused(self, rows: Sequence[ChatRow]) -> None:
         """Mark logged rows as refused and take them out of the search index. A row is found
@@ -121,6 +127,7 @@ class ChatLogStore:
                     continue
                 connection.execute("UPDATE chat_log SET refused = 1 WHERE id = ?", found)
                 unindex_rows(connection, "t.id = ?", found)
+                forget_vectors(connection, "id = ?", found)
 
         await self.database.write(work)
 
@@ -184,14 +191,15 @@ class ChatLogStore:
         """The session's rows best matching `text` (words or a whole question), best first;
         rows said within `periods` (UTC [start, end) texts) rank higher. See
         `ChatLogIndex.ranked`."""
-        return await self._rows_by_id(await self.index.ranked(session_key, text, limit, periods))
+        return await self.rows_by_id(await self.index.ranked(session_key, text, limit, periods))
 
     async def catch_up_index(self) -> None:
         """Index the rows an older release logged (see `ChatLogIndex.catch_up`); searches
         do it first, so calling it at startup only saves the first search the wait."""
         await self.index.catch_up()
 
-    async def _rows_by_id(self, ids: Sequence[int]) -> list[ChatRow]:
+    async def rows_by_id(self, ids: Sequence[int]) -> list[ChatRow]:
+        """The rows of `ids` that still exist, in the order of `ids`."""
         if not ids:
             return []
         placeholders = ", ".join("?" for _ in ids)
@@ -202,10 +210,12 @@ class ChatLogStore:
         return [by_id[i] for i in ids if i in by_id]
 
     async def delete_older_than(self, cutoff: str) -> int:
-        """Remove rows logged before `cutoff` (fixed-width UTC text) and their index rows."""
+        """Remove rows logged before `cutoff` (fixed-width UTC text), their index rows and
+        their vectors."""
 
         def work(connection: sqlite3.Connection) -> int:
             unindex_rows(connection, "c.created_at < ?", (cutoff,))
+            forget_vectors(connection, "created_at < ?", (cutoff,))
             cursor = connection.execute("DELETE FROM chat_log WHERE created_at < ?", (cutoff,))
             return cursor.rowcount
 

@@ -26,20 +26,21 @@ class GroupCounterStore:
         rows = await self.database.read(
             "SELECT DISTINCT session_key FROM messages WHERE session_key LIKE 'g:%'"
         )
-        return {str(key)[2:] for (key,) in rows}
+        # A persona's window is `g:<群号>#<persona>`: the group is what comes before `#`.
+        return {str(key)[2:].partition("#")[0] for (key,) in rows}
 
-    async def save(self, counts: Mapping[str, int], clear_groups: Collection[str] = ()) -> None:
-        """Persist counters and delete the stored windows of `clear_groups`, in one
-        transaction: one trip to the database for a whole batch of groups."""
-        if not counts and not clear_groups:
+    async def save(self, counts: Mapping[str, int], clear_windows: Collection[str] = ()) -> None:
+        """Persist counters and delete the stored windows `clear_windows` (session keys), in
+        one transaction: one trip to the database for a whole batch of groups."""
+        if not counts and not clear_windows:
             return
         now = utc_now_text()
         items = list(counts.items())
 
         def work(connection: sqlite3.Connection) -> None:
-            for group_id in clear_groups:
+            for key in clear_windows:
                 # The sessions_delete_messages trigger removes the messages too.
-                connection.execute("DELETE FROM sessions WHERE key = ?", (f"g:{group_id}",))
+                connection.execute("DELETE FROM sessions WHERE key = ?", (key,))
             for start in range(0, len(items), ROWS_PER_STATEMENT):
                 chunk = items[start : start + ROWS_PER_STATEMENT]
                 connection.execute(
@@ -65,5 +66,5 @@ class MemoryOnlyCounterStore:
         """No group has a stored window."""
         return set()
 
-    async def save(self, counts: Mapping[str, int], clear_groups: Collection[str] = ()) -> None:
+    async def save(self, counts: Mapping[str, int], clear_windows: Collection[str] = ()) -> None:
         """Nothing to persist."""

@@ -9,7 +9,10 @@ from dataclasses import dataclass, field
 
 from .database import Database, utc_now_text
 
-_COLUMNS = "id, content, normalized, tags, user_id, embedding, evidence, source, created_at, updated_at, deleted_at"
+_COLUMNS = (
+    "id, content, normalized, tags, user_id, embedding, evidence, source, created_at, "
+    "updated_at, deleted_at, private"
+)
 
 
 @dataclass(slots=True)
@@ -27,6 +30,9 @@ class MemoryRecord:
     created_at: str = ""
     updated_at: str = ""
     deleted_at: str | None = None
+    # A personal memory told in its owner's private chat: used only there (see
+    # memory/personal.py). Chat memories are never private.
+    private: bool = False
 
     @property
     def deleted(self) -> bool:
@@ -56,6 +62,7 @@ def _record(row: Sequence[object]) -> MemoryRecord:
         created,
         updated,
         deleted,
+        private,
     ) = row
     return MemoryRecord(
         id=str(id_),
@@ -69,6 +76,7 @@ def _record(row: Sequence[object]) -> MemoryRecord:
         created_at=str(created),
         updated_at=str(updated),
         deleted_at=str(deleted) if deleted is not None else None,
+        private=bool(private),
     )
 
 
@@ -119,7 +127,8 @@ class MemoryStore:
 
         def work(connection: sqlite3.Connection) -> None:
             connection.execute(
-                f"INSERT INTO memories (scope, {_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                f"INSERT INTO memories (scope, {_COLUMNS}) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (scope, *_values(record)),
             )
 
@@ -131,7 +140,7 @@ class MemoryStore:
         def work(connection: sqlite3.Connection) -> None:
             connection.execute(
                 "UPDATE memories SET content = ?, normalized = ?, tags = ?, user_id = ?, "
-                "embedding = ?, evidence = ?, updated_at = ?, deleted_at = ? "
+                "embedding = ?, evidence = ?, updated_at = ?, deleted_at = ?, private = ? "
                 "WHERE scope = ? AND id = ?",
                 (
                     record.content,
@@ -142,9 +151,23 @@ class MemoryStore:
                     _dump(record.evidence),
                     record.updated_at,
                     record.deleted_at,
+                    int(record.private),
                     scope,
                     record.id,
                 ),
+            )
+
+        await self.database.write(work)
+
+    async def set_private(
+        self, scope: str, memory_id: str, private: bool, *, updated_at: str
+    ) -> None:
+        """Make one memory private (used only in its owner's private chat) or public."""
+
+        def work(connection: sqlite3.Connection) -> None:
+            connection.execute(
+                "UPDATE memories SET private = ?, updated_at = ? WHERE scope = ? AND id = ?",
+                (int(private), updated_at, scope, memory_id),
             )
 
         await self.database.write(work)
@@ -256,4 +279,5 @@ def _values(record: MemoryRecord) -> tuple[object, ...]:
         record.created_at,
         record.updated_at,
         record.deleted_at,
+        int(record.private),
     )

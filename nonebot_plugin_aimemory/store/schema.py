@@ -168,6 +168,39 @@ MIGRATIONS: tuple[str, ...] = (
         persona TEXT NOT NULL
     ) WITHOUT ROWID;
     """,
+    # Optional vectors of chat-log rows (aimemory_chat_log_embeddings), one per row, of the
+    # model named beside it, packed by store/chat_log_vectors.py; the session is repeated
+    # here so a search reads its own session's vectors, newest first, from the index alone.
+    """
+    CREATE TABLE IF NOT EXISTS chat_log_vectors (
+        row_id INTEGER PRIMARY KEY,
+        session_key TEXT NOT NULL,
+        model TEXT NOT NULL,
+        vector BLOB NOT NULL
+    );
+    CREATE INDEX IF NOT EXISTS chat_log_vectors_by_session ON chat_log_vectors (session_key);
+    """,
+    # A personal memory (scope `u:<QQ号>`) told in its owner's private chat is private: used
+    # only there, until its owner makes it public. Chat memories are never private.
+    """
+    ALTER TABLE memories ADD COLUMN private INTEGER NOT NULL DEFAULT 0;
+    """,
+    # Token usage of model calls (store/usage_store.py): per chat (`g:<群号>`, `f:<QQ号>`, ''
+    # for calls made for no chat), per day in AIMEMORY_TIMEZONE and per role, added to in
+    # batches; read per chat over days, and over all chats by day.
+    """
+    CREATE TABLE IF NOT EXISTS token_usage (
+        chat_key TEXT NOT NULL,
+        day TEXT NOT NULL,
+        role TEXT NOT NULL,
+        prompt_tokens INTEGER NOT NULL DEFAULT 0,
+        completion_tokens INTEGER NOT NULL DEFAULT 0,
+        cached_tokens INTEGER NOT NULL DEFAULT 0,
+        calls INTEGER NOT NULL DEFAULT 0,
+        PRIMARY KEY (chat_key, day, role)
+    ) WITHOUT ROWID;
+    CREATE INDEX IF NOT EXISTS token_usage_by_day ON token_usage (day);
+    """,
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)
@@ -214,6 +247,7 @@ CREATE TABLE IF NOT EXISTS memories (
     created_at TEXT NOT NULL,
     updated_at TEXT NOT NULL,
     deleted_at TEXT,
+    private INTEGER NOT NULL DEFAULT 0,
     PRIMARY KEY (scope, id)
 ) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS memories_by_normalized ON memories (scope, normalized);
@@ -276,6 +310,24 @@ CREATE TABLE IF NOT EXISTS persona_choices (
     chat_key TEXT PRIMARY KEY,
     persona TEXT NOT NULL
 ) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS chat_log_vectors (
+    row_id INTEGER PRIMARY KEY,
+    session_key TEXT NOT NULL,
+    model TEXT NOT NULL,
+    vector BLOB NOT NULL
+);
+CREATE INDEX IF NOT EXISTS chat_log_vectors_by_session ON chat_log_vectors (session_key);
+CREATE TABLE IF NOT EXISTS token_usage (
+    chat_key TEXT NOT NULL,
+    day TEXT NOT NULL,
+    role TEXT NOT NULL,
+    prompt_tokens INTEGER NOT NULL DEFAULT 0,
+    completion_tokens INTEGER NOT NULL DEFAULT 0,
+    cached_tokens INTEGER NOT NULL DEFAULT 0,
+    calls INTEGER NOT NULL DEFAULT 0,
+    PRIMARY KEY (chat_key, day, role)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS token_usage_by_day ON token_usage (day);
 """
 
 # The tables LATEST_SCHEMA creates (FTS5 adds its shadow tables on its own): a file holding

@@ -59,6 +59,7 @@ __all__ = [
     "estimate_tokens",
     "last_user_text",
     "raw",
+    "reported_usage",
     "text",
     "tool_calls",
     "validate_chat_request",
@@ -93,7 +94,8 @@ _ROLES = ("system", "user", "assistant", "tool")
 _TOOL_NAME_RE = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 _STREAM_PIECE = 8
 
-UsageSpec: TypeAlias = dict[str, int] | Literal["auto"] | None
+# A reply's `usage` object as sent (see `reported_usage` for cached prompt tokens).
+UsageSpec: TypeAlias = dict[str, Any] | Literal["auto"] | None
 # (message, param, code) of an OpenAI-style invalid_request_error.
 _Problem: TypeAlias = tuple[str, str | None, str | None]
 
@@ -213,6 +215,29 @@ def drop() -> DropReply:
 
 
 # --------------------------------------------------------------------------- helpers
+
+
+def reported_usage(
+    prompt: int,
+    completion: int,
+    *,
+    cached: int = 0,
+    style: Literal["openai", "deepseek"] = "openai",
+) -> dict[str, Any]:
+    """A completion's `usage` as a provider reports it, `cached` of the prompt tokens from
+    its prompt cache: OpenAI-style in `prompt_tokens_details.cached_tokens`, DeepSeek's in
+    `prompt_cache_hit_tokens` / `prompt_cache_miss_tokens`."""
+    usage: dict[str, Any] = {
+        "prompt_tokens": prompt,
+        "completion_tokens": completion,
+        "total_tokens": prompt + completion,
+    }
+    if style == "deepseek":
+        usage["prompt_cache_hit_tokens"] = cached
+        usage["prompt_cache_miss_tokens"] = prompt - cached
+    else:
+        usage["prompt_tokens_details"] = {"cached_tokens": cached}
+    return usage
 
 
 def estimate_tokens(messages: Any) -> int:

@@ -115,8 +115,8 @@ async def test_a_purged_id_is_never_given_to_a_new_memory(
     purged = await saved_and_deleted(memory, DELETED)
     await memory.purge_deleted(now=days_from_now(31))
 
-    def proposing_the_purged_id_first(in_use) -> str:
-        return purged if purged not in in_use else rules.new_id(in_use)
+    def proposing_the_purged_id_first(in_use, **options) -> str:
+        return purged if purged not in in_use else rules.new_id(in_use, **options)
 
     monkeypatch.setattr(service, "new_id", proposing_the_purged_id_first)
     saved = await memory.save(SCOPE, "阿强对花生过敏")

@@ -133,6 +133,7 @@ async def test_memory_list_command_shows_only_this_groups_entries(plugin) -> Non
 
 
 async def test_memory_tools_offer_no_way_to_name_a_scope(plugin) -> None:
+    # `about` picks the chat or the speaker of the message, never a scope or a person.
     bot = RecordingBot()
 
     await bot.receive(group_message("你好", group_id=204, to_me=True))
@@ -143,7 +144,7 @@ async def test_memory_tools_offer_no_way_to_name_a_scope(plugin) -> None:
         if spec["function"]["name"].startswith("memory_")
     }
     assert {name: sorted(schema["properties"]) for name, schema in tools.items()} == {
-        "memory_save": ["content", "tags", "user_id"],
+        "memory_save": ["about", "content", "tags", "user_id"],
         "memory_search": ["limit", "offset", "query"],
         "memory_update": ["content", "id", "tags", "user_id"],
         "memory_forget": ["id"],

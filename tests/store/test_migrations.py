@@ -27,14 +27,22 @@ REFUSED_CHAT_ROWS = 9
 TOMBSTONE_SUBJECTS = 10
 TERMS_INDEX = 11
 PERSONA_CHOICES = 12
+CHAT_LOG_VECTORS = 13
+PRIVATE_MEMORIES = 14
+TOKEN_USAGE = 15
 # The schema version these tests were written for: the parametrised cases below are fixed
 # at collection, before the plugin can be imported; a guard test keeps it equal to
 # SCHEMA_VERSION, so a new migration is not left without its cases.
-LATEST_VERSION = 12
+LATEST_VERSION = 15
 
 AT = "2026-11-30T00:00:00.000000Z"
 IMAGE_HASH = "ab" * 32
+VECTOR_MODEL = "multilingual-e5-small"
+# A packed vector as version 13 stores it (store/chat_log_vectors.py): the sum of its
+# squared int8 components, then each component + 128.
+PACKED_VECTOR = (127 * 127).to_bytes(4, "little") + bytes([128 + 127, 128, 128, 128])
 LAST_REVIEWED_ROW = 5  # beyond the last chat-log id, so the id counter must start after it
+USAGE_DAY = "2026-11-30"
 
 Schema = tuple[list[tuple[str, str, str, str | None]], dict[str, list[tuple[object, ...]]]]
 
@@ -193,6 +201,27 @@ def write_sample_rows(path: Path, version: int) -> None:
         )
     if version >= PERSONA_CHOICES:
         connection.execute("INSERT INTO persona_choices (chat_key, persona) VALUES ('g:1', '猫娘')")
+    if version >= PRIVATE_MEMORIES:
+        # A personal memory told in its owner's private chat.
+        connection.execute(
+            "INSERT INTO memories (scope, id, content, normalized, user_id, created_at, "
+            "updated_at, private) VALUES ('u:10001', 'u2345', '我生日是五月二日', "
+            "'我生日是五月二日', '10001', ?, ?, 1)",
+            (AT, AT),
+        )
+    if version >= CHAT_LOG_VECTORS:
+        for row_id, key in ((1, "g:1"), (2, "g:2")):
+            connection.execute(
+                "INSERT INTO chat_log_vectors (row_id, session_key, model, vector) "
+                "VALUES (?, ?, ?, ?)",
+                (row_id, key, VECTOR_MODEL, PACKED_VECTOR),
+            )
+    if version >= TOKEN_USAGE:
+        connection.execute(
+            "INSERT INTO token_usage (chat_key, day, role, prompt_tokens, completion_tokens, "
+            "cached_tokens, calls) VALUES ('g:1', ?, 'main', 1200, 80, 1000, 3)",
+            (USAGE_DAY,),
+        )
     connection.commit()
     connection.close()
 
@@ -200,12 +229,14 @@ def write_sample_rows(path: Path, version: int) -> None:
 async def assert_sample_rows_readable(database: Database, version: int) -> None:
     """The rows `write_sample_rows` wrote at `version`, read back through the stores."""
     from nonebot_plugin_aimemory.store.chat_log_store import ChatLogStore
+    from nonebot_plugin_aimemory.store.chat_log_vectors import unpack_vector
     from nonebot_plugin_aimemory.store.counters import GroupCounterStore
     from nonebot_plugin_aimemory.store.history_store import SqliteHistoryStore
     from nonebot_plugin_aimemory.store.image_store import ImageDescriptionStore
     from nonebot_plugin_aimemory.store.memory_store import MemoryStore
     from nonebot_plugin_aimemory.store.persona_store import PersonaStore
     from nonebot_plugin_aimemory.store.review_store import ReviewStore
+    from nonebot_plugin_aimemory.store.usage_store import UsageStore
 
     history = SqliteHistoryStore(database)
     if version >= SESSIONS_AND_MESSAGES:
@@ -225,8 +256,12 @@ async def assert_sample_rows_readable(database: Database, version: int) -> None:
         # Migrated tombstones take the QQ number of the memory they were made from.
         (tombstone,) = await memories.load_tombstone_records("g:1")
         assert tombstone.user_id == "10001"
+        # Memories written before visibility existed are chat memories: public.
+        assert not records["m1"].private
     else:
         assert records == {}
+    personal = [(r.id, r.private) for r in await memories.load_scope("u:10001")]
+    assert personal == ([("u2345", True)] if version >= PRIVATE_MEMORIES else [])
 
     chat_log = ChatLogStore(database)
     review = await ReviewStore(database).get("g:1")
@@ -248,6 +283,27 @@ async def assert_sample_rows_readable(database: Database, version: int) -> None:
 
     choices = await PersonaStore(database).load_all()
     assert choices == ({"g:1": "猫娘"} if version >= PERSONA_CHOICES else {})
+
+    vectors = await chat_log.vectors.newest("g:1", VECTOR_MODEL, 10)
+    if version >= CHAT_LOG_VECTORS:
+        assert [(row_id, unpack_vector(packed)) for row_id, packed in vectors] == [
+            (1, [1.0, 0.0, 0.0, 0.0])
+        ]
+    else:
+        assert vectors == []
+
+    usage = await UsageStore(database).by_role("g:1", USAGE_DAY, USAGE_DAY)
+    if version >= TOKEN_USAGE:
+        (main,) = usage.values()
+        assert (main.prompt_tokens, main.completion_tokens, main.cached_tokens, main.calls) == (
+            1200,
+            80,
+            1000,
+            3,
+        )
+        assert list(usage) == ["main"]
+    else:
+        assert usage == {}
 
 
 async def test_a_new_database_has_the_schema_every_migration_builds(tmp_path) -> None:

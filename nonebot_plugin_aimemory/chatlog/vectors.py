@@ -1,0 +1,250 @@
+"""Optional vectors of chat-log rows (`aimemory_chat_log_embeddings`): rows are embedded in
+the background after the flush that wrote them, many to a request, never on a reply's path;
+rows left without a vector (the server was down, the bot stopped first, the key was just
+turned on) are filled in newest first, at start and whenever the server answers again; and
+a search ranks a session's rows by their cosine to the query.
+
+A search scans at most `scan_rows` vectors of its session (the cosine is Python: 6 to 14 us
+a row of 384 dimensions on the bench's 2-core machine, idle to busy), the rows of the
+periods the query names first, then the newest: older rows are found by their words alone.
+No vector is kept in memory between searches: turning bytes into numbers dominates the scan
+whether the bytes come from SQLite or from RAM, and RAM is what a small VPS lacks."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Sequence
+
+from ..engine.background import Background
+from ..engine.embeddings import Embedder, EmbeddingClient
+from ..engine.errors import LLMError
+from ..store.chat_log_index import PeriodBoost
+from ..store.chat_log_store import ChatRow
+from ..store.chat_log_vectors import ChatLogVectorStore, QueryVector, Unembedded, pack_vector
+from ..text.encodable import encodable
+
+logger = logging.getLogger("nonebot_plugin_aimemory")
+
+# Texts per embedding request: one request per flush or backfill step, not one per row.
+EMBED_BATCH_ROWS = 64
+# The start of a long message says what it is about, and a model's input has a limit
+# (multilingual-e5: 512 tokens); this also bounds the tokens a row can cost.
+EMBED_MAX_CHARS = 1000
+# Rows written while the worker is busy wait here; beyond this many (a server that hangs
+# while a busy group chats) they are left to the backfill.
+MAX_PENDING_ROWS = 5000
+# Vector components one search may score: 2 000 rows of a 384-dimensional model (500 of a
+# 1 536-dimensional one). On the bench's busy 2-core machine that ranking took 28 ms at the
+# median (38 ms p99), the whole hybrid search 32 to 43 ms (p99 52 to 66 ms, with the query's
+# embedding; bench/retrieval.py's hybrid latency line); 4 000 rows took 70 ms and 160 ms.
+SCAN_COMPONENTS = 2000 * 384
+
+
+def scan_rows(dimensions: int) -> int:
+    """How many vectors of `dimensions` one search scans at most."""
+    return max(1, SCAN_COMPONENTS // max(1, dimensions))
+
+
+def embedded_text(text: str) -> str:
+    """What is embedded of a row's text (or a query)."""
+    return encodable(text)[:EMBED_MAX_CHARS]
+
+
+def embeddable(row: ChatRow) -> bool:
+    """Whether a row gets a vector: not refused (it is never sent to a model again), not
+    empty."""
+    return row.id > 0 and not row.refused and bool(row.text.strip())
+
+
+class ChatLogVectors:
+    """Embeds the chat log's rows in the background and ranks a session's rows by vector."""
+
+    enabled = True
+
+    def __init__(self, store: ChatLogVectorStore, embedder: Embedder, model: str) -> None:
+        self.store = store
+        self.embedder = embedder
+        self.model = model
+        self._pending: list[Unembedded] = []
+        # Rows may lack a vector (a new start, a failed request, rows dropped): the worker
+        # looks for them once the pending rows are done, newest first below `_below_id`.
+        self._missing = True
+        self._below_id: int | None = None
+        self._worker: asyncio.Task[None] | None = None
+        self._background = Background("chat log vectors")
+        self._closed = False
+
+    def start(self) -> None:
+        """Fill in, in the background, the vectors rows are missing."""
+        self._closed = False
+        self._missing, self._below_id = True, None
+        self._wake()
+
+    async def close(self) -> None:
+        """Stop embedding: what is not done is found again by the next start's backfill."""
+        self._closed = True
+        await self._background.close(cancel=True)
+        self._pending.clear()
+
+    def written(self, rows: Sequence[ChatRow]) -> None:
+        """Rows just written (with their ids): embed them in the background (never awaits)."""
+        fresh = [Unembedded(row.id, row.session_key, row.text) for row in rows if embeddable(row)]
+        if not fresh or self._closed:
+            return  # (after close: the next start's backfill finds them)
+        room = MAX_PENDING_ROWS - len(self._pending)
+        if room < len(fresh):
+            logger.info("chat-log vectors: %d rows left to the backfill", len(fresh) - room)
+            self._missing, self._below_id = True, None
+        self._pending += fresh[: max(room, 0)]
+        self._wake()
+
+    async def settle(self) -> None:
+        """Wait until the background work is done: every row has a vector, or the server
+        failed (for benches and tests)."""
+        while self._worker is not None and not self._worker.done():
+            await asyncio.wait({self._worker})
+
+    async def backfill(self) -> None:
+        """Look for rows without a vector now (rows written around the writer, as benches
+        do) and wait until they have one, or the server fails."""
+        self._missing, self._below_id = True, None
+        self._wake()
+        await self.settle()
+
+    async def query_vector(self, text: str) -> list[float] | None:
+        """The vector of a search's query, or None (logged) when the server fails: the
+        search then ranks by keyword alone."""
+        try:
+            (vector,) = await self.embedder.embed([embedded_text(text)], "query")
+        except LLMError as exc:
+            level = logging.DEBUG if exc.kind == "paused" else logging.INFO
+            logger.log(level, "chat-log search by keyword only, embedding failed: %s", exc)
+            return None
+        self._wake()  # the server answers: rows it missed can be embedded now
+        return vector
+
+    async def ranking(
+        self, session_key: str, query_vector: Sequence[float], periods: Sequence[PeriodBoost]
+    ) -> list[tuple[int, float]]:
+        """The session's scanned rows (ids) by cosine to `query_vector`, best first: the
+        newest of the periods in `periods` ahead of the rest, as a keyword match scores
+        more for being said then; then the newest of all; at most `scan_rows` in all."""
+        bound = scan_rows(len(query_vector))
+        in_period: dict[int, bytes] = {}
+        for boost in periods:
+            if len(in_period) >= bound:
+                break
+            span = (boost.first_id, boost.last_id)
+            found = await self.store.newest(
+                session_key, self.model, bound - len(in_period), within=span
+            )
+            in_period.update(found)
+        others: dict[int, bytes] = {}
+        if len(in_period) < bound:
+            # The newest rows may be in a period already: read enough to fill the bound.
+            for row_id, packed in await self.store.newest(session_key, self.model, bound):
+                if row_id not in in_period and len(in_period) + len(others) < bound:
+                    others[row_id] = packed
+        query = QueryVector.of(query_vector)
+        return await asyncio.to_thread(
+            lambda: [*_by_similarity(query, in_period), *_by_similarity(query, others)]
+        )
+
+    def _wake(self) -> None:
+        if self._closed or (self._worker is not None and not self._worker.done()):
+            return
+        if self._pending or self._missing:
+            self._worker = self._background.spawn(self._work(), name="embed rows")
+
+    async def _work(self) -> None:
+        """Embed the pending rows, then look for rows without a vector, one batch at a
+        time, until both are done or the server fails."""
+        try:
+            await self._embed_until_done()
+        except BaseException:
+            # Cancelled at shutdown, or the database failed: the batch in hand is lost.
+            self._missing, self._below_id = True, None
+            raise
+
+    async def _embed_until_done(self) -> None:
+        while True:
+            backfilling = not self._pending
+            if backfilling:
+                if not self._missing:
+                    return
+                batch = await self.store.unembedded(self.model, EMBED_BATCH_ROWS, self._below_id)
+                if not batch:
+                    self._missing, self._below_id = False, None
+                    return
+            else:
+                batch, self._pending = (
+                    self._pending[:EMBED_BATCH_ROWS],
+                    self._pending[EMBED_BATCH_ROWS:],
+                )
+            try:
+                vectors = await self.embedder.embed([embedded_text(row.text) for row in batch])
+            except LLMError as exc:
+                level = logging.DEBUG if exc.kind == "paused" else logging.INFO
+                logger.log(level, "chat-log rows left without vectors for now: %s", exc)
+                # Found again by the backfill, from the newest row down, once the server
+                # answers (the next flush or search that embeds something).
+                self._pending.clear()
+                self._missing, self._below_id = True, None
+                return
+            await self.store.put(
+                self.model,
+                [(row.id, pack_vector(v)) for row, v in zip(batch, vectors, strict=True)],
+            )
+            if backfilling:
+                self._below_id = batch[-1].id
+
+
+def _by_similarity(query: QueryVector, vectors: dict[int, bytes]) -> list[tuple[int, float]]:
+    scored = [(row_id, query.similarity(packed)) for row_id, packed in vectors.items()]
+    scored.sort(key=lambda pair: (pair[1], pair[0]), reverse=True)
+    return scored
+
+
+class NoChatLogVectors:
+    """Chat-log rows get no vectors (the default; or no embedding model): nothing is sent
+    to an embedding model, searches rank by keyword."""
+
+    enabled = False
+
+    def start(self) -> None:
+        """Nothing to start."""
+
+    async def close(self) -> None:
+        """Nothing to stop."""
+
+    def written(self, rows: Sequence[ChatRow]) -> None:
+        """Nothing to embed."""
+
+    async def settle(self) -> None:
+        """Nothing to wait for."""
+
+    async def backfill(self) -> None:
+        """Nothing to fill in."""
+
+    async def query_vector(self, text: str) -> list[float] | None:
+        """No vector: keyword search."""
+        return None
+
+    async def ranking(
+        self, session_key: str, query_vector: Sequence[float], periods: Sequence[PeriodBoost]
+    ) -> list[tuple[int, float]]:
+        """No vectors: an empty ranking."""
+        return []
+
+
+RowVectors = ChatLogVectors | NoChatLogVectors
+
+
+def row_vectors(store: ChatLogVectorStore, embedder: Embedder, *, wanted: bool) -> RowVectors:
+    """Vectors for chat-log rows when `wanted` (aimemory_chat_log_embeddings) and an
+    embedding model is configured; the client is the memories' own, so one outage pauses
+    both."""
+    if not wanted or not isinstance(embedder, EmbeddingClient):
+        return NoChatLogVectors()
+    return ChatLogVectors(store, embedder, embedder.endpoint.model)

@@ -1,0 +1,68 @@
+"""Personal memories: what a person tells about themselves, kept under `u:<QQ号>` (another
+persona's under `u:<QQ号>#<persona>`, see personas/keys.py) and used wherever that person is
+the speaker. One saved in a group is public: used in any chat where its owner speaks. One
+saved in the owner's private chat is private: used only there, until its owner makes it
+public. A chat sees only its current speaker's personal memories, and the speaker comes from
+the turn (engine/turn_context.py), never from an argument the model or a person types."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from ..personas.keys import chat_key_of, persona_key, persona_of
+
+if TYPE_CHECKING:
+    from ..engine.turn_context import TurnSpeaker
+    from ..store.memory_store import MemoryRecord
+
+PERSONAL_SCOPE_PREFIX = "u:"
+PRIVATE_CHAT_PREFIX = "f:"
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryView:
+    """One scope's memories as a chat may use them: the scope, whether its private memories
+    are visible there, and whether they are a person's (their lines are marked so)."""
+
+    scope: str
+    include_private: bool = True
+    personal: bool = False
+
+    def shows(self, record: MemoryRecord) -> bool:
+        """Whether this chat may see the memory."""
+        return self.include_private or not record.private
+
+
+def is_personal_scope(scope: str) -> bool:
+    """Whether `scope` holds a person's memories rather than a chat's."""
+    return chat_key_of(scope).startswith(PERSONAL_SCOPE_PREFIX)
+
+
+def personal_scope(chat_scope: str, user_id: str) -> str:
+    """Where `user_id`'s personal memories of the persona `chat_scope` belongs to live."""
+    return persona_key(f"{PERSONAL_SCOPE_PREFIX}{user_id}", persona_of(chat_scope))
+
+
+def is_private_chat_of(chat_scope: str, user_id: str) -> bool:
+    """Whether `chat_scope` is `user_id`'s private chat with the bot (any persona)."""
+    return chat_key_of(chat_scope) == f"{PRIVATE_CHAT_PREFIX}{user_id}"
+
+
+def personal_view(chat_scope: str, speaker: TurnSpeaker | None) -> MemoryView | None:
+    """The speaker's personal memories as the chat `chat_scope` may use them: all of them in
+    the speaker's own private chat, the public ones anywhere else; None without a speaker."""
+    if speaker is None or not speaker.user_id:
+        return None
+    own_private_chat = speaker.in_private_chat and is_private_chat_of(chat_scope, speaker.user_id)
+    return MemoryView(
+        personal_scope(chat_scope, speaker.user_id),
+        include_private=own_private_chat,
+        personal=True,
+    )
+
+
+def someones_memories(chat_scope: str, user_id: str) -> MemoryView:
+    """Every personal memory of `user_id` under the persona of `chat_scope`, private ones
+    included: for a SUPERUSER deleting them, never for showing them."""
+    return MemoryView(personal_scope(chat_scope, user_id), include_private=True, personal=True)

@@ -1,0 +1,152 @@
+"""Vectors of chat-log rows (optional, `aimemory_chat_log_embeddings`): one per row, packed
+small, and the cosine of a query to a packed vector computed without unpacking it into
+Python floats one by one.
+
+A vector is stored as int8, scaled to its largest component, after the sum of its squared
+int8 components (`<I`): 4 + d bytes (388 for a 384-dimensional model, a quarter of float32;
+on MemoryBank the dense ranking it gives is that of the float vectors). The cosine comes
+from `math.dist`, which runs in C: for unit query q, stored a (components shifted by 128,
+so a row's bytes are its coordinates), |a - q|^2 = |a|^2 + |q|^2 - 2 a.q. That is about
+three times faster than a Python dot product of unpacked floats, and scanning is what a
+search pays for.
+"""
+
+from __future__ import annotations
+
+import math
+import sqlite3
+import struct
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from .database import Database
+
+INT8_MAX = 127
+# Stored components are int8 + 128: bytes 0..255, which math.dist reads as coordinates.
+OFFSET = 128
+_HEADER = struct.Struct("<I")
+
+
+def pack_vector(vector: Sequence[float]) -> bytes:
+    """`vector` as stored: its squared int8 norm, then one byte per component."""
+    largest = max((abs(x) for x in vector), default=0.0)
+    scale = INT8_MAX / largest if largest else 0.0
+    components = [round(x * scale) for x in vector]
+    squared = sum(c * c for c in components)
+    return _HEADER.pack(squared) + bytes(c + OFFSET for c in components)
+
+
+def unpack_vector(packed: bytes) -> list[float]:
+    """A stored vector back as unit-length floats (for tests and inspection)."""
+    (squared,) = _HEADER.unpack_from(packed)
+    norm = math.sqrt(squared) or 1.0
+    return [(byte - OFFSET) / norm for byte in packed[_HEADER.size :]]
+
+
+@dataclass(frozen=True, slots=True)
+class QueryVector:
+    """A query's vector, prepared once for the cosine to every stored vector it is
+    compared with."""
+
+    shifted: tuple[float, ...]
+    squared: float
+
+    @classmethod
+    def of(cls, vector: Sequence[float]) -> QueryVector:
+        """`vector` (any length, any norm) prepared for `similarity`."""
+        norm = math.sqrt(sum(x * x for x in vector)) or 1.0
+        unit = [x / norm for x in vector]
+        return cls(tuple(x + OFFSET for x in unit), sum(x * x for x in unit))
+
+    def similarity(self, packed: bytes) -> float:
+        """The cosine of this query and a stored vector (0 for one of another length or a
+        zero vector)."""
+        components = memoryview(packed)[_HEADER.size :]
+        if len(components) != len(self.shifted):
+            return 0.0
+        (squared,) = _HEADER.unpack_from(packed)
+        if not squared or not self.squared:
+            return 0.0
+        distance = math.dist(components.tobytes(), self.shifted)
+        dot = (squared + self.squared - distance * distance) / 2
+        return dot / math.sqrt(squared * self.squared)
+
+
+@dataclass(frozen=True, slots=True)
+class Unembedded:
+    """A row still without a vector of the model: what it says, and where."""
+
+    id: int
+    session_key: str
+    text: str
+
+
+class ChatLogVectorStore:
+    """SQL for `chat_log_vectors`; reads are bound to one session and one model."""
+
+    def __init__(self, database: Database) -> None:
+        self.database = database
+
+    async def put(self, model: str, vectors: Sequence[tuple[int, bytes]]) -> int:
+        """Store packed vectors of `model` by row id, replacing older ones; a row removed
+        or refused meanwhile gets none. Returns how many were stored."""
+
+        def work(connection: sqlite3.Connection) -> int:
+            stored = 0
+            # In id order: a b-tree filled in descending order (a backfill goes newest
+            # first) is left with half-empty pages, 820 bytes a row instead of 460.
+            for row_id, packed in sorted(vectors):
+                cursor = connection.execute(
+                    "INSERT OR REPLACE INTO chat_log_vectors (row_id, session_key, model, vector) "
+                    "SELECT id, session_key, ?, ? FROM chat_log WHERE id = ? AND refused = 0",
+                    (model, packed, row_id),
+                )
+                stored += cursor.rowcount
+            return stored
+
+        return await self.database.write(work)
+
+    async def unembedded(
+        self, model: str, limit: int, below_id: int | None = None
+    ) -> list[Unembedded]:
+        """The newest `limit` rows (below `below_id`) that are neither refused nor empty and
+        have no vector of `model`, newest first."""
+        below = "AND c.id < ? " if below_id is not None else ""
+        rows = await self.database.read(
+            "SELECT c.id, c.session_key, c.text FROM chat_log c "
+            f"WHERE c.refused = 0 AND trim(c.text) != '' {below}"
+            "AND NOT EXISTS (SELECT 1 FROM chat_log_vectors v "
+            "WHERE v.row_id = c.id AND v.model = ?) ORDER BY c.id DESC LIMIT ?",
+            (*((below_id,) if below_id is not None else ()), model, limit),
+        )
+        return [Unembedded(int(row_id), str(key), str(text)) for row_id, key, text in rows]
+
+    async def newest(
+        self, session_key: str, model: str, limit: int, *, within: tuple[int, int] | None = None
+    ) -> list[tuple[int, bytes]]:
+        """The session's newest `limit` vectors of `model` (only rows with ids in
+        `within`, inclusive, if given), newest first, by row id."""
+        span = "AND row_id BETWEEN ? AND ? " if within is not None else ""
+        rows = await self.database.read(
+            "SELECT row_id, vector FROM chat_log_vectors "
+            f"WHERE session_key = ? {span}AND model = ? ORDER BY row_id DESC LIMIT ?",
+            (session_key, *(within or ()), model, limit),
+        )
+        return [(int(row_id), bytes(packed)) for row_id, packed in rows]
+
+    async def count(self, session_key: str, model: str) -> int:
+        """How many rows of the session have a vector of `model`."""
+        rows = await self.database.read(
+            "SELECT COUNT(*) FROM chat_log_vectors WHERE session_key = ? AND model = ?",
+            (session_key, model),
+        )
+        return int(rows[0][0])
+
+
+def forget_vectors(connection: sqlite3.Connection, where: str, params: Sequence[object]) -> None:
+    """Delete the vectors of the chat_log rows `where` selects, in the caller's
+    transaction (before the rows themselves go: retention, refusals)."""
+    connection.execute(
+        f"DELETE FROM chat_log_vectors WHERE row_id IN (SELECT id FROM chat_log WHERE {where})",
+        params,
+    )
