@@ -14,6 +14,8 @@ require("nonebot_plugin_localstore")
 
 from .config import Config, ConfigError, describe_validation_error  # noqa: E402
 from .engine.tools import Tool, ToolError  # noqa: E402
+from .onebot.names import ChatNames  # noqa: E402
+from .panel import PanelData, mount_panel  # noqa: E402
 from .runtime import Extensions, Runtime, current_runtime, install_runtime  # noqa: E402
 from .text import segmenter  # noqa: E402
 
@@ -83,15 +85,15 @@ def default_db_path() -> str:
     return str(get_plugin_data_file("aimemory.db"))
 
 
-_startup_failure: ConfigError | None = None
-
-
 def default_personas_dir() -> Path:
     """Persona files: a `personas` folder in localstore's data directory (created empty;
     `aimemory_personas_dir` overrides it, see Runtime.start)."""
     from nonebot_plugin_localstore import get_plugin_data_dir
 
     return get_plugin_data_dir() / "personas"
+
+
+_startup_failure: ConfigError | None = None
 
 
 def startup_failure() -> ConfigError | None:
@@ -119,11 +121,29 @@ async def _start_runtime() -> None:
         return
     install_runtime(runtime)
     logger.info("nonebot-plugin-aimemory started (model {})", plugin_config.aimemory_model)
+    _mount_panel_once()
+
+
+# The web panel's routes are added to NoneBot's app once per process; they read the runtime
+# in use at each request. None: not mounted (off, or no FastAPI driver).
+_panel: PanelData | None = None
+_panel_names = ChatNames()
+_panel_mounted = False
+
+
+def _mount_panel_once() -> None:
+    global _panel, _panel_mounted
+    if not _panel_mounted:
+        _panel_mounted = True
+        _panel = mount_panel(plugin_config, _panel_names, current_runtime)
 
 
 @driver.on_shutdown
 async def _stop_runtime() -> None:
     runtime = current_runtime()
     install_runtime(None)
+    await _panel_names.close()
+    if _panel is not None:
+        await _panel.close()
     if runtime is not None:
         await runtime.stop()

@@ -1,0 +1,112 @@
+"""What the web panel's overview reads: every stored conversation window and every chat
+with a chat log, in a few statements that read no message bodies and no log text (with a
+thousand chats the overview answers in milliseconds)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .database import Database
+
+# Every distinct chat of the log, one index seek per chat instead of a scan of every row
+# (a recursive skip-scan over chat_log_by_session_time), each with its newest row's time.
+_LOGGED_CHATS = """
+WITH RECURSIVE chats(key) AS (
+    SELECT MIN(session_key) FROM chat_log
+    UNION ALL
+    SELECT (SELECT MIN(session_key) FROM chat_log WHERE session_key > chats.key)
+    FROM chats WHERE chats.key IS NOT NULL
+)
+SELECT key, (SELECT MAX(created_at) FROM chat_log WHERE session_key = chats.key)
+FROM chats WHERE key IS NOT NULL
+"""
+
+
+@dataclass(frozen=True, slots=True)
+class StoredWindow:
+    """One row of `sessions`: a window's key, how many messages it holds (`next_seq`: a
+    replace renumbers from 0 and appends count on, see history_store.py), compressions and
+    when it was last written (UTC text)."""
+
+    key: str
+    messages: int
+    compressions: int
+    updated_at: str
+
+
+@dataclass(frozen=True, slots=True)
+class PersonalScope:
+    """A person's memories (`u:<QQ号>`, maybe `#<persona>`) and how many are live."""
+
+    scope: str
+    memories: int
+
+
+class OverviewStore:
+    """Read-only SQL for the panel's overview."""
+
+    def __init__(self, database: Database) -> None:
+        self.database = database
+
+    async def windows(self) -> list[StoredWindow]:
+        """Every stored window."""
+        rows = await self.database.read(
+            "SELECT key, next_seq, compressions, updated_at FROM sessions"
+        )
+        return [StoredWindow(str(k), int(n), int(c), str(u)) for k, n, c, u in rows]
+
+    async def window(self, key: str) -> StoredWindow | None:
+        """One stored window, or None."""
+        rows = await self.database.read(
+            "SELECT key, next_seq, compressions, updated_at FROM sessions WHERE key = ?", (key,)
+        )
+        return (
+            StoredWindow(str(rows[0][0]), int(rows[0][1]), int(rows[0][2]), str(rows[0][3]))
+            if rows
+            else None
+        )
+
+    async def last_logged(self, chat_key: str) -> str | None:
+        """When the chat's newest chat-log row was said (UTC text), or None."""
+        rows = await self.database.read(
+            "SELECT MAX(created_at) FROM chat_log WHERE session_key = ?", (chat_key,)
+        )
+        return str(rows[0][0]) if rows and rows[0][0] is not None else None
+
+    async def logged_chats(self) -> tuple[dict[str, str], int]:
+        """Chat key → time of its newest chat-log row (UTC text), for every logged chat, and
+        the newest row's id (to read only what came after it next time)."""
+        rows = await self.database.read(
+            f"SELECT * FROM ({_LOGGED_CHATS}) UNION ALL SELECT NULL, MAX(id) FROM chat_log"
+        )
+        return _split_newest(rows)
+
+    async def logged_since(self, after_id: int) -> tuple[dict[str, str], int]:
+        """`logged_chats` of the rows after row `after_id` only (a primary-key range)."""
+        rows = await self.database.read(
+            "SELECT session_key, MAX(created_at) FROM chat_log WHERE id > ? "
+            "GROUP BY session_key UNION ALL SELECT NULL, MAX(id) FROM chat_log WHERE id > ?",
+            (after_id, after_id),
+        )
+        found, newest = _split_newest(rows)
+        return found, max(newest, after_id)
+
+    async def personal_scopes(self) -> list[PersonalScope]:
+        """Every person with live personal memories, by scope."""
+        rows = await self.database.read(
+            "SELECT scope, COUNT(*) FROM memories WHERE scope >= 'u:' AND scope < 'u;' "
+            "AND deleted_at IS NULL GROUP BY scope ORDER BY scope"
+        )
+        return [PersonalScope(str(scope), int(count)) for scope, count in rows]
+
+
+def _split_newest(rows: list) -> tuple[dict[str, str], int]:
+    """(chat → newest time) from the rows with a key, and the id the keyless row carries."""
+    found: dict[str, str] = {}
+    newest = 0
+    for key, value in rows:
+        if key is None:
+            newest = int(value or 0)
+        else:
+            found[str(key)] = str(value)
+    return found, newest
