@@ -11,7 +11,7 @@ from collections import Counter, OrderedDict
 from collections.abc import AsyncIterator, Iterable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
-from datetime import date, datetime, timezone, tzinfo
+from datetime import datetime, timezone, tzinfo
 
 from ..store.memory_store import MemoryRecord, MemoryStore, Tombstone
 from ..text import query as query_module
@@ -56,6 +56,8 @@ class IndexedMemory:
     content_length: int = 0
     tag_length: int = 0
     characters_length: int = 0
+    # When it was saved (None when unreadable): what a day named in a query matches.
+    saved_at: datetime | None = None
     _safe: bool | None = None
 
     @classmethod
@@ -78,6 +80,7 @@ class IndexedMemory:
             content_terms.total(),
             tag_terms.total(),
             characters.total(),
+            _parse_saved_at(record.created_at),
         )
 
     @property
@@ -168,19 +171,29 @@ def keyword_ranking(
     terms, weak_terms = frozenset(analysed.terms), frozenset(analysed.weak_terms)
     if not (terms or analysed.periods) or not entries:
         return []
-    words = _WordStatistics.of(entries, terms | weak_terms)
+    # What each entry shares with the query, worked out once for the statistics and scores.
+    held = [_shared_terms(entry, terms | weak_terms) for entry in entries]
+    words = _WordStatistics.of(entries, terms | weak_terms, held)
     characters = _CharacterStatistics.of(entries, analysed.terms)
     days = _DayTerm.of(entries, analysed.periods, zone)
     scored = []
-    for entry in entries:
-        score = words.score(entry, terms) + days.score(entry)
+    for entry, shared in zip(entries, held, strict=True):
+        score = (words.score(entry, shared & terms) if shared else 0.0) + days.score(entry)
         if score or characters_find:
             score += CHARACTER_WEIGHT * characters.score(entry, finding=not score)
         if score > 0:
-            score += WEAK_TERM_WEIGHT * words.score(entry, weak_terms)
+            score += WEAK_TERM_WEIGHT * words.score(entry, shared & weak_terms)
             scored.append((entry, score))
     scored.sort(key=lambda pair: (pair[1], pair[0].record.updated_at), reverse=True)
     return scored
+
+
+def _shared_terms(entry: IndexedMemory, terms: frozenset[str]) -> set[str]:
+    """The terms of `terms` the entry's content or tags hold."""
+    shared = entry.content_terms.keys() & terms
+    if entry.tag_terms:
+        shared |= entry.tag_terms.keys() & terms
+    return shared
 
 
 def _idf(count: int, holding: int) -> float:
@@ -206,24 +219,26 @@ class _WordStatistics:
     average_tag_terms: float
 
     @classmethod
-    def of(cls, entries: Sequence[IndexedMemory], terms: frozenset[str]) -> _WordStatistics:
+    def of(
+        cls,
+        entries: Sequence[IndexedMemory],
+        terms: frozenset[str],
+        held: Sequence[frozenset[str] | set[str]],
+    ) -> _WordStatistics:
+        """The statistics of `terms` over `entries`, given what each entry holds of them."""
         count = len(entries)
-        holding = Counter(
-            itertools.chain.from_iterable(
-                (entry.content_terms.keys() | entry.tag_terms.keys()) & terms for entry in entries
-            )
-        )
+        holding = Counter(itertools.chain.from_iterable(held))
         idf = {term: _idf(count, holding[term]) for term in terms}
         content_total = sum(entry.content_length for entry in entries)
         tag_total = sum(entry.tag_length for entry in entries)
         # A field empty in every entry has no length to normalise by: 1 keeps it neutral.
         return cls(idf, max(1.0, content_total / count), max(1.0, tag_total / count))
 
-    def score(self, entry: IndexedMemory, terms: frozenset[str]) -> float:
-        content, tags = entry.content_terms, entry.tag_terms
-        shared = (content.keys() & terms) | (tags.keys() & terms)
+    def score(self, entry: IndexedMemory, shared: frozenset[str] | set[str]) -> float:
+        """BM25F of the query terms the entry holds (`shared`, from `_shared_terms`)."""
         if not shared:
             return 0.0
+        content, tags = entry.content_terms, entry.tag_terms
         content_norm = _length_norm(entry.content_length, self.average_content_terms)
         tag_norm = _length_norm(entry.tag_length, self.average_tag_terms)
         return sum(
@@ -286,7 +301,7 @@ class _DayTerm:
         if not periods:
             return cls(frozenset(), 0.0)
         holders = frozenset(
-            entry.record.id for entry in entries if _saved_within(entry.record, periods, zone)
+            entry.record.id for entry in entries if _saved_within(entry.saved_at, periods, zone)
         )
         return cls(holders, _idf(len(entries), len(holders)))
 
@@ -294,26 +309,26 @@ class _DayTerm:
         return self.idf if entry.record.id in self.holders else 0.0
 
 
-def _saved_within(record: MemoryRecord, periods: Sequence[Period], zone: tzinfo) -> bool:
-    """Whether the memory was saved on a day of `periods`, a year-less date matching that day
-    of any year (a memory has no "latest year with rows" to pick)."""
+def _parse_saved_at(created_at: str) -> datetime | None:
     try:
         # fromisoformat is some 20 times faster than strptime; Python 3.10's needs "+00:00".
-        saved_at = datetime.fromisoformat(record.created_at.replace("Z", "+00:00"))
+        return datetime.fromisoformat(created_at.replace("Z", "+00:00"))
     except ValueError:
-        return False  # never stored without a time; an unreadable one names no day
+        return None  # never stored without a time; an unreadable one names no day
+
+
+def _saved_within(saved_at: datetime | None, periods: Sequence[Period], zone: tzinfo) -> bool:
+    """Whether the memory was saved on a day of `periods`, a year-less date (always one day)
+    matching that day of any year (a memory has no "latest year with rows" to pick)."""
+    if saved_at is None:
+        return False
     day = saved_at.astimezone(zone).date()
     for period in periods:
         if period.first <= day <= period.last:
             return True
-        if period.yearless and _same_days_of_year(day, period):
+        if period.yearless and (day.month, day.day) == (period.first.month, period.first.day):
             return True
     return False
-
-
-def _same_days_of_year(day: date, period: Period) -> bool:
-    moved = period.years_back(period.first.year - day.year)
-    return moved is not None and moved.first <= day <= moved.last
 
 
 class ScopeIndex:
