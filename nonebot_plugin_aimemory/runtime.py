@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator, Callable, Iterable
+from collections.abc import AsyncIterator, Callable, Iterable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -141,7 +141,8 @@ class Runtime:
         personas/keys.py) with the built-in tools and every provider's. Memory tools are
         bound to the persona's memories, chat-log tools to the chat's log."""
         tools = ToolRegistry()
-        for tool in self.builtin_tools(key):
+        builtin = self.builtin_tools(key)
+        for tool in builtin:
             tools.register(tool)
         for provider in self.extensions.tool_providers:
             try:
@@ -157,7 +158,7 @@ class Runtime:
             llm=self.llm_for(self.personas.named(persona_of(key)).model),
             store=self.history,
             counter=self.counter,
-            system_prompt=self.system_prompt_for(key),
+            system_prompt=self.system_prompt_for(key, [tool.name for tool in builtin]),
             tools=tools,
             max_tool_rounds=self.config.aimemory_max_tool_rounds,
             send_images=self.config.aimemory_multimodal,
@@ -168,13 +169,14 @@ class Runtime:
         """The memory tools of window `key` and the chat-log tools of its chat."""
         return [*self.memory.tools(key), *self.chat_log.tools(chat_key_of(key))]
 
-    def system_prompt_for(self, key: str) -> str:
+    def system_prompt_for(self, key: str, builtin_names: Sequence[str] | None = None) -> str:
         """The persona's prompt, where the chat happens and the rules of the built-in tools
-        the session has (none without a database); identical every turn (prefix caching)."""
+        the session has (`builtin_names` when the caller has built them; none without a
+        database); identical every turn (prefix caching)."""
+        if builtin_names is None:
+            builtin_names = [tool.name for tool in self.builtin_tools(key)]
         persona = self.personas.named(persona_of(key))
-        return prompts.build_system_prompt(
-            persona.prompt, chat_key_of(key), [tool.name for tool in self.builtin_tools(key)]
-        )
+        return prompts.build_system_prompt(persona.prompt, chat_key_of(key), builtin_names)
 
     def llm_for(self, model: str | None) -> LLMClient:
         """The main model's client, or one for the model a persona names instead."""
@@ -332,7 +334,7 @@ class _Builder:
                 autoclear=autoclear,
                 chat_log=chat_log,
                 memories=memory.relevant,
-                commands=Commands(dialog, memory.commands, PersonaCommands(personas)),
+                commands=Commands(dialog, memory.commands, PersonaCommands(personas), personas),
                 zone=config.zone,
                 configured=config.configured,
                 log_ambient=config.aimemory_chat_log_ambient,

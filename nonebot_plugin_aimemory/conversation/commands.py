@@ -166,10 +166,12 @@ class Commands:
         dialog: DialogCommands,
         memory: MemoryCommandHandler,
         personas: PersonaCommandHandler,
+        current: CurrentPersonas,
     ) -> None:
         self.dialog = dialog
         self.memory = memory
         self.personas = personas
+        self.current = current
 
     async def run(self, incoming: Incoming, command: Command) -> str:
         """The answer to `~对话 …`, `~记忆 …` or `~人设 …`."""
@@ -182,7 +184,7 @@ class Commands:
             return await self.personas.run(
                 incoming.key, command.action, command.argument, may_switch=may_switch
             )
-        current = self.dialog.personas
+        current = self.current
         answer = await self.memory.run(
             current.window_key(incoming.key),
             command.action,

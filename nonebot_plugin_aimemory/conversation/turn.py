@@ -332,10 +332,9 @@ class Conversation:
         return say(apology)
 
     def _log(self, row: ChatRow, *, review_for: str | None = None) -> None:
-        """Queue a chat-log row. A flush it starts writes (and embeds) every chat's rows, so
-        its model calls are counted for no chat, not for the turn that started it."""
-        with attributed_to(None):
-            self.chat_log.add(row, review_for=review_for)
+        """Queue a chat-log row. A flush it starts writes (and embeds) every chat's rows; it
+        runs as background work, which is nobody's usage (engine/background.py)."""
+        self.chat_log.add(row, review_for=review_for)
 
 
 def user_message(prefix: str, parts: list[Part]) -> Message:

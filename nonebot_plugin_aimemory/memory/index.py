@@ -172,8 +172,9 @@ def keyword_ranking(
     if not (terms or analysed.periods) or not entries:
         return []
     # What each entry shares with the query, worked out once for the statistics and scores.
-    held = [_shared_terms(entry, terms | weak_terms) for entry in entries]
-    words = _WordStatistics.of(entries, terms | weak_terms, held)
+    asked = terms | weak_terms
+    held = [_shared_terms(entry, asked) for entry in entries]
+    words = _WordStatistics.of(entries, asked, held)
     characters = _CharacterStatistics.of(entries, analysed.terms)
     days = _DayTerm.of(entries, analysed.periods, zone)
     scored = []

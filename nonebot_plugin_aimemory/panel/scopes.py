@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from ..memory.personal import is_personal_scope
 from ..personas.catalog import DEFAULT_PERSONA, is_valid_persona_name
 from ..personas.keys import PERSONA_SEPARATOR, chat_key_of, persona_of
 
@@ -37,7 +38,7 @@ class Scope:
     @property
     def personal(self) -> bool:
         """Whether this is a person's memories rather than a chat."""
-        return self.key.startswith("u:")
+        return is_personal_scope(self.key)
 
 
 def parse_scope(raw: str) -> Scope:
