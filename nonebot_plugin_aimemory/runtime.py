@@ -21,7 +21,7 @@ from .chatlog.reviewer import MemoryReviewer
 from .chatlog.scheduler import ReviewScheduler
 from .chatlog.vectors import row_vectors
 from .chatlog.writer import ChatLog, NoReviewMarks
-from .config import Config, ConfigError, check_prompt_budget
+from .config import FIXED_PROMPT_WARN_SHARE, Config, ConfigError, check_prompt_budget
 from .conversation.autoclear import GroupAutoClear
 from .conversation.commands import Commands, DialogCommands
 from .conversation.sessions import SessionCache, group_key
@@ -31,9 +31,15 @@ from .engine.compressor import Compressor
 from .engine.embeddings import Embedder, EmbeddingClient, EmbeddingRoles, NoEmbeddings
 from .engine.history import HistoryStore
 from .engine.hooks import PreCompactHooks
+from .engine.http1 import LeanPoster
 from .engine.llm import LLMClient
 from .engine.messages import Message
-from .engine.tokens import TiktokenCounter, message_tokens
+from .engine.tokens import (
+    ESTIMATE_ERROR_MARGIN,
+    EstimatingCounter,
+    TiktokenCounter,
+    message_tokens,
+)
 from .engine.tools import Tool, ToolRegistry
 from .engine.usage import UsageRecorder
 from .media.images import ImageReader, NoDescriptionCache, NoVision
@@ -59,7 +65,7 @@ from .store.memory_store import MemoryStore
 from .store.persona_store import PersonaStore
 from .store.review_store import ReviewStore
 from .store.usage_store import MemoryOnlyUsageStore, UsageStore
-from .text import segmenter
+from .text import jieba_cuts
 
 logger = logging.getLogger("nonebot_plugin_aimemory")
 
@@ -116,6 +122,7 @@ class Runtime:
     # Token usage of every model call, per chat, day and role (engine/usage.py).
     usage: UsageRecorder
     _database: Database | None = field(default=None, repr=False)
+    _lean_http: LeanPoster = field(default_factory=LeanPoster, repr=False)
     # Main-model clients of personas that name a model of their own, by model.
     _persona_llms: dict[str, LLMClient] = field(default_factory=dict, repr=False)
 
@@ -192,6 +199,7 @@ class Runtime:
                 max_retries=self.config.aimemory_llm_max_retries,
                 role="main",
                 meter=self.usage,
+                lean=self._lean_http,
             )
         return client
 
@@ -236,6 +244,15 @@ class Runtime:
         if self._database is not None:
             await self._database.close()
         await self.http.aclose()
+        await self._lean_http.aclose()
+
+
+async def text_tools_ready(counter: TiktokenCounter) -> None:
+    """Load the tokenizer and the segmenter in worker threads unless they are loaded: the
+    first turn after start-up waits for them (~0.4 s) instead of start-up itself."""
+    await counter.ready()
+    if not jieba_cuts.is_loaded():
+        await asyncio.to_thread(jieba_cuts.load)
 
 
 class _Builder:
@@ -248,6 +265,7 @@ class _Builder:
             timeout=httpx.Timeout(config.aimemory_request_timeout, connect=10.0),
             limits=httpx.Limits(max_connections=64, max_keepalive_connections=16),
         )
+        self.lean_http = LeanPoster()
         # Set first thing in `build`, before any client is made.
         self.usage: UsageRecorder
 
@@ -261,6 +279,7 @@ class _Builder:
             max_retries=self.config.aimemory_llm_max_retries,
             role=counted_as or role,
             meter=self.usage,
+            lean=self.lean_http,
         )
 
     async def build(self, db_path: str, personas_dir: Path | None = None) -> Runtime:
@@ -277,8 +296,7 @@ class _Builder:
             PersonaStore(database) if database else UnsavedChoices(),
         )
         await personas.load()
-        counter = TiktokenCounter()
-        await asyncio.to_thread(counter.load)
+        counter = TiktokenCounter()  # loaded before the first turn (Conversation.prepare)
         pre_compact = self.extensions.pre_compact
         pre_compact.wait_seconds = config.aimemory_precompact_wait_seconds
         compressor = Compressor(
@@ -290,8 +308,8 @@ class _Builder:
         )
         images = self.image_reader(database)
         members = MemberNames()
-        if database is not None:
-            await asyncio.to_thread(segmenter.initialise)
+        if database is not None and jieba_cuts.needs_a_slow_load():
+            jieba_cuts.load_in_background()
         memory, chat_log = self.memory_and_chat_log(database, compressor, personas)
         pre_compact.register(memory.extractor.on_pre_compact)
         runtime: Runtime
@@ -341,6 +359,7 @@ class _Builder:
                 usage=self.usage,
                 daily_quota_tokens=config.aimemory_daily_tokens_per_chat,
                 window_key=personas.window_key,
+                prepare=lambda: text_tools_ready(counter),
             ),
             outbound=Outbound(
                 ReplyBuilder(
@@ -352,9 +371,10 @@ class _Builder:
             personas=personas,
             usage=self.usage,
             _database=database,
+            _lean_http=self.lean_http,
         )
         try:
-            if warning := self.prompt_budget_warning(runtime):
+            if warning := await self.prompt_budget_warning(runtime):
                 logger.warning(warning)
         except ConfigError:
             # Nothing stays open; the caller reports it (the plugin logs it and stays off).
@@ -376,15 +396,24 @@ class _Builder:
             return Path(self.config.aimemory_personas_dir)
         return personas_dir or Path(db_path).parent / "personas"
 
-    def prompt_budget_warning(self, runtime: Runtime) -> str | None:
+    async def prompt_budget_warning(self, runtime: Runtime) -> str | None:
         """Measure what every request carries before the conversation (the system prompt and
-        the built-in tools of a group, the longer of the two chat notes) against the budget."""
+        the built-in tools of a group, the longer of the two chat notes) against the budget;
+        by estimate when even a generous error cannot reach the warning, so that start-up
+        needs no tokenizer, exactly otherwise."""
         key = group_key(PROBE_GROUP_ID)
         tools = ToolRegistry([*runtime.memory.tools(key), *runtime.chat_log.tools(key)])
-        specs = tools.specs_json()
+        specs_json = tools.specs_json()
+        specs = specs_json.decode() if specs_json else ""
+        system = runtime.system_prompt_for(key)
+        estimate = EstimatingCounter()
+        estimated = message_tokens(Message("system", system), estimate) + estimate.count(specs)
+        if estimated * ESTIMATE_ERROR_MARGIN < FIXED_PROMPT_WARN_SHARE * runtime.budget_tokens:
+            return None
+        await runtime.counter.ready()
         return check_prompt_budget(
-            message_tokens(Message("system", runtime.system_prompt_for(key)), runtime.counter),
-            runtime.counter.count(specs.decode()) if specs else 0,
+            message_tokens(Message("system", system), runtime.counter),
+            runtime.counter.count(specs),
             runtime.budget_tokens,
         )
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from datetime import tzinfo
 from typing import Protocol
 
@@ -71,6 +71,10 @@ class CommandHandler(Protocol):
         ...
 
 
+async def nothing_to_prepare() -> None:
+    """A turn that needs nothing loaded first."""
+
+
 class Conversation:
     """Answers what people say to the bot, counts what they say around it."""
 
@@ -88,6 +92,7 @@ class Conversation:
         usage: UsageRecorder,
         daily_quota_tokens: int = 0,
         window_key: Callable[[str], str] = lambda chat_key: chat_key,
+        prepare: Callable[[], Awaitable[None]] = nothing_to_prepare,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.sessions = sessions
@@ -95,6 +100,9 @@ class Conversation:
         self.daily_quota_tokens = daily_quota_tokens
         # A chat's turns go to its current persona's window (personas/choices.py).
         self.window_key = window_key
+        # What a turn needs loaded (tokenizer, segmenter), loaded off the event loop before
+        # the first one rather than at start-up.
+        self.prepare = prepare
         self.autoclear = autoclear
         self.chat_log = chat_log
         self.memories = memories
@@ -237,6 +245,7 @@ class Conversation:
         """Read the messages in full, run one turn on them; a short apology when it fails."""
         rows: list[ChatRow] = []
         try:
+            await self.prepare()
             parts, text = await self._read_all(messages, rows)
             first = messages[0]
             message, persist_text = await self.memories.prepend(

@@ -17,6 +17,7 @@ from .errors import (
     LLMError,
     error_from_response,
 )
+from .http1 import HTTPAnswer, LeanPoster, TransportFailure
 from .messages import Message, parse_tool_call
 from .usage import NO_METER, UsageMeter
 
@@ -94,8 +95,11 @@ class LLMClient:
         backoff_seconds: float = 1.0,
         role: str = "main",
         meter: UsageMeter = NO_METER,
+        lean: LeanPoster | None = None,
     ) -> None:
         self.http = http
+        # The every-turn call goes over the lean client where it may (no proxy for the URL).
+        self.lean = lean if lean is not None and LeanPoster.handles(endpoint.chat_url) else None
         self.endpoint = endpoint
         self.timeout_seconds = timeout_seconds
         self.max_retries = max_retries
@@ -114,6 +118,7 @@ class LLMClient:
             backoff_seconds=self.backoff_seconds,
             role=role,
             meter=self.meter,
+            lean=self.lean,
         )
 
     @property
@@ -136,28 +141,36 @@ class LLMClient:
         self.meter.record(self.role, completion.usage)
         return completion
 
-    async def _post_with_retries(self, body: bytes, context: str) -> httpx.Response:
+    async def _post(self, body: bytes, headers: dict[str, str]) -> HTTPAnswer:
+        """One POST; TransportFailure when no answer came."""
+        if self.lean is not None:
+            return await self.lean.post(self.endpoint.chat_url, body, headers, self.timeout_seconds)
+        try:
+            return await self.http.post(
+                self.endpoint.chat_url, content=body, headers=headers, timeout=self.timeout_seconds
+            )
+        except (httpx.TimeoutException, httpx.TransportError) as exc:
+            # Connection-level failures (refused, reset, closed early) are worth a retry; a
+            # read timeout is not: the model is just slow, retrying doubles the wait.
+            retryable = isinstance(
+                exc, httpx.NetworkError | httpx.RemoteProtocolError | httpx.ConnectTimeout
+            )
+            kind = "timeout" if isinstance(exc, httpx.TimeoutException) else "unreachable"
+            raise TransportFailure(
+                kind, f"{type(exc).__name__}: {exc}", retryable=retryable
+            ) from exc
+
+    async def _post_with_retries(self, body: bytes, context: str) -> HTTPAnswer:
         headers = {"Content-Type": "application/json"}
         if self.endpoint.api_key:
             headers["Authorization"] = f"Bearer {self.endpoint.api_key}"
         attempt = 0
         while True:
             try:
-                response = await self.http.post(
-                    self.endpoint.chat_url,
-                    content=body,
-                    headers=headers,
-                    timeout=self.timeout_seconds,
-                )
-            except (httpx.TimeoutException, httpx.TransportError) as exc:
-                # Connection-level failures (refused, reset, closed early) are worth a retry;
-                # a read timeout is not: the model is just slow, retrying doubles the wait.
-                retryable = isinstance(
-                    exc, httpx.NetworkError | httpx.RemoteProtocolError | httpx.ConnectTimeout
-                )
-                kind = "timeout" if isinstance(exc, httpx.TimeoutException) else "unreachable"
-                if not retryable or attempt >= self.max_retries:
-                    raise LLMError(kind, f"{type(exc).__name__}: {exc}") from exc
+                response = await self._post(body, headers)
+            except TransportFailure as exc:
+                if not exc.retryable or attempt >= self.max_retries:
+                    raise LLMError(exc.kind, str(exc)) from exc
                 delay = self.backoff_seconds * 2**attempt
             else:
                 if response.status_code < 400:
@@ -195,7 +208,7 @@ def build_request_body(
     return b"".join(parts)
 
 
-def parse_completion(response: httpx.Response, *, context: str = "") -> Completion:
+def parse_completion(response: HTTPAnswer, *, context: str = "") -> Completion:
     """Parse a chat-completions response; anything unusable raises LLMError('garbage')."""
     try:
         data = response.json()
@@ -263,7 +276,7 @@ def cached_prompt_tokens(raw: dict[str, Any]) -> int:
     return cached if isinstance(cached, int) and cached > 0 else 0
 
 
-def _retry_delay(response: httpx.Response, default: float) -> float:
+def _retry_delay(response: HTTPAnswer, default: float) -> float:
     retry_after = response.headers.get("retry-after")
     if retry_after is None:
         return default

@@ -1,19 +1,18 @@
-"""Chinese-aware tokenisation (jieba): the search terms that both searches index and query
-with (`terms`), and the token sets that the memory rules compare texts by (`token_set`)."""
+"""Chinese-aware tokenisation (jieba's cuts, see `jieba_cuts`): the search terms that both
+searches index and query with (`terms`), and the token sets that the memory rules compare
+texts by (`token_set`)."""
 
 from __future__ import annotations
 
 import itertools
-import logging
 import re
-import threading
 import unicodedata
 from collections.abc import Iterator
 from functools import lru_cache
 from pathlib import Path
 
-_init_lock = threading.Lock()
-_initialised = False
+from . import jieba_cuts
+
 _CJK_RUN = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]+")
 _WORD = re.compile(r"[\w\u3400-\u9fff\uf900-\ufaff]", re.UNICODE)
 # A run of Han characters, or a word of any other script (letters and digits, apostrophes
@@ -97,41 +96,20 @@ RULE_STOPWORDS = frozenset(
 )
 
 
-_cache_dir: str | None = None
-
-
 def use_cache_dir(path: str | Path) -> None:
-    """Keep jieba's dictionary cache (`jieba.cache`, ~9 MB, written on first load) in
-    `path` instead of the system temp directory; the plugin passes localstore's cache
-    directory so that it writes nowhere else. Takes effect at `initialise`."""
-    global _cache_dir
-    _cache_dir = str(path)
+    """Keep pure-Python jieba's dictionary cache in `path` (see `jieba_cuts`)."""
+    jieba_cuts.use_cache_dir(path)
 
 
 def initialise() -> None:
-    """Load jieba's dictionary (~1 s, blocking): call once through `asyncio.to_thread`."""
-    global _initialised
-    with _init_lock:
-        if _initialised:
-            return
-        import jieba
-
-        jieba.setLogLevel(logging.WARNING)
-        if _cache_dir is not None:
-            # jieba declares tmp_dir as None (unset); a directory is what it reads there.
-            jieba.dt.tmp_dir = _cache_dir  # pyright: ignore[reportAttributeAccessIssue]
-        jieba.initialize()
-        _initialised = True
+    """Load the segmenter now (blocking; see `jieba_cuts.load`)."""
+    jieba_cuts.load()
 
 
 # Small: hits come from one text cut several times within a turn, not across turns.
 @lru_cache(maxsize=256)
 def _cut(text: str) -> tuple[str, ...]:
-    import jieba
-
-    if not _initialised:
-        initialise()
-    return tuple(jieba.lcut_for_search(text))
+    return tuple(jieba_cuts.cutter().cut_for_search(text, True))
 
 
 def tokens(text: str) -> list[str]:
@@ -225,11 +203,7 @@ def _without_inflection(word: str) -> str:
 
 def in_dictionary(word: str) -> bool:
     """Whether jieba's dictionary knows `word` (a bigram of `words` may be no word at all)."""
-    import jieba
-
-    if not _initialised:
-        initialise()
-    return bool(jieba.dt.FREQ.get(word))
+    return jieba_cuts.cutter().has_word(word)
 
 
 def _han_words(run: str) -> Iterator[str]:
@@ -258,11 +232,7 @@ def _with_bigrams(singles: list[str]) -> Iterator[str]:
 # bigrams above cover unknown words instead.
 @lru_cache(maxsize=256)
 def _cut_exact(run: str) -> tuple[str, ...]:
-    import jieba
-
-    if not _initialised:
-        initialise()
-    return tuple(jieba.cut_for_search(run, HMM=False))
+    return tuple(jieba_cuts.cutter().cut_for_search(run, False))
 
 
 def token_set(text: str) -> frozenset[str]:

@@ -218,7 +218,9 @@ async def test_while_the_server_is_down_search_is_by_keyword_and_rows_are_embedd
     plugin,
 ) -> None:
     runtime = await with_row_vectors(plugin)
-    runtime.memory.service.embedder.pause_initial_seconds = 0.05
+    embedder = runtime.memory.service.embedder
+    # Short pauses that do not grow: however slow the machine, the failures end in 0.05 s.
+    embedder.pause_initial_seconds = embedder.pause_max_seconds = 0.05
     plugin.llm.embeddings_fail = True
     await write(plugin, BASKETBALL, *OTHERS)
     assert await vector_count(plugin) == 0
@@ -226,7 +228,7 @@ async def test_while_the_server_is_down_search_is_by_keyword_and_rows_are_embedd
     assert (await search(plugin, "basketball"))[0] == BASKETBALL
 
     plugin.llm.embeddings_fail = False
-    await asyncio.sleep(0.1)  # the pause is over
+    await asyncio.sleep(embedder.pause_max_seconds)  # the last pause is over
     await search(plugin, "milk")  # the first embedding call that works again
     await plugin.runtime.chat_log.flush()
     await row_vectors(plugin).settle()

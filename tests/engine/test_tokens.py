@@ -74,13 +74,40 @@ def test_offline_encoding_loads_without_network(monkeypatch: pytest.MonkeyPatch,
     assert counter.count("hello world") == 2
 
 
-def test_counter_estimates_until_loaded() -> None:
+def test_a_count_asked_before_loading_loads_the_tokenizer_and_is_exact() -> None:
     from nonebot_plugin_aimemory.engine.tokens import TiktokenCounter, estimate_tokens
 
     counter = TiktokenCounter()
-
     assert not counter.loaded
-    assert counter.count(MIXED) == estimate_tokens(MIXED)
+
+    count = counter.count(MIXED)
+
+    assert counter.loaded
+    assert count == TiktokenCounter().count(MIXED)
+    assert count != estimate_tokens(MIXED)
+
+
+async def test_ready_loads_the_tokenizer_off_the_event_loop() -> None:
+    import threading
+
+    from nonebot_plugin_aimemory.engine.tokens import TiktokenCounter
+
+    counter = TiktokenCounter()
+    loaded_in: list[str] = []
+    original = counter.load
+
+    def load() -> bool:
+        loaded_in.append(threading.current_thread().name)
+        return original()
+
+    counter.load = load
+
+    await counter.ready()
+    await counter.ready()  # once loaded, nothing more to do
+
+    assert counter.loaded
+    assert len(loaded_in) == 1
+    assert loaded_in[0] != threading.main_thread().name
 
 
 @pytest.mark.parametrize(

@@ -1,0 +1,756 @@
+"""Footprint of a real bot process: resident memory, CPU per message and start-up time of
+the plugin, beside a bare NoneBot with one minimal matcher (issue #16).
+
+Each bot is a real child process (bench/footprint_child.py), started as bot.py starts one:
+NoneBot on the FastAPI driver at 127.0.0.1, the OneBot v11 adapter, then the plugin (the
+fake OpenAI server of tests/fakes answering "收到～" at once, an 8k context budget, a
+temporary database) or one matcher shaped like the plugin's that replies "收到" to messages
+addressed to it. This process is the OneBot implementation: it connects to the reverse
+WebSocket, sends OneBot v11 events and answers every API call the bot makes. Three bots in
+one run: the plugin on an empty database, the plugin on a large one (10 000 memories saved
+through MemoryService, 100 000 chat-log rows through the ChatLog writer; built once by
+bench/footprint_db.py, cached under /tmp, copied for each run), and the bare NoneBot.
+
+Per bot, read from /proc/<pid>: VmRSS at the connection, after start (the connection plus
+at least 2 s and until the CPU is quiet, so that background loads have finished), after
+200 addressed turns (@ in 4 groups and 3 private chats, 12 speakers, each turn sent once
+the previous reply, the `send_msg` call, came back) and after a burst of 2 000 unaddressed
+messages in one group from 1 000 distinct users, sent all at once. CPU is utime+stime over
+a phase, including its wait until the process is quiet again (CPU up by at most one clock
+tick in 1.5 s, longer than the chat log's 1 s flush interval, so deferred writes count),
+minus the idle rate measured after start over that wait, divided by the messages; the
+first turn is also shown alone (what loads on first use). Wall latency event -> reply.
+Start-up is process start -> first accepted connection (a try every 20 ms), with the CPU
+used by then; the median of 3 starts, as a shared machine makes single starts noisy.
+
+Targets (the plugin; start-up on the large database): RSS after start <= 100 MiB, after
+the burst <= 130 MiB; CPU <= 2.5 ms per addressed turn, <= 0.5 ms per unaddressed message,
+both as the plugin's own cost: its CPU minus the bare NoneBot's in the same run (NoneBot's
+own handling of one event over the WebSocket, ~1 ms here, is no plugin's to save), turns
+after the first (the first turn's one-time loads, ~0.3 s, are shown alone);
+start-up <= 1.5 s. --quick: 50 turns, 500 messages from 250 users, a 1 000-memory /
+10 000-row database. About a minute (the first run builds the database: ~40 s more).
+Run: python -m bench.footprint [--quick]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import atexit
+import itertools
+import json
+import os
+import random
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections import Counter, deque
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from websockets.asyncio.client import ClientConnection
+from websockets.asyncio.client import connect as ws_connect
+from websockets.exceptions import ConnectionClosed, InvalidHandshake
+
+from bench.footprint_child import PROFILE_VARIABLE
+from bench.footprint_db import Layout, cached_database, copy_database
+from bench.harness import (
+    API_KEY,
+    BENCH_SETTINGS,
+    POOLS,
+    RESULT_PREFIX,
+    chat_line,
+    fake_llm,
+    forget_requests,
+    percentile,
+)
+from tests.fakes.openai_server import FakeOpenAI, text
+
+ROOT = Path(__file__).resolve().parents[1]
+SELF_ID = 10000
+SEND_ACTIONS = frozenset({"send_msg", "send_group_msg", "send_private_msg"})
+CLOCK_TICK_MS = 1000 / os.sysconf("SC_CLK_TCK")
+CONNECT_RETRY_SECONDS = 0.02
+CONNECT_TIMEOUT_SECONDS = 60.0
+REPLY_TIMEOUT_SECONDS = 30.0
+IDLE_TIMEOUT_SECONDS = 120.0
+STOP_TIMEOUT_SECONDS = 15.0
+START_SETTLE_SECONDS = 2.0
+QUIET_SECONDS = 1.5
+CPU_POLL_SECONDS = 0.05
+IDLE_RATE_SECONDS = 2.0
+# Start-up is the median of this many starts (the measured run's and more).
+STARTUP_RUNS = 3
+TURN_GROUPS = 4
+PRIVATE_CHATS = 3
+SPEAKER_COUNT = 12
+FIRST_BURST_USER_ID = 3_000_000
+TARGETS = {
+    "rss_after_start_mib": 100.0,
+    "rss_after_burst_mib": 130.0,
+    "cpu_per_turn_ms": 2.5,
+    "cpu_per_unaddressed_ms": 0.5,
+    "startup_large_db_s": 1.5,
+}
+BOT_KEYS = ("plugin", "plugin_large_db", "bare")
+# Children still running, killed should this process end without stopping them.
+_children: set[subprocess.Popen[bytes]] = set()
+
+
+@dataclass(frozen=True)
+class Sizes:
+    """How much each bot is given."""
+
+    turns: int
+    burst: int
+    burst_users: int
+    layout: Layout
+
+    @classmethod
+    def of(cls, quick: bool) -> Sizes:
+        """The sizes of a full or a --quick run."""
+        if quick:
+            return cls(50, 500, 250, Layout(1_000, 10_000))
+        return cls(200, 2_000, 1_000, Layout(10_000, 100_000))
+
+
+@dataclass(frozen=True)
+class BotSpec:
+    """One bot to measure: a label, the child's kind, and the database it starts on."""
+
+    label: str
+    kind: str
+    database: Path | None = None
+
+
+@dataclass
+class Figures:
+    """What was measured of one bot."""
+
+    startup_s: float = 0.0
+    startup_runs_s: list[float] = field(default_factory=list)
+    startup_cpu_ms: float = 0.0
+    rss_at_connection_mib: float = 0.0
+    rss_after_start_mib: float = 0.0
+    rss_after_turns_mib: float = 0.0
+    rss_after_burst_mib: float = 0.0
+    idle_cpu_ms_per_s: float = 0.0
+    cpu_per_turn_ms: float = 0.0
+    cpu_per_unaddressed_ms: float = 0.0
+    first_turn_cpu_ms: float = 0.0
+    cpu_per_later_turn_ms: float = 0.0
+    # The plugin's own cost: per turn after the first (steady state; the first turn's
+    # one-time loads are shown alone) and per unaddressed message, minus the bare bot's.
+    cpu_per_turn_over_bare_ms: float = 0.0
+    cpu_per_unaddressed_over_bare_ms: float = 0.0
+    first_turn_latency_ms: float = 0.0
+    latency_p50_ms: float = 0.0
+    latency_p99_ms: float = 0.0
+    turns_llm_requests: int = 0
+    burst_replies: int = 0
+    api_calls: dict[str, int] = field(default_factory=dict)
+
+
+# --------------------------------------------------------------------------- /proc
+
+
+def rss_mib(pid: int) -> float:
+    """VmRSS of process `pid` in MiB."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    raise RuntimeError(f"no VmRSS in /proc/{pid}/status")
+
+
+def cpu_ms(pid: int) -> float:
+    """utime + stime of process `pid` (all its threads) in ms."""
+    stat = Path(f"/proc/{pid}/stat").read_text()
+    fields = stat[stat.rindex(")") + 2 :].split()  # after "pid (comm) "; field 3 is fields[0]
+    return (int(fields[11]) + int(fields[12])) * CLOCK_TICK_MS
+
+
+async def wait_until_quiet(process: subprocess.Popen[bytes], min_seconds: float = 0.0) -> float:
+    """Wait until the child's CPU rose by at most one tick in QUIET_SECONDS (and at least
+    `min_seconds` passed); the seconds waited."""
+    started = time.monotonic()
+    samples: deque[tuple[float, float]] = deque()
+    while True:
+        check_alive(process)
+        now = time.monotonic()
+        samples.append((now, cpu_ms(process.pid)))
+        while samples[0][0] < now - QUIET_SECONDS:
+            samples.popleft()
+        waited = now - started
+        covered = samples[-1][0] - samples[0][0] >= QUIET_SECONDS - 2 * CPU_POLL_SECONDS
+        quiet = samples[-1][1] - samples[0][1] <= CLOCK_TICK_MS
+        if covered and quiet and waited >= max(min_seconds, QUIET_SECONDS):
+            return waited
+        if waited > IDLE_TIMEOUT_SECONDS:
+            raise TimeoutError(f"the bot's CPU never went quiet within {IDLE_TIMEOUT_SECONDS} s")
+        await asyncio.sleep(CPU_POLL_SECONDS)
+
+
+# --------------------------------------------------------------------------- the OneBot side
+
+
+@dataclass(frozen=True)
+class Sent:
+    """A message the bot sent: when it arrived here, and the call's params."""
+
+    at_ns: int
+    params: dict[str, Any]
+
+
+class OneBotSide:
+    """The OneBot implementation's side of the connection: answers every API call the bot
+    makes and queues the messages it sends."""
+
+    def __init__(self, ws: ClientConnection) -> None:
+        self.ws = ws
+        self.sent: asyncio.Queue[Sent] = asyncio.Queue()
+        self.api_calls: Counter[str] = Counter()
+        self._message_ids = itertools.count(1)
+        self._reader = asyncio.create_task(self._answer_calls())
+
+    async def _answer_calls(self) -> None:
+        try:
+            async for raw in self.ws:
+                frame = json.loads(raw)
+                if "action" not in frame:
+                    continue
+                action, params = str(frame["action"]), frame.get("params") or {}
+                self.api_calls[action] += 1
+                answer = {"status": "ok", "retcode": 0, "data": self._data(action, params)}
+                await self.ws.send(json.dumps({**answer, "echo": frame.get("echo")}))
+                if action in SEND_ACTIONS:
+                    self.sent.put_nowait(Sent(time.perf_counter_ns(), params))
+        except ConnectionClosed:
+            pass
+
+    def _data(self, action: str, params: dict[str, Any]) -> dict[str, Any]:
+        """Plausible data for the calls the plugin makes; empty for any other call."""
+        user_id, group_id = params.get("user_id", 0), params.get("group_id", 0)
+        if action in SEND_ACTIONS:
+            return {"message_id": next(self._message_ids)}
+        if action == "get_login_info":
+            return {"user_id": SELF_ID, "nickname": "小忆"}
+        if action == "get_group_member_info":
+            return {
+                "group_id": group_id,
+                "user_id": user_id,
+                "nickname": f"群友{user_id}",
+                "card": "",
+                "role": "member",
+                "sex": "unknown",
+                "age": 0,
+                "join_time": 0,
+                "last_sent_time": 0,
+                "level": "1",
+                "title": "",
+            }
+        if action == "get_group_info":
+            name = f"测试群{group_id}"
+            return {"group_id": group_id, "group_name": name, "member_count": 500}
+        if action == "get_stranger_info":
+            return {"user_id": user_id, "nickname": f"网友{user_id}", "sex": "unknown", "age": 0}
+        return {}
+
+    def drain_sent(self) -> int:
+        """Forget the messages queued so far; how many there were."""
+        count = self.sent.qsize()
+        while not self.sent.empty():
+            self.sent.get_nowait()
+        return count
+
+    async def close(self) -> None:
+        """Close the connection and stop answering."""
+        await self.ws.close()
+        self._reader.cancel()
+        await asyncio.gather(self._reader, return_exceptions=True)
+
+
+_message_ids = itertools.count(10_000)
+
+
+def group_event(group_id: int, user_id: int, name: str, segments: list[dict[str, Any]]) -> str:
+    """A OneBot v11 group message event, as JSON."""
+    return json.dumps(
+        {
+            "time": int(time.time()),
+            "self_id": SELF_ID,
+            "post_type": "message",
+            "message_type": "group",
+            "sub_type": "normal",
+            "message_id": next(_message_ids),
+            "group_id": group_id,
+            "user_id": user_id,
+            "anonymous": None,
+            "message": segments,
+            "raw_message": "",
+            "font": 0,
+            "sender": {"user_id": user_id, "nickname": name, "card": name, "role": "member"},
+        },
+        ensure_ascii=False,
+    )
+
+
+def private_event(user_id: int, name: str, line: str) -> str:
+    """A OneBot v11 private (friend) message event, as JSON."""
+    return json.dumps(
+        {
+            "time": int(time.time()),
+            "self_id": SELF_ID,
+            "post_type": "message",
+            "message_type": "private",
+            "sub_type": "friend",
+            "message_id": next(_message_ids),
+            "user_id": user_id,
+            "message": [text_segment(line)],
+            "raw_message": line,
+            "font": 0,
+            "sender": {"user_id": user_id, "nickname": name},
+        },
+        ensure_ascii=False,
+    )
+
+
+def text_segment(line: str) -> dict[str, Any]:
+    """A text segment."""
+    return {"type": "text", "data": {"text": line}}
+
+
+def addressed_turns(sizes: Sizes, rng: random.Random) -> list[str]:
+    """The addressed turns, as event JSON: an @ in a group, or a private message."""
+    groups = sizes.layout.group_ids()[:TURN_GROUPS]
+    speakers = [
+        (sizes.layout.personal_user_ids()[0] + i, POOLS["name"][i]) for i in range(SPEAKER_COUNT)
+    ]
+    private = speakers[:PRIVATE_CHATS]
+    at_bot = {"type": "at", "data": {"qq": str(SELF_ID)}}
+    events = []
+    for _ in range(sizes.turns):
+        line = chat_line(rng, 10, 80)
+        chat = rng.randrange(len(groups) + len(private))
+        if chat < len(groups):
+            user_id, name = rng.choice(speakers)
+            segments = [at_bot, text_segment(" " + line)]
+            events.append(group_event(groups[chat], user_id, name, segments))
+        else:
+            user_id, name = private[chat - len(groups)]
+            events.append(private_event(user_id, name, line))
+    return events
+
+
+def burst_messages(sizes: Sizes, rng: random.Random) -> list[str]:
+    """The unaddressed burst in one group, as event JSON: each user sends a few lines."""
+    group_id = sizes.layout.group_ids()[0]
+    users = [
+        (FIRST_BURST_USER_ID + i, f"{rng.choice(POOLS['name'])}{i}")
+        for i in range(sizes.burst_users)
+    ]
+    senders = [users[i % len(users)] for i in range(sizes.burst)]
+    rng.shuffle(senders)
+    return [
+        group_event(group_id, user_id, name, [text_segment(chat_line(rng, 10, 80))])
+        for user_id, name in senders
+    ]
+
+
+# --------------------------------------------------------------------------- one bot
+
+
+def free_port() -> int:
+    """A TCP port free on 127.0.0.1 just now."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def child_environment(spec: BotSpec, work_dir: Path, llm: FakeOpenAI) -> dict[str, str]:
+    """The child's environment: ours without AIMEMORY_* keys, plus the bench's settings."""
+    env = {k: v for k, v in os.environ.items() if not k.upper().startswith("AIMEMORY_")}
+    env.update(
+        PYTHONPATH=str(ROOT),
+        LOG_LEVEL="WARNING",
+        LOCALSTORE_DATA_DIR=str(work_dir / "data"),
+        LOCALSTORE_CACHE_DIR=str(work_dir / "cache"),
+        LOCALSTORE_CONFIG_DIR=str(work_dir / "config"),
+    )
+    if spec.kind == "plugin":
+        env.update({key.upper(): str(value) for key, value in BENCH_SETTINGS.items()})
+        env.update(
+            AIMEMORY_API_KEY=API_KEY,
+            AIMEMORY_API_BASE=llm.base_url,
+            AIMEMORY_MODEL="gpt-4o-mini",
+            AIMEMORY_MAX_CONTEXT_TOKENS="8192",
+            AIMEMORY_DB_PATH=str(work_dir / "aimemory.db"),
+            AIMEMORY_REVIEW_TICK_SECONDS="3600",
+        )
+    return env
+
+
+def check_alive(process: subprocess.Popen[bytes]) -> None:
+    """Raise if the child has exited."""
+    if process.poll() is not None:
+        raise ChildExited(f"the bot exited with code {process.returncode}")
+
+
+class ChildExited(RuntimeError):
+    """The bot process ended while it was being measured."""
+
+
+async def connect(port: int, process: subprocess.Popen[bytes]) -> ClientConnection:
+    """Connect as OneBot v11 (reverse WebSocket), a try every CONNECT_RETRY_SECONDS."""
+    headers = {"X-Self-ID": str(SELF_ID), "X-Client-Role": "Universal"}
+    deadline = time.monotonic() + CONNECT_TIMEOUT_SECONDS
+    while True:
+        try:
+            return await ws_connect(
+                f"ws://127.0.0.1:{port}/onebot/v11/ws",
+                additional_headers=headers,
+                open_timeout=10,
+                max_size=None,
+                compression=None,
+            )
+        except (OSError, InvalidHandshake, TimeoutError):
+            check_alive(process)
+            if time.monotonic() > deadline:
+                raise TimeoutError(
+                    f"no OneBot connection within {CONNECT_TIMEOUT_SECONDS} s"
+                ) from None
+            await asyncio.sleep(CONNECT_RETRY_SECONDS)
+
+
+async def next_reply(onebot: OneBotSide, process: subprocess.Popen[bytes]) -> Sent:
+    """The next message the bot sends (the reply to the turn just sent)."""
+    try:
+        return await asyncio.wait_for(onebot.sent.get(), REPLY_TIMEOUT_SECONDS)
+    except TimeoutError:
+        check_alive(process)
+        raise TimeoutError(f"no reply within {REPLY_TIMEOUT_SECONDS} s") from None
+
+
+@dataclass(frozen=True)
+class TurnPhase:
+    """CPU and latencies of the addressed turns."""
+
+    cpu_per_turn_ms: float
+    first_turn_cpu_ms: float
+    latencies_ns: list[int]
+
+
+async def run_turns(
+    onebot: OneBotSide, process: subprocess.Popen[bytes], events: list[str], idle_rate: float
+) -> TurnPhase:
+    """Send each turn once the previous reply came back. The first turn's CPU is also
+    read alone (event sent -> reply; what it loads on first use shows there)."""
+    onebot.drain_sent()
+    latencies: list[int] = []
+    cpu_before = cpu_ms(process.pid)
+    first_turn_cpu_ms = 0.0
+    for event in events:
+        sent_at = time.perf_counter_ns()
+        await onebot.ws.send(event)
+        latencies.append((await next_reply(onebot, process)).at_ns - sent_at)
+        if len(latencies) == 1:
+            first_turn_cpu_ms = cpu_ms(process.pid) - cpu_before
+    waited = await wait_until_quiet(process)
+    spent = max(0.0, cpu_ms(process.pid) - cpu_before - idle_rate * waited)
+    return TurnPhase(spent / len(events), first_turn_cpu_ms, latencies)
+
+
+async def run_burst(
+    onebot: OneBotSide, process: subprocess.Popen[bytes], events: list[str], idle_rate: float
+) -> tuple[float, int]:
+    """Send every message at once, then wait until the bot is quiet; (CPU ms per message,
+    messages the bot sent meanwhile)."""
+    onebot.drain_sent()
+    cpu_before = cpu_ms(process.pid)
+    for event in events:
+        await onebot.ws.send(event)
+    waited = await wait_until_quiet(process)
+    spent = cpu_ms(process.pid) - cpu_before - idle_rate * waited
+    return max(0.0, spent) / len(events), onebot.drain_sent()
+
+
+async def measure_started_bot(
+    process: subprocess.Popen[bytes], onebot: OneBotSide, sizes: Sizes, llm: FakeOpenAI
+) -> Figures:
+    """From the accepted connection on: settle, the turns, the burst."""
+    pid = process.pid
+    figures = Figures(rss_at_connection_mib=rss_mib(pid))
+    await wait_until_quiet(process, START_SETTLE_SECONDS)
+    idle_started = cpu_ms(pid)
+    await asyncio.sleep(IDLE_RATE_SECONDS)
+    figures.idle_cpu_ms_per_s = (cpu_ms(pid) - idle_started) / IDLE_RATE_SECONDS
+    figures.rss_after_start_mib = rss_mib(pid)
+
+    rng = random.Random(16)
+    forget_requests(llm)
+    turns = await run_turns(
+        onebot, process, addressed_turns(sizes, rng), figures.idle_cpu_ms_per_s / 1000
+    )
+    figures.turns_llm_requests = len(llm.chat_requests)
+    forget_requests(llm)
+    figures.cpu_per_turn_ms = turns.cpu_per_turn_ms
+    figures.first_turn_cpu_ms = turns.first_turn_cpu_ms
+    later_turns = max(1, len(turns.latencies_ns) - 1)
+    total_ms = turns.cpu_per_turn_ms * len(turns.latencies_ns)
+    figures.cpu_per_later_turn_ms = max(0.0, total_ms - turns.first_turn_cpu_ms) / later_turns
+    figures.first_turn_latency_ms = turns.latencies_ns[0] / 1e6
+    figures.latency_p50_ms = percentile(turns.latencies_ns, 0.5) / 1e6
+    figures.latency_p99_ms = percentile(turns.latencies_ns, 0.99) / 1e6
+    figures.rss_after_turns_mib = rss_mib(pid)
+
+    figures.cpu_per_unaddressed_ms, figures.burst_replies = await run_burst(
+        onebot, process, burst_messages(sizes, rng), figures.idle_cpu_ms_per_s / 1000
+    )
+    figures.rss_after_burst_mib = rss_mib(pid)
+    figures.api_calls = dict(onebot.api_calls)
+    return figures
+
+
+async def stop(process: subprocess.Popen[bytes]) -> None:
+    """SIGTERM (NoneBot shuts down cleanly), SIGKILL if it does not end in time."""
+    if process.poll() is None:
+        process.terminate()
+        try:
+            await asyncio.to_thread(process.wait, STOP_TIMEOUT_SECONDS)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            await asyncio.to_thread(process.wait)
+    _children.discard(process)
+
+
+def log_tail(log: Path, chars: int = 3000) -> str:
+    """The end of the child's output."""
+    return log.read_text(errors="replace")[-chars:] if log.exists() else ""
+
+
+@dataclass(frozen=True)
+class StartedBot:
+    """A bot process with the OneBot side connected to it."""
+
+    process: subprocess.Popen[bytes]
+    onebot: OneBotSide
+    startup_s: float
+    startup_cpu_ms: float
+
+
+@asynccontextmanager
+async def running_bot(spec: BotSpec, llm: FakeOpenAI) -> AsyncIterator[StartedBot]:
+    """The bot of `spec` in a child process on a copy of its database, connected; stopped
+    at the end. A bot that exits or stops answering ends the bench with its output."""
+    with tempfile.TemporaryDirectory(prefix="aimemory-footprint-") as folder:
+        work_dir = Path(folder)
+        if spec.database is not None:
+            copy_database(spec.database, work_dir / "aimemory.db")
+        port, log = free_port(), work_dir / "bot.log"
+        command = [sys.executable, "-m", "bench.footprint_child", spec.kind, str(port)]
+        with log.open("wb") as output:
+            started = time.perf_counter()
+            process = await asyncio.to_thread(
+                subprocess.Popen,
+                command,
+                cwd=work_dir,
+                env=child_environment(spec, work_dir, llm),
+                stdout=output,
+                stderr=subprocess.STDOUT,
+            )
+        _children.add(process)
+        try:
+            ws = await connect(port, process)
+            startup_s, startup_cpu = time.perf_counter() - started, cpu_ms(process.pid)
+            onebot = OneBotSide(ws)
+            try:
+                yield StartedBot(process, onebot, startup_s, startup_cpu)
+            finally:
+                await onebot.close()
+        except (ChildExited, TimeoutError, ConnectionClosed) as problem:
+            raise SystemExit(
+                f"{spec.label}: {problem}\n--- bot output ---\n{log_tail(log)}"
+            ) from problem
+        finally:
+            await stop(process)
+
+
+async def measure_bot(spec: BotSpec, sizes: Sizes, llm: FakeOpenAI) -> Figures:
+    """Measure the bot of `spec` in one process, then time STARTUP_RUNS - 1 more starts."""
+    async with running_bot(spec, llm) as bot:
+        figures = await measure_started_bot(bot.process, bot.onebot, sizes, llm)
+        startups = [(bot.startup_s, bot.startup_cpu_ms)]
+    for _ in range(STARTUP_RUNS - 1):
+        async with running_bot(spec, llm) as bot:
+            startups.append((bot.startup_s, bot.startup_cpu_ms))
+    figures.startup_runs_s = [wall for wall, _ in startups]
+    figures.startup_s = statistics.median(figures.startup_runs_s)
+    figures.startup_cpu_ms = statistics.median(cpu for _, cpu in startups)
+    return figures
+
+
+@atexit.register
+def _kill_children() -> None:
+    for process in list(_children):
+        if process.poll() is None:
+            process.kill()
+
+
+# --------------------------------------------------------------------------- report
+
+# (label, Figures field, format, target key or None)
+ROWS: tuple[tuple[str, str, str, str | None], ...] = (
+    ("start-up: process start -> connection (s)", "startup_s", "{:.2f}", "startup_large_db_s"),
+    ("  CPU used by then (ms)", "startup_cpu_ms", "{:.0f}", None),
+    ("RSS at the connection (MiB)", "rss_at_connection_mib", "{:.1f}", None),
+    ("RSS after start (MiB)", "rss_after_start_mib", "{:.1f}", "rss_after_start_mib"),
+    ("RSS after the addressed turns (MiB)", "rss_after_turns_mib", "{:.1f}", None),
+    ("RSS after the burst (MiB)", "rss_after_burst_mib", "{:.1f}", "rss_after_burst_mib"),
+    ("CPU per addressed turn (ms)", "cpu_per_turn_ms", "{:.2f}", None),
+    ("  of which the first turn alone (ms)", "first_turn_cpu_ms", "{:.0f}", None),
+    ("  per turn after the first (ms)", "cpu_per_later_turn_ms", "{:.2f}", None),
+    (
+        "  the same, over the bare NoneBot's (ms)",
+        "cpu_per_turn_over_bare_ms",
+        "{:.2f}",
+        "cpu_per_turn_ms",
+    ),
+    (
+        "CPU per unaddressed message (ms)",
+        "cpu_per_unaddressed_ms",
+        "{:.3f}",
+        None,
+    ),
+    (
+        "  over the bare NoneBot's (ms)",
+        "cpu_per_unaddressed_over_bare_ms",
+        "{:.3f}",
+        "cpu_per_unaddressed_ms",
+    ),
+    ("latency event -> reply p50 (ms)", "latency_p50_ms", "{:.1f}", None),
+    ("latency event -> reply p99 (ms)", "latency_p99_ms", "{:.1f}", None),
+    ("latency of the first turn (ms)", "first_turn_latency_ms", "{:.0f}", None),
+    ("idle CPU after start (ms/s)", "idle_cpu_ms_per_s", "{:.1f}", None),
+    ("LLM requests during the turns", "turns_llm_requests", "{}", None),
+    ("messages sent during the burst", "burst_replies", "{}", None),
+)
+TARGET_NOTES = {"startup_large_db_s": " (large DB)"}
+LABEL_WIDTH = 40
+COLUMN_WIDTH = 18
+
+
+def verdicts(results: dict[str, Figures]) -> dict[str, bool]:
+    """Each target, checked on the plugin (start-up: on the large database)."""
+    plugin, large = results["plugin"], results["plugin_large_db"]
+    return {
+        "rss_after_start_mib": plugin.rss_after_start_mib <= TARGETS["rss_after_start_mib"],
+        "rss_after_burst_mib": plugin.rss_after_burst_mib <= TARGETS["rss_after_burst_mib"],
+        "cpu_per_turn_ms": plugin.cpu_per_turn_over_bare_ms <= TARGETS["cpu_per_turn_ms"],
+        "cpu_per_unaddressed_ms": plugin.cpu_per_unaddressed_over_bare_ms
+        <= TARGETS["cpu_per_unaddressed_ms"],
+        "startup_large_db_s": large.startup_s <= TARGETS["startup_large_db_s"],
+    }
+
+
+def print_table(results: dict[str, Figures], labels: dict[str, str], sizes: Sizes) -> None:
+    """The figures of every bot side by side, the targets beside."""
+    columns = list(results)
+    print()
+    header = "".join(f"{labels[c]:>{COLUMN_WIDTH}}" for c in columns)
+    print(f"{'':<{LABEL_WIDTH}}{header}   target")
+    for label, name, form, target in ROWS:
+        cells = "".join(
+            f"{form.format(getattr(results[c], name)):>{COLUMN_WIDTH}}" for c in columns
+        )
+        goal = f"<= {TARGETS[target]:g}{TARGET_NOTES.get(target, '')}" if target else ""
+        print(f"{label:<{LABEL_WIDTH}}{cells}   {goal}")
+    print(
+        f"({sizes.turns} addressed turns, {sizes.burst} unaddressed messages from "
+        f"{sizes.burst_users} users; large DB {sizes.layout.memories} memories, "
+        f"{sizes.layout.rows} chat-log rows; start-up figures the median of {STARTUP_RUNS} starts)"
+    )
+
+
+async def run(quick: bool, only: list[str]) -> None:
+    """Build or reuse the large database, measure the bots, print the report."""
+    sizes = Sizes.of(quick)
+    large_db = cached_database(sizes.layout)
+    all_specs = {
+        "plugin": BotSpec("plugin", "plugin"),
+        "plugin_large_db": BotSpec("plugin, large DB", "plugin", large_db),
+        "bare": BotSpec("bare NoneBot", "bare"),
+    }
+    keys = [key for key in BOT_KEYS if key in only]
+    specs = [all_specs[key] for key in keys]
+    results: dict[str, Figures] = {}
+    with fake_llm(lambda body: text("收到～")) as llm:
+        for key, spec in zip(keys, specs, strict=True):
+            print(f"measuring {spec.label}…", flush=True)
+            results[key] = await measure_bot(spec, sizes, llm)
+    if (bare := results.get("bare")) is not None:
+        for figures in results.values():
+            figures.cpu_per_turn_over_bare_ms = (
+                figures.cpu_per_later_turn_ms - bare.cpu_per_later_turn_ms
+            )
+            figures.cpu_per_unaddressed_over_bare_ms = (
+                figures.cpu_per_unaddressed_ms - bare.cpu_per_unaddressed_ms
+            )
+    print_table(results, dict(zip(keys, (s.label for s in specs), strict=True)), sizes)
+    if len(keys) < len(BOT_KEYS):
+        print("verdicts need every bot (no --only)")
+        return
+    met = verdicts(results)
+    for target, ok in met.items():
+        print(f"target {target} <= {TARGETS[target]:g}: {'met' if ok else 'NOT met'}")
+    note = "; quick run, smaller than the target's run" if quick else ""
+    print(f"target met: {'yes' if all(met.values()) else 'no'} (issue #16 footprint{note})")
+    summary = {
+        "quick": quick,
+        "sizes": {"turns": sizes.turns, "burst": sizes.burst, "burst_users": sizes.burst_users},
+        "targets": TARGETS,
+        "met": met,
+        **{key: asdict(figures) for key, figures in results.items()},
+    }
+    print(RESULT_PREFIX + json.dumps(summary, ensure_ascii=False), flush=True)
+
+
+async def run_until_stopped(quick: bool, only: list[str]) -> None:
+    """`run`, cancelled by SIGTERM or SIGHUP as by Ctrl-C, so that the bots are stopped."""
+    task, loop = asyncio.current_task(), asyncio.get_running_loop()
+    if task is not None:
+        for stop_signal in (signal.SIGTERM, signal.SIGHUP):
+            loop.add_signal_handler(stop_signal, task.cancel)
+    await run(quick, only)
+
+
+def main() -> None:
+    """The command line: `--quick` for a smaller run."""
+    parser = argparse.ArgumentParser(description=(__doc__ or "").partition("\n")[0])
+    parser.add_argument("--quick", action="store_true", help="a smaller run of a minute or so")
+    parser.add_argument(
+        "--profile",
+        metavar="PREFIX",
+        help="profile each bot under cProfile (slower; figures not comparable), stats to "
+        "PREFIX.<kind>.<pid>.prof",
+    )
+    parser.add_argument(
+        "--only", choices=BOT_KEYS, action="append", help="measure only this bot (repeatable)"
+    )
+    args = parser.parse_args()
+    if args.profile:
+        os.environ[PROFILE_VARIABLE] = str(Path(args.profile).resolve())
+    try:
+        asyncio.run(run_until_stopped(args.quick, args.only or list(BOT_KEYS)))
+    except (KeyboardInterrupt, asyncio.CancelledError):
+        raise SystemExit("footprint: interrupted; the bots were stopped") from None
+
+
+if __name__ == "__main__":
+    main()

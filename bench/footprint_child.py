@@ -1,0 +1,98 @@
+"""A bot process of bench/footprint.py, started the way bot.py starts one: NoneBot on the
+FastAPI driver at 127.0.0.1:PORT, the OneBot v11 adapter, then either the plugin
+(configured by the AIMEMORY_* variables its parent sets) or, as the baseline, one minimal
+matcher that answers "收到" to every message addressed to the bot (shaped like the
+plugin's: no rule, a parameter-free handler); then `nonebot.run()`.
+
+Run by bench/footprint.py: python -m bench.footprint_child plugin|bare PORT
+(profiled under cProfile when FOOTPRINT_PROFILE names a file prefix)
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+
+import nonebot
+from nonebot.adapters.onebot.v11 import Adapter as OneBotV11Adapter
+
+PLUGIN = "nonebot_plugin_aimemory"
+KINDS = ("plugin", "bare")
+# Set by `bench.footprint --profile PREFIX`: profile the bot, stats to PREFIX.<kind>.<pid>.prof
+PROFILE_VARIABLE = "FOOTPRINT_PROFILE"
+
+
+def load_the_plugin() -> None:
+    """Load the plugin; a plugin that fails to load or to start ends the process, as in
+    bot.py, so the parent sees an exit instead of a bot that never answers."""
+    plugin = nonebot.load_plugin(PLUGIN)
+    if plugin is None:
+        raise SystemExit(f"{PLUGIN} failed to load (see the error above)")
+    startup_failure = plugin.module.startup_failure
+
+    @nonebot.get_driver().on_startup
+    async def _check_the_plugin_started() -> None:
+        if (failure := startup_failure()) is not None:
+            raise RuntimeError(f"{PLUGIN} did not start: {failure}")
+
+
+def add_minimal_matcher() -> None:
+    """The baseline bot: one matcher replying "收到" to messages addressed to it. Shaped
+    like the plugin's (no rule, a parameter-free handler that checks `to_me` itself), so
+    that the difference between the two is the plugin's own work."""
+    from nonebot import on_message
+    from nonebot.matcher import current_event
+
+    reply = on_message(priority=90, block=False)
+
+    @reply.handle()
+    async def _received() -> None:
+        if current_event.get().is_tome():
+            await reply.finish("收到")
+
+
+def main() -> None:
+    """Start the bot of `sys.argv[1]` on port `sys.argv[2]`."""
+    if len(sys.argv) != 3 or sys.argv[1] not in KINDS:
+        raise SystemExit(f"usage: python -m bench.footprint_child {'|'.join(KINDS)} PORT")
+    kind, port = sys.argv[1], int(sys.argv[2])
+    nonebot.init(
+        driver="~fastapi+~httpx+~websockets",
+        host="127.0.0.1",
+        port=port,
+        command_start={"/", "~"},
+    )
+    nonebot.get_driver().register_adapter(OneBotV11Adapter)
+    if kind == "plugin":
+        load_the_plugin()
+    else:
+        add_minimal_matcher()
+    if profile := os.environ.get(PROFILE_VARIABLE):
+        run_profiled(f"{profile}.{kind}.{os.getpid()}.prof")
+    else:
+        nonebot.run()
+
+
+def run_profiled(path: str) -> None:
+    """`nonebot.run()` under cProfile (the event loop's thread), the stats written to
+    `path` at shutdown (the parent's SIGTERM)."""
+    import cProfile
+
+    profiler = cProfile.Profile()
+
+    def dump(*_: object) -> None:
+        profiler.disable()
+        profiler.dump_stats(path)
+        raise SystemExit(0)
+
+    # uvicorn re-raises the SIGTERM it caught once it has shut down, to the handler that was
+    # there before it: this one.
+    signal.signal(signal.SIGTERM, dump)
+    profiler.enable()
+    nonebot.run()
+    dump()
+
+
+if __name__ == "__main__":
+    main()
