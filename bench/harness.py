@@ -273,10 +273,16 @@ class LLMClock:
 
 
 def time_llm_calls(runtime: Runtime) -> LLMClock:
-    """Wrap the HTTP client the LLM clients share, so each post's duration is clocked."""
+    """Wrap the HTTP clients the LLM clients share (the lean one of the chat call and
+    httpx), so each post's duration is clocked."""
     clock = LLMClock()
-    http = runtime.llm.http
-    post = http.post
+    for http in {id(c): c for c in (runtime.llm.http, runtime.llm.lean) if c is not None}.values():
+        http.post = clocked(http.post, clock)  # type: ignore[method-assign]
+    return clock
+
+
+def clocked(post: Callable[..., Coroutine[Any, Any, Any]], clock: LLMClock) -> Any:
+    """`post`, its time and calls added to `clock`."""
 
     async def timed_post(*args: Any, **kwargs: Any) -> Any:
         start = time.perf_counter_ns()
@@ -286,8 +292,7 @@ def time_llm_calls(runtime: Runtime) -> LLMClock:
             clock.ns += time.perf_counter_ns() - start
             clock.calls += 1
 
-    http.post = timed_post  # type: ignore[method-assign]
-    return clock
+    return timed_post
 
 
 SPEAKERS = (("小明", 2001), ("阿强", 2002), ("Lily", 2003), ("老王", 2004), ("糖糖", 2005))

@@ -12,8 +12,6 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-import httpx
-
 from . import prompts
 from .chatlog.commands import ReviewCommands, ReviewsUnavailable
 from .chatlog.feature import ChatLogOff, RecordedChat, ReviewsOff
@@ -34,6 +32,7 @@ from .engine.hooks import PreCompactHooks
 from .engine.http1 import LeanPoster
 from .engine.llm import LLMClient
 from .engine.messages import Message
+from .engine.shared_http import SharedHttp
 from .engine.tokens import (
     ESTIMATE_ERROR_MARGIN,
     EstimatingCounter,
@@ -105,7 +104,7 @@ class Runtime:
 
     config: Config
     extensions: Extensions
-    http: httpx.AsyncClient
+    http: SharedHttp
     llm: LLMClient
     counter: TiktokenCounter
     compressor: Compressor
@@ -261,10 +260,7 @@ class _Builder:
     def __init__(self, config: Config, extensions: Extensions) -> None:
         self.config = config
         self.extensions = extensions
-        self.http = httpx.AsyncClient(
-            timeout=httpx.Timeout(config.aimemory_request_timeout, connect=10.0),
-            limits=httpx.Limits(max_connections=64, max_keepalive_connections=16),
-        )
+        self.http = SharedHttp(config.aimemory_request_timeout)
         self.lean_http = LeanPoster()
         # Set first thing in `build`, before any client is made.
         self.usage: UsageRecorder

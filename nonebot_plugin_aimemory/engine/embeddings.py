@@ -15,6 +15,7 @@ import httpx
 
 from .errors import BODY_EXCERPT_CHARS, LLMError
 from .llm import Endpoint, Usage
+from .shared_http import SharedHttp
 from .usage import NO_METER, UsageMeter
 
 EMBEDDING_TIMEOUT_SECONDS = 15.0
@@ -90,7 +91,7 @@ class EmbeddingClient:
 
     def __init__(
         self,
-        http: httpx.AsyncClient,
+        http: httpx.AsyncClient | SharedHttp,
         endpoint: Endpoint,
         *,
         roles: EmbeddingRoles | None = None,

@@ -19,6 +19,7 @@ from .errors import (
 )
 from .http1 import HTTPAnswer, LeanPoster, TransportFailure
 from .messages import Message, parse_tool_call
+from .shared_http import SharedHttp
 from .usage import NO_METER, UsageMeter
 
 logger = logging.getLogger("nonebot_plugin_aimemory")
@@ -87,7 +88,7 @@ class LLMClient:
 
     def __init__(
         self,
-        http: httpx.AsyncClient,
+        http: httpx.AsyncClient | SharedHttp,
         endpoint: Endpoint,
         *,
         timeout_seconds: float = 120.0,
