@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import functools
 import json
 import math
 import random
@@ -39,6 +40,7 @@ from tests.fakes.openai_server import FakeOpenAI, Reply
 if TYPE_CHECKING:  # the plugin's types the benches annotate with, re-exported
     from nonebot_plugin_aimemory.chatlog.writer import ChatLog as ChatLog
     from nonebot_plugin_aimemory.engine.chatbot import ChatBot as ChatBot
+    from nonebot_plugin_aimemory.engine.tokens import TiktokenCounter as TiktokenCounter
     from nonebot_plugin_aimemory.memory.service import MemoryService as MemoryService
     from nonebot_plugin_aimemory.runtime import Runtime as Runtime
     from nonebot_plugin_aimemory.store.chat_log_store import ChatLogStore as ChatLogStore
@@ -202,8 +204,16 @@ def tool_definitions(runtime: Runtime, key: str) -> bytes:
 
 
 def count_tokens(runtime: Runtime, text: str) -> int:
-    """cl100k tokens of `text`, with the plugin's offline counter."""
-    return runtime.counter.count(text)
+    """cl100k tokens of `text`, exactly (tiktoken's offline encoding), whichever counter the
+    runtime budgets with (`aimemory_tokenizer`)."""
+    return _exact_counter().count(text)
+
+
+@functools.cache
+def _exact_counter() -> TiktokenCounter:
+    from nonebot_plugin_aimemory.engine.tokens import TiktokenCounter
+
+    return TiktokenCounter()
 
 
 async def prefill_history(runtime: Runtime, key: str, pairs: Sequence[tuple[str, str]]) -> None:

@@ -6,6 +6,7 @@ import re
 from dataclasses import dataclass
 from datetime import timedelta, timezone, tzinfo
 from functools import cached_property
+from typing import Literal
 from urllib.parse import urlsplit
 
 from pydantic import BaseModel, Field, ValidationError, ValidationInfo, field_validator
@@ -86,6 +87,9 @@ class Config(BaseModel):
     aimemory_personas_dir: str = ""
     # None: from the model's known context window (see engine/models.py), at most 128000.
     aimemory_max_context_tokens: int | None = Field(default=None, ge=1024)
+    # How tokens are counted: "estimate" (cl100k's count from a 3 KB table, nothing to load)
+    # or "cl100k" (tiktoken's exact count, ~25 MB more RAM, loaded before the first turn).
+    aimemory_tokenizer: Literal["estimate", "cl100k"] = "estimate"
     aimemory_request_timeout: float = Field(default=120.0, gt=0, le=3600)
     aimemory_llm_max_retries: int = Field(default=2, ge=0, le=10)
     aimemory_max_tool_rounds: int = Field(default=8, ge=0, le=64)

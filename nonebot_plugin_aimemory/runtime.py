@@ -106,7 +106,7 @@ class Runtime:
     extensions: Extensions
     http: SharedHttp
     llm: LLMClient
-    counter: TiktokenCounter
+    counter: TiktokenCounter | EstimatingCounter
     compressor: Compressor
     history: HistoryStore
     sessions: SessionCache
@@ -246,7 +246,12 @@ class Runtime:
         await self._lean_http.aclose()
 
 
-async def text_tools_ready(counter: TiktokenCounter) -> None:
+def token_counter(tokenizer: str) -> TiktokenCounter | EstimatingCounter:
+    """The counter `aimemory_tokenizer` names; tiktoken's is loaded before the first turn."""
+    return TiktokenCounter() if tokenizer == "cl100k" else EstimatingCounter()
+
+
+async def text_tools_ready(counter: TiktokenCounter | EstimatingCounter) -> None:
     """Load the tokenizer and the segmenter in worker threads unless they are loaded: the
     first turn after start-up waits for them (~0.4 s) instead of start-up itself."""
     await counter.ready()
@@ -292,7 +297,7 @@ class _Builder:
             PersonaStore(database) if database else UnsavedChoices(),
         )
         await personas.load()
-        counter = TiktokenCounter()  # loaded before the first turn (Conversation.prepare)
+        counter = token_counter(config.aimemory_tokenizer)
         pre_compact = self.extensions.pre_compact
         pre_compact.wait_seconds = config.aimemory_precompact_wait_seconds
         compressor = Compressor(

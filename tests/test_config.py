@@ -65,6 +65,10 @@ def test_an_invalid_value_is_reported_with_its_key(key: str, value: object) -> N
             "moonshot, zhipu, ollama, vllm (or empty) (got 'azure')",
         ),
         (
+            {"aimemory_tokenizer": "o200k"},
+            "aimemory_tokenizer: Input should be 'estimate' or 'cl100k' (got 'o200k')",
+        ),
+        (
             {"aimemory_embedding_prefixes": "both"},
             'aimemory_embedding_prefixes: must be auto, none, input_type or "<query prefix>|'
             "<passage prefix>\" (got 'both')",

@@ -1,10 +1,12 @@
-"""Start-up loads neither the tokenizer (~25 MB) nor the segmenter (~33 MB): the first
-turn loads them off the event loop. Checked in a fresh interpreter, since both are loaded
+"""Start-up loads neither the tokenizer (tiktoken's ~25 MB, when `aimemory_tokenizer` is
+cl100k) nor the segmenter (~33 MB): the first turn loads them off the event loop. Checked in a fresh interpreter, since both are loaded
 once per process."""
 
 from __future__ import annotations
 
 from pathlib import Path
+
+import pytest
 
 from tests.test_startup import run_python
 
@@ -34,8 +36,16 @@ REPORT_AFTER_START = (
 )
 
 
-def test_start_up_loads_no_tokenizer_or_segmenter_and_the_first_turn_loads_both(
-    tmp_path: Path,
+@pytest.mark.parametrize(
+    ("tokenizer", "expected"),
+    [
+        # The estimate has nothing to load; tiktoken is never imported.
+        ("estimate", ["AT START True False False", "BEFORE THE FIRST TURN True True False"]),
+        ("cl100k", ["AT START False False False", "BEFORE THE FIRST TURN True True True"]),
+    ],
+)
+def test_start_up_loads_no_tokenizer_or_segmenter_and_the_first_turn_loads_them(
+    tmp_path: Path, tokenizer: str, expected: list[str]
 ) -> None:
     (tmp_path / "start.py").write_text(REPORT_AFTER_START)
 
@@ -46,8 +56,9 @@ def test_start_up_loads_no_tokenizer_or_segmenter_and_the_first_turn_loads_both(
         AIMEMORY_MODEL="gpt-4o-mini",
         AIMEMORY_MAX_CONTEXT_TOKENS="8192",
         AIMEMORY_DB_PATH=str(tmp_path / "aimemory.db"),
+        AIMEMORY_TOKENIZER=tokenizer,
     )
 
     assert done.returncode == 0, done.stderr
     report = [line for line in done.stdout.splitlines() if line.startswith(("AT", "BEFORE"))]
-    assert report == ["AT START False False False", "BEFORE THE FIRST TURN True True True"]
+    assert report == expected

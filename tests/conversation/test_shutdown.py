@@ -58,7 +58,9 @@ async def test_shutdown_with_a_hanging_model_call_keeps_every_message(plugin) ->
 async def test_shutdown_does_not_wait_for_a_hanging_extraction(plugin) -> None:
     llm = ExtractingLLM(facts_of_topics, extract_delay_seconds=60)
     plugin.llm.responder = llm
-    await plugin.restart(aimemory_max_context_tokens=1024, aimemory_request_timeout=60)
+    await plugin.restart(
+        aimemory_max_context_tokens=1024, aimemory_tokenizer="cl100k", aimemory_request_timeout=60
+    )
     await talk_until_compressed(plugin, 1301)
     await wait_until(lambda: bool(llm.transcripts))  # the extraction call is in flight
 

@@ -110,17 +110,42 @@ async def test_ready_loads_the_tokenizer_off_the_event_loop() -> None:
     assert loaded_in[0] != threading.main_thread().name
 
 
+CODE = 'def add(a, b):\n    """两数之和"""\n    return a + b  # {"x": [1, 2, 3]}\n' * 5
+EMOJI_AND_JAPANESE = "今日はいい天気ですね😊🎉 한국어도 조금 해요 ５月２日、ありがとう！" * 3
+
+
 @pytest.mark.parametrize(
-    "paragraph", [CHINESE, ENGLISH, MIXED], ids=["chinese", "english", "mixed"]
+    "paragraph",
+    [CHINESE, ENGLISH, MIXED, CODE, EMOJI_AND_JAPANESE],
+    ids=["chinese", "english", "mixed", "code", "emoji and japanese"],
 )
-def test_estimate_is_within_a_quarter_of_tiktoken(cl100k: TiktokenCounter, paragraph: str) -> None:
+def test_estimate_is_within_a_tenth_of_tiktoken(cl100k: TiktokenCounter, paragraph: str) -> None:
     from nonebot_plugin_aimemory.engine.tokens import estimate_tokens
 
     exact = cl100k.count(paragraph)
 
     estimate = estimate_tokens(paragraph)
 
-    assert abs(estimate - exact) <= 0.25 * exact, (estimate, exact)
+    assert abs(estimate - exact) <= 0.1 * exact, (estimate, exact)
+
+
+async def test_the_default_counts_by_estimate_close_to_cl100k_on_the_fixed_prompt(
+    plugin, cl100k: TiktokenCounter
+) -> None:
+    """What every request carries (the group's system prompt and tool definitions): the
+    estimate the budget uses by default is within 5 % of tiktoken's count."""
+    from nonebot_plugin_aimemory.engine.tokens import EstimatingCounter
+    from nonebot_plugin_aimemory.engine.tools import ToolRegistry
+
+    runtime = plugin.runtime
+    key = "g:111"
+    specs = ToolRegistry([*runtime.memory.tools(key), *runtime.chat_log.tools(key)]).specs_json()
+    assert specs is not None
+    fixed = runtime.system_prompt_for(key) + specs.decode()
+
+    assert isinstance(runtime.counter, EstimatingCounter)
+    estimate, exact = runtime.counter.count(fixed), cl100k.count(fixed)
+    assert abs(estimate - exact) <= 0.05 * exact, (estimate, exact)
 
 
 def test_unknown_encoding_falls_back_to_estimates() -> None:
