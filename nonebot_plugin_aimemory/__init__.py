@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import logging
 from pathlib import Path
 
@@ -122,6 +123,22 @@ async def _start_runtime() -> None:
     install_runtime(runtime)
     logger.info("nonebot-plugin-aimemory started (model {})", plugin_config.aimemory_model)
     _mount_panel_once()
+    _freeze_the_start_up_heap_once()
+
+
+_heap_frozen = False
+
+
+def _freeze_the_start_up_heap_once() -> None:
+    """Move what start-up made (NoneBot's, FastAPI's and pydantic's ~half a million objects,
+    alive as long as the bot) out of the garbage collector's view: each full collection
+    would walk them all, ~75 ms of CPU on a small VPS, a few times an hour in a busy group.
+    Objects made later are collected as always."""
+    global _heap_frozen
+    if not _heap_frozen:
+        _heap_frozen = True
+        gc.collect()
+        gc.freeze()
 
 
 # The web panel's routes are added to NoneBot's app once per process; they read the runtime
