@@ -153,7 +153,7 @@ class Figures:
     first_turn_cpu_ms: float = 0.0
     cpu_per_later_turn_ms: float = 0.0
     cpu_per_steady_turn_ms: float = 0.0  # the turns after the burst
-    # The plugin's own cost: per turn after the first (steady state; the first turn's
+    # The plugin's own cost: per turn after the burst (steady state; the first turn's
     # one-time loads are shown alone) and per unaddressed message, minus the bare bot's.
     cpu_per_turn_over_bare_ms: float = 0.0
     cpu_per_unaddressed_over_bare_ms: float = 0.0

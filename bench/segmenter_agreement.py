@@ -186,7 +186,7 @@ USES: tuple[Use, ...] = (
     ),
     Use(
         "tokens() adapted",
-        "rjieba.cut(text, hmm=True), joined ASCII re-split, jieba's search-mode grams",
+        "the plugin's rjieba cutter: joined ASCII runs cut again the jieba way",
         lambda seg, calls: [seg.adapted_search_cut(text) for text in calls],
     ),
     Use(

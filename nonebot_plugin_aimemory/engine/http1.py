@@ -113,7 +113,7 @@ class LeanPoster:
     def handles(url: str) -> bool:
         """Whether this client may send to `url`: http(s), and no proxy configured for it."""
         parts = urlsplit(url)
-        if parts.scheme not in ("http", "https") or not parts.hostname:
+        if parts.scheme not in ("http", "https") or not parts.hostname or not url.isascii():
             return False
         proxies = urllib.request.getproxies_environment()
         if not (proxies.get(parts.scheme) or proxies.get("all")):
@@ -208,6 +208,9 @@ class LeanPoster:
             raise TransportFailure(
                 "unreachable", f"RemoteProtocolError: {exc}", retryable=True
             ) from exc
+        except BaseException:
+            connection.close()  # cancelled (`~对话 停止`, shutdown) halfway: unusable
+            raise
         if headers.get("connection", "").lower() == "close" or (
             "content-length" not in headers
             and ("chunked" not in headers.get("transfer-encoding", "").lower())

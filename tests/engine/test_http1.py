@@ -161,6 +161,28 @@ async def test_what_is_no_http_and_what_never_ends_are_transport_failures() -> N
     assert refused.value.kind == "unreachable"
 
 
+async def test_a_call_cancelled_halfway_leaves_no_connection_to_reuse() -> None:
+    from nonebot_plugin_aimemory.engine.http1 import LeanPoster
+
+    answered = asyncio.Event()
+
+    async def slow_then_fast(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await read_request(reader)
+        answered.set()
+        await asyncio.sleep(10)  # the first call is cancelled meanwhile
+
+    async with server(slow_then_fast) as (url, accepted):
+        client = LeanPoster()
+        call = asyncio.ensure_future(client.post(url, b"{}", {}, 5.0))
+        await answered.wait()
+        call.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await call
+        assert not any(client._idle.values())  # pyright: ignore[reportPrivateUsage]
+        await client.aclose()
+    assert accepted[0] == 1
+
+
 def test_a_proxy_configured_for_the_url_leaves_the_call_to_httpx(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -173,6 +195,7 @@ def test_a_proxy_configured_for_the_url_leaves_the_call_to_httpx(
     assert LeanPoster.handles(url)
     assert LeanPoster.handles("http://127.0.0.1:8000/v1/chat/completions")
     assert not LeanPoster.handles("ftp://example.com/x")
+    assert not LeanPoster.handles("https://例子.cn/v1/chat/completions")  # httpx encodes it
 
     monkeypatch.setenv("HTTPS_PROXY", "http://127.0.0.1:7890")
     assert not LeanPoster.handles(url)
