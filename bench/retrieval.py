@@ -101,6 +101,7 @@ LATENCY_CHAT_ROWS = 100_000
 QUICK_LATENCY_CHAT_ROWS = 5_000
 LATENCY_MEMORIES = 200
 LATENCY_WARMUP_QUERIES = 10
+LATENCY_ROUNDS = 3
 FIRST_QQ = {"cn": 20001, "en": 30001}
 LATENCY_QQ = {"cn": 29001, "en": 39001}
 RUNTIME_SETTINGS: dict[str, Any] = {
@@ -308,9 +309,12 @@ async def measure_latency(
     gc.collect()
     gc.freeze()
     try:
-        for query in queries:
-            await chat_tools.call_search_chat(query)
-            await memory_tools.call_memory_search(query)
+        # Every question three times over: a p99 of 90 samples is their largest, which one
+        # hiccup of a shared machine decides.
+        for _ in range(LATENCY_ROUNDS):
+            for query in queries:
+                await chat_tools.call_search_chat(query)
+                await memory_tools.call_memory_search(query)
     finally:
         gc.unfreeze()
     results.latency[CHAT] = chat_tools.samples_ns[CHAT][LATENCY_WARMUP_QUERIES:]

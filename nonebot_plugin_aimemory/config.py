@@ -194,6 +194,16 @@ class Config(BaseModel):
         host = urlsplit(self.aimemory_api_base).hostname
         return bool(self.aimemory_api_key) or host not in HOSTED_API_HOSTS
 
+    def chat_log_embeddings_warning(self) -> str | None:
+        """What to tell the operator when chat-log vectors are asked for without a model to
+        make them (they stay off)."""
+        if self.aimemory_chat_log_embeddings and not self.aimemory_embedding_model:
+            return (
+                "aimemory: aimemory_chat_log_embeddings is on but no aimemory_embedding_model "
+                "is set; chat-log search stays by keyword until one is configured"
+            )
+        return None
+
     def missing_key_warning(self) -> str | None:
         """What to tell the operator at startup when a hosted API has no key."""
         if not self.configured:

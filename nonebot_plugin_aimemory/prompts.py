@@ -151,6 +151,8 @@ READ_RECENT_CHAT_DESCRIPTION = (
 SEARCH_CURRENT_CHAT_DESCRIPTION = (
     "全文搜索聊天记录，关键词或整句问题都行；含“昨天”“上周”“5月2日”等日期时优先找那几天。"
 )
+# Added to the description when chat-log rows have vectors (AIMEMORY_CHAT_LOG_EMBEDDINGS).
+SEARCH_CURRENT_CHAT_BY_MEANING = "也按意思找，不必用原话里的词。"
 
 
 def _chat_limit(default_limit: int, limit_max: int) -> dict[str, Any]:

@@ -387,8 +387,9 @@ class _Builder:
         chat_log.start()
         self.usage.start()
         sessions.start_janitor(config.aimemory_janitor_interval_seconds)
-        if warning := config.missing_key_warning():
-            logger.warning(warning)
+        for warning in (config.missing_key_warning(), config.chat_log_embeddings_warning()):
+            if warning:
+                logger.warning(warning)
         return runtime
 
     def personas_folder(self, db_path: str, personas_dir: Path | None) -> Path:

@@ -67,7 +67,8 @@ def chat_log_tools(
         ),
         Tool(
             "search_current_chat",
-            prompts.SEARCH_CURRENT_CHAT_DESCRIPTION,
+            prompts.SEARCH_CURRENT_CHAT_DESCRIPTION
+            + (prompts.SEARCH_CURRENT_CHAT_BY_MEANING if chat_log.vectors.enabled else ""),
             search_current_chat,
             prompts.search_current_chat_parameters(
                 default_limit=RECENT_DEFAULT, limit_max=LIMIT_MAX

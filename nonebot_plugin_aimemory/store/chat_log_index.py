@@ -189,11 +189,26 @@ class ChatLogIndex:
         """The best `limit` matches of `terms` with their scores (bm25() is negative: the
         score is its opposite, plus the boost of a row's period), and how many rows hold
         each term scored. When the terms' rows would be too many to score, the commonest
-        terms are left out (`rarest_within`)."""
+        terms are left out (`rarest_within`), or, when even the rarest is too common, the
+        rows holding several of them are the ones scored (`_common_terms_match`)."""
         prefix = term_prefix(session_key)
         prefixed = [prefix + term for term in terms]
         counts = await self._document_counts(prefixed)
         scored = rarest_within(counts, prefixed, CANDIDATE_ROWS)
+        expressions = [match_expression(scored)]
+        if counts.get(scored[0], 0) > CANDIDATE_ROWS and len(prefixed) > 1:
+            expressions, scored = await self._common_terms_match(counts, prefixed, limit)
+        best: dict[int, float] = {}
+        for expression in expressions:
+            for row_id, score in await self._scored(expression, boosts, limit):
+                best[row_id] = max(score, best.get(row_id, score))
+        matches = sorted(best.items(), key=lambda item: (item[1], item[0]), reverse=True)
+        return matches[:limit], tuple(counts.get(term, 0) for term in scored)
+
+    async def _scored(
+        self, expression: str, boosts: Sequence[PeriodBoost], limit: int
+    ) -> list[tuple[int, float]]:
+        """The best `limit` rows of an FTS5 `expression` with their scores."""
         boosted = "".join(" WHEN rowid BETWEEN ? AND ? THEN ?" for _ in boosts)
         period_score = f" + CASE{boosted} ELSE 0 END" if boosts else ""
         ranked = await self.database.read(
@@ -202,12 +217,38 @@ class ChatLogIndex:
             "ORDER BY score DESC, rowid DESC LIMIT ?",
             (
                 *(value for b in boosts for value in (b.first_id, b.last_id, b.score)),
-                match_expression(scored),
+                expression,
                 limit,
             ),
         )
-        matches = [(int(row_id), float(score)) for row_id, score in ranked]
-        return matches, tuple(counts.get(term, 0) for term in scored)
+        return [(int(row_id), float(score)) for row_id, score in ranked]
+
+    async def _common_terms_match(
+        self, counts: dict[str, int], terms: Sequence[str], limit: int
+    ) -> tuple[list[str], list[str]]:
+        """The FTS5 expressions to score, and their terms, for a query whose every term the
+        session holds in thousands of rows ("which movies did you share", in a long chat
+        about films): bm25() would score them all, ~3 us a row. Rows holding the rarest
+        terms together score highest under bm25() in all but freak cases, so those are
+        scored: the two rarest, then three, while more rows than can be scored in time
+        hold them. Should fewer than `limit` rows hold even the two rarest, those rows are
+        scored and the rest comes from the rarest term's rows, all of them."""
+        ordered = sorted(terms, key=lambda term: counts.get(term, 0))
+        rarest = quoted(ordered[0])
+        chosen = ([rarest], ordered[:1])
+        for width in range(2, len(ordered) + 1):
+            together = " AND ".join(map(quoted, ordered[:width]))
+            ((held,),) = await self.database.read(
+                "SELECT COUNT(*) FROM chat_log_fts WHERE chat_log_fts MATCH ?", (together,)
+            )
+            if held < limit:
+                if width == 2:
+                    return [together, rarest], ordered[:2]
+                break
+            chosen = ([together], ordered[:width])
+            if held <= CANDIDATE_ROWS:
+                return chosen
+        return chosen
 
     async def _document_counts(self, terms: Sequence[str]) -> dict[str, int]:
         """How many indexed rows hold each term (the session's own: terms carry it)."""

@@ -330,3 +330,25 @@ async def test_the_key_without_an_embedding_model_embeds_nothing(plugin) -> None
     assert isinstance(plugin.runtime.chat_log.writer.vectors, NoChatLogVectors)
     assert (await search(plugin, "basketball"))[0] == BASKETBALL
     assert plugin.llm.embedding_requests == []
+
+
+def search_description(runtime) -> str:
+    tools = {tool.name: tool for tool in runtime.chat_log.tools(GROUP)}
+    return tools["search_current_chat"].spec()["function"]["description"]
+
+
+async def test_the_search_tool_says_it_finds_by_meaning_only_when_rows_have_vectors(
+    plugin, plugin_log
+) -> None:
+    from nonebot_plugin_aimemory.prompts import SEARCH_CURRENT_CHAT_BY_MEANING
+
+    assert SEARCH_CURRENT_CHAT_BY_MEANING not in search_description(plugin.runtime)
+    assert SEARCH_CURRENT_CHAT_BY_MEANING in search_description(await with_row_vectors(plugin))
+
+    # Asked for without a model to make them: keyword search, and a warning saying why.
+    runtime = await plugin.restart(aimemory_chat_log_embeddings=True, aimemory_embedding_model="")
+    assert SEARCH_CURRENT_CHAT_BY_MEANING not in search_description(runtime)
+    warnings = [r.getMessage() for r in plugin_log.records if r.levelname == "WARNING"]
+    assert any(
+        "aimemory_chat_log_embeddings" in w and "aimemory_embedding_model" in w for w in warnings
+    )

@@ -291,3 +291,42 @@ async def test_rows_logged_before_the_upgrade_are_indexed_at_startup_without_a_s
     assert pending == (0,)
     indexed = await runtime.database.read("SELECT COUNT(*) FROM chat_log_terms")
     assert indexed[0][0] == 300
+
+
+async def test_when_every_term_is_common_the_rows_holding_them_together_come_first(
+    chat_store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """More rows hold each word than can be scored in time (a long chat about films):
+    the rows holding both are the ones ranked, and they are what bm25() ranks first."""
+    from nonebot_plugin_aimemory.store import chat_log_index
+
+    monkeypatch.setattr(chat_log_index, "CANDIDATE_ROWS", 20)
+    both = [f"I'll share the movie list number {n} with you" for n in range(12)]
+    await given_rows(chat_store, *both)
+    await given_rows(chat_store, *(f"that movie was long, part {n}" for n in range(40)))
+    await given_rows(chat_store, *(f"please share the photos {n}" for n in range(40)))
+
+    found = await texts_found(chat_store, "Which movies did you share with me?", limit=10)
+
+    assert len(found) == 10
+    assert set(found) <= set(both)
+
+
+async def test_when_too_few_rows_hold_the_common_terms_together_all_of_the_rarest_count(
+    chat_store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from nonebot_plugin_aimemory.store import chat_log_index
+
+    monkeypatch.setattr(chat_log_index, "CANDIDATE_ROWS", 20)
+    # Other talk, so that neither word is held by half the log (bm25() gives such a word
+    # no weight at all).
+    await given_rows(chat_store, *(f"lunch at the canteen again, day {n}" for n in range(100)))
+    await given_rows(chat_store, "I'll share the movie list with you")
+    await given_rows(chat_store, *(f"that movie was long, part {n}" for n in range(40)))
+    await given_rows(chat_store, *(f"please share the photos {n}" for n in range(30)))
+
+    found = await texts_found(chat_store, "Which movies did you share with me?", limit=10)
+
+    assert found[0] == "I'll share the movie list with you"
+    assert len(found) == 10  # filled from the rows of the rarer word alone
+    assert all("share" in text for text in found)
