@@ -18,7 +18,7 @@ from .engine.tools import Tool, ToolError  # noqa: E402
 from .onebot.names import ChatNames  # noqa: E402
 from .panel import PanelData, mount_panel  # noqa: E402
 from .runtime import Extensions, Runtime, current_runtime, install_runtime  # noqa: E402
-from .text import segmenter  # noqa: E402
+from .text import jieba_cuts  # noqa: E402
 
 __all__ = [
     "Config",
@@ -110,7 +110,7 @@ async def _start_runtime() -> None:
     global _startup_failure
     from nonebot_plugin_localstore import get_plugin_cache_dir
 
-    segmenter.use_cache_dir(get_plugin_cache_dir())  # jieba's cache, not in the system temp
+    jieba_cuts.use_cache_dir(get_plugin_cache_dir())  # jieba's cache, not in the system temp
     _startup_failure = None
     try:
         runtime = await Runtime.start(

@@ -401,22 +401,24 @@ class _Builder:
 
     async def prompt_budget_warning(self, runtime: Runtime) -> str | None:
         """Measure what every request carries before the conversation (the system prompt and
-        the built-in tools of a group, the longer of the two chat notes) against the budget;
-        by estimate when even a generous error cannot reach the warning, so that start-up
-        needs no tokenizer, exactly otherwise."""
+        the built-in tools of a group, the longer of the two chat notes) against the budget,
+        with the runtime's counter. tiktoken, not loaded at start-up, is loaded for it only
+        when the estimate, even with a generous error, could reach the warning."""
         key = group_key(PROBE_GROUP_ID)
         tools = ToolRegistry([*runtime.memory.tools(key), *runtime.chat_log.tools(key)])
         specs_json = tools.specs_json()
         specs = specs_json.decode() if specs_json else ""
         system = runtime.system_prompt_for(key)
-        estimate = EstimatingCounter()
-        estimated = message_tokens(Message("system", system), estimate) + estimate.count(specs)
-        if estimated * ESTIMATE_ERROR_MARGIN < FIXED_PROMPT_WARN_SHARE * runtime.budget_tokens:
-            return None
-        await runtime.counter.ready()
+        counter = runtime.counter
+        if not counter.loaded:
+            estimate = EstimatingCounter()
+            estimated = message_tokens(Message("system", system), estimate) + estimate.count(specs)
+            if estimated * ESTIMATE_ERROR_MARGIN < FIXED_PROMPT_WARN_SHARE * runtime.budget_tokens:
+                return None
+            await counter.ready()
         return check_prompt_budget(
-            message_tokens(Message("system", system), runtime.counter),
-            runtime.counter.count(specs),
+            message_tokens(Message("system", system), counter),
+            counter.count(specs),
             runtime.budget_tokens,
         )
 

@@ -20,6 +20,7 @@ from tests.fakes.openai_server import FakeOpenAI
 from tests.fakes.qq import QQBot
 
 if TYPE_CHECKING:
+    from nonebot_plugin_aimemory.store.chat_log_store import ChatLogStore
     from tests.fakes.harness import PluginHarness
 
 SELF_ID = "42"
@@ -91,3 +92,14 @@ async def plugin(tmp_path, llm: FakeOpenAI) -> AsyncIterator[PluginHarness]:
     await harness.start()
     yield harness
     await harness.stop()
+
+
+@pytest.fixture
+async def chat_store(tmp_path) -> AsyncIterator[ChatLogStore]:
+    """A bare chat-log store on a real SQLite file, no runtime around it."""
+    from nonebot_plugin_aimemory.store.chat_log_store import ChatLogStore
+    from nonebot_plugin_aimemory.store.database import Database
+
+    database = await Database.open(tmp_path / "chat_log.db")
+    yield ChatLogStore(database)
+    await database.close()

@@ -81,14 +81,13 @@ class Origin:
     def host_header(self) -> bytes:
         default = 443 if self.scheme == "https" else 80
         host = f"[{self.host}]" if ":" in self.host else self.host
-        return (host if self.port == default else f"{host}:{self.port}").encode("idna")
+        return (host if self.port == default else f"{host}:{self.port}").encode("ascii")
 
 
 @dataclass
 class _Connection:
     reader: asyncio.StreamReader
     writer: asyncio.StreamWriter
-    reused: bool = False
 
     @property
     def usable(self) -> bool:
@@ -151,7 +150,6 @@ class LeanPoster:
         while idle:
             connection = idle.pop()
             if connection.usable:
-                connection.reused = True
                 return connection
             connection.close()
         return None

@@ -9,7 +9,6 @@ import re
 import unicodedata
 from collections.abc import Iterator
 from functools import lru_cache
-from pathlib import Path
 
 from . import jieba_cuts
 
@@ -94,16 +93,6 @@ RULE_STOPWORDS = frozenset(
         "with",
     ]
 )
-
-
-def use_cache_dir(path: str | Path) -> None:
-    """Keep pure-Python jieba's dictionary cache in `path` (see `jieba_cuts`)."""
-    jieba_cuts.use_cache_dir(path)
-
-
-def initialise() -> None:
-    """Load the segmenter now (blocking; see `jieba_cuts.load`)."""
-    jieba_cuts.load()
 
 
 # Small: hits come from one text cut several times within a turn, not across turns.

@@ -1,17 +1,11 @@
 """Fixtures of the chat-log and memory-review tests: a fake reviewer model, a clock the
-scheduler reads, and a bare chat-log store on a real SQLite file."""
+scheduler reads (the bare chat-log store `chat_store` is in tests/conftest.py)."""
 
 from __future__ import annotations
-
-from collections.abc import AsyncIterator
-from typing import TYPE_CHECKING
 
 import pytest
 
 from tests.chatlog.helpers import FakeClock, FakeReviewer
-
-if TYPE_CHECKING:
-    from nonebot_plugin_aimemory.store.chat_log_store import ChatLogStore
 
 
 @pytest.fixture
@@ -28,15 +22,3 @@ def clock(plugin) -> FakeClock:
     fake = FakeClock()
     plugin.runtime.chat_log.reviews.clock = fake
     return fake
-
-
-@pytest.fixture
-async def chat_store(tmp_path) -> AsyncIterator[ChatLogStore]:
-    from nonebot_plugin_aimemory.store.chat_log_store import ChatLogStore
-    from nonebot_plugin_aimemory.store.database import Database
-    from nonebot_plugin_aimemory.text import segmenter
-
-    segmenter.initialise()
-    database = await Database.open(tmp_path / "chat_log.db")
-    yield ChatLogStore(database)
-    await database.close()
