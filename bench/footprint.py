@@ -23,6 +23,12 @@ first turn is also shown alone (what loads on first use). Wall latency event -> 
 Start-up is process start -> first accepted connection (a try every 20 ms), with the CPU
 used by then; the median of 3 starts, as a shared machine makes single starts noisy.
 
+The turns after the burst are taken by all the bots side by side (every bot stays running
+after its burst): in rounds, each bot takes its next block of 100 turns in turn, the order
+rotating, so a slower spell of this shared machine weighs on every bot alike rather than on
+whichever was being measured; the plugin's per-block differences to the bare bot's block
+of the same round are shown too (median and range).
+
 Targets (the plugin; start-up on the large database): RSS after start <= 100 MiB, after
 the burst <= 130 MiB; CPU <= 2.5 ms per addressed turn, <= 0.5 ms per unaddressed message,
 both as the plugin's own cost: its CPU minus the bare NoneBot's in the same run (NoneBot's
@@ -40,6 +46,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import atexit
+import contextlib
 import itertools
 import json
 import os
@@ -116,14 +123,16 @@ class Sizes:
     burst_users: int
     layout: Layout
     # After the burst, for the CPU per turn: enough turns that the process's few full
-    # garbage collections (~75 ms each in a bare NoneBot) do not decide the figure.
+    # garbage collections (~75 ms each in a bare NoneBot) do not decide the figure, in
+    # blocks taken by the bots in turn (see run_steady_turns).
     steady_turns: int = 1_000
+    steady_blocks: int = 10
 
     @classmethod
     def of(cls, quick: bool) -> Sizes:
         """The sizes of a full or a --quick run."""
         if quick:
-            return cls(50, 500, 250, Layout(1_000, 10_000), steady_turns=200)
+            return cls(50, 500, 250, Layout(1_000, 10_000), steady_turns=200, steady_blocks=4)
         return cls(200, 2_000, 1_000, Layout(10_000, 100_000))
 
 
@@ -153,9 +162,13 @@ class Figures:
     first_turn_cpu_ms: float = 0.0
     cpu_per_later_turn_ms: float = 0.0
     cpu_per_steady_turn_ms: float = 0.0  # the turns after the burst
+    steady_block_cpu_ms: list[float] = field(default_factory=list)  # per turn, per block
     # The plugin's own cost: per turn after the burst (steady state; the first turn's
     # one-time loads are shown alone) and per unaddressed message, minus the bare bot's.
     cpu_per_turn_over_bare_ms: float = 0.0
+    # The same per block (each beside the bare bot's block of the same round): median, range.
+    cpu_per_turn_over_bare_median_ms: float = 0.0
+    cpu_per_turn_over_bare_range_ms: tuple[float, float] = (0.0, 0.0)
     cpu_per_unaddressed_over_bare_ms: float = 0.0
     first_turn_latency_ms: float = 0.0
     latency_p50_ms: float = 0.0
@@ -490,8 +503,9 @@ async def run_burst(
 
 async def measure_started_bot(
     process: subprocess.Popen[bytes], onebot: OneBotSide, sizes: Sizes, llm: FakeOpenAI
-) -> Figures:
-    """From the accepted connection on: settle, the turns, the burst."""
+) -> tuple[Figures, list[str]]:
+    """From the accepted connection on: settle, the turns, the burst; with the events of
+    the steady turns to come."""
     pid = process.pid
     figures = Figures(rss_at_connection_mib=rss_mib(pid))
     await wait_until_quiet(process, START_SETTLE_SECONDS)
@@ -521,15 +535,52 @@ async def measure_started_bot(
         onebot, process, burst_messages(sizes, rng), figures.idle_cpu_ms_per_s / 1000
     )
     figures.rss_after_burst_mib = rss_mib(pid)
-    steady = await run_turns(
-        onebot,
-        process,
-        addressed_turns(sizes, rng, sizes.steady_turns),
-        figures.idle_cpu_ms_per_s / 1000,
-    )
-    figures.cpu_per_steady_turn_ms = steady.cpu_per_turn_ms
     figures.api_calls = dict(onebot.api_calls)
-    return figures
+    return figures, addressed_turns(sizes, rng, sizes.steady_turns)
+
+
+@dataclass
+class SteadyBot:
+    """A bot taking part in the steady turns: its process, its events, its idle rate."""
+
+    process: subprocess.Popen[bytes]
+    onebot: OneBotSide
+    events: list[str]
+    idle_ms_per_s: float
+    per_block: int
+    block_cpu_ms: list[float] = field(default_factory=list)  # per turn, per block
+
+
+async def run_steady_turns(bots: list[SteadyBot], blocks: int) -> None:
+    """The turns after the burst, in `blocks` rounds: each round every bot takes its next
+    block of turns, one bot after the other (the order rotating). A bot's block is charged
+    the CPU from its start to the start of its next block (deferred writes that ran while
+    the other bots took theirs count), less its idle rate; its last, until it is quiet.
+    Side by side in time, a slower spell of this shared machine weighs on every bot alike
+    rather than on whichever was measured then."""
+    marks: list[tuple[float, float] | None] = [None] * len(bots)
+    for block in range(blocks):
+        for offset in range(len(bots)):
+            index = (block + offset) % len(bots)
+            bot = bots[index]
+            _charge(bot, marks[index])
+            marks[index] = (cpu_ms(bot.process.pid), time.monotonic())
+            bot.onebot.drain_sent()
+            for event in bot.events[block * bot.per_block : (block + 1) * bot.per_block]:
+                await bot.onebot.ws.send(event)
+                await next_reply(bot.onebot, bot.process)
+    for bot, mark in zip(bots, marks, strict=True):
+        await wait_until_quiet(bot.process)
+        _charge(bot, mark)
+
+
+def _charge(bot: SteadyBot, mark: tuple[float, float] | None) -> None:
+    """Charge the block begun at `mark` (CPU ms, monotonic s) with what the bot spent since."""
+    if mark is None:
+        return
+    cpu_then, then = mark
+    spent = cpu_ms(bot.process.pid) - cpu_then - bot.idle_ms_per_s * (time.monotonic() - then)
+    bot.block_cpu_ms.append(max(0.0, spent) / bot.per_block)
 
 
 async def stop(process: subprocess.Popen[bytes]) -> None:
@@ -596,18 +647,46 @@ async def running_bot(spec: BotSpec, llm: FakeOpenAI) -> AsyncIterator[StartedBo
             await stop(process)
 
 
-async def measure_bot(spec: BotSpec, sizes: Sizes, llm: FakeOpenAI) -> Figures:
-    """Measure the bot of `spec` in one process, then time STARTUP_RUNS - 1 more starts."""
-    async with running_bot(spec, llm) as bot:
-        figures = await measure_started_bot(bot.process, bot.onebot, sizes, llm)
-        startups = [(bot.startup_s, bot.startup_cpu_ms)]
+async def more_startups(
+    spec: BotSpec, llm: FakeOpenAI, figures: Figures, first: StartedBot
+) -> None:
+    """Time STARTUP_RUNS - 1 more starts of `spec`; the median with the first one's."""
+    startups = [(first.startup_s, first.startup_cpu_ms)]
     for _ in range(STARTUP_RUNS - 1):
         async with running_bot(spec, llm) as bot:
             startups.append((bot.startup_s, bot.startup_cpu_ms))
     figures.startup_runs_s = [wall for wall, _ in startups]
     figures.startup_s = statistics.median(figures.startup_runs_s)
     figures.startup_cpu_ms = statistics.median(cpu for _, cpu in startups)
-    return figures
+
+
+async def measure_bots(
+    specs: dict[str, BotSpec], sizes: Sizes, llm: FakeOpenAI
+) -> dict[str, Figures]:
+    """Each bot in its own process: start, settle, turns and burst one bot after the
+    other, every bot kept running; then the steady turns of all of them side by side;
+    then more starts of each."""
+    results: dict[str, Figures] = {}
+    steady: dict[str, SteadyBot] = {}
+    started: dict[str, StartedBot] = {}
+    async with contextlib.AsyncExitStack() as running:
+        for key, spec in specs.items():
+            print(f"measuring {spec.label}…", flush=True)
+            bot = await running.enter_async_context(running_bot(spec, llm))
+            results[key], events = await measure_started_bot(bot.process, bot.onebot, sizes, llm)
+            idle = results[key].idle_cpu_ms_per_s
+            per_block = len(events) // sizes.steady_blocks
+            steady[key] = SteadyBot(bot.process, bot.onebot, events, idle, per_block)
+            started[key] = bot
+        print(f"the steady turns of every bot, {sizes.steady_blocks} blocks each…", flush=True)
+        await run_steady_turns(list(steady.values()), sizes.steady_blocks)
+        for key, bot in steady.items():
+            results[key].steady_block_cpu_ms = bot.block_cpu_ms
+            results[key].cpu_per_steady_turn_ms = statistics.fmean(bot.block_cpu_ms)
+            results[key].api_calls = dict(bot.onebot.api_calls)
+    for key, spec in specs.items():
+        await more_startups(spec, llm, results[key], started[key])
+    return results
 
 
 @atexit.register
@@ -632,6 +711,8 @@ ROWS: tuple[tuple[str, str, str, str | None], ...] = (
     ("  per turn after the first (ms)", "cpu_per_later_turn_ms", "{:.2f}", None),
     ("CPU per turn, 1 000 more after the burst", "cpu_per_steady_turn_ms", "{:.2f}", None),
     ("  over the bare NoneBot's (ms)", "cpu_per_turn_over_bare_ms", "{:.2f}", "cpu_per_turn_ms"),
+    ("  per block: median over bare", "cpu_per_turn_over_bare_median_ms", "{:.2f}", None),
+    ("  per block: range over bare", "cpu_per_turn_over_bare_range_ms", "range", None),
     (
         "CPU per unaddressed message (ms)",
         "cpu_per_unaddressed_ms",
@@ -669,6 +750,13 @@ def verdicts(results: dict[str, Figures]) -> dict[str, bool]:
     }
 
 
+def _cell(value: Any, form: str) -> str:
+    if form == "range":
+        low, high = value
+        return f"{low:.2f}..{high:.2f}"
+    return form.format(value)
+
+
 def print_table(results: dict[str, Figures], labels: dict[str, str], sizes: Sizes) -> None:
     """The figures of every bot side by side, the targets beside."""
     columns = list(results)
@@ -677,7 +765,7 @@ def print_table(results: dict[str, Figures], labels: dict[str, str], sizes: Size
     print(f"{'':<{LABEL_WIDTH}}{header}   target")
     for label, name, form, target in ROWS:
         cells = "".join(
-            f"{form.format(getattr(results[c], name)):>{COLUMN_WIDTH}}" for c in columns
+            f"{_cell(getattr(results[c], name), form):>{COLUMN_WIDTH}}" for c in columns
         )
         goal = f"<= {TARGETS[target]:g}{TARGET_NOTES.get(target, '')}" if target else ""
         print(f"{label:<{LABEL_WIDTH}}{cells}   {goal}")
@@ -699,16 +787,21 @@ async def run(quick: bool, only: list[str]) -> None:
     }
     keys = [key for key in BOT_KEYS if key in only]
     specs = [all_specs[key] for key in keys]
-    results: dict[str, Figures] = {}
     with fake_llm(lambda body: text("收到～")) as llm:
-        for key, spec in zip(keys, specs, strict=True):
-            print(f"measuring {spec.label}…", flush=True)
-            results[key] = await measure_bot(spec, sizes, llm)
+        results = await measure_bots(dict(zip(keys, specs, strict=True)), sizes, llm)
     if (bare := results.get("bare")) is not None:
         for figures in results.values():
             figures.cpu_per_turn_over_bare_ms = (
                 figures.cpu_per_steady_turn_ms - bare.cpu_per_steady_turn_ms
             )
+            differences = [
+                mine - theirs
+                for mine, theirs in zip(
+                    figures.steady_block_cpu_ms, bare.steady_block_cpu_ms, strict=True
+                )
+            ]
+            figures.cpu_per_turn_over_bare_median_ms = statistics.median(differences)
+            figures.cpu_per_turn_over_bare_range_ms = (min(differences), max(differences))
             figures.cpu_per_unaddressed_over_bare_ms = (
                 figures.cpu_per_unaddressed_ms - bare.cpu_per_unaddressed_ms
             )

@@ -10,6 +10,7 @@ from datetime import datetime, tzinfo
 from typing import Protocol
 
 from ..engine.messages import Part, TextPart
+from ..engine.timeouts import within
 from ..engine.turn_context import TurnSpeaker
 
 logger = logging.getLogger("nonebot_plugin_aimemory")
@@ -108,7 +109,7 @@ class Outcome:
     async def wait_delivered(self) -> None:
         """Wait until the outcome was sent, at most DELIVERY_TIMEOUT_SECONDS."""
         try:
-            await asyncio.wait_for(self._delivered.wait(), DELIVERY_TIMEOUT_SECONDS)
+            await within(self._delivered.wait(), DELIVERY_TIMEOUT_SECONDS)
         except asyncio.TimeoutError:
             logger.warning("a reply was not sent within %.0fs", DELIVERY_TIMEOUT_SECONDS)
 

@@ -4,7 +4,6 @@ store."""
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 from collections.abc import Awaitable, Sequence
 from dataclasses import dataclass, field
@@ -24,7 +23,7 @@ from .tools import (
     fit_round_results,
     result_floor_tokens,
 )
-from .window import Window, api_safe, with_reasoning_placeholders
+from .window import Window, with_reasoning_placeholders
 
 logger = logging.getLogger("nonebot_plugin_aimemory")
 
@@ -122,12 +121,12 @@ class ChatBot:
     async def keep_unanswered(self, message: Message) -> None:
         """Keep a user message without answering it (at shutdown); the next turn's request
         carries it, like a message whose answer failed."""
-        await self._commit([message.with_image_markers()])
+        self._commit([message.with_image_markers()])
 
     async def clear(self) -> None:
         """Forget the conversation, in memory and in the store."""
         self.forget()
-        await self._persist(self.store.clear(self.key), whole=True)
+        self._persist(self.store.clear(self.key), whole=True)
 
     def forget(self) -> None:
         """Forget the conversation in memory only (the caller clears the store)."""
@@ -189,7 +188,7 @@ class ChatBot:
             # tool rounds, so what is kept is always a valid history.
             kept = [kept_user, *pending] if kept is None else kept
             if kept:
-                await self._commit(kept)
+                self._commit(kept)
 
     async def compact(self, *, reason: str, keep_recent_tokens: int | None = None) -> Usage:
         """Fold the older window into the summary (or truncate if that fails); returns the
@@ -235,7 +234,7 @@ class ChatBot:
         compressed_at = None if compaction.fell_back else datetime.now(timezone.utc)
         if compressed_at is not None:
             self.stats = CompressionStats(self.stats.count + 1, compressed_at)
-        await self._persist(
+        self._persist(
             self.store.replace(self.key, compaction.messages, compressed_at=compressed_at),
             whole=True,
         )
@@ -387,13 +386,13 @@ class ChatBot:
             "%s: the model wants reasoning back for old tool exchanges; filled", self.key
         )
         self.window.replace(filled)
-        await self._persist(self.store.replace(self.key, filled), whole=True)
+        self._persist(self.store.replace(self.key, filled), whole=True)
         return True
 
     async def _call(
         self, message: Message, pending: list[Message], force_answer: bool
     ) -> Completion:
-        request = [self.system_message, *api_safe([*self.window.messages, message, *pending])]
+        request = [self.system_message, *self.window.api_safe_with([message, *pending])]
         extra = {"tool_choice": "none"} if force_answer and self.tools.names else None
         completion = await self.llm.complete(
             request, self.tools.specs_json(), context=self.key, extra=extra
@@ -413,20 +412,20 @@ class ChatBot:
             self._fixed_tokens = message_tokens(self.system_message, self.counter) + tools_tokens
         return self._fixed_tokens + self.window.tokens
 
-    async def _commit(self, messages: list[Message]) -> None:
+    def _commit(self, messages: list[Message]) -> None:
         self.window.extend(messages)
         if self._store_behind:
-            await self._persist(self.store.replace(self.key, self.window.messages), whole=True)
+            self._persist(self.store.replace(self.key, self.window.messages), whole=True)
         else:
-            await self._persist(self.store.append(self.key, messages))
+            self._persist(self.store.append(self.key, messages))
 
-    async def _persist(self, write: Awaitable[None], *, whole: bool = False) -> None:
-        """Run a store write to completion even if the turn is cancelled. A failure is
-        logged and remembered; a later write of the `whole` window catches the store up."""
-        task = asyncio.ensure_future(write)
-        task.add_done_callback(lambda done: self._after_write(done, whole=whole))
-        with contextlib.suppress(Exception):
-            await asyncio.shield(task)
+    def _persist(self, write: Awaitable[None], *, whole: bool = False) -> None:
+        """Let a store write run to completion without waiting for it: the store does its
+        writes in the order asked for (a later load or write of this window comes after
+        it) and finishes them before it closes. A failure is logged and remembered; a
+        later write of the `whole` window catches the store up."""
+        future = asyncio.ensure_future(write)
+        future.add_done_callback(lambda done: self._after_write(done, whole=whole))
 
     def _after_write(self, task: asyncio.Future[None], *, whole: bool) -> None:
         error = None if task.cancelled() else task.exception()

@@ -3,7 +3,7 @@ per message, and the compression statistics kept beside it."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Awaitable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Protocol
@@ -30,16 +30,17 @@ class HistoryStore(Protocol):
         """How often `key` was compressed, and when last."""
         ...
 
-    async def append(self, key: str, messages: Sequence[Message]) -> None:
-        """Add messages to the end of the stored window."""
+    def append(self, key: str, messages: Sequence[Message]) -> Awaitable[None]:
+        """Add messages to the end of the stored window. The write is queued when this
+        returns (writes are done in the order asked for); awaiting tells when it is done."""
         ...
 
-    async def replace(
+    def replace(
         self, key: str, messages: Sequence[Message], *, compressed_at: datetime | None = None
-    ) -> None:
+    ) -> Awaitable[None]:
         """Overwrite the stored window; `compressed_at` also counts a compression."""
         ...
 
-    async def clear(self, key: str) -> None:
+    def clear(self, key: str) -> Awaitable[None]:
         """Forget the window and its compression stats."""
         ...

@@ -19,6 +19,8 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 from urllib.parse import urlsplit
 
+from .timeouts import within
+
 MAX_HEAD_BYTES = 64 * 1024
 MAX_IDLE_PER_ORIGIN = 4
 CONNECT_TIMEOUT_SECONDS = 10.0  # as the shared httpx client's
@@ -88,6 +90,8 @@ class Origin:
 class _Connection:
     reader: asyncio.StreamReader
     writer: asyncio.StreamWriter
+    reused: bool = False  # taken from the pool: the server may have closed it meanwhile
+    answer_started: bool = False  # some of an answer came back (a retry could repeat it)
 
     @property
     def usable(self) -> bool:
@@ -150,6 +154,7 @@ class LeanPoster:
         while idle:
             connection = idle.pop()
             if connection.usable:
+                connection.reused, connection.answer_started = True, False
                 return connection
             connection.close()
         return None
@@ -183,24 +188,24 @@ class LeanPoster:
     async def _exchange(
         self, origin: Origin, connection: _Connection, request: bytes, timeout_seconds: float
     ) -> Answer:
-        started = False  # whether any of the answer came back (a retry could then repeat it)
+        """One request and its answer on `connection`, all within `timeout_seconds` (one
+        deadline for the whole exchange: no task per stage)."""
         try:
-            connection.writer.write(request)
-            await asyncio.wait_for(connection.writer.drain(), timeout_seconds)
-            head = await asyncio.wait_for(connection.reader.readuntil(b"\r\n\r\n"), timeout_seconds)
-            started = True
-            status, headers = _parse_head(head)
-            content = await asyncio.wait_for(
-                _read_body(connection.reader, headers), timeout_seconds
-            )
-            content = _decoded(content, headers)
+            status, headers, content = await within(_talk(connection, request), timeout_seconds)
         except asyncio.TimeoutError as exc:
             connection.close()
             raise TransportFailure("timeout", "ReadTimeout", retryable=False) from exc
         except (asyncio.IncompleteReadError, asyncio.LimitOverrunError, OSError) as exc:
             connection.close()
+            partial = isinstance(exc, asyncio.IncompleteReadError) and bool(exc.partial)
+            started = connection.answer_started or partial
             what = "RemoteProtocolError" if started else "ReadError"
-            raise TransportFailure("unreachable", f"{what}: {exc!r}", retryable=True) from exc
+            raise TransportFailure(
+                "unreachable",
+                f"{what}: {exc!r}",
+                retryable=True,
+                nothing_came_back=connection.reused and not started,
+            ) from exc
         except (_ProtocolError, zlib.error) as exc:
             connection.close()
             raise TransportFailure(
@@ -232,6 +237,17 @@ class LeanPoster:
                     cafile = None
             self._tls = ssl.create_default_context(cafile=cafile)
         return self._tls
+
+
+async def _talk(connection: _Connection, request: bytes) -> tuple[int, dict[str, str], bytes]:
+    """Send `request`, read the answer: status, headers, decoded body."""
+    connection.writer.write(request)
+    await connection.writer.drain()
+    head = await connection.reader.readuntil(b"\r\n\r\n")
+    connection.answer_started = True
+    status, headers = _parse_head(head)
+    content = _decoded(await _read_body(connection.reader, headers), headers)
+    return status, headers, content
 
 
 def _bypasses_proxy(host: str, no_proxy: str) -> bool:

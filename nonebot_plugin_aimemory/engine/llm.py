@@ -200,7 +200,7 @@ def build_request_body(
 ) -> bytes:
     """The request JSON, joined from each message's cached JSON instead of re-encoding it."""
     head = b'{"model":' + json.dumps(model).encode() + b',"messages":['
-    parts = [head, b",".join(m.api_json() for m in messages), b"]"]
+    parts = [head, b",".join([m.api_json() for m in messages]), b"]"]
     if tools_json:
         parts.append(b',"tools":' + tools_json)
     for key, value in (extra or {}).items():

@@ -19,6 +19,7 @@ import re
 import threading
 import zlib
 from collections.abc import Callable
+from dataclasses import dataclass
 from importlib.resources import files
 from typing import TYPE_CHECKING, Protocol
 
@@ -55,13 +56,16 @@ MESSAGE_OVERHEAD_TOKENS = 4
 ESTIMATE_ERROR_MARGIN = 1.5
 # The estimate's pieces, cut much as cl100k's pattern cuts text: runs of CJK, kana, Hangul
 # and full-width characters (each costs what `cl100k_costs` says), Latin words, digit runs
-# (three digits a token), whitespace, ASCII punctuation runs, anything else.
-_ESTIMATE_PIECE = re.compile(
-    r"(?P<table>[\u3000-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff\uff00-\uffef]+)"
-    r"|(?P<word>[A-Za-z]+)|(?P<digits>[0-9]+)|(?P<space>\s+)|(?P<punct>[!-/:-@\[-`{-~]+)"
-    r"|(?P<other>.)",
-    re.S,
-)
+# (three digits a token), whitespace, ASCII punctuation runs, anything else. The classes
+# are disjoint, so each is found on its own by one C-level scan of the text.
+_TABLE_CHARS = r"\u3000-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff\uff00-\uffef"
+_PUNCT_CHARS = r"!-/:-@\[-`{-~"
+_TABLE_RUN = re.compile(f"[{_TABLE_CHARS}]+")
+_WORD = re.compile(r"[A-Za-z]+")
+_DIGITS = re.compile(r"[0-9]+")
+_SPACE = re.compile(r"[^\S\u3000]+")  # U+3000, the ideographic space, is in the table
+_PUNCT = re.compile(f"[{_PUNCT_CHARS}]+")
+_OTHER = re.compile(f"[^{_TABLE_CHARS}A-Za-z0-9\\s{_PUNCT_CHARS}]+")
 # cl100k makes one token of most English words up to about this length, then more.
 WORD_CHARS_PER_EXTRA_TOKEN = 9
 LONG_WORD_CHARS = 12
@@ -82,56 +86,80 @@ def estimate_tokens(text: str) -> int:
     Chinese, English or mixed, and on code and JSON (`python -m bench.cl100k_costs`)."""
     if not text:
         return 0
-    total = 0.0
-    for piece in _ESTIMATE_PIECE.finditer(text):
-        kind, value = piece.lastgroup, piece.group()
-        if kind == "table":
-            total += _table_cost(value)
-        elif kind == "word":
-            length = len(value)
-            if length < LONG_WORD_CHARS:
-                total += 1 + (length - 1) // WORD_CHARS_PER_EXTRA_TOKEN
-            else:
-                total += length / LONG_WORD_CHARS_PER_TOKEN
-        elif kind == "digits":
-            total += -(-len(value) // 3)
-        elif kind == "space":
-            total += 0 if value == " " else 1  # a lone space joins the next word's token
-        elif kind == "punct":
-            total += 1 + (len(value) - 1) // 4
+    whole = 0
+    long_word_chars = 0
+    for run in _TABLE_RUN.findall(text):
+        whole += _table_cost(run)
+    for word in _WORD.findall(text):
+        length = len(word)
+        if length < LONG_WORD_CHARS:
+            whole += 1 + (length - 1) // WORD_CHARS_PER_EXTRA_TOKEN
         else:
-            total += len(value.encode("utf-8", "replace")) / OTHER_BYTES_PER_TOKEN
-    return int(total) + 1
+            long_word_chars += length
+    for digits in _DIGITS.findall(text):
+        whole += -(-len(digits) // 3)
+    for space in _SPACE.findall(text):
+        whole += space != " "  # a lone space joins the next word's token
+    for punct in _PUNCT.findall(text):
+        whole += 1 + (len(punct) - 1) // 4
+    other_bytes = len("".join(_OTHER.findall(text)).encode("utf-8", "replace"))
+    fraction = long_word_chars / LONG_WORD_CHARS_PER_TOKEN + other_bytes / OTHER_BYTES_PER_TOKEN
+    return int(whole + fraction) + 1
 
 
 def _table_cost(run: str) -> int:
-    costs, pairs, triples = _costs(), _multi_character_tokens(2), _multi_character_tokens(3)
-    first = cl100k_costs.FIRST_CODE_POINT
-    total = 0
-    at, end = 0, len(run)
-    while at < end:
-        if run[at : at + 3] in triples:
-            at += 3
-            total += 1
-        elif run[at : at + 2] in pairs:
-            at += 2
-            total += 1
-        else:
-            # 0: not in the table (Bopomofo, compatibility forms): what most such cost.
-            total += costs[ord(run[at]) - first] or 3
-            at += 1
+    """Each character's cost, less what the multi-character tokens in `run` save (taken
+    greedily from the left, three characters before two)."""
+    table = _cost_table()
+    total = len(run) + len(table.two_or_more.findall(run)) + len(table.three.findall(run))
+    for token in table.multi.findall(run):
+        total -= table.saved[token]
     return total
 
 
+@dataclass(frozen=True)
+class _CostTable:
+    two_or_more: re.Pattern[str]  # the characters that cost 2 or 3 tokens
+    three: re.Pattern[str]  # those that cost 3
+    multi: re.Pattern[str]  # cl100k's multi-character CJK tokens, a trie of alternatives
+    saved: dict[str, int]  # per such token: its characters' costs minus its own one
+
+
 @functools.cache
-def _multi_character_tokens(length: int) -> frozenset[str]:
+def _cost_table() -> _CostTable:
+    costs = zlib.decompress(base64.b64decode("".join(cl100k_costs.COSTS)))
+    first = cl100k_costs.FIRST_CODE_POINT
+
+    def cost(character: str) -> int:
+        # 0: not in the table (Bopomofo, compatibility forms): what most such cost.
+        return costs[ord(character) - first] or 3
+
+    def characters_costing(least: int) -> re.Pattern[str]:
+        codes = [first + i for i, c in enumerate(costs) if (c or 3) >= least]
+        return re.compile(f"[{_ranges(codes)}]")
+
     words = "".join(cl100k_costs.MULTI_CHARACTER_TOKENS).split(" ")
-    return frozenset(word for word in words if len(word) == length)
+    tokens = sorted(w for w in words if len(w) == 3) + sorted(w for w in words if len(w) == 2)
+    tails: dict[str, list[str]] = {}
+    for token in tokens:  # three characters before two, per first character
+        tails.setdefault(token[0], []).append(re.escape(token[1:]))
+    multi = "|".join(f"{re.escape(head)}(?:{'|'.join(rest)})" for head, rest in tails.items())
+    saved = {token: sum(cost(c) for c in token) - 1 for token in tokens}
+    return _CostTable(characters_costing(2), characters_costing(3), re.compile(multi), saved)
 
 
-@functools.cache
-def _costs() -> bytes:
-    return zlib.decompress(base64.b64decode("".join(cl100k_costs.COSTS)))
+def _ranges(codes: list[int]) -> str:
+    """A regex character-class body for sorted code points, consecutive ones as ranges."""
+    spans: list[list[int]] = []
+    for code in codes:
+        if spans and spans[-1][1] == code - 1:
+            spans[-1][1] = code
+        else:
+            spans.append([code, code])
+    return "".join(
+        re.escape(chr(a)) if a == b else f"{re.escape(chr(a))}-{re.escape(chr(b))}"
+        for a, b in spans
+    )
 
 
 class EstimatingCounter:

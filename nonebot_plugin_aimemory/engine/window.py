@@ -11,12 +11,15 @@ from .tokens import TokenCounter, message_tokens
 
 
 class Window:
-    """The messages of one conversation (no system prompt) with their token total kept current."""
+    """The messages of one conversation (no system prompt) with their token total kept
+    current, and their API-safe form kept as they grow (a request is built every turn)."""
 
     def __init__(self, counter: TokenCounter, messages: Iterable[Message] = ()) -> None:
         self._counter = counter
         self.messages: list[Message] = []
         self.tokens = 0
+        # api_safe(self.messages), extended with each turn; None: to be worked out again.
+        self._safe: list[Message] | None = []
         self.extend(messages)
 
     def __len__(self) -> int:
@@ -24,20 +27,38 @@ class Window:
 
     def extend(self, messages: Iterable[Message]) -> None:
         """Append messages, counting only the new ones."""
-        for message in messages:
+        added = list(messages)
+        for message in added:
             self.tokens += message_tokens(message, self._counter)
-            self.messages.append(message)
+        self.messages.extend(added)
+        if not added or self._safe is None:
+            return
+        if added[0].role == "user":
+            _fold_units(self._safe, _complete_units(added))
+        else:
+            self._safe = None  # tool results or an assistant may complete what came before
 
     def replace(self, messages: Iterable[Message]) -> None:
         """Swap the whole content (after compression or truncation)."""
-        self.messages = []
-        self.tokens = 0
+        self.clear()
         self.extend(messages)
 
     def clear(self) -> None:
         """Drop every message."""
         self.messages = []
         self.tokens = 0
+        self._safe = []
+
+    def api_safe_with(self, tail: Sequence[Message]) -> list[Message]:
+        """`api_safe([*self.messages, *tail])`, reusing the window's part: a user message
+        starts a new unit, so what comes before it is cut and merged the same either way."""
+        if not tail or tail[0].role != "user":
+            return api_safe([*self.messages, *tail])
+        if self._safe is None:
+            self._safe = api_safe(self.messages)
+        result = list(self._safe)
+        _fold_units(result, _complete_units(tail))
+        return result
 
 
 def api_safe(messages: Sequence[Message]) -> list[Message]:
@@ -50,8 +71,14 @@ def api_safe(messages: Sequence[Message]) -> list[Message]:
     merge too. Messages that need no change are returned as the same objects, so their
     cached JSON is reused.
     """
-    units = _complete_units(messages)
     result: list[Message] = []
+    _fold_units(result, _complete_units(messages))
+    return result
+
+
+def _fold_units(result: list[Message], units: list[list[Message]]) -> None:
+    """Append `units` to the API-safe `result`: none before the first user message, and a
+    unit whose head has the role of the message before it merged into that one."""
     for unit in units:
         head = unit[0]
         if not result and head.role != "user":
@@ -62,7 +89,6 @@ def api_safe(messages: Sequence[Message]) -> list[Message]:
             result.extend(unit[1:])
         else:
             result.extend(unit)
-    return result
 
 
 def _complete_units(messages: Sequence[Message]) -> list[list[Message]]:

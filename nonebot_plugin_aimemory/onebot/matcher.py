@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from nonebot import on_message
 from nonebot.adapters.onebot.v11 import Bot, MessageEvent
-from nonebot.matcher import current_bot, current_event, current_matcher
+from nonebot.matcher import current_bot, current_event, current_matcher, matchers
 
 from ..runtime import current_runtime
 
@@ -25,7 +25,14 @@ async def handle_message() -> None:
     incoming = await runtime.inbound.translate(bot, event)
     if incoming is None:
         return
-    if incoming.command is not None or incoming.addressed:
+    if (incoming.command is not None or incoming.addressed) and _any_matcher_after_ours():
         current_matcher.get().stop_propagation()
     outcome = await runtime.conversation.answer(incoming)
     await runtime.outbound.send(bot, event, outcome)
+
+
+def _any_matcher_after_ours() -> bool:
+    """Whether a matcher of a lower priority (a larger number) exists, which stopping the
+    propagation keeps from running: with none, stopping would only cost NoneBot a
+    cancelled task group and a log record per message."""
+    return any(priority > chat.priority and group for priority, group in matchers.items())

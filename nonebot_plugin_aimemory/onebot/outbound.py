@@ -210,10 +210,10 @@ async def send_segments(
 ) -> None:
     """Send messages in order; in groups the first one quotes the triggering message."""
     for index, segments in enumerate(messages):
-        message = Message(segments)
         if index == 0 and isinstance(event, GroupMessageEvent):
-            message = MessageSegment.reply(event.message_id) + message
-        await bot.send(event, message)
+            # Built in one go: `segment + message` deep-copies the message.
+            segments = [MessageSegment.reply(event.message_id), *segments]
+        await bot.send(event, Message(segments))
 
 
 # Prefer to cut at a paragraph, then a line, then a sentence end, then anywhere.

@@ -45,8 +45,8 @@ class Database:
     def __init__(self, connection: aiosqlite.Connection, path: str) -> None:
         self._connection = connection
         self.path = path
-        self._lock = asyncio.Lock()
-        self._writes: set[asyncio.Task[Any]] = set()
+        self._writes: set[asyncio.Future[Any]] = set()
+        self._closed = False
 
     @classmethod
     async def open(cls, path: str | Path) -> Database:
@@ -65,38 +65,58 @@ class Database:
             raise
         return cls(connection, str(path))
 
-    async def read(self, sql: str, params: Iterable[Any] = ()) -> list[aiosqlite.Row]:
+    async def read(self, sql: str, params: Iterable[Any] = ()) -> list[sqlite3.Row]:
         """Run one query and return all rows (one trip to the database thread)."""
-        async with self._lock:
-            return list(await self._connection.execute_fetchall(sql, tuple(params)))
+        values = tuple(params)
+        return await asyncio.shield(self._queued(lambda c: c.execute(sql, values).fetchall()))
 
     async def write(self, work: Callable[[sqlite3.Connection], T]) -> T:
-        """Run the synchronous `work` in one IMMEDIATE transaction on the database thread, in
-        a single trip there and back: under a busy event loop every trip waits for the GIL,
-        so a transaction of N awaited statements would cost N trips. A cancelled caller does
-        not cancel the write: it finishes (or rolls back) and `close` waits for it."""
-        return await self._shielded(partial(_in_transaction, work=work))
+        """`write_soon`, awaited. A cancelled caller does not cancel the write."""
+        return await self.write_soon(work)
+
+    def write_soon(self, work: Callable[[sqlite3.Connection], T]) -> asyncio.Future[T]:
+        """Queue the synchronous `work` to run in one IMMEDIATE transaction on the database
+        thread, in a single trip there and back: under a busy event loop every trip waits
+        for the GIL, so a transaction of N awaited statements would cost N trips. Queued
+        work runs in the order queued whatever becomes of its callers, and `close` waits
+        for it; the future tells when it committed, or why not (cancelling it cancels
+        only the waiting)."""
+        return asyncio.shield(self._queued(partial(_in_transaction, work=work)))
 
     async def write_one(self, sql: str, params: Iterable[Any] = ()) -> None:
         """One statement, atomic on its own, without a BEGIN/COMMIT around it: the cheapest
         write, for the paths that run while a busy group is chatting."""
         values = tuple(params)
-        await self._shielded(lambda connection: connection.execute(sql, values) and None)
+        await asyncio.shield(self._queued(lambda c: c.execute(sql, values) and None))
 
-    async def _shielded(self, work: Callable[[sqlite3.Connection], T]) -> T:
-        task = asyncio.ensure_future(self._on_database_thread(work))
-        self._writes.add(task)
-        task.add_done_callback(self._writes.discard)
-        return await asyncio.shield(task)
-
-    async def _on_database_thread(self, work: Callable[[sqlite3.Connection], T]) -> T:
-        async with self._lock:
-            # aiosqlite runs queued callables on its connection thread; this is the one
-            # place that relies on it.
-            return await self._connection._execute(work, self._connection._conn)
+    def _queued(self, work: Callable[[sqlite3.Connection], T]) -> asyncio.Future[T]:
+        """Put `work` on the connection thread's queue. aiosqlite runs its queue in order,
+        one callable at a time, so no lock is needed: every use of the connection here is
+        one callable. The future is only ever awaited through `asyncio.shield`, so it is
+        never cancelled (older aiosqlite would fail to set a cancelled future's result)."""
+        connection = self._connection
+        future: asyncio.Future[T] = asyncio.get_running_loop().create_future()
+        try:
+            if self._closed:
+                raise ValueError("the database is closed")
+            function = partial(work, connection._conn)  # ValueError once it was closed
+        except ValueError as exc:
+            future.set_exception(exc)  # reported where it is awaited, as any failure
+            return future
+        queue = getattr(connection, "_tx", None)
+        if queue is not None:
+            # The queue's item is what aiosqlite's own `_execute` puts there, minus the
+            # coroutine and task that awaiting `_execute` would cost on every trip.
+            queue.put_nowait((future, function))
+        else:  # a layout this version does not know: the documented-enough way
+            future = asyncio.ensure_future(connection._execute(function))
+        self._writes.add(future)
+        future.add_done_callback(self._writes.discard)
+        return future
 
     async def close(self) -> None:
-        """Wait for writes in flight, then close."""
+        """Wait for the work queued, then close."""
+        self._closed = True
         if self._writes:
             await asyncio.gather(*self._writes, return_exceptions=True)
         await self._connection.close()

@@ -107,7 +107,9 @@ def _rjieba() -> Cutter | None:
 
     def cut_for_search(text: str, hmm: bool) -> list[str]:
         words = rjieba.cut_for_search(text, hmm)
-        if not any(_is_joined_ascii(word) for word in words):
+        # A word can be such a run only if the text holds one: most texts are let through
+        # by one scan of the text instead of a test of each word.
+        if not _JOINED_ASCII.search(text) or not any(_is_joined_ascii(w) for w in words):
             return words
         return _jieba_search_mode(rjieba.cut(text, hmm), rjieba.has_word)
 

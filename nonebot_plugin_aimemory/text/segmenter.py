@@ -4,10 +4,9 @@ texts by (`token_set`)."""
 
 from __future__ import annotations
 
-import itertools
+import operator
 import re
 import unicodedata
-from collections.abc import Iterator
 from functools import lru_cache
 
 from . import jieba_cuts
@@ -142,10 +141,14 @@ def words(text: str) -> list[str]:
 def _without_accents(word: str) -> str:
     """A Latin word without its accents ("café" -> "cafe"), as FTS5's unicode61 tokenizer
     indexes it; words of other scripts are kept whole."""
+    if word.isascii():
+        return word
     bare = "".join(c for c in unicodedata.normalize("NFKD", word) if not unicodedata.combining(c))
     return bare if bare.isascii() else word
 
 
+# Words repeat (a chat's vocabulary is small): each row and query normalises a dozen.
+@lru_cache(maxsize=8192)
 def normalised(word: str) -> str:
     """A light, symmetric normal form: English plurals and inflections meet their base form
     ("cats" -> "cat", "parties"/"party" -> "parti", "talked"/"talking" -> "talk",
@@ -195,25 +198,23 @@ def in_dictionary(word: str) -> bool:
     return jieba_cuts.cutter().has_word(word)
 
 
-def _han_words(run: str) -> Iterator[str]:
+def _han_words(run: str) -> list[str]:
     """jieba's search-mode words of a Han run, and the character bigrams of every stretch
     of two or more single characters: where the dictionary knows no word (a name, slang,
     网络用语) jieba falls back to single characters, and bigrams find such a word whatever
-    its context, in the index and in a query alike."""
+    its context, in the index and in a query alike. A stretch's bigrams follow its
+    characters, before the next longer word."""
+    result: list[str] = []
     singles: list[str] = []
     for word in _cut_exact(run):
         if len(word) == 1:
             singles.append(word)
-        else:
-            yield from _with_bigrams(singles)
+        elif singles:
+            result += map(operator.add, singles, singles[1:])
             singles = []
-        yield word
-    yield from _with_bigrams(singles)
-
-
-def _with_bigrams(singles: list[str]) -> Iterator[str]:
-    for first, second in itertools.pairwise(singles):
-        yield first + second
+        result.append(word)
+    result += map(operator.add, singles, singles[1:])
+    return result
 
 
 # Dictionary words only (no HMM guesses at unknown words): the HMM joins characters by

@@ -135,6 +135,45 @@ async def test_a_connection_is_kept_alive_and_a_closed_one_is_replaced() -> None
         await client.aclose()
 
 
+async def test_a_kept_alive_connection_closed_as_the_request_went_out_is_retried_once() -> None:
+    from nonebot_plugin_aimemory.engine.http1 import LeanPoster, TransportFailure
+
+    response = ok(BODY, b"Content-Length: %d" % len(BODY))
+    connections: list[int] = []
+
+    async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        connections.append(len(connections))
+        await read_request(reader)
+        writer.write(response)
+        await writer.drain()
+        # The server's keep-alive ends just as the next request arrives: read, then close.
+        await read_request(reader)
+
+    async with server(handle) as (url, accepted):
+        client = LeanPoster()
+        assert (await client.post(url, b"{}", {}, 5.0)).status_code == 200
+        assert (await client.post(url, b"{}", {}, 5.0)).status_code == 200
+        assert accepted[0] == 2  # the second request went again, on a new connection
+        await client.aclose()
+
+    async def half_an_answer(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await read_request(reader)
+        writer.write(response)
+        await writer.drain()
+        await read_request(reader)
+        writer.write(response[:20])  # some of an answer: the request reached the model
+        await writer.drain()
+
+    async with server(half_an_answer) as (url, accepted):
+        client = LeanPoster()
+        assert (await client.post(url, b"{}", {}, 5.0)).status_code == 200
+        with pytest.raises(TransportFailure) as failed:
+            await client.post(url, b"{}", {}, 5.0)
+        assert failed.value.kind == "unreachable"
+        assert accepted[0] == 1  # not sent again
+        await client.aclose()
+
+
 async def test_what_is_no_http_and_what_never_ends_are_transport_failures() -> None:
     from nonebot_plugin_aimemory.engine.http1 import TransportFailure
 

@@ -408,3 +408,50 @@ def test_window_tokens_are_zero_after_clear() -> None:
 
     assert window.messages == []
     assert window.tokens == 0
+
+
+@st.composite
+def growth(draw: st.DrawFn) -> tuple[list[list[Message]], int | None, list[Message]]:
+    """A window grown by extends of raw chunks (a replace somewhere, maybe), and a tail."""
+    batches = draw(st.lists(raw_windows(), max_size=5))
+    replace_at = draw(st.one_of(st.none(), st.integers(0, max(0, len(batches) - 1))))
+    tail = draw(raw_windows())
+    return batches, replace_at, tail
+
+
+@THOROUGH
+@given(growth())
+def test_the_window_kept_safe_as_it_grows_equals_api_safe_of_the_whole(
+    grown: tuple[list[list[Message]], int | None, list[Message]],
+) -> None:
+    from nonebot_plugin_aimemory.engine.tokens import EstimatingCounter
+    from nonebot_plugin_aimemory.engine.window import Window, api_safe
+
+    batches, replace_at, tail = grown
+    window = Window(EstimatingCounter())
+    for index, batch in enumerate(batches):
+        if index == replace_at:
+            window.replace(batch)
+        else:
+            window.extend(batch)
+        # A request in between, as every turn makes one before it commits.
+        assert window.api_safe_with(tail) == api_safe([*window.messages, *tail])
+
+    assert window.api_safe_with(tail) == api_safe([*window.messages, *tail])
+
+
+@PROPERTY
+@given(valid_windows(), user_messages)
+def test_a_turn_on_a_safe_window_reuses_its_messages(
+    history: list[Message], message: Message
+) -> None:
+    from nonebot_plugin_aimemory.engine.tokens import EstimatingCounter
+    from nonebot_plugin_aimemory.engine.window import Window
+
+    window = Window(EstimatingCounter())
+    window.extend(history)
+
+    request = window.api_safe_with([message])
+
+    if not history or history[-1].role != "user":
+        assert_untouched([*history, message], request)

@@ -252,7 +252,11 @@ async def test_close_waits_for_a_write_whose_caller_was_cancelled(db_path: Path)
 
     database = await Database.open(db_path)
     history = SqliteHistoryStore(database)
-    caller = asyncio.create_task(history.append(ALICE, exchange(1)))
+
+    async def append() -> None:
+        await history.append(ALICE, exchange(1))
+
+    caller = asyncio.create_task(append())
     await asyncio.sleep(0)
     caller.cancel()
 
@@ -370,3 +374,32 @@ async def test_saving_no_counters_is_a_no_op(database: Database) -> None:
     await counters.save({})
 
     assert await counters.load_all() == {}
+
+
+async def test_a_write_is_queued_at_once_without_a_task_and_done_in_order(
+    database: Database, history: SqliteHistoryStore
+) -> None:
+    tasks_before = len(asyncio.all_tasks())
+
+    written = history.append(ALICE, exchange(1))  # not awaited yet
+
+    # On the connection thread's queue directly (the aiosqlite installed is one whose
+    # queue the store knows), ahead of whatever is asked for next.
+    assert len(asyncio.all_tasks()) == tasks_before
+    assert await history.load(ALICE) == exchange(1)
+    await written
+
+
+async def test_a_write_asked_of_a_closed_database_fails_where_it_is_awaited(
+    db_path: Path,
+) -> None:
+    from nonebot_plugin_aimemory.store.database import Database
+    from nonebot_plugin_aimemory.store.history_store import SqliteHistoryStore
+
+    database = await Database.open(db_path)
+    await database.close()
+
+    written = SqliteHistoryStore(database).append(ALICE, exchange(1))  # does not raise here
+
+    with pytest.raises(ValueError, match="closed"):
+        await written
