@@ -19,6 +19,9 @@ logger = logging.getLogger("nonebot_plugin_aimemory")
 
 T = TypeVar("T")
 BUSY_TIMEOUT_MS = 5000
+# Writes nobody waits for (a turn's window rows) are gathered this long, then committed in
+# one transaction: a trip to the database thread costs ~0.3 ms of CPU, the rows ~0.05 ms.
+GATHER_SECONDS = 0.1
 
 
 UTC_TEXT_FORMAT = "%Y-%m-%dT%H:%M:%S.%fZ"
@@ -47,6 +50,8 @@ class Database:
         self.path = path
         self._writes: set[asyncio.Future[Any]] = set()
         self._closed = False
+        self._gathered: list[tuple[Callable[[sqlite3.Connection], Any], asyncio.Future[Any]]] = []
+        self._gather_timer: asyncio.TimerHandle | None = None
 
     @classmethod
     async def open(cls, path: str | Path) -> Database:
@@ -71,17 +76,28 @@ class Database:
         return await asyncio.shield(self._queued(lambda c: c.execute(sql, values).fetchall()))
 
     async def write(self, work: Callable[[sqlite3.Connection], T]) -> T:
-        """`write_soon`, awaited. A cancelled caller does not cancel the write."""
-        return await self.write_soon(work)
+        """Run the synchronous `work` in one IMMEDIATE transaction on the database thread, in
+        a single trip there and back: under a busy event loop every trip waits for the GIL,
+        so a transaction of N awaited statements would cost N trips. A cancelled caller does
+        not cancel the write: it finishes (or rolls back) and `close` waits for it."""
+        return await asyncio.shield(self._queued(partial(_in_transaction, work=work)))
 
     def write_soon(self, work: Callable[[sqlite3.Connection], T]) -> asyncio.Future[T]:
-        """Queue the synchronous `work` to run in one IMMEDIATE transaction on the database
-        thread, in a single trip there and back: under a busy event loop every trip waits
-        for the GIL, so a transaction of N awaited statements would cost N trips. Queued
-        work runs in the order queued whatever becomes of its callers, and `close` waits
-        for it; the future tells when it committed, or why not (cancelling it cancels
-        only the waiting)."""
-        return asyncio.shield(self._queued(partial(_in_transaction, work=work)))
+        """Queue `work` to run in an IMMEDIATE transaction without waiting for it: it is
+        committed within GATHER_SECONDS with the other writes queued meanwhile, sooner if
+        the database is used otherwise first (which then comes after it: every use is done
+        in the order asked for), and before `close` returns. The future tells when it
+        committed, or why not; cancelling it does not cancel the write."""
+        future: asyncio.Future[T] = asyncio.get_running_loop().create_future()
+        if self._closed:
+            future.set_exception(ValueError("the database is closed"))
+            return future
+        self._gathered.append((work, future))
+        self._track(future)
+        if self._gather_timer is None:
+            loop = asyncio.get_running_loop()
+            self._gather_timer = loop.call_later(GATHER_SECONDS, self._send_gathered)
+        return future
 
     async def write_one(self, sql: str, params: Iterable[Any] = ()) -> None:
         """One statement, atomic on its own, without a BEGIN/COMMIT around it: the cheapest
@@ -90,10 +106,12 @@ class Database:
         await asyncio.shield(self._queued(lambda c: c.execute(sql, values) and None))
 
     def _queued(self, work: Callable[[sqlite3.Connection], T]) -> asyncio.Future[T]:
-        """Put `work` on the connection thread's queue. aiosqlite runs its queue in order,
-        one callable at a time, so no lock is needed: every use of the connection here is
-        one callable. The future is only ever awaited through `asyncio.shield`, so it is
-        never cancelled (older aiosqlite would fail to set a cancelled future's result)."""
+        """Put `work` on the connection thread's queue, after the writes gathered so far.
+        aiosqlite runs its queue in order, one callable at a time, so no lock is needed:
+        every use of the connection here is one callable. The future is only ever awaited
+        through `asyncio.shield`, so it is never cancelled (older aiosqlite would fail to
+        set a cancelled future's result)."""
+        self._send_gathered()
         connection = self._connection
         future: asyncio.Future[T] = asyncio.get_running_loop().create_future()
         try:
@@ -110,16 +128,77 @@ class Database:
             queue.put_nowait((future, function))
         else:  # a layout this version does not know: the documented-enough way
             future = asyncio.ensure_future(connection._execute(function))
+        self._track(future)
+        return future
+
+    def _track(self, future: asyncio.Future[Any]) -> None:
         self._writes.add(future)
         future.add_done_callback(self._writes.discard)
-        return future
+
+    def _send_gathered(self) -> None:
+        """Queue the gathered writes as one callable; each one's future is settled by it."""
+        if self._gather_timer is not None:
+            self._gather_timer.cancel()
+            self._gather_timer = None
+        gathered, self._gathered = self._gathered, []
+        if not gathered:
+            return
+        works = [work for work, _ in gathered]
+        futures = [future for _, future in gathered]
+        batch = self._queued(partial(_all_in_one_transaction, works=works))
+        batch.add_done_callback(lambda done: _settle_each(done, futures))
 
     async def close(self) -> None:
         """Wait for the work queued, then close."""
+        self._send_gathered()
         self._closed = True
         if self._writes:
             await asyncio.gather(*self._writes, return_exceptions=True)
         await self._connection.close()
+
+
+def _all_in_one_transaction(
+    connection: sqlite3.Connection, works: list[Callable[[sqlite3.Connection], Any]]
+) -> list[tuple[bool, Any]]:
+    """Run `works` in one transaction; should any fail (or the commit), each runs again in
+    a transaction of its own, so that one failure fails only itself. (succeeded, result or
+    exception) per work."""
+    try:
+        return [(True, result) for result in _in_transaction(connection, _each(works))]
+    except Exception:
+        pass
+    outcomes: list[tuple[bool, Any]] = []
+    for work in works:
+        try:
+            outcomes.append((True, _in_transaction(connection, work)))
+        except Exception as exc:
+            outcomes.append((False, exc))
+    return outcomes
+
+
+def _each(
+    works: list[Callable[[sqlite3.Connection], Any]],
+) -> Callable[[sqlite3.Connection], list[Any]]:
+    return lambda connection: [work(connection) for work in works]
+
+
+def _settle_each(
+    batch: asyncio.Future[list[tuple[bool, Any]]], futures: list[asyncio.Future[Any]]
+) -> None:
+    """Give each gathered write its outcome from the batch (all the batch's failure, if it
+    could not run at all)."""
+    failure = batch.exception()
+    for index, future in enumerate(futures):
+        if future.done():
+            continue
+        if failure is not None:
+            future.set_exception(failure)
+            continue
+        succeeded, value = batch.result()[index]
+        if succeeded:
+            future.set_result(value)
+        else:
+            future.set_exception(value)
 
 
 def _in_transaction(connection: sqlite3.Connection, work: Callable[[sqlite3.Connection], T]) -> T:

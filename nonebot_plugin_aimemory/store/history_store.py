@@ -50,7 +50,7 @@ class SqliteHistoryStore:
         return CompressionStats(int(count), parse_utc_text(last_at) if last_at else None)
 
     def append(self, key: str, messages: Sequence[Message]) -> Awaitable[None]:
-        """Add messages after the last stored one (queued at once: see Database.write_soon)."""
+        """Add messages after the last stored one (without waiting: see Database.write_soon)."""
         rows = [(m.role, persisted_body(m)) for m in messages]
 
         def work(connection: sqlite3.Connection) -> None:

@@ -403,3 +403,56 @@ async def test_a_write_asked_of_a_closed_database_fails_where_it_is_awaited(
 
     with pytest.raises(ValueError, match="closed"):
         await written
+
+
+def rows_seen_from_outside(db_path: Path, key: str) -> int:
+    """What another connection to the file (another process) sees committed for `key`."""
+    with sqlite3.connect(db_path) as outside:
+        ((count,),) = outside.execute(
+            "SELECT COUNT(*) FROM messages WHERE session_key = ?", (key,)
+        ).fetchall()
+    return int(count)
+
+
+async def test_writes_nobody_waits_for_are_committed_soon_without_anyone_asking(
+    db_path: Path, database: Database, history: SqliteHistoryStore
+) -> None:
+    from nonebot_plugin_aimemory.store.database import GATHER_SECONDS
+
+    for n in range(3):
+        history.append(ALICE, exchange(n))
+    assert rows_seen_from_outside(db_path, ALICE) == 0  # gathered, not yet sent
+
+    await asyncio.sleep(GATHER_SECONDS * 3)
+
+    assert rows_seen_from_outside(db_path, ALICE) == 6  # committed with no one asking
+    assert await seqs(database, ALICE) == [0, 1, 2, 3, 4, 5]
+
+
+async def test_a_gathered_write_that_fails_fails_alone(
+    database: Database, history: SqliteHistoryStore
+) -> None:
+    def broken(connection: sqlite3.Connection) -> None:
+        connection.execute("INSERT INTO no_such_table VALUES (1)")
+
+    before = history.append(ALICE, exchange(1))
+    failing = database.write_soon(broken)
+    after = history.append(ALICE, exchange(2))
+
+    await before
+    with pytest.raises(sqlite3.OperationalError, match="no_such_table"):
+        await failing
+    await after
+    assert await history.load(ALICE) == [*exchange(1), *exchange(2)]
+
+
+async def test_close_commits_the_writes_still_gathered(db_path: Path) -> None:
+    from nonebot_plugin_aimemory.store.database import Database
+    from nonebot_plugin_aimemory.store.history_store import SqliteHistoryStore
+
+    database = await Database.open(db_path)
+    SqliteHistoryStore(database).append(ALICE, exchange(1))
+
+    await database.close()
+
+    assert rows_seen_from_outside(db_path, ALICE) == 2
