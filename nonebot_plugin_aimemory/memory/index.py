@@ -189,11 +189,12 @@ def keyword_ranking(
     return scored
 
 
-def _shared_terms(entry: IndexedMemory, terms: frozenset[str]) -> set[str]:
-    """The terms of `terms` the entry's content or tags hold."""
-    shared = entry.content_terms.keys() & terms
+def _shared_terms(entry: IndexedMemory, terms: frozenset[str]) -> frozenset[str]:
+    """The terms of `terms` the entry's content or tags hold. (`terms.intersection(d)`
+    looks each term up in the dict; `d.keys() & terms` would first copy every key.)"""
+    shared = terms.intersection(entry.content_terms)
     if entry.tag_terms:
-        shared |= entry.tag_terms.keys() & terms
+        shared |= terms.intersection(entry.tag_terms)
     return shared
 
 
@@ -267,7 +268,7 @@ class _CharacterStatistics:
             return cls({}, 1.0)
         count = len(entries)
         holding = Counter(
-            itertools.chain.from_iterable(entry.characters.keys() & characters for entry in entries)
+            itertools.chain.from_iterable(characters.intersection(e.characters) for e in entries)
         )
         total = sum(entry.characters_length for entry in entries)
         idf = {character: _idf(count, holding[character]) for character in characters}
@@ -280,7 +281,7 @@ class _CharacterStatistics:
         if not self.idf:
             return 0.0
         counts = entry.characters
-        shared = counts.keys() & self.idf.keys()
+        shared = [c for c in self.idf if c in counts]
         if not shared or (finding and len(shared) < MIN_CHARACTERS_TO_FIND):
             return 0.0
         norm = _length_norm(entry.characters_length, self.average_characters)
