@@ -456,3 +456,39 @@ async def test_close_commits_the_writes_still_gathered(db_path: Path) -> None:
     await database.close()
 
     assert rows_seen_from_outside(db_path, ALICE) == 2
+
+
+class _AiosqliteWithoutItsQueue:
+    """An aiosqlite connection as a version without the `_tx` queue would look."""
+
+    def __init__(self, inner: object) -> None:
+        self._inner = inner
+
+    @property
+    def _conn(self) -> sqlite3.Connection:
+        return self._inner._conn  # type: ignore[attr-defined]
+
+    async def _execute(self, function: object) -> object:
+        return await self._inner._execute(function)  # type: ignore[attr-defined]
+
+    async def close(self) -> None:
+        await self._inner.close()  # type: ignore[attr-defined]
+
+
+async def test_an_aiosqlite_without_the_queue_this_knows_is_used_its_documented_way(
+    db_path: Path,
+) -> None:
+    from nonebot_plugin_aimemory.store.database import Database
+    from nonebot_plugin_aimemory.store.history_store import SqliteHistoryStore
+
+    database = await Database.open(db_path)
+    database._connection = _AiosqliteWithoutItsQueue(database._connection)  # type: ignore[assignment]
+    history = SqliteHistoryStore(database)
+
+    history.append(ALICE, exchange(1))  # gathered, then sent through `_execute`
+    await history.append(ALICE, exchange(2))
+    assert await history.load(ALICE) == [*exchange(1), *exchange(2)]
+    history.append(ALICE, exchange(3))
+    await database.close()
+
+    assert rows_seen_from_outside(db_path, ALICE) == 6
