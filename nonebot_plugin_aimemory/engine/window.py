@@ -16,6 +16,8 @@ class Window:
 
     def __init__(self, counter: TokenCounter, messages: Iterable[Message] = ()) -> None:
         self._counter = counter
+        # Read freely; changed only through extend, replace and clear (which keep the token
+        # total and the API-safe form in step).
         self.messages: list[Message] = []
         self.tokens = 0
         # api_safe(self.messages), extended with each turn; None: to be worked out again.

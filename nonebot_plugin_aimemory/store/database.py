@@ -126,7 +126,7 @@ class Database:
             # The queue's item is what aiosqlite's own `_execute` puts there, minus the
             # coroutine and task that awaiting `_execute` would cost on every trip.
             queue.put_nowait((future, function))
-        else:  # a layout this version does not know: the documented-enough way
+        else:  # an aiosqlite whose queue this does not know: its `_execute`, a task a trip
             future = asyncio.ensure_future(connection._execute(function))
         self._track(future)
         return future
@@ -160,11 +160,15 @@ class Database:
 def _all_in_one_transaction(
     connection: sqlite3.Connection, works: list[Callable[[sqlite3.Connection], Any]]
 ) -> list[tuple[bool, Any]]:
-    """Run `works` in one transaction; should any fail (or the commit), each runs again in
-    a transaction of its own, so that one failure fails only itself. (succeeded, result or
-    exception) per work."""
+    """Run `works` in one transaction; should one fail, each runs again in a transaction
+    of its own, so that one failure fails only itself. A failure of the database itself
+    (locked, full, unreadable: sqlite3.OperationalError) fails them all at once, as each
+    would fail alike (and a locked file would make each wait BUSY_TIMEOUT_MS again).
+    (succeeded, result or exception) per work."""
     try:
         return [(True, result) for result in _in_transaction(connection, _each(works))]
+    except sqlite3.OperationalError as exc:
+        return [(False, exc)] * len(works)
     except Exception:
         pass
     outcomes: list[tuple[bool, Any]] = []

@@ -433,17 +433,45 @@ async def test_a_gathered_write_that_fails_fails_alone(
     database: Database, history: SqliteHistoryStore
 ) -> None:
     def broken(connection: sqlite3.Connection) -> None:
-        connection.execute("INSERT INTO no_such_table VALUES (1)")
+        connection.execute(
+            "INSERT INTO group_counters VALUES ('1', 1, '2024-01-01T00:00:00.000000Z')"
+        )
+        raise RuntimeError("a write that breaks halfway")
 
     before = history.append(ALICE, exchange(1))
     failing = database.write_soon(broken)
     after = history.append(ALICE, exchange(2))
 
     await before
-    with pytest.raises(sqlite3.OperationalError, match="no_such_table"):
+    with pytest.raises(RuntimeError, match="halfway"):
         await failing
     await after
     assert await history.load(ALICE) == [*exchange(1), *exchange(2)]
+    assert await database.read("SELECT * FROM group_counters") == []  # rolled back
+
+
+async def test_gathered_writes_on_a_locked_file_fail_together_at_once(
+    db_path: Path, database: Database, history: SqliteHistoryStore
+) -> None:
+    from nonebot_plugin_aimemory.store import database as module
+
+    await database.read(f"PRAGMA busy_timeout = {200}")  # not 5 s a try in a test
+    locker = sqlite3.connect(db_path, isolation_level=None)
+    locker.execute("BEGIN IMMEDIATE")  # another program holds the write lock
+    try:
+        writes = [history.append(ALICE, exchange(n)) for n in range(5)]
+        started = time.monotonic()
+        outcomes = await asyncio.gather(*writes, return_exceptions=True)
+        waited = time.monotonic() - started
+    finally:
+        locker.execute("ROLLBACK")
+        locker.close()
+
+    assert all(isinstance(o, sqlite3.OperationalError) for o in outcomes)
+    # One wait of 0.2 s for the lock (and 0.5 s of slack), not one each (1.2 s in all).
+    assert waited < module.GATHER_SECONDS + 0.2 + 0.5
+    await history.append(ALICE, exchange(9))  # the file is free again: writes go on
+    assert await history.load(ALICE) == exchange(9)
 
 
 async def test_close_commits_the_writes_still_gathered(db_path: Path) -> None:
