@@ -27,6 +27,8 @@ TEXT_WEIGHT = 1.0
 CANDIDATE_ROWS = 2000
 # Old rows are re-indexed this many at a time (jieba takes ~0.2 ms a row, off the loop).
 REINDEX_BATCH_ROWS = 500
+# Ids per `IN (...)` of one statement: SQLite before 3.32 allows 999 variables in all.
+MAX_IDS_PER_STATEMENT = 500
 
 
 # bm25()'s floor for the idf of a term held by half the rows or more (FTS5's own constant).
@@ -347,12 +349,15 @@ def index_rows(connection: sqlite3.Connection, rows: Sequence[tuple[int, str, st
     connection.executemany(
         "INSERT INTO chat_log_terms (id, speaker, tokens) VALUES (?, ?, ?)", rows
     )
-    placeholders = ", ".join("?" for _ in rows)
-    connection.execute(
-        f"INSERT INTO chat_log_fts (rowid, speaker, tokens) SELECT {_INDEXED_VALUES} "
-        f"FROM chat_log_terms t JOIN chat_log c ON c.id = t.id WHERE t.id IN ({placeholders})",
-        [row[0] for row in rows],
-    )
+    ids = [row[0] for row in rows]
+    for start in range(0, len(ids), MAX_IDS_PER_STATEMENT):
+        chunk = ids[start : start + MAX_IDS_PER_STATEMENT]
+        placeholders = ", ".join("?" for _ in chunk)
+        connection.execute(
+            f"INSERT INTO chat_log_fts (rowid, speaker, tokens) SELECT {_INDEXED_VALUES} "
+            f"FROM chat_log_terms t JOIN chat_log c ON c.id = t.id WHERE t.id IN ({placeholders})",
+            chunk,
+        )
 
 
 def unindex_rows(connection: sqlite3.Connection, where: str, params: Sequence[object]) -> None:

@@ -4,6 +4,8 @@ model reads it with: bound to the session, capped in size, every line attributed
 from __future__ import annotations
 
 import re
+import sqlite3
+import sys
 from typing import TYPE_CHECKING
 
 import pytest
@@ -36,6 +38,23 @@ async def texts_found(store: ChatLogStore, query: str, key: str = GROUP) -> list
 
 
 # ---------------------------------------------------------------- the store
+
+
+@pytest.mark.skipif(
+    sys.version_info < (3, 11), reason="Connection.setlimit, to play an old SQLite, is 3.11+"
+)
+async def test_a_flush_of_more_rows_than_an_old_sqlite_has_variables_is_indexed(
+    chat_store,
+) -> None:
+    # SQLite before 3.32 (the system library of some distributions) allows 999 variables.
+    await chat_store.database.write(
+        lambda connection: connection.setlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER, 999)
+    )
+    lines = [f"第{n}条消息 随便聊聊" for n in range(1_200)]
+
+    await given_rows(chat_store, *lines[:-1], HOTPOT)
+
+    assert await texts_found(chat_store, "火锅") == [HOTPOT]
 
 
 async def test_a_chinese_word_finds_the_chinese_sentence_it_is_part_of(chat_store) -> None:
