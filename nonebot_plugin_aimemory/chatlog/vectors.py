@@ -176,7 +176,7 @@ class ChatLogVectors:
                 batch = await self.store.unembedded(self.model, EMBED_BATCH_ROWS, self._below_id)
                 if not batch:
                     self._missing, self._below_id = False, None
-                    return
+                    continue  # rows written during that look (no new worker was started)
             else:
                 batch, self._pending = (
                     self._pending[:EMBED_BATCH_ROWS],

@@ -352,3 +352,31 @@ async def test_the_search_tool_says_it_finds_by_meaning_only_when_rows_have_vect
     assert any(
         "aimemory_chat_log_embeddings" in w and "aimemory_embedding_model" in w for w in warnings
     )
+
+
+async def test_rows_written_while_the_backfill_finds_nothing_more_are_still_embedded(
+    plugin,
+) -> None:
+    await with_row_vectors(plugin)
+    vectors = row_vectors(plugin)
+    await vectors.settle()  # the start's backfill is done: nothing is missing
+    store = vectors.store
+    looking, go_on = asyncio.Event(), asyncio.Event()
+    real_unembedded = store.unembedded
+
+    async def slow_unembedded(*args, **kwargs):
+        found = await real_unembedded(*args, **kwargs)
+        looking.set()
+        await go_on.wait()  # rows are written meanwhile
+        return found
+
+    store.unembedded = slow_unembedded  # type: ignore[method-assign]
+    vectors.start()  # a backfill that will find nothing to do
+    await looking.wait()
+    writer = plugin.runtime.chat_log.writer
+    writer.add(row_of(BASKETBALL))
+    await writer.flush()  # handed to the worker, which is still looking
+    go_on.set()
+    await vectors.settle()
+
+    assert await vector_count(plugin) == 1
