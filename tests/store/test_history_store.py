@@ -269,15 +269,15 @@ async def test_close_waits_for_a_write_whose_caller_was_cancelled(db_path: Path)
         await reopened.close()
 
 
+def half_then_fail(connection: sqlite3.Connection) -> None:
+    """A write that breaks halfway: one row in, then an error."""
+    connection.execute("INSERT INTO group_counters VALUES ('1', 1, '2024-01-01T00:00:00.000000Z')")
+    raise RuntimeError("a write that breaks halfway")
+
+
 async def test_failed_write_rolls_back_entirely(
     database: Database, history: SqliteHistoryStore
 ) -> None:
-    def half_then_fail(connection: sqlite3.Connection) -> None:
-        connection.execute(
-            "INSERT INTO group_counters VALUES ('1', 1, '2024-01-01T00:00:00.000000Z')"
-        )
-        raise RuntimeError("boom")
-
     with pytest.raises(RuntimeError):
         await database.write(half_then_fail)
 
@@ -432,14 +432,8 @@ async def test_writes_nobody_waits_for_are_committed_soon_without_anyone_asking(
 async def test_a_gathered_write_that_fails_fails_alone(
     database: Database, history: SqliteHistoryStore
 ) -> None:
-    def broken(connection: sqlite3.Connection) -> None:
-        connection.execute(
-            "INSERT INTO group_counters VALUES ('1', 1, '2024-01-01T00:00:00.000000Z')"
-        )
-        raise RuntimeError("a write that breaks halfway")
-
     before = history.append(ALICE, exchange(1))
-    failing = database.write_soon(broken)
+    failing = database.write_soon(half_then_fail)
     after = history.append(ALICE, exchange(2))
 
     await before
