@@ -1,6 +1,6 @@
 """Start-up loads neither the tokenizer (tiktoken's ~25 MB, when `aimemory_tokenizer` is
-cl100k) nor the segmenter (~33 MB): the first turn loads them off the event loop. Checked in a fresh interpreter, since both are loaded
-once per process."""
+cl100k) nor the segmenter (~33 MB): the first turn loads them off the event loop. Checked
+in a fresh interpreter, since both are loaded once per process."""
 
 from __future__ import annotations
 

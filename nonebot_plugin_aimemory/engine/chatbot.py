@@ -427,9 +427,9 @@ class ChatBot:
         future = asyncio.ensure_future(write)
         future.add_done_callback(lambda done: self._after_write(done, whole=whole))
 
-    def _after_write(self, task: asyncio.Future[None], *, whole: bool) -> None:
-        error = None if task.cancelled() else task.exception()
-        if task.cancelled() or error is not None:
+    def _after_write(self, write: asyncio.Future[None], *, whole: bool) -> None:
+        error = None if write.cancelled() else write.exception()
+        if write.cancelled() or error is not None:
             self._store_behind = True
             logger.error(
                 "history write failed for %s; kept in memory, stored again with the next turn: %r",

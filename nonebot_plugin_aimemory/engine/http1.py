@@ -169,7 +169,7 @@ class LeanPoster:
     async def _connect(self, origin: Origin, timeout_seconds: float) -> _Connection:
         tls = self._tls_context() if origin.scheme == "https" else None
         try:
-            reader, writer = await asyncio.wait_for(
+            reader, writer = await within(
                 asyncio.open_connection(
                     origin.host,
                     origin.port,

@@ -43,7 +43,8 @@ def parse_utc_text(text: str) -> datetime:
 
 
 class Database:
-    """The plugin's SQLite file. All access goes through `read` and `write`."""
+    """The plugin's SQLite file. All access goes through `read`, `write`, `write_soon` and
+    `write_one`, in the order asked for."""
 
     def __init__(self, connection: aiosqlite.Connection, path: str) -> None:
         self._connection = connection
