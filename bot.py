@@ -13,6 +13,7 @@ instead, with the reason and exit code 1.
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import sys
 from pathlib import Path
@@ -23,11 +24,18 @@ from nonebot.adapters.onebot.v11 import Adapter as OneBotV11Adapter
 from nonebot.log import logger
 
 if TYPE_CHECKING:
-    from loguru import Message
+    from loguru import Message, Record
     from nonebot.plugin import Plugin
 
 HERE = Path(__file__).resolve().parent
 PLUGIN = "nonebot_plugin_aimemory"
+# `'aimemory_api_key': 'sk-…'` in NoneBot's dump of its configuration (a dict's repr); an
+# empty value stays `''`, so a key not set still shows.
+SECRET_SETTING = re.compile(
+    r"('[a-z0-9_]*(?:api_key|token|secret|password)[a-z0-9_]*'): (['\"])(?:\\.|(?!\2).)+\2",
+    re.IGNORECASE,
+)
+MASK = "'**********'"
 
 
 def ensure_env_file() -> None:
@@ -35,7 +43,29 @@ def ensure_env_file() -> None:
     env, example = HERE / ".env", HERE / ".env.example"
     if not env.exists() and example.exists():
         shutil.copyfile(example, env)
-        print(f"已创建配置文件 {env}，请填写 AIMEMORY_API_KEY 等配置后重启。")
+        print(
+            f"已创建配置文件 {env}（复制自 .env.example），机器人照常启动；"
+            "填写 AIMEMORY_API_KEY 等配置后重启。"
+        )
+
+
+def mask_secrets(text: str) -> str:
+    """The text with the values of secret-looking settings (API keys, tokens) masked."""
+    return SECRET_SETTING.sub(lambda match: f"{match[1]}: {MASK}", text)
+
+
+def mask_secrets_in_the_console() -> None:
+    """NoneBot logs its whole configuration at LOG_LEVEL=DEBUG, `.env`'s keys and tokens
+    as typed: its console sink, added again (its format, its level filter) with their
+    values masked. The plugin's own settings are SecretStr, shown masked anyway."""
+    from nonebot.log import default_filter, default_format, logger_id
+
+    def masked(record: Record) -> bool:
+        record["message"] = mask_secrets(record["message"])
+        return default_filter(record)
+
+    logger.remove(logger_id)
+    logger.add(sys.stdout, level=0, diagnose=False, filter=masked, format=default_format)
 
 
 def load_plugin_or_exit() -> Plugin:
@@ -74,6 +104,7 @@ if __name__ == "__main__":
     os.chdir(HERE)  # NoneBot reads .env from the working directory
     ensure_env_file()
 
+mask_secrets_in_the_console()
 nonebot.init()
 nonebot.get_driver().register_adapter(OneBotV11Adapter)
 aimemory = load_plugin_or_exit()

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 import httpx
 from nonebot.message import handle_event
+from pydantic import SecretStr
 
 from bench.harness import (
     Bench,
@@ -71,7 +72,7 @@ def panel_app(runtime: Runtime) -> tuple[FastAPI, Any]:
     from nonebot_plugin_aimemory.panel.views import NoNames
     from nonebot_plugin_aimemory.runtime import current_runtime
 
-    config = runtime.config.model_copy(update={"aimemory_panel_token": TOKEN})
+    config = runtime.config.model_copy(update={"aimemory_panel_token": SecretStr(TOKEN)})
     router, data = panel_router(config, NoNames(), current_runtime)
     app = FastAPI()
     app.include_router(router)

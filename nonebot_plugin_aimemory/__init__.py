@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import gc
 import logging
 from pathlib import Path
 
@@ -122,23 +121,26 @@ async def _start_runtime() -> None:
         return
     install_runtime(runtime)
     logger.info("nonebot-plugin-aimemory started (model {})", plugin_config.aimemory_model)
+    if notice := plugin_config.first_start_notice(_env_file_in_use(), _onebot_url()):
+        logger.warning(notice)
     _mount_panel_once()
-    _freeze_the_start_up_heap_once()
 
 
-_heap_frozen = False
+def _env_file_in_use() -> Path | None:
+    """The `.env` NoneBot read from the working directory, if there is one."""
+    env_file = Path(".env").resolve()
+    return env_file if env_file.is_file() else None
 
 
-def _freeze_the_start_up_heap_once() -> None:
-    """Move what start-up made (NoneBot's, FastAPI's and pydantic's ~half a million objects,
-    alive as long as the bot) out of the garbage collector's view: each full collection
-    would walk them all, ~75 ms of CPU on a small VPS, a few times an hour in a busy group.
-    Objects made later are collected as always."""
-    global _heap_frozen
-    if not _heap_frozen:
-        _heap_frozen = True
-        gc.collect()
-        gc.freeze()
+def _onebot_url() -> str | None:
+    """Where a OneBot implementation connects (reverse WebSocket), when NoneBot serves."""
+    from nonebot.drivers import ASGIMixin
+
+    if not isinstance(driver, ASGIMixin):
+        return None
+    host = str(driver.config.host)
+    host = f"[{host}]" if ":" in host else host
+    return f"ws://{host}:{driver.config.port}/onebot/v11/ws"
 
 
 # The web panel's routes are added to NoneBot's app once per process; they read the runtime

@@ -6,10 +6,18 @@ import re
 from dataclasses import dataclass
 from datetime import timedelta, timezone, tzinfo
 from functools import cached_property
+from pathlib import Path
 from typing import Literal
 from urllib.parse import urlsplit
 
-from pydantic import BaseModel, Field, ValidationError, ValidationInfo, field_validator
+from pydantic import (
+    BaseModel,
+    Field,
+    SecretStr,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+)
 from pydantic_core import ErrorDetails
 
 from .engine.compressor import CompressionPolicy
@@ -17,6 +25,7 @@ from .engine.embeddings import EmbeddingRoles
 from .engine.llm import Endpoint
 from .engine.models import context_window_for, default_budget_for
 from .media.addresses import is_local_url
+from .texts import NOT_CONFIGURED
 
 DEFAULT_SYSTEM_PROMPT = (
     "你是一个友好、可靠的 QQ 聊天伙伴。回答简洁自然，使用中文；不确定的事情就直说不知道。"
@@ -64,8 +73,6 @@ PROVIDER_PRESETS: dict[str, ProviderPreset] = {
 # The web panel's settings: a token this short is guessable; the path is one URL prefix.
 PANEL_TOKEN_MIN_CHARS = 16
 PANEL_PATH = re.compile(r"(/[A-Za-z0-9._-]+)+")
-# Keys whose value an error message never repeats.
-SECRET_KEYS = frozenset({"aimemory_panel_token"})
 HOSTED_API_HOSTS = frozenset(
     urlsplit(preset.api_base).hostname
     for preset in PROVIDER_PRESETS.values()
@@ -80,7 +87,9 @@ class Config(BaseModel):
     aimemory_provider: str = ""
     # Empty: the provider's (OpenAI's when no provider is set).
     aimemory_api_base: str = Field(default="", validate_default=True)
-    aimemory_api_key: str = ""
+    # Secrets are SecretStr: a dump or repr of the config shows ********** (read them with
+    # `.get_secret_value()`; empty = no key).
+    aimemory_api_key: SecretStr = SecretStr("")
     aimemory_model: str = Field(default="", validate_default=True)
     aimemory_system_prompt: str = DEFAULT_SYSTEM_PROMPT
     # Persona files (`<名字>.md`); empty = `personas` in the plugin's data folder.
@@ -102,11 +111,11 @@ class Config(BaseModel):
     aimemory_multimodal: bool = False
     aimemory_image_max_bytes: int = Field(default=10 * 1024 * 1024, ge=1024)
     aimemory_vision_api_base: str = ""
-    aimemory_vision_api_key: str = ""
+    aimemory_vision_api_key: SecretStr = SecretStr("")
     aimemory_vision_model: str = ""
     aimemory_compress_threshold: float = Field(default=0.8, ge=0.1, le=0.95)
     aimemory_compressor_api_base: str = ""
-    aimemory_compressor_api_key: str = ""
+    aimemory_compressor_api_key: SecretStr = SecretStr("")
     aimemory_compressor_model: str = ""
     aimemory_compress_keep_recent_tokens: int | None = Field(default=None, ge=0)
     aimemory_compress_summary_max_tokens: int | None = Field(default=None, ge=64)
@@ -122,7 +131,7 @@ class Config(BaseModel):
     aimemory_personal_memory: bool = True
     aimemory_personal_memory_max_entries: int = Field(default=100, ge=1, le=100_000)
     aimemory_embedding_api_base: str = ""
-    aimemory_embedding_api_key: str = ""
+    aimemory_embedding_api_key: SecretStr = SecretStr("")
     aimemory_embedding_model: str = ""
     # How queries and stored texts are marked for the embedding model: "auto" (the prefixes
     # a known family needs, by the model's name: e5 "query: "/"passage: ", e5-instruct's
@@ -143,7 +152,7 @@ class Config(BaseModel):
     aimemory_review_interval_seconds: int = Field(default=300, ge=1, le=86_400)
     aimemory_review_min_new_rows: int = Field(default=2, ge=1)
     aimemory_review_api_base: str = ""
-    aimemory_review_api_key: str = ""
+    aimemory_review_api_key: SecretStr = SecretStr("")
     aimemory_review_model: str = ""
     aimemory_reply_max_chars: int = Field(default=1500, ge=100, le=4500)
     aimemory_reply_max_parts: int = Field(default=5, ge=1, le=20)
@@ -159,12 +168,18 @@ class Config(BaseModel):
     aimemory_group_denylist: list[int] | str = Field(default_factory=list)
     # False: private chats are answered for SUPERUSERS only.
     aimemory_private_chat: bool = True
+    # Another plugin's command (text starting with a COMMAND_START prefix, not ~对话/~记忆/
+    # ~人设) is left to that plugin: not answered, not added to the conversation.
+    aimemory_ignore_other_commands: bool = True
+    # NoneBot priority of the plugin's one message matcher (smaller runs earlier), read
+    # when the plugin is loaded; it blocks only the messages it answers.
+    aimemory_matcher_priority: int = Field(default=90, ge=1, le=1000)
     # Tokens a chat may use a day (every model role together; SUPERUSERS exempt); 0 = off.
     aimemory_daily_tokens_per_chat: int = Field(default=0, ge=0)
     # The web panel (panel/): served under this path by NoneBot's FastAPI server, and only
     # when a token of at least PANEL_TOKEN_MIN_CHARS characters is set (empty = off).
     aimemory_panel_path: str = "/aimemory"
-    aimemory_panel_token: str = ""
+    aimemory_panel_token: SecretStr = SecretStr("")
 
     @field_validator(
         "aimemory_max_context_tokens",
@@ -192,7 +207,7 @@ class Config(BaseModel):
     def configured(self) -> bool:
         """Usable without a key unless pointed at a hosted provider of the presets."""
         host = urlsplit(self.aimemory_api_base).hostname
-        return bool(self.aimemory_api_key) or host not in HOSTED_API_HOSTS
+        return bool(self.aimemory_api_key.get_secret_value()) or host not in HOSTED_API_HOSTS
 
     def chat_log_embeddings_warning(self) -> str | None:
         """What to tell the operator when chat-log vectors are asked for without a model to
@@ -211,12 +226,32 @@ class Config(BaseModel):
                 f"aimemory: no API key (aimemory_api_key) is set for {self.aimemory_api_base}; "
                 "addressed messages get a 'not configured' reply until one is configured"
             )
-        if not self.aimemory_api_key and not is_local_url(self.aimemory_api_base):
+        if not self.aimemory_api_key.get_secret_value() and not is_local_url(
+            self.aimemory_api_base
+        ):
             return (
                 f"aimemory: no API key (aimemory_api_key) is set for {self.aimemory_api_base}; "
                 "only a server of your own (Ollama, vLLM) works without one"
             )
         return None
+
+    def first_start_notice(self, env_file: Path | None, onebot_url: str | None) -> str | None:
+        """The operator's line at startup, in plain Chinese, when a hosted provider has no
+        key: the bot runs and OneBot may connect, what to fill in where, and what people
+        are told meanwhile. None when the key is set or not needed (Ollama, vLLM)."""
+        if self.configured:
+            return None
+        where = (
+            f"在 .env 文件（{env_file}）里" if env_file is not None else "在机器人的 .env 文件里"
+        )
+        connect = f"（反向 WebSocket 地址 {onebot_url}）" if onebot_url else ""
+        provider = self.aimemory_provider or DEFAULT_PROVIDER
+        return (
+            f"机器人已启动，OneBot 客户端可以连接{connect}，但还没有填写 AIMEMORY_API_KEY："
+            f"{where}填上 AIMEMORY_API_KEY=你在 {provider}（{self.aimemory_api_base}）"
+            "申请的 API Key，换服务商就同时改 AIMEMORY_PROVIDER，然后重启机器人。"
+            f"在此之前，@机器人或私聊它只会收到提示：{NOT_CONFIGURED}"
+        )
 
     @cached_property
     def zone(self) -> tzinfo:
@@ -231,15 +266,20 @@ class Config(BaseModel):
     def endpoint(self, role: str) -> Endpoint:
         """The endpoint of a model role: main, compressor, review, vision or embedding."""
         if role == "main":
-            return Endpoint(self.aimemory_api_base, self.aimemory_api_key, self.aimemory_model)
+            return Endpoint(
+                self.aimemory_api_base,
+                self.aimemory_api_key.get_secret_value(),
+                self.aimemory_model,
+            )
         parent = self.endpoint(FALLBACK_ROLE[role])
         api_base = getattr(self, f"aimemory_{role}_api_base") or parent.api_base
         # A key goes only to the host it was configured for: a role with a host of its own
         # and no key of its own sends none (a local vision server never sees the main key).
         inherited_key = parent.api_key if api_base == parent.api_base else ""
+        own_key: SecretStr = getattr(self, f"aimemory_{role}_api_key")
         return Endpoint(
             api_base,
-            getattr(self, f"aimemory_{role}_api_key") or inherited_key,
+            own_key.get_secret_value() or inherited_key,
             getattr(self, f"aimemory_{role}_model") or parent.model,
         )
 
@@ -290,11 +330,11 @@ class Config(BaseModel):
 
     @field_validator("aimemory_panel_token")
     @classmethod
-    def _panel_token_long_enough(cls, value: str) -> str:
-        value = value.strip()
-        if value and len(value) < PANEL_TOKEN_MIN_CHARS:
+    def _panel_token_long_enough(cls, value: SecretStr) -> SecretStr:
+        token = value.get_secret_value().strip()
+        if token and len(token) < PANEL_TOKEN_MIN_CHARS:
             raise ValueError(f"must be at least {PANEL_TOKEN_MIN_CHARS} characters (or empty: off)")
-        return value
+        return SecretStr(token)
 
     @field_validator("aimemory_embedding_prefixes")
     @classmethod
@@ -332,6 +372,12 @@ def _preset(info: ValidationInfo) -> ProviderPreset:
     """The preset of the provider validated so far (OpenAI's when none, or an invalid one
     that is reported on its own)."""
     return PROVIDER_PRESETS[info.data.get("aimemory_provider") or DEFAULT_PROVIDER]
+
+
+# Keys whose value neither a dump of the config nor an error message shows.
+SECRET_KEYS = frozenset(
+    name for name, field in Config.model_fields.items() if field.annotation is SecretStr
+)
 
 
 class ConfigError(ValueError):

@@ -8,6 +8,7 @@ from __future__ import annotations
 import logging
 import tempfile
 from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import nonebot
@@ -31,7 +32,13 @@ NICKNAME = "小忆"
 
 def pytest_configure(config: pytest.Config) -> None:
     data_root = tempfile.mkdtemp(prefix="aimemory-tests-")
+    # NoneBot reads `.env` (and `.env.prod`) from the working directory unless told which
+    # file to read: an empty one of the tests' own, so the `.env` that `python bot.py`
+    # wrote beside bot.py cannot change the test bot (tests/test_startup.py checks it).
+    no_settings = Path(data_root, "empty.env")
+    no_settings.touch()
     config.stash[NONEBOT_INIT_KWARGS] = {
+        "_env_file": (str(no_settings),),
         "driver": "~fastapi+~httpx+~websockets",
         "superusers": {SUPERUSER_ID},
         "nickname": {NICKNAME},
@@ -47,9 +54,11 @@ def pytest_configure(config: pytest.Config) -> None:
 @pytest.fixture(scope="session", autouse=True)
 def after_nonebot_init(after_nonebot_init: None) -> None:
     """Once NoneBot is initialised, before nonebug starts the driver: the OneBot V11
-    adapter, and the plugin with its matchers and startup hooks."""
+    adapter, the plugin with its matchers and startup hooks, and another plugin's `/status`
+    command beside it (tests/plugins/status_fixture)."""
     nonebot.get_driver().register_adapter(OneBotV11Adapter)
     nonebot.load_plugin("nonebot_plugin_aimemory")
+    nonebot.load_plugin("tests.plugins.status_fixture")
 
 
 @pytest.fixture

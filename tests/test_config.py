@@ -1,6 +1,10 @@
-"""Configuration: zero-config start, empty values from .env, invalid values named."""
+"""Configuration: zero-config start, empty values from .env, invalid values named, every
+key in .env.example, secrets never shown."""
 
 from __future__ import annotations
+
+import re
+from pathlib import Path
 
 import pytest
 from pydantic import ValidationError
@@ -10,7 +14,7 @@ def test_every_key_has_a_default() -> None:
     from nonebot_plugin_aimemory.config import Config
 
     config = Config()
-    assert config.aimemory_api_key == ""
+    assert config.aimemory_api_key.get_secret_value() == ""
     assert config.aimemory_max_context_tokens is None
     assert config.aimemory_group_autoclear_after == 30
 
@@ -295,3 +299,116 @@ def test_a_role_with_its_own_host_and_no_key_sends_no_key() -> None:
     assert config.endpoint("vision").api_key == ""
     assert config.endpoint("embedding").api_key == "sk-main"  # same host as the main role
     assert config.endpoint("review").api_key == "sk-review"
+
+
+ROOT = Path(__file__).resolve().parents[1]
+SECRETS = {
+    "aimemory_api_key": "sk-main-secret",
+    "aimemory_vision_api_key": "sk-vision-secret",
+    "aimemory_compressor_api_key": "sk-compressor-secret",
+    "aimemory_embedding_api_key": "sk-embedding-secret",
+    "aimemory_review_api_key": "sk-review-secret",
+    "aimemory_panel_token": "panel-token-secret-0123",
+}
+
+
+def test_env_example_lists_every_key_the_config_defines() -> None:
+    from nonebot_plugin_aimemory.config import Config
+
+    example = (ROOT / ".env.example").read_text(encoding="utf-8")
+    listed = set(re.findall(r"^(AIMEMORY_[A-Z0-9_]+)=", example, re.MULTILINE))
+
+    assert listed == {key.upper() for key in Config.model_fields}
+
+
+def test_every_key_in_env_example_has_a_comment_or_a_section() -> None:
+    example = (ROOT / ".env.example").read_text(encoding="utf-8").splitlines()
+    new_keys = [
+        "AIMEMORY_IGNORE_OTHER_COMMANDS",
+        "AIMEMORY_MATCHER_PRIORITY",
+        "AIMEMORY_IMAGE_ALLOW_PRIVATE",
+        "AIMEMORY_EMBEDDING_PREFIXES",
+        "AIMEMORY_PANEL_TOKEN",
+    ]
+    for key in new_keys:
+        (index,) = [i for i, line in enumerate(example) if line.startswith(f"{key}=")]
+        assert example[index - 1].startswith("#"), key
+
+
+def test_api_keys_and_the_panel_token_are_masked_in_every_dump_of_the_config() -> None:
+    from nonebot_plugin_aimemory.config import SECRET_KEYS, Config
+
+    config = Config.model_validate(SECRETS)
+    shown = [repr(config), str(config), str(config.model_dump()), config.model_dump_json()]
+
+    assert set(SECRETS) == SECRET_KEYS
+    for secret in SECRETS.values():
+        assert all(secret not in dump for dump in shown)
+    assert config.endpoint("main").api_key == "sk-main-secret"
+    assert config.endpoint("review").api_key == "sk-review-secret"
+
+
+def test_an_empty_api_key_is_no_key() -> None:
+    from nonebot_plugin_aimemory.config import Config
+
+    config = Config(aimemory_api_key="", aimemory_provider="deepseek")
+
+    assert not config.configured
+    assert config.endpoint("main").api_key == ""
+    assert config.endpoint("compressor").api_key == ""
+
+
+@pytest.mark.parametrize("priority", [0, -5, 1001, "high"])
+def test_a_matcher_priority_out_of_range_is_named_with_the_range(priority: object) -> None:
+    from nonebot_plugin_aimemory.config import Config, describe_validation_error
+
+    with pytest.raises(ValidationError) as caught:
+        Config(aimemory_matcher_priority=priority)
+
+    described = describe_validation_error(caught.value)
+    assert described.startswith("aimemory_matcher_priority:")
+    assert "allowed: >= 1 and <= 1000" in described
+
+
+def test_other_plugins_commands_are_ignored_and_the_matcher_runs_at_90_by_default() -> None:
+    from nonebot_plugin_aimemory.config import Config
+
+    config = Config()
+
+    assert config.aimemory_ignore_other_commands is True
+    assert config.aimemory_matcher_priority == 90
+
+
+def test_the_first_start_without_a_key_says_the_bot_runs_and_what_to_fill_in(
+    tmp_path: Path,
+) -> None:
+    from nonebot_plugin_aimemory import texts
+    from nonebot_plugin_aimemory.config import Config
+
+    env_file = tmp_path / ".env"
+    notice = Config(aimemory_provider="deepseek").first_start_notice(
+        env_file, "ws://127.0.0.1:8080/onebot/v11/ws"
+    )
+
+    assert notice is not None
+    assert notice.startswith("机器人已启动")
+    for named in (str(env_file), "AIMEMORY_API_KEY", "https://api.deepseek.com", "ws://127."):
+        assert named in notice
+    assert texts.NOT_CONFIGURED in notice  # what people are told meanwhile
+
+
+@pytest.mark.parametrize(
+    "settings",
+    [
+        {"aimemory_provider": "deepseek", "aimemory_api_key": "sk-x"},
+        {"aimemory_provider": "ollama"},
+        {"aimemory_api_base": "http://192.168.1.20:8000/v1"},
+    ],
+    ids=["key set", "ollama", "a server of ones own"],
+)
+def test_no_first_start_notice_when_the_key_is_set_or_not_needed(
+    settings: dict[str, str],
+) -> None:
+    from nonebot_plugin_aimemory.config import Config
+
+    assert Config(**settings).first_start_notice(None, None) is None

@@ -305,3 +305,138 @@ async def test_bot_py_answers_over_a_real_reverse_websocket_and_remembers_across
     history = [str(m["content"]) for m in llm.last_messages()]
     assert any("我叫小明" in line for line in history)
     assert any("你好，小明！" in line for line in history)
+
+
+def environment_without_aimemory_settings() -> dict[str, str]:
+    """The test process's environment without the developer's own AIMEMORY_* settings."""
+    return {k: v for k, v in os.environ.items() if not k.upper().startswith("AIMEMORY_")}
+
+
+# A `.env` as `python bot.py` leaves beside bot.py, with values that would each break a
+# test if the test bot read them: no access token (the refused-connection test), an empty
+# command prefix (the other-plugins tests), another matcher priority (the propagation test).
+HOSTILE_ENV = (
+    "ONEBOT_ACCESS_TOKEN=\n"
+    'COMMAND_START=[""]\n'
+    "AIMEMORY_MATCHER_PRIORITY=99\n"
+    "AIMEMORY_API_KEY=x\n"
+    "SUPERUSERS=[]\n"
+    "LOG_LEVEL=DEBUG\n"
+)
+SENSITIVE_TESTS = (
+    "tests/onebot/test_reverse_ws.py::test_connection_without_the_access_token_is_refused",
+    "tests/onebot/test_other_plugins.py::test_a_private_status_command_gets_only_the_other_plugins_reply",
+    "tests/onebot/test_propagation.py::test_with_no_matcher_after_ours_a_message_for_the_bot_is_still_answered",
+)
+
+
+def test_the_tests_read_no_env_file_from_the_working_directory(tmp_path: Path) -> None:
+    (tmp_path / ".env").write_text(HOSTILE_ENV, encoding="utf-8")
+    (tmp_path / ".env.prod").write_text(HOSTILE_ENV, encoding="utf-8")
+
+    # A few tests the hostile values would break, run from the folder holding them (not
+    # this module: no recursion).
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-c",
+            str(ROOT / "pyproject.toml"),
+            "--rootdir",
+            str(ROOT),
+            *(str(ROOT / test) for test in SENSITIVE_TESTS),
+        ],
+        cwd=tmp_path,
+        env={**environment_without_aimemory_settings(), "PYTHONPATH": str(ROOT)},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-2000:]
+    assert f"{len(SENSITIVE_TESTS) + 1} passed" in result.stdout  # no-token and wrong-token
+
+
+def test_the_matcher_runs_at_the_configured_priority(tmp_path: Path) -> None:
+    script = LOAD_AND_REPORT + (
+        "from nonebot_plugin_aimemory.onebot.matcher import chat\n"
+        "print('PRIORITY', chat.priority, chat.block)\n"
+    )
+
+    result = run_python(["-c", script], tmp_path, AIMEMORY_MATCHER_PRIORITY="5")
+
+    assert "PRIORITY 5 False" in result.stdout, result.stdout[-2000:] + result.stderr[-2000:]
+
+
+def test_bot_py_masks_keys_and_tokens_in_nonebots_debug_dump_of_its_config(
+    tmp_path: Path,
+) -> None:
+    shutil.copy(ROOT / "bot.py", tmp_path / "bot.py")
+    secrets = {
+        "AIMEMORY_API_KEY": "sk-sentinel-main-key",
+        "AIMEMORY_REVIEW_API_KEY": "sk-sentinel-review-key",
+        "AIMEMORY_PANEL_TOKEN": "sentinel-panel-token-0123",
+        "ONEBOT_ACCESS_TOKEN": "sentinel-onebot-token",
+    }
+    (tmp_path / ".env").write_text(
+        "LOG_LEVEL=DEBUG\n" + "".join(f"{key}={value}\n" for key, value in secrets.items()),
+        encoding="utf-8",
+    )
+
+    # Stopped right after startup: the budget cannot hold the system prompt.
+    result = run_python(
+        ["bot.py"],
+        tmp_path,
+        AIMEMORY_MAX_CONTEXT_TOKENS="1024",
+        AIMEMORY_SYSTEM_PROMPT="长" * 800,
+    )
+
+    log = result.stdout + result.stderr
+    assert "Loaded Config" in log, log[-2000:]
+    assert "'aimemory_api_key': '**********'" in log
+    assert "'log_level': 'DEBUG'" in log  # the rest as it was
+    for secret in secrets.values():
+        assert secret not in log
+
+
+async def test_the_first_start_of_bot_py_without_a_key_runs_and_says_what_to_fill_in(
+    tmp_path: Path,
+) -> None:
+    from nonebot_plugin_aimemory import texts
+
+    shutil.copy(ROOT / "bot.py", tmp_path / "bot.py")
+    shutil.copy(ROOT / ".env.example", tmp_path / ".env.example")
+    port = free_port()
+    log_file = tmp_path / "bot.log"
+    environment = {
+        **environment_without_aimemory_settings(),
+        "PYTHONPATH": str(ROOT),
+        "LOCALSTORE_DATA_DIR": str(tmp_path / "data"),
+        "PORT": str(port),
+        "AIMEMORY_DB_PATH": str(tmp_path / "aimemory.db"),
+    }
+    at_bot = {"type": "at", "data": {"qq": "10000"}}
+    with log_file.open("wb") as log:
+        process = await asyncio.create_subprocess_exec(
+            sys.executable, "bot.py", cwd=tmp_path, env=environment, stdout=log, stderr=log
+        )
+        try:
+            ws = await connect(port, process)
+            try:
+                await ws.send(group_event(1, [at_bot, {"type": "text", "data": {"text": " 在吗"}}]))
+                answer = await next_send(ws)
+            finally:
+                await ws.close()
+        finally:
+            process.terminate()
+            await asyncio.wait_for(process.wait(), 15)
+
+    output = log_file.read_text("utf-8")
+    env_file = tmp_path / ".env"  # pytest gives it resolved, as bot.py reads its folder
+    assert env_file.exists()  # written from .env.example
+    assert f"已创建配置文件 {env_file}" in output
+    (notice,) = [line for line in output.splitlines() if "机器人已启动" in line]
+    assert f"在 .env 文件（{env_file}）里填上 AIMEMORY_API_KEY=" in notice
+    assert f"ws://127.0.0.1:{port}/onebot/v11/ws" in notice
+    assert answer["message"][-1] == {"type": "text", "data": {"text": texts.NOT_CONFIGURED}}

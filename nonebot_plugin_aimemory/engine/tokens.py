@@ -242,16 +242,12 @@ def load_encoding(name: str) -> tiktoken.Encoding:
         base64.b64decode(token): int(rank)
         for token, rank in (line.split() for line in contents.splitlines() if line)
     }
-    encoding = tiktoken.Encoding(
+    return tiktoken.Encoding(
         name=OFFLINE_ENCODING,
         pat_str=CL100K_PATTERN,
         mergeable_ranks=ranks,
         special_tokens=CL100K_SPECIAL_TOKENS,
     )
-    # The Rust core holds its own copy of the ranks; the Python one (~19 MB) serves only
-    # tiktoken's decoding helpers, which the plugin never calls.
-    encoding._mergeable_ranks = {}  # pyright: ignore[reportPrivateUsage]
-    return encoding
 
 
 def message_tokens(message: Message, counter: TokenCounter) -> int:

@@ -4,6 +4,7 @@ linear in the message's length, and a long paste is cut before anything reads it
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from datetime import datetime, timezone
 
 from nonebot.adapters.onebot.v11 import Bot, GroupMessageEvent, Message, MessageEvent
@@ -70,6 +71,20 @@ def command_text(message: Message) -> str:
             if left <= 0:
                 break
     return "".join(pieces)
+
+
+def is_another_plugins_command(message: Message, command_starts: Iterable[str]) -> bool:
+    """Whether the message reads as a command to NoneBot's command matchers: its first
+    segment is text which, left-stripped, starts with a non-empty COMMAND_START prefix
+    followed by a word (`/status`). An empty prefix (`COMMAND_START=[""]`) makes every
+    message a possible command, so it counts for nothing here."""
+    if not message or message[0].type != "text":
+        return False
+    text = str(message[0].data.get("text", "")).lstrip()
+    return any(
+        prefix and text.startswith(prefix) and text[len(prefix) : len(prefix) + 1].strip()
+        for prefix in command_starts
+    )
 
 
 def parse_command(text: str) -> Command | None:
@@ -155,8 +170,18 @@ class Inbound:
             return None
         if group_id is None and not await private_chat_served(bot, event, self.config):
             return None
-        command = parse_command(command_text(event.get_message()))
+        message = event.get_message()
+        command = parse_command(command_text(message))
         addressed = is_addressed(event)
+        if (
+            addressed
+            and command is None
+            and self.config.aimemory_ignore_other_commands
+            and is_another_plugins_command(message, bot.config.command_start)
+        ):
+            # `/status` is the status plugin's, answered or not: not a message for us (in a
+            # group it is an ordinary chat line, in private chat nothing).
+            addressed = False
         speaker = Speaker(str(event.user_id), speaker_name(event))
         if command is not None:
             speaker = Speaker(

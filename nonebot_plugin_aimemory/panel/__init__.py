@@ -29,7 +29,10 @@ def panel_router(
 
     data = PanelData(names)
     routes = PanelRoutes(
-        config.aimemory_panel_path, PanelAuth(config.aimemory_panel_token), data, runtime
+        config.aimemory_panel_path,
+        PanelAuth(config.aimemory_panel_token.get_secret_value()),
+        data,
+        runtime,
     )
     return build_router(routes), data
 
@@ -37,7 +40,7 @@ def panel_router(
 def mount_panel(config: Config, names: ChatNameSource, runtime: RuntimeGetter) -> PanelData | None:
     """Add the panel to NoneBot's FastAPI app and log its address; None (logged) when the
     panel is off or the driver serves no FastAPI app."""
-    if not config.aimemory_panel_token:
+    if not config.aimemory_panel_token.get_secret_value():
         return None
     import nonebot
     from nonebot.drivers import ASGIMixin

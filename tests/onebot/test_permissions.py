@@ -1,39 +1,54 @@
-"""The superuser test the plugin runs on every addressed message answers as NoneBot's own
-SUPERUSER permission does, for both ways SUPERUSERS may name a person."""
+"""Who the plugin takes for a superuser is who NoneBot's SUPERUSER permission takes: both
+ways SUPERUSERS may name a person (`10000`, `onebot:10000`) count, another adapter's
+prefix does not. Seen through what superusers may do: be answered in a private chat
+switched off for everyone else."""
 
 from __future__ import annotations
 
-from types import SimpleNamespace
-
+import nonebot
 import pytest
-from nonebot.permission import SuperUser
 
-from tests.fakes.events import group_message, private_message
+from tests.fakes.bots import RecordingBot
+from tests.fakes.events import private_message
+from tests.fakes.openai_server import text
 
-
-class OneBotAdapter:
-    @staticmethod
-    def get_name() -> str:
-        return "OneBot V11"
+USER_ID = 10000
 
 
 @pytest.mark.parametrize(
-    "superusers",
-    [set(), {"10000"}, {"onebot:10000"}, {"qq:10000"}, {"onebot:10001", "10002"}],
-    ids=["none", "bare number", "adapter prefix", "other adapter", "others"],
+    ("superusers", "answered"),
+    [
+        ({"10000"}, True),
+        ({"onebot:10000"}, True),
+        ({"qq:10000"}, False),
+        ({"onebot:10001", "10002"}, False),
+        (set(), False),
+    ],
+    ids=["bare number", "adapter prefix", "other adapter", "others", "none"],
 )
-@pytest.mark.parametrize("user_id", [10000, 10001, 10002, 3001])
-async def test_is_superuser_answers_as_nonebots_superuser_permission(
-    superusers: set[str], user_id: int
+async def test_a_superuser_named_either_way_is_answered_where_only_superusers_are(
+    plugin, monkeypatch: pytest.MonkeyPatch, superusers: set[str], answered: bool
 ) -> None:
+    await plugin.restart(aimemory_private_chat=False)
+    monkeypatch.setattr(nonebot.get_driver().config, "superusers", superusers)
+    plugin.llm.script(text("主人好"))
+    bot = RecordingBot()
+
+    await bot.receive(private_message("你好", user_id=USER_ID))
+
+    assert bot.sent_texts == (["主人好"] if answered else [])
+
+
+async def test_is_superuser_is_nonebots_superuser_permission(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from nonebot.permission import SUPERUSER
+
     from nonebot_plugin_aimemory.onebot.permissions import is_superuser
 
-    bot: object = SimpleNamespace(
-        adapter=OneBotAdapter(), config=SimpleNamespace(superusers=superusers)
-    )
-    for event in (group_message("hi", user_id=user_id), private_message("hi", user_id=user_id)):
-        expected = await SuperUser()(bot, event)  # type: ignore[arg-type]
-        assert await is_superuser(bot, event) == expected  # type: ignore[arg-type]
-    # Not vacuous: the cases include superusers.
-    if user_id == 10000 and superusers in ({"10000"}, {"onebot:10000"}):
-        assert await is_superuser(bot, group_message("hi", user_id=user_id))  # type: ignore[arg-type]
+    monkeypatch.setattr(nonebot.get_driver().config, "superusers", {"onebot:10000"})
+    bot = RecordingBot()
+    for user_id in (10000, 10001):
+        event = private_message("hi", user_id=user_id)
+        assert await is_superuser(bot, event) is await SUPERUSER(bot, event)
+    assert await is_superuser(bot, private_message("hi", user_id=10000))

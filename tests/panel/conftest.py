@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 
 import httpx
 import pytest
+from pydantic import SecretStr
 
 if TYPE_CHECKING:
     from fastapi import FastAPI
@@ -40,7 +41,7 @@ def build_panel_app(plugin: PluginHarness, names: object | None = None) -> Panel
     from nonebot_plugin_aimemory.panel.views import NoNames
     from nonebot_plugin_aimemory.runtime import current_runtime
 
-    config = plugin.config().model_copy(update={"aimemory_panel_token": PANEL_TOKEN})
+    config = plugin.config().model_copy(update={"aimemory_panel_token": SecretStr(PANEL_TOKEN)})
     router, data = panel_router(config, names or NoNames(), current_runtime)  # type: ignore[arg-type]
     app = FastAPI()
     app.include_router(router)

@@ -25,7 +25,7 @@ def test_the_panel_is_off_by_default_at_aimemory() -> None:
 
     config = Config()
 
-    assert config.aimemory_panel_token == ""
+    assert config.aimemory_panel_token.get_secret_value() == ""
     assert config.aimemory_panel_path == "/aimemory"
 
 

@@ -1,0 +1,1 @@
+"""Other plugins loaded in the test bot beside nonebot-plugin-aimemory."""
