@@ -283,11 +283,10 @@ class LLMClock:
 
 
 def time_llm_calls(runtime: Runtime) -> LLMClock:
-    """Wrap the HTTP clients the LLM clients share (the lean one of the chat call and
-    httpx), so each post's duration is clocked."""
+    """Wrap the HTTP client the LLM clients share, so each post's duration is clocked."""
     clock = LLMClock()
-    for http in {id(c): c for c in (runtime.llm.http, runtime.llm.lean) if c is not None}.values():
-        http.post = clocked(http.post, clock)  # type: ignore[method-assign]
+    http = runtime.llm.http
+    http.post_capped = clocked(http.post_capped, clock)  # type: ignore[method-assign]
     return clock
 
 

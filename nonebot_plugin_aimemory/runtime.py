@@ -29,7 +29,6 @@ from .engine.compressor import Compressor
 from .engine.embeddings import Embedder, EmbeddingClient, EmbeddingRoles, NoEmbeddings
 from .engine.history import HistoryStore
 from .engine.hooks import PreCompactHooks
-from .engine.http1 import LeanPoster
 from .engine.llm import LLMClient
 from .engine.messages import Message
 from .engine.shared_http import SharedHttp
@@ -121,7 +120,6 @@ class Runtime:
     # Token usage of every model call, per chat, day and role (engine/usage.py).
     usage: UsageRecorder
     _database: Database | None = field(default=None, repr=False)
-    _lean_http: LeanPoster = field(default_factory=LeanPoster, repr=False)
     # Main-model clients of personas that name a model of their own, by model.
     _persona_llms: dict[str, LLMClient] = field(default_factory=dict, repr=False)
 
@@ -198,7 +196,6 @@ class Runtime:
                 max_retries=self.config.aimemory_llm_max_retries,
                 role="main",
                 meter=self.usage,
-                lean=self._lean_http,
             )
         return client
 
@@ -243,7 +240,6 @@ class Runtime:
         if self._database is not None:
             await self._database.close()
         await self.http.aclose()
-        await self._lean_http.aclose()
 
 
 def token_counter(tokenizer: str) -> TiktokenCounter | EstimatingCounter:
@@ -267,7 +263,6 @@ class _Builder:
         self.config = config
         self.extensions = extensions
         self.http = SharedHttp(config.aimemory_request_timeout)
-        self.lean_http = LeanPoster()
         # Set first thing in `build`, before any client is made.
         self.usage: UsageRecorder
 
@@ -281,7 +276,6 @@ class _Builder:
             max_retries=self.config.aimemory_llm_max_retries,
             role=counted_as or role,
             meter=self.usage,
-            lean=self.lean_http,
         )
 
     async def build(self, db_path: str, personas_dir: Path | None = None) -> Runtime:
@@ -373,7 +367,6 @@ class _Builder:
             personas=personas,
             usage=self.usage,
             _database=database,
-            _lean_http=self.lean_http,
         )
         try:
             if warning := await self.prompt_budget_warning(runtime):

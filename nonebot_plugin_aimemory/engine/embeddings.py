@@ -3,6 +3,7 @@ a query is told from a stored text for models trained with role prefixes."""
 
 from __future__ import annotations
 
+import json
 import math
 import operator
 import re
@@ -15,7 +16,7 @@ import httpx
 
 from .errors import BODY_EXCERPT_CHARS, LLMError
 from .llm import Endpoint, Usage
-from .shared_http import SharedHttp
+from .shared_http import MAX_RESPONSE_BYTES, SharedHttp, TransportFailure
 from .usage import NO_METER, UsageMeter
 
 EMBEDDING_TIMEOUT_SECONDS = 15.0
@@ -85,7 +86,8 @@ class EmbeddingClient:
 
     After a failure the client pauses (60 s, doubling up to 10 min while failures go on) and
     fails at once meanwhile: a down or hanging server must not cost every turn a timeout.
-    Each answered request's usage goes to `meter` under the role "embeddings"."""
+    Each answered request's usage goes to `meter` under the role "embeddings"; each request
+    is bounded by `timeout_seconds` as a whole and its answer by `max_response_bytes`."""
 
     enabled = True
 
@@ -100,8 +102,12 @@ class EmbeddingClient:
         pause_max_seconds: float = PAUSE_MAX_SECONDS,
         clock: Callable[[], float] = time.monotonic,
         meter: UsageMeter = NO_METER,
+        max_response_bytes: int = MAX_RESPONSE_BYTES,
     ) -> None:
-        self.http = http
+        self.http = (
+            http if isinstance(http, SharedHttp) else SharedHttp(timeout_seconds, client=http)
+        )
+        self.max_response_bytes = max_response_bytes
         self.endpoint = endpoint
         self.meter = meter
         self.roles = roles if roles is not None else EmbeddingRoles.for_model(endpoint.model)
@@ -140,23 +146,25 @@ class EmbeddingClient:
         self._paused_until = self.clock() + self._pause_seconds
 
     async def _request(self, texts: Sequence[str], role: TextRole) -> list[list[float]]:
-        headers = (
-            {"Authorization": f"Bearer {self.endpoint.api_key}"} if self.endpoint.api_key else {}
-        )
+        headers = {"Content-Type": "application/json"}
+        if self.endpoint.api_key:
+            headers["Authorization"] = f"Bearer {self.endpoint.api_key}"
         url = self.endpoint.api_base.rstrip("/") + "/embeddings"
+        body = {
+            "model": self.endpoint.model,
+            "input": self.roles.texts(texts, role),
+            **self.roles.request_fields(role),
+        }
         try:
-            response = await self.http.post(
+            response = await self.http.post_capped(
                 url,
-                json={
-                    "model": self.endpoint.model,
-                    "input": self.roles.texts(texts, role),
-                    **self.roles.request_fields(role),
-                },
+                content=json.dumps(body).encode(),
                 headers=headers,
-                timeout=self.timeout_seconds,
+                timeout_seconds=self.timeout_seconds,
+                max_bytes=self.max_response_bytes,
             )
-        except httpx.HTTPError as exc:
-            raise LLMError("unreachable", f"embeddings: {type(exc).__name__}: {exc}") from exc
+        except TransportFailure as exc:
+            raise LLMError(exc.kind, f"embeddings: {exc}") from exc
         if response.status_code >= 400:
             raise LLMError("http", response.text[:BODY_EXCERPT_CHARS], response.status_code)
         try:

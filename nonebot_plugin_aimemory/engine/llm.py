@@ -1,4 +1,5 @@
-"""OpenAI-compatible chat-completions client: pooled HTTP, bounded retries, strict parsing."""
+"""OpenAI-compatible chat-completions client: httpx with capped answers, bounded retries,
+strict parsing."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import json
 import logging
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import httpx
@@ -17,9 +18,8 @@ from .errors import (
     LLMError,
     error_from_response,
 )
-from .http1 import HTTPAnswer, LeanPoster, TransportFailure
 from .messages import Message, parse_tool_call
-from .shared_http import SharedHttp
+from .shared_http import MAX_RESPONSE_BYTES, CappedAnswer, SharedHttp, TransportFailure
 from .usage import NO_METER, UsageMeter
 
 logger = logging.getLogger("nonebot_plugin_aimemory")
@@ -34,7 +34,7 @@ class Endpoint:
     """Where and as whom to call: an OpenAI-compatible base URL, key and model."""
 
     api_base: str
-    api_key: str
+    api_key: str = field(repr=False)  # never in a log line or a traceback's locals
     model: str
 
     @property
@@ -83,8 +83,9 @@ def strip_reasoning(text: str) -> str:
 
 
 class LLMClient:
-    """Calls one endpoint through a shared `httpx.AsyncClient`; each answered call's usage
-    goes to `meter` under `role` (engine/usage.py)."""
+    """Calls one endpoint through a shared `httpx.AsyncClient`, each attempt bounded by
+    `timeout_seconds` as a whole and its answer by `max_response_bytes`; each answered
+    call's usage goes to `meter` under `role` (engine/usage.py)."""
 
     def __init__(
         self,
@@ -96,17 +97,18 @@ class LLMClient:
         backoff_seconds: float = 1.0,
         role: str = "main",
         meter: UsageMeter = NO_METER,
-        lean: LeanPoster | None = None,
+        max_response_bytes: int = MAX_RESPONSE_BYTES,
     ) -> None:
-        self.http = http
-        # The every-turn call goes over the lean client where it may (no proxy for the URL).
-        self.lean = lean if lean is not None and LeanPoster.handles(endpoint.chat_url) else None
+        self.http = (
+            http if isinstance(http, SharedHttp) else SharedHttp(timeout_seconds, client=http)
+        )
         self.endpoint = endpoint
         self.timeout_seconds = timeout_seconds
         self.max_retries = max_retries
         self.backoff_seconds = backoff_seconds
         self.role = role
         self.meter = meter
+        self.max_response_bytes = max_response_bytes
 
     def for_role(self, role: str) -> LLMClient:
         """The same endpoint, its calls counted under another role (the extractor uses the
@@ -119,7 +121,7 @@ class LLMClient:
             backoff_seconds=self.backoff_seconds,
             role=role,
             meter=self.meter,
-            lean=self.lean,
+            max_response_bytes=self.max_response_bytes,
         )
 
     @property
@@ -142,33 +144,20 @@ class LLMClient:
         self.meter.record(self.role, completion.usage)
         return completion
 
-    async def _post(self, body: bytes, headers: dict[str, str]) -> HTTPAnswer:
-        """One POST; TransportFailure when no answer came."""
-        if self.lean is not None:
-            return await self.lean.post(self.endpoint.chat_url, body, headers, self.timeout_seconds)
-        try:
-            return await self.http.post(
-                self.endpoint.chat_url, content=body, headers=headers, timeout=self.timeout_seconds
-            )
-        except (httpx.TimeoutException, httpx.TransportError) as exc:
-            # Connection-level failures (refused, reset, closed early) are worth a retry; a
-            # read timeout is not: the model is just slow, retrying doubles the wait.
-            retryable = isinstance(
-                exc, httpx.NetworkError | httpx.RemoteProtocolError | httpx.ConnectTimeout
-            )
-            kind = "timeout" if isinstance(exc, httpx.TimeoutException) else "unreachable"
-            raise TransportFailure(
-                kind, f"{type(exc).__name__}: {exc}", retryable=retryable
-            ) from exc
-
-    async def _post_with_retries(self, body: bytes, context: str) -> HTTPAnswer:
+    async def _post_with_retries(self, body: bytes, context: str) -> CappedAnswer:
         headers = {"Content-Type": "application/json"}
         if self.endpoint.api_key:
             headers["Authorization"] = f"Bearer {self.endpoint.api_key}"
         attempt = 0
         while True:
             try:
-                response = await self._post(body, headers)
+                response = await self.http.post_capped(
+                    self.endpoint.chat_url,
+                    content=body,
+                    headers=headers,
+                    timeout_seconds=self.timeout_seconds,
+                    max_bytes=self.max_response_bytes,
+                )
             except TransportFailure as exc:
                 if not exc.retryable or attempt >= self.max_retries:
                     raise LLMError(exc.kind, str(exc)) from exc
@@ -209,7 +198,7 @@ def build_request_body(
     return b"".join(parts)
 
 
-def parse_completion(response: HTTPAnswer, *, context: str = "") -> Completion:
+def parse_completion(response: CappedAnswer, *, context: str = "") -> Completion:
     """Parse a chat-completions response; anything unusable raises LLMError('garbage')."""
     try:
         data = response.json()
@@ -277,7 +266,7 @@ def cached_prompt_tokens(raw: dict[str, Any]) -> int:
     return cached if isinstance(cached, int) and cached > 0 else 0
 
 
-def _retry_delay(response: HTTPAnswer, default: float) -> float:
+def _retry_delay(response: CappedAnswer, default: float) -> float:
     retry_after = response.headers.get("retry-after")
     if retry_after is None:
         return default
