@@ -17,6 +17,7 @@ from typing import Protocol
 from .. import texts
 from ..engine.chatbot import ChatBot
 from ..engine.errors import LLMError
+from ..engine.history import StoreError
 from ..engine.messages import Message, Part, TextPart
 from ..engine.turn_context import TurnSpeaker, speaking
 from ..engine.usage import UsageRecorder, attributed_to
@@ -258,6 +259,9 @@ class Conversation:
         except LLMError as exc:
             log_failure(chatbot.key, chatbot.llm.model, exc)
             return self._failed(chat_key_of(chatbot.key), chatbot.llm.model, exc, rows)
+        except StoreError as exc:  # a locked file, a full disk: its message says it all
+            logger.error("turn failed in %s: %s", chatbot.key, exc)
+            return self._apology(chat_key_of(chatbot.key), texts.TURN_FAILED)
         except Exception:
             logger.exception("turn failed in %s", chatbot.key)
             return self._apology(chat_key_of(chatbot.key), texts.TURN_FAILED)

@@ -1,18 +1,18 @@
 """One conversation's turn loop: window + new message → (compress) → LLM → tools → reply →
-store."""
+store, committed before the reply is handed back to be sent."""
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 
 from .cadence import FoldCadence
 from .compressor import Compaction, Compressor
 from .errors import ContextLengthError, LLMError, is_reasoning_missing_error
-from .history import CompressionStats, HistoryStore
+from .history import CompressionStats, HistoryStore, StoreError
 from .llm import Completion, LLMClient, Usage
 from .messages import Message, tool_result
 from .tokens import MESSAGE_OVERHEAD_TOKENS, TokenCounter, message_tokens
@@ -95,8 +95,9 @@ class ChatBot:
         self.stats = CompressionStats()
         self._fixed_tokens: int | None = None
         self._cadence = FoldCadence()
-        # A store write failed (disk full, file locked): the stored window misses messages,
-        # so the next write stores the whole window instead of appending after a gap.
+        # A store write failed or was cut off (disk full, file locked, cancelled): the stored
+        # window may miss messages, so the next write stores the whole window instead of
+        # appending after a gap.
         self._store_behind = False
 
     @property
@@ -121,12 +122,21 @@ class ChatBot:
     async def keep_unanswered(self, message: Message) -> None:
         """Keep a user message without answering it (at shutdown); the next turn's request
         carries it, like a message whose answer failed."""
-        self._commit([message.with_image_markers()])
+        await self._keep([message.with_image_markers()])
 
     async def clear(self) -> None:
-        """Forget the conversation, in memory and in the store."""
+        """Forget the conversation, in memory and in the store; raises StoreError when the
+        store could not forget it (its next write then stores the window whole)."""
         self.forget()
-        self._persist(self.store.clear(self.key), whole=True)
+        try:
+            await self.store.clear(self.key)
+        except asyncio.CancelledError:
+            self._store_behind = True
+            raise
+        except Exception as exc:
+            self._store_behind = True
+            raise StoreError(f"could not clear the stored window of {self.key}") from exc
+        self._store_behind = False
 
     def forget(self) -> None:
         """Forget the conversation in memory only (the caller clears the store)."""
@@ -135,10 +145,12 @@ class ChatBot:
         self.stats = CompressionStats()
 
     async def turn(self, message: Message, *, persist_user_text: str | None = None) -> TurnResult:
-        """Answer `message`. `persist_user_text`, when given, is what the window keeps of it
-        instead of its per-turn injections. Raises LLMError when no answer can be had; after a
-        transient failure (and on cancellation) the user's message and finished tool rounds
-        are kept, after any other only what the provider had accepted (`_kept_after`)."""
+        """Answer `message`; the turn's messages are committed to the store before this
+        returns, so the reply may be sent. `persist_user_text`, when given, is what the window
+        keeps of it instead of its per-turn injections. Raises LLMError when no answer can be
+        had, StoreError when the answer could not be stored; after a transient failure (a
+        store's too) and on cancellation the user's message and finished tool rounds are
+        kept, after any other only what the provider had accepted (`_kept_after`)."""
         kept_user = message if persist_user_text is None else message.with_text(persist_user_text)
         kept_user = kept_user.with_image_markers()
         if not self.send_images:
@@ -149,6 +161,7 @@ class ChatBot:
         # How much of `pending` the last accepted request carried (None: none was accepted).
         accepted: int | None = None
         kept: list[Message] | None = None
+        answered = False
         try:
             if self._over_threshold():
                 spend.add(await self._compact(reason="threshold"))
@@ -179,16 +192,19 @@ class ChatBot:
                 # exchange's reasoning they ignore, so keeping it would only cost tokens.
                 reasoning = reply.reasoning if rounds else None
                 pending.append(Message("assistant", reply.text, reasoning=reasoning))
+                answered = True
+                await self._store_answered([kept_user, *pending])
                 return TurnResult(reply.text, spend.usage, rounds, spend.compressions)
         except LLMError as exc:
             kept = _kept_after(exc, kept_user, pending, accepted)
             raise
         finally:
-            # Runs on success, failure and cancellation alike: pending only ever holds whole
-            # tool rounds, so what is kept is always a valid history.
-            kept = [kept_user, *pending] if kept is None else kept
-            if kept:
-                self._commit(kept)
+            # On failure and cancellation alike (an answer was stored above): pending only
+            # ever holds whole tool rounds, so what is kept is always a valid history.
+            if not answered:
+                kept = [kept_user, *pending] if kept is None else kept
+                if kept:
+                    await self._keep(kept)
 
     async def compact(self, *, reason: str, keep_recent_tokens: int | None = None) -> Usage:
         """Fold the older window into the summary (or truncate if that fails); returns the
@@ -234,10 +250,7 @@ class ChatBot:
         compressed_at = None if compaction.fell_back else datetime.now(timezone.utc)
         if compressed_at is not None:
             self.stats = CompressionStats(self.stats.count + 1, compressed_at)
-        self._persist(
-            self.store.replace(self.key, compaction.messages, compressed_at=compressed_at),
-            whole=True,
-        )
+        await self._store_window(compressed_at=compressed_at)
         return Compacted(compaction.usage, changed=True)
 
     def _apply(self, compaction: Compaction) -> None:
@@ -386,7 +399,7 @@ class ChatBot:
             "%s: the model wants reasoning back for old tool exchanges; filled", self.key
         )
         self.window.replace(filled)
-        self._persist(self.store.replace(self.key, filled), whole=True)
+        await self._store_window()
         return True
 
     async def _call(
@@ -412,32 +425,73 @@ class ChatBot:
             self._fixed_tokens = message_tokens(self.system_message, self.counter) + tools_tokens
         return self._fixed_tokens + self.window.tokens
 
-    def _commit(self, messages: list[Message]) -> None:
+    async def _store_answered(self, messages: list[Message]) -> None:
+        """Commit an answered turn, then take it into the window. When the store fails the
+        turn fails as after a transient failure: nothing of it was stored (the transaction
+        rolled back), the window keeps the user's message and finished tool rounds but not
+        the answer nobody will see, and the next write stores the window whole."""
+        failure = await self._commit(messages)
+        if failure is not None:
+            self._hold_unstored(messages[:-1])
+            raise StoreError(
+                f"could not store the turn, so its reply is not sent: {failure!r}"
+            ) from failure
+
+    async def _keep(self, messages: list[Message]) -> None:
+        """Commit what a failed, stopped or unanswered turn keeps; when the store fails the
+        window keeps it anyway (logged), and the next write stores the window whole."""
+        failure = await self._commit(messages)
+        if failure is not None:
+            self._hold_unstored(messages)
+            logger.error(
+                "history write failed for %s; kept in memory, stored with the next turn: %r",
+                self.key,
+                failure,
+            )
+
+    async def _commit(self, messages: list[Message]) -> Exception | None:
+        """Store `messages` after the window (with the whole window, when the store is
+        behind), then extend the window with them; or return the store's failure, the
+        window left as it was. Cancelled while the write runs (it runs on to its end), the
+        window takes them: whether they were committed or not, the next write stores the
+        window whole."""
+        try:
+            if self._store_behind:
+                await self.store.replace(self.key, [*self.window.messages, *messages])
+            else:
+                await self.store.append(self.key, messages)
+        except asyncio.CancelledError:
+            self._hold_unstored(messages)
+            raise
+        except Exception as exc:
+            return exc
+        self._store_behind = False
         self.window.extend(messages)
-        if self._store_behind:
-            self._persist(self.store.replace(self.key, self.window.messages), whole=True)
-        else:
-            self._persist(self.store.append(self.key, messages))
+        return None
 
-    def _persist(self, write: Awaitable[None], *, whole: bool = False) -> None:
-        """Let a store write run to completion without waiting for it: the store does its
-        writes in the order asked for (a later load or write of this window comes after
-        it) and finishes them before it closes. A failure is logged and remembered; a
-        later write of the `whole` window catches the store up."""
-        future = asyncio.ensure_future(write)
-        future.add_done_callback(lambda done: self._after_write(done, whole=whole))
+    def _hold_unstored(self, messages: list[Message]) -> None:
+        """Keep in the window messages the store may not hold."""
+        self.window.extend(messages)
+        self._store_behind = True
 
-    def _after_write(self, write: asyncio.Future[None], *, whole: bool) -> None:
-        error = None if write.cancelled() else write.exception()
-        if write.cancelled() or error is not None:
+    async def _store_window(self, *, compressed_at: datetime | None = None) -> None:
+        """Store the window whole after it was rewritten in memory (a compaction, filled-in
+        reasoning). A failure is logged and leaves the store behind: the turn's own commit
+        then stores the window whole, or fails the turn."""
+        try:
+            await self.store.replace(self.key, self.window.messages, compressed_at=compressed_at)
+        except asyncio.CancelledError:
+            self._store_behind = True
+            raise
+        except Exception as exc:
             self._store_behind = True
             logger.error(
-                "history write failed for %s; kept in memory, stored again with the next turn: %r",
+                "history write failed for %s; kept in memory, stored with the next turn: %r",
                 self.key,
-                error,
+                exc,
             )
-        elif whole:
-            self._store_behind = False
+            return
+        self._store_behind = False
 
 
 def _kept_after(

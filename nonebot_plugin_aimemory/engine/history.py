@@ -1,9 +1,10 @@
 """Where a conversation's window is kept: the store interface the turn loop writes to, row
-per message, and the compression statistics kept beside it."""
+per message, the compression statistics kept beside it, and the error of a store that
+could not keep a turn."""
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Protocol
@@ -30,17 +31,23 @@ class HistoryStore(Protocol):
         """How often `key` was compressed, and when last."""
         ...
 
-    def append(self, key: str, messages: Sequence[Message]) -> Awaitable[None]:
-        """Add messages to the end of the stored window. The write is queued when this
-        returns (writes are done in the order asked for); awaiting tells when it is done."""
+    async def append(self, key: str, messages: Sequence[Message]) -> None:
+        """Add messages to the end of the stored window, all or none: committed when this
+        returns. Raises whatever the store failed with."""
         ...
 
-    def replace(
+    async def replace(
         self, key: str, messages: Sequence[Message], *, compressed_at: datetime | None = None
-    ) -> Awaitable[None]:
-        """Overwrite the stored window; `compressed_at` also counts a compression."""
+    ) -> None:
+        """Overwrite the stored window, all or none; `compressed_at` also counts a
+        compression."""
         ...
 
-    def clear(self, key: str) -> Awaitable[None]:
+    async def clear(self, key: str) -> None:
         """Forget the window and its compression stats."""
         ...
+
+
+class StoreError(Exception):
+    """The store could not keep a turn's messages, so its reply must not be sent: a reply
+    tells the user that what they said is kept. The store's own error is the cause."""

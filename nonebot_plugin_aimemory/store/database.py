@@ -1,27 +1,28 @@
-"""One aiosqlite connection in WAL mode, with writes serialised and never cut off halfway."""
+"""One standard-library sqlite3 connection in WAL mode, used from one worker thread of our
+own: every use is done in the order asked for, one at a time, and a write is never cut off
+halfway."""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import sqlite3
 from collections.abc import Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timezone
 from functools import partial
 from pathlib import Path
 from typing import Any, TypeVar
-
-import aiosqlite
 
 from .schema import LATEST_SCHEMA, MIGRATIONS, SCHEMA_VERSION, TABLES
 
 logger = logging.getLogger("nonebot_plugin_aimemory")
 
 T = TypeVar("T")
+# How long a statement waits for a lock another connection (another program) holds.
 BUSY_TIMEOUT_MS = 5000
-# Writes nobody waits for (a turn's window rows) are gathered this long, then committed in
-# one transaction: a trip to the database thread costs ~0.3 ms of CPU, the rows ~0.05 ms.
-GATHER_SECONDS = 0.1
+THREAD_NAME_PREFIX = "aimemory-db"
 
 
 UTC_TEXT_FORMAT = "%Y-%m-%dT%H:%M:%S.%fZ"
@@ -43,184 +44,124 @@ def parse_utc_text(text: str) -> datetime:
 
 
 class Database:
-    """The plugin's SQLite file. All access goes through `read`, `write`, `write_soon` and
-    `write_one`, in the order asked for."""
+    """The plugin's SQLite file. All access goes through `read`, `write` and `write_one`:
+    each is one callable run on the database's own thread (a single-worker executor runs
+    them first in, first out, one at a time, so they need no lock), in the order asked for."""
 
-    def __init__(self, connection: aiosqlite.Connection, path: str) -> None:
+    def __init__(
+        self, connection: sqlite3.Connection, path: str, executor: ThreadPoolExecutor
+    ) -> None:
         self._connection = connection
+        self._executor = executor
         self.path = path
-        self._writes: set[asyncio.Future[Any]] = set()
-        self._closed = False
-        self._gathered: list[tuple[Callable[[sqlite3.Connection], Any], asyncio.Future[Any]]] = []
-        self._gather_timer: asyncio.TimerHandle | None = None
+        self._closing: asyncio.Future[None] | None = None
 
     @classmethod
-    async def open(cls, path: str | Path) -> Database:
-        """Open (creating folders and schema as needed); raises OSError/sqlite3.Error on failure."""
+    async def open(cls, path: str | Path, *, busy_timeout_ms: int = BUSY_TIMEOUT_MS) -> Database:
+        """Open (creating folders and schema as needed); raises OSError/sqlite3.Error on
+        failure. `busy_timeout_ms` bounds each wait for a lock held by another program."""
         path = Path(path)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        connection = await aiosqlite.connect(str(path), isolation_level=None)
+        executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix=THREAD_NAME_PREFIX)
+        opening = asyncio.get_running_loop().run_in_executor(
+            executor, partial(_connect, path, busy_timeout_ms)
+        )
         try:
-            await connection.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
-            await connection.execute("PRAGMA journal_mode = WAL")
-            await connection.execute("PRAGMA synchronous = NORMAL")
-            await connection.execute("PRAGMA foreign_keys = ON")
-            await _migrate(connection)
-        except BaseException:
-            await connection.close()
+            connection = await asyncio.shield(opening)
+        except asyncio.CancelledError:
+            # The thread goes on opening: close what it opens, then let the thread end.
+            opening.add_done_callback(partial(_close_when_opened, executor=executor))
             raise
-        return cls(connection, str(path))
+        except BaseException:
+            executor.shutdown(wait=False)
+            raise
+        return cls(connection, str(path), executor)
 
-    async def read(self, sql: str, params: Iterable[Any] = ()) -> list[sqlite3.Row]:
-        """Run one query and return all rows (one trip to the database thread)."""
+    async def read(self, sql: str, params: Iterable[Any] = ()) -> list[Any]:
+        """Run one query and return all its rows, as tuples."""
         values = tuple(params)
-        return await asyncio.shield(self._queued(lambda c: c.execute(sql, values).fetchall()))
+        return await self._run(lambda connection: connection.execute(sql, values).fetchall())
 
     async def write(self, work: Callable[[sqlite3.Connection], T]) -> T:
-        """Run the synchronous `work` in one IMMEDIATE transaction on the database thread, in
-        a single trip there and back: under a busy event loop every trip waits for the GIL,
-        so a transaction of N awaited statements would cost N trips. A cancelled caller does
-        not cancel the write: it finishes (or rolls back) and `close` waits for it."""
-        return await asyncio.shield(self._queued(partial(_in_transaction, work=work)))
-
-    def write_soon(self, work: Callable[[sqlite3.Connection], T]) -> asyncio.Future[T]:
-        """Queue `work` to run in an IMMEDIATE transaction without waiting for it: it is
-        committed within GATHER_SECONDS with the other writes queued meanwhile, sooner if
-        the database is used otherwise first (which then comes after it: every use is done
-        in the order asked for), and before `close` returns. The future tells when it
-        committed, or why not; cancelling it does not cancel the write."""
-        future: asyncio.Future[T] = asyncio.get_running_loop().create_future()
-        if self._closed:
-            future.set_exception(ValueError("the database is closed"))
-            return future
-        self._gathered.append((work, future))
-        self._track(future)
-        if self._gather_timer is None:
-            loop = asyncio.get_running_loop()
-            self._gather_timer = loop.call_later(GATHER_SECONDS, self._send_gathered)
-        return future
+        """Run the synchronous `work` in one IMMEDIATE transaction, committed when this
+        returns, rolled back (nothing of it written) when it raises. A cancelled caller
+        does not cancel the write: it finishes (or rolls back) and `close` waits for it."""
+        return await self._run(partial(_in_transaction, work=work))
 
     async def write_one(self, sql: str, params: Iterable[Any] = ()) -> None:
         """One statement, atomic on its own, without a BEGIN/COMMIT around it: the cheapest
         write, for the paths that run while a busy group is chatting."""
         values = tuple(params)
-        await asyncio.shield(self._queued(lambda c: c.execute(sql, values) and None))
+        await self._run(lambda connection: _execute_only(connection, sql, values))
 
-    def _queued(self, work: Callable[[sqlite3.Connection], T]) -> asyncio.Future[T]:
-        """Put `work` on the connection thread's queue, after the writes gathered so far.
-        aiosqlite runs its queue in order, one callable at a time, so no lock is needed:
-        every use of the connection here is one callable. The future is only ever awaited
-        through `asyncio.shield`, so it is never cancelled (older aiosqlite would fail to
-        set a cancelled future's result)."""
-        self._send_gathered()
-        connection = self._connection
-        future: asyncio.Future[T] = asyncio.get_running_loop().create_future()
-        try:
-            if self._closed:
-                raise ValueError("the database is closed")
-            function = partial(work, connection._conn)  # ValueError once it was closed
-        except ValueError as exc:
-            future.set_exception(exc)  # reported where it is awaited, as any failure
-            return future
-        queue = getattr(connection, "_tx", None)
-        if queue is not None:
-            # The queue's item is what aiosqlite's own `_execute` puts there, minus the
-            # coroutine and task that awaiting `_execute` would cost on every trip.
-            queue.put_nowait((future, function))
-        else:  # an aiosqlite whose queue this does not know: its `_execute`, a task a trip
-            future = asyncio.ensure_future(connection._execute(function))
-        self._track(future)
-        return future
-
-    def _track(self, future: asyncio.Future[Any]) -> None:
-        self._writes.add(future)
-        future.add_done_callback(self._writes.discard)
-
-    def _send_gathered(self) -> None:
-        """Queue the gathered writes as one callable; each one's future is settled by it."""
-        if self._gather_timer is not None:
-            self._gather_timer.cancel()
-            self._gather_timer = None
-        gathered, self._gathered = self._gathered, []
-        if not gathered:
-            return
-        works = [work for work, _ in gathered]
-        futures = [future for _, future in gathered]
-        batch = self._queued(partial(_all_in_one_transaction, works=works))
-        batch.add_done_callback(lambda done: _settle_each(done, futures))
+    async def _run(self, work: Callable[[sqlite3.Connection], T]) -> T:
+        """Run `work` on the database thread, after everything asked for before it. It is
+        handed to the executor before the first await, so the order of calls is the order
+        of work; the shield keeps a cancelled caller from taking it off the queue."""
+        if self._closing is not None:
+            raise ValueError("the database is closed")
+        loop = asyncio.get_running_loop()
+        return await asyncio.shield(loop.run_in_executor(self._executor, work, self._connection))
 
     async def close(self) -> None:
-        """Wait for the work queued, then close."""
-        self._send_gathered()
-        self._closed = True
-        if self._writes:
-            await asyncio.gather(*self._writes, return_exceptions=True)
-        await self._connection.close()
+        """Wait for the work asked for so far (it is ahead of the close on the database
+        thread), then close; asking for anything afterwards raises ValueError."""
+        if self._closing is None:
+            loop = asyncio.get_running_loop()
+            self._closing = loop.run_in_executor(self._executor, self._connection.close)
+            self._closing.add_done_callback(lambda _: self._executor.shutdown(wait=False))
+        await asyncio.shield(self._closing)
 
 
-def _all_in_one_transaction(
-    connection: sqlite3.Connection, works: list[Callable[[sqlite3.Connection], Any]]
-) -> list[tuple[bool, Any]]:
-    """Run `works` in one transaction; should one fail, each runs again in a transaction
-    of its own, so that one failure fails only itself. A failure of the database itself
-    (locked, full, unreadable: sqlite3.OperationalError) fails them all at once, as each
-    would fail alike (and a locked file would make each wait BUSY_TIMEOUT_MS again).
-    (succeeded, result or exception) per work."""
+def _connect(path: Path, busy_timeout_ms: int) -> sqlite3.Connection:
+    """On the database thread: the connection, set up and migrated (closed on failure).
+    Autocommit mode (isolation_level=None): transactions are begun explicitly."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    connection = sqlite3.connect(
+        path,
+        timeout=busy_timeout_ms / 1000,
+        isolation_level=None,
+        check_same_thread=False,  # made here, used on this same thread, closed there too
+    )
     try:
-        return [(True, result) for result in _in_transaction(connection, _each(works))]
-    except sqlite3.OperationalError as exc:
-        return [(False, exc)] * len(works)
-    except Exception:
-        pass
-    outcomes: list[tuple[bool, Any]] = []
-    for work in works:
-        try:
-            outcomes.append((True, _in_transaction(connection, work)))
-        except Exception as exc:
-            outcomes.append((False, exc))
-    return outcomes
+        connection.execute("PRAGMA journal_mode = WAL")
+        connection.execute("PRAGMA synchronous = NORMAL")
+        connection.execute("PRAGMA foreign_keys = ON")
+        _migrate(connection)
+    except BaseException:
+        connection.close()
+        raise
+    return connection
 
 
-def _each(
-    works: list[Callable[[sqlite3.Connection], Any]],
-) -> Callable[[sqlite3.Connection], list[Any]]:
-    return lambda connection: [work(connection) for work in works]
-
-
-def _settle_each(
-    batch: asyncio.Future[list[tuple[bool, Any]]], futures: list[asyncio.Future[Any]]
+def _close_when_opened(
+    opening: asyncio.Future[sqlite3.Connection], *, executor: ThreadPoolExecutor
 ) -> None:
-    """Give each gathered write its outcome from the batch (all the batch's failure, if it
-    could not run at all)."""
-    failure = batch.exception()
-    for index, future in enumerate(futures):
-        if future.done():
-            continue
-        if failure is not None:
-            future.set_exception(failure)
-            continue
-        succeeded, value = batch.result()[index]
-        if succeeded:
-            future.set_result(value)
-        else:
-            future.set_exception(value)
+    if not opening.cancelled() and opening.exception() is None:
+        executor.submit(opening.result().close)
+    executor.shutdown(wait=False)
+
+
+def _execute_only(connection: sqlite3.Connection, sql: str, values: tuple[Any, ...]) -> None:
+    connection.execute(sql, values)
 
 
 def _in_transaction(connection: sqlite3.Connection, work: Callable[[sqlite3.Connection], T]) -> T:
     connection.execute("BEGIN IMMEDIATE")
     try:
         result = work(connection)
+        connection.execute("COMMIT")
     except BaseException:
-        connection.execute("ROLLBACK")
+        # Also when COMMIT itself failed (a full disk): the transaction may still be open.
+        if connection.in_transaction:
+            with contextlib.suppress(sqlite3.Error):  # the first failure is the one to tell
+                connection.execute("ROLLBACK")
         raise
-    connection.execute("COMMIT")
     return result
 
 
-async def _migrate(connection: aiosqlite.Connection) -> None:
+def _migrate(connection: sqlite3.Connection) -> None:
     """Bring the file to SCHEMA_VERSION: a new one in one step, an older one by migrations."""
-    cursor = await connection.execute("PRAGMA user_version")
-    row = await cursor.fetchone()
+    row = connection.execute("PRAGMA user_version").fetchone()
     version = int(row[0]) if row else 0
     if version == SCHEMA_VERSION:
         return
@@ -232,8 +173,8 @@ async def _migrate(connection: aiosqlite.Connection) -> None:
             SCHEMA_VERSION,
         )
         return
-    if version == 0 and not await _holds_our_tables(connection):
-        await connection.executescript(
+    if version == 0 and not _holds_our_tables(connection):
+        connection.executescript(
             f"BEGIN IMMEDIATE;\n{LATEST_SCHEMA}\nPRAGMA user_version = {SCHEMA_VERSION};\nCOMMIT;"
         )
         logger.info("database created at schema version %d", SCHEMA_VERSION)
@@ -241,26 +182,26 @@ async def _migrate(connection: aiosqlite.Connection) -> None:
     # One transaction per migration: a failure keeps the steps before it, and the next
     # start resumes from there.
     for target, script in enumerate(MIGRATIONS[version:], start=version + 1):
-        await connection.executescript(
+        connection.executescript(
             f"BEGIN IMMEDIATE;\n{script}\nPRAGMA user_version = {target};\nCOMMIT;"
         )
     logger.info("database migrated from schema version %d to %d", version, SCHEMA_VERSION)
 
 
-async def _holds_our_tables(connection: aiosqlite.Connection) -> bool:
+def _holds_our_tables(connection: sqlite3.Connection) -> bool:
     placeholders = ", ".join("?" for _ in TABLES)
-    cursor = await connection.execute(
+    cursor = connection.execute(
         f"SELECT 1 FROM sqlite_master WHERE type = 'table' AND name IN ({placeholders}) LIMIT 1",
         TABLES,
     )
-    return await cursor.fetchone() is not None
+    return cursor.fetchone() is not None
 
 
-async def open_database(path: str) -> Database | None:
+async def open_database(path: str, *, busy_timeout_ms: int = BUSY_TIMEOUT_MS) -> Database | None:
     """The database, or None (logged) when the file cannot be opened: the bot then runs
     with in-memory history rather than not at all."""
     try:
-        database = await Database.open(path)
+        database = await Database.open(path, busy_timeout_ms=busy_timeout_ms)
     except (OSError, sqlite3.Error) as exc:
         logger.error(
             "aimemory: cannot open database %s (%s); running with in-memory history only: "

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import logging
 import sqlite3
-from collections.abc import Awaitable, Sequence
+from collections.abc import Sequence
 from datetime import datetime
 
 from ..engine.history import CompressionStats
@@ -49,13 +49,13 @@ class SqliteHistoryStore:
         count, last_at = rows[0]
         return CompressionStats(int(count), parse_utc_text(last_at) if last_at else None)
 
-    def append(self, key: str, messages: Sequence[Message]) -> Awaitable[None]:
-        """Add messages after the last stored one (without waiting: see Database.write_soon)."""
+    async def append(self, key: str, messages: Sequence[Message]) -> None:
+        """Add messages after the last stored one, in one transaction."""
         rows = [(m.role, persisted_body(m)) for m in messages]
+        if not rows:
+            return
 
         def work(connection: sqlite3.Connection) -> None:
-            if not rows:
-                return
             now = utc_now_text()
             # The counter is bumped inside this transaction, so concurrent appends never
             # reuse a sequence number.
@@ -72,11 +72,11 @@ class SqliteHistoryStore:
                 [(key, first + i, role, body, now) for i, (role, body) in enumerate(rows)],
             )
 
-        return self.database.write_soon(work)
+        await self.database.write(work)
 
-    def replace(
+    async def replace(
         self, key: str, messages: Sequence[Message], *, compressed_at: datetime | None = None
-    ) -> Awaitable[None]:
+    ) -> None:
         """Overwrite the stored window; `compressed_at` also counts a compression."""
         rows = [(m.role, persisted_body(m)) for m in messages]
         compressed_text = utc_text(compressed_at) if compressed_at else None
@@ -102,16 +102,12 @@ class SqliteHistoryStore:
                 [(key, i, role, body, now) for i, (role, body) in enumerate(rows)],
             )
 
-        return self.database.write_soon(work)
+        await self.database.write(work)
 
-    def clear(self, key: str) -> Awaitable[None]:
+    async def clear(self, key: str) -> None:
         """Forget the window and its compression stats."""
         # The sessions_delete_messages trigger removes the messages in the same statement.
-        return self.database.write_soon(
-            lambda connection: (
-                connection.execute("DELETE FROM sessions WHERE key = ?", (key,)) and None
-            )
-        )
+        await self.database.write_one("DELETE FROM sessions WHERE key = ?", (key,))
 
 
 class MemoryOnlyHistoryStore:

@@ -30,11 +30,35 @@ async def wait_until(condition: Callable[[], bool], timeout_seconds: float = 3.0
 
 
 async def while_first_turn_runs(plugin, bot: RecordingBot, first, *others) -> None:
-    """Send `first`, wait until its model call is in flight, then send `others` at once."""
+    """Send `first`, wait until its model call is in flight, then send `others` one after
+    another, each as soon as the previous one reached the conversation. Not all in one
+    instant: NoneBot resolves the sync dependencies of other plugins' command rules (the
+    `/status` fixture's) in worker threads, so events sent in one instant may reach the
+    plugin's matcher in any order."""
     scripted = plugin.llm.pending
     started = asyncio.create_task(bot.receive(first))
     await wait_until(lambda: plugin.llm.pending < scripted)
-    await asyncio.gather(started, *(bot.receive(e) for e in others))
+    conversation = plugin.runtime.conversation
+    answer = conversation.answer
+    arrived = 0
+
+    async def counted(incoming):
+        nonlocal arrived
+        arrived += 1  # before the first await of `answer`, which queues the message
+        return await answer(incoming)
+
+    conversation.answer = counted
+    try:
+        sent = [started]
+        for count, event in enumerate(others, start=1):
+            sent.append(asyncio.create_task(bot.receive(event)))
+            deadline = time.monotonic() + 3.0
+            while arrived < count:  # a thread hop or two: far less than a millisecond
+                assert time.monotonic() < deadline, "a message never reached the plugin"
+                await asyncio.sleep(0.0002)
+    finally:
+        del conversation.answer
+    await asyncio.gather(*sent)
 
 
 async def logged_texts(plugin, key: str) -> list[str]:

@@ -188,34 +188,37 @@ async def test_send_failure_does_not_break_the_session(plugin) -> None:
     assert bot.sent_texts == ["第二条"]
 
 
-async def test_a_database_that_fails_mid_run_keeps_the_chat_going_in_memory(plugin) -> None:
+async def test_a_database_that_fails_mid_run_gets_a_notice_not_a_reply_it_cannot_keep(
+    plugin,
+) -> None:
+    from nonebot_plugin_aimemory import texts
+
     bot = RecordingBot()
     plugin.llm.script(text("记住了"))
     await bot.receive(private_message("我叫阿福", user_id=33))
-    # The database goes away under the running bot (disk gone, file locked by another program).
-    await plugin.runtime.database._connection.close()
-    plugin.llm.script(text("你叫阿福"), text("还在"))
+    # The database goes away under the running bot (disk gone): a reply would tell the user
+    # that what they said is kept, which it no longer can be.
+    await plugin.runtime.database.close()
+    plugin.llm.script(text("你叫阿福"))
     await bot.receive(private_message("我叫什么？", user_id=33))
-    await bot.receive(private_message("还在吗", user_id=33))
-    assert bot.sent_texts == ["记住了", "你叫阿福", "还在"]
-    contents = [str(m["content"]) for m in plugin.llm.last_messages()]
-    assert any("我叫阿福" in c for c in contents)
-    assert "你叫阿福" in contents
+    assert bot.sent_texts == ["记住了", texts.TURN_FAILED]
 
 
-async def test_a_new_chat_after_the_database_failed_is_still_answered(plugin) -> None:
+async def test_a_new_chat_after_the_database_failed_gets_the_notice(plugin) -> None:
+    from nonebot_plugin_aimemory import texts
+
     bot = RecordingBot()
-    await plugin.runtime.database._connection.close()
+    await plugin.runtime.database.close()
     plugin.llm.script(text("你好，新朋友"))
     await bot.receive(private_message("第一次来", user_id=34))
-    assert bot.sent_texts == ["你好，新朋友"]
+    assert bot.sent_texts == [texts.TURN_FAILED]
 
 
 async def test_a_command_that_fails_says_so_briefly(plugin) -> None:
     from nonebot_plugin_aimemory import texts
 
     bot = RecordingBot()
-    await plugin.runtime.database._connection.close()
+    await plugin.runtime.database.close()
     await bot.receive(private_message("~记忆 列表", user_id=35))
     assert bot.sent_texts == [texts.COMMAND_FAILED]
 
@@ -232,14 +235,16 @@ async def free_the_disk(plugin) -> None:
     await plugin.runtime.database.read("PRAGMA max_page_count = 1073741823")
 
 
-async def test_a_full_disk_loses_nothing_once_space_is_back(plugin) -> None:
+async def test_a_full_disk_fails_the_turn_and_loses_nothing_once_space_is_back(plugin) -> None:
+    from nonebot_plugin_aimemory import texts
+
     bot = RecordingBot()
     plugin.llm.script(text("记住了"))
     await bot.receive(private_message("我叫阿福", user_id=41))
     await fill_the_disk(plugin)
     pasted = "我的购物清单：" + "苹果香蕉橙子" * 1000  # long, but under the paste cut
 
-    plugin.llm.script(text("清单收到"))
+    plugin.llm.script(text("清单收到"))  # answered, but it cannot be stored: not sent
     await bot.receive(private_message(pasted, user_id=41))
     await plugin.runtime.chat_log.flush()  # fails: the rows wait in memory
     await free_the_disk(plugin)
@@ -249,13 +254,13 @@ async def test_a_full_disk_loses_nothing_once_space_is_back(plugin) -> None:
     plugin.llm.script(text("你叫阿福"))
     await bot.receive(private_message("我叫什么？", user_id=41))
 
-    assert bot.sent_texts == ["记住了", "清单收到", "好的", "你叫阿福"]
+    assert bot.sent_texts == ["记住了", texts.TURN_FAILED, "好的", "你叫阿福"]
     contents = [str(m["content"]) for m in plugin.llm.last_messages()]
     assert any("我叫阿福" in c for c in contents)
-    assert any(pasted in c for c in contents)
-    assert "清单收到" in contents
+    assert any(pasted in c for c in contents)  # kept like a message whose answer failed
+    assert "清单收到" not in contents  # the answer nobody saw is not in the history
     await plugin.runtime.chat_log.flush()
     logged = [r.text for r in await plugin.runtime.chat_log.writer.store.recent("f:41", 20)]
     assert logged == [
-        "我叫阿福", "记住了", pasted, "清单收到", "空间够了吗", "好的", "我叫什么？", "你叫阿福"
+        "我叫阿福", "记住了", pasted, texts.TURN_FAILED, "空间够了吗", "好的", "我叫什么？", "你叫阿福"
     ]  # fmt: skip

@@ -376,18 +376,42 @@ async def test_saving_no_counters_is_a_no_op(database: Database) -> None:
     assert await counters.load_all() == {}
 
 
-async def test_a_write_is_queued_at_once_without_a_task_and_done_in_order(
+async def test_uses_not_awaited_yet_are_done_in_the_order_asked_for(
     database: Database, history: SqliteHistoryStore
 ) -> None:
-    tasks_before = len(asyncio.all_tasks())
+    # given a write and then a read, both started before either is awaited
+    written = asyncio.ensure_future(history.append(ALICE, exchange(1)))
+    loaded = asyncio.ensure_future(history.load(ALICE))
+    # when both are done
+    await asyncio.gather(written, loaded)
+    # then the read came after the write
+    assert loaded.result() == exchange(1)
 
-    written = history.append(ALICE, exchange(1))  # not awaited yet
 
-    # On the connection thread's queue directly (the aiosqlite installed is one whose
-    # queue the store knows), ahead of whatever is asked for next.
-    assert len(asyncio.all_tasks()) == tasks_before
-    assert await history.load(ALICE) == exchange(1)
-    await written
+async def test_every_use_runs_on_the_databases_own_thread(database: Database) -> None:
+    from nonebot_plugin_aimemory.store.database import THREAD_NAME_PREFIX
+
+    def thread_of(connection: sqlite3.Connection) -> threading.Thread:
+        return threading.current_thread()
+
+    first = await database.write(thread_of)
+    second = await database.write(thread_of)
+
+    assert first is second
+    assert first is not threading.current_thread()
+    assert first.name.startswith(THREAD_NAME_PREFIX)
+
+
+async def test_close_ends_the_databases_thread(db_path: Path) -> None:
+    from nonebot_plugin_aimemory.store.database import Database
+
+    database = await Database.open(db_path)
+    thread = await database.write(lambda connection: threading.current_thread())
+
+    await database.close()
+
+    await asyncio.to_thread(thread.join, 5)
+    assert not thread.is_alive()
 
 
 async def test_a_write_asked_of_a_closed_database_fails_where_it_is_awaited(
@@ -405,6 +429,18 @@ async def test_a_write_asked_of_a_closed_database_fails_where_it_is_awaited(
         await written
 
 
+async def test_closing_twice_is_harmless(db_path: Path) -> None:
+    from nonebot_plugin_aimemory.store.database import Database
+
+    database = await Database.open(db_path)
+
+    await database.close()
+    await database.close()
+
+    with pytest.raises(ValueError, match="closed"):
+        await database.read("SELECT 1")
+
+
 def rows_seen_from_outside(db_path: Path, key: str) -> int:
     """What another connection to the file (another process) sees committed for `key`."""
     with sqlite3.connect(db_path) as outside:
@@ -414,103 +450,39 @@ def rows_seen_from_outside(db_path: Path, key: str) -> int:
     return int(count)
 
 
-async def test_writes_nobody_waits_for_are_committed_soon_without_anyone_asking(
-    db_path: Path, database: Database, history: SqliteHistoryStore
+async def test_an_append_is_committed_when_it_returns(
+    db_path: Path, history: SqliteHistoryStore
 ) -> None:
-    from nonebot_plugin_aimemory.store.database import GATHER_SECONDS
-
-    for n in range(3):
-        history.append(ALICE, exchange(n))
-    assert rows_seen_from_outside(db_path, ALICE) == 0  # gathered, not yet sent
-
-    await asyncio.sleep(GATHER_SECONDS * 3)
-
-    assert rows_seen_from_outside(db_path, ALICE) == 6  # committed with no one asking
-    assert await seqs(database, ALICE) == [0, 1, 2, 3, 4, 5]
-
-
-async def test_a_gathered_write_that_fails_fails_alone(
-    database: Database, history: SqliteHistoryStore
-) -> None:
-    before = history.append(ALICE, exchange(1))
-    failing = database.write_soon(half_then_fail)
-    after = history.append(ALICE, exchange(2))
-
-    await before
-    with pytest.raises(RuntimeError, match="halfway"):
-        await failing
-    await after
-    assert await history.load(ALICE) == [*exchange(1), *exchange(2)]
-    assert await database.read("SELECT * FROM group_counters") == []  # rolled back
-
-
-async def test_gathered_writes_on_a_locked_file_fail_together_at_once(
-    db_path: Path, database: Database, history: SqliteHistoryStore
-) -> None:
-    from nonebot_plugin_aimemory.store import database as module
-
-    await database.read(f"PRAGMA busy_timeout = {200}")  # not 5 s a try in a test
-    locker = sqlite3.connect(db_path, isolation_level=None)
-    locker.execute("BEGIN IMMEDIATE")  # another program holds the write lock
-    try:
-        writes = [history.append(ALICE, exchange(n)) for n in range(5)]
-        started = time.monotonic()
-        outcomes = await asyncio.gather(*writes, return_exceptions=True)
-        waited = time.monotonic() - started
-    finally:
-        locker.execute("ROLLBACK")
-        locker.close()
-
-    assert all(isinstance(o, sqlite3.OperationalError) for o in outcomes)
-    # One wait of 0.2 s for the lock (and 0.5 s of slack), not one each (1.2 s in all).
-    assert waited < module.GATHER_SECONDS + 0.2 + 0.5
-    await history.append(ALICE, exchange(9))  # the file is free again: writes go on
-    assert await history.load(ALICE) == exchange(9)
-
-
-async def test_close_commits_the_writes_still_gathered(db_path: Path) -> None:
-    from nonebot_plugin_aimemory.store.database import Database
-    from nonebot_plugin_aimemory.store.history_store import SqliteHistoryStore
-
-    database = await Database.open(db_path)
-    SqliteHistoryStore(database).append(ALICE, exchange(1))
-
-    await database.close()
+    await history.append(ALICE, exchange(1))
 
     assert rows_seen_from_outside(db_path, ALICE) == 2
 
 
-class _AiosqliteWithoutItsQueue:
-    """An aiosqlite connection as a version without the `_tx` queue would look."""
-
-    def __init__(self, inner: object) -> None:
-        self._inner = inner
-
-    @property
-    def _conn(self) -> sqlite3.Connection:
-        return self._inner._conn  # type: ignore[attr-defined]
-
-    async def _execute(self, function: object) -> object:
-        return await self._inner._execute(function)  # type: ignore[attr-defined]
-
-    async def close(self) -> None:
-        await self._inner.close()  # type: ignore[attr-defined]
-
-
-async def test_an_aiosqlite_without_the_queue_this_knows_is_used_its_documented_way(
+async def test_a_write_on_a_locked_file_fails_after_the_busy_timeout_and_leaves_nothing(
     db_path: Path,
 ) -> None:
     from nonebot_plugin_aimemory.store.database import Database
     from nonebot_plugin_aimemory.store.history_store import SqliteHistoryStore
 
-    database = await Database.open(db_path)
-    database._connection = _AiosqliteWithoutItsQueue(database._connection)  # type: ignore[assignment]
+    # given another program holding the file's write lock, and a short busy timeout
+    database = await Database.open(db_path, busy_timeout_ms=200)
     history = SqliteHistoryStore(database)
-
-    history.append(ALICE, exchange(1))  # gathered, then sent through `_execute`
-    await history.append(ALICE, exchange(2))
-    assert await history.load(ALICE) == [*exchange(1), *exchange(2)]
-    history.append(ALICE, exchange(3))
-    await database.close()
-
-    assert rows_seen_from_outside(db_path, ALICE) == 6
+    locker = sqlite3.connect(db_path, isolation_level=None)
+    locker.execute("BEGIN EXCLUSIVE")
+    try:
+        # when a write is asked for
+        started = time.monotonic()
+        with pytest.raises(sqlite3.OperationalError, match="locked"):
+            await history.append(ALICE, exchange(1))
+        waited = time.monotonic() - started
+    finally:
+        locker.execute("ROLLBACK")
+        locker.close()
+    try:
+        # then it failed after about the busy timeout, wrote nothing, and writes go on
+        assert 0.15 < waited < 2.0
+        assert rows_seen_from_outside(db_path, ALICE) == 0
+        await history.append(ALICE, exchange(2))
+        assert await history.load(ALICE) == exchange(2)
+    finally:
+        await database.close()

@@ -1,0 +1,152 @@
+"""The bundled `python bot.py` in a child process, with a OneBot client on its real reverse
+WebSocket: for tests that need a real process (killed with SIGKILL, restarted)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from websockets.asyncio.client import ClientConnection
+from websockets.asyncio.client import connect as ws_connect
+
+from .openai_server import FakeOpenAI
+
+ROOT = Path(__file__).resolve().parents[2]
+SELF_ID = 10000
+ACCESS_TOKEN = "tk"
+CONNECT_TIMEOUT_SECONDS = 30.0
+SEND_TIMEOUT_SECONDS = 15.0
+SEND_ACTIONS = ("send_msg", "send_group_msg", "send_private_msg")
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def private_event(message_id: int, user_id: int, text: str) -> str:
+    """A friend's private message as the JSON a OneBot v11 implementation pushes."""
+    return json.dumps(
+        {
+            "time": int(time.time()),
+            "self_id": SELF_ID,
+            "post_type": "message",
+            "message_type": "private",
+            "sub_type": "friend",
+            "message_id": message_id,
+            "user_id": user_id,
+            "message": [{"type": "text", "data": {"text": text}}],
+            "raw_message": text,
+            "font": 0,
+            "sender": {"user_id": user_id, "nickname": "小明"},
+        }
+    )
+
+
+@dataclass
+class BotProcess:
+    """A running `bot.py` and the OneBot connection to it."""
+
+    process: asyncio.subprocess.Process
+    ws: ClientConnection
+    log_path: Path
+
+    async def next_send(self) -> dict[str, Any]:
+        """Answer the bot's API calls until it asks to send a message; that call's params,
+        returned the moment it arrives (unanswered)."""
+        while True:
+            data = json.loads(await asyncio.wait_for(self.ws.recv(), SEND_TIMEOUT_SECONDS))
+            if "action" not in data:
+                continue
+            if data["action"] in SEND_ACTIONS:
+                return data["params"]
+            answer = {"status": "ok", "retcode": 0, "data": {}, "echo": data.get("echo")}
+            await self.ws.send(json.dumps(answer))
+
+    async def kill(self) -> None:
+        """SIGKILL: no shutdown hook runs, nothing is flushed."""
+        self.process.kill()
+        await asyncio.wait_for(self.process.wait(), 15)
+
+    def log_tail(self) -> str:
+        """The end of the process's output, for a failure's message."""
+        return log_tail(self.log_path)
+
+
+@contextlib.asynccontextmanager
+async def bot_process(folder: Path, llm: FakeOpenAI, **env: str) -> AsyncIterator[BotProcess]:
+    """`python bot.py` in `folder` (a copy of the repository's), its database
+    `folder/aimemory.db`, its log `folder/bot.log`; killed on exit if still running."""
+    shutil.copy(ROOT / "bot.py", folder / "bot.py")
+    shutil.copy(ROOT / ".env.example", folder / ".env.example")
+    port = free_port()
+    environment = {
+        # Not the developer's own AIMEMORY_* settings: only what the test sets.
+        **{k: v for k, v in os.environ.items() if not k.upper().startswith("AIMEMORY_")},
+        "PYTHONPATH": str(ROOT),
+        "LOCALSTORE_DATA_DIR": str(folder / "data"),
+        "PORT": str(port),
+        "ONEBOT_ACCESS_TOKEN": ACCESS_TOKEN,
+        "AIMEMORY_API_BASE": llm.base_url,
+        "AIMEMORY_API_KEY": "sk-test",
+        "AIMEMORY_DB_PATH": str(folder / "aimemory.db"),
+        **env,
+    }
+    log_path = folder / "bot.log"
+    with log_path.open("wb") as log:
+        process = await asyncio.create_subprocess_exec(
+            sys.executable,
+            "bot.py",
+            cwd=folder,
+            env=environment,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
+    try:
+        ws = await _connect(port, process, log_path)
+        try:
+            yield BotProcess(process, ws, log_path)
+        finally:
+            await ws.close()
+    finally:
+        if process.returncode is None:
+            process.kill()
+            await asyncio.wait_for(process.wait(), 15)
+
+
+async def _connect(
+    port: int, process: asyncio.subprocess.Process, log_path: Path
+) -> ClientConnection:
+    headers = {
+        "X-Self-ID": str(SELF_ID),
+        "X-Client-Role": "Universal",
+        "Authorization": f"Bearer {ACCESS_TOKEN}",
+    }
+    deadline = time.monotonic() + CONNECT_TIMEOUT_SECONDS
+    while True:
+        try:
+            return await ws_connect(
+                f"ws://127.0.0.1:{port}/onebot/v11/ws", additional_headers=headers
+            )
+        except OSError as exc:
+            if process.returncode is not None or time.monotonic() > deadline:
+                raise AssertionError(
+                    f"bot.py did not accept the connection:\n{log_tail(log_path)}"
+                ) from exc
+            await asyncio.sleep(0.2)
+
+
+def log_tail(log_path: Path, chars: int = 3000) -> str:
+    return log_path.read_text(encoding="utf-8", errors="replace")[-chars:]
