@@ -1,10 +1,13 @@
 """A bot process of bench/footprint.py, started the way bot.py starts one: NoneBot on the
-FastAPI driver at 127.0.0.1:PORT, the OneBot v11 adapter, then either the plugin
-(configured by the AIMEMORY_* variables its parent sets) or, as the baseline, one minimal
-matcher that answers "收到" to every message addressed to the bot (shaped like the
-plugin's: no rule, a parameter-free handler); then `nonebot.run()`.
+FastAPI driver at 127.0.0.1:PORT, the OneBot v11 adapter, then one of: the plugin
+(configured by the AIMEMORY_* variables its parent sets; the copy in this repository, not
+an installed one); as the baseline, one minimal matcher that answers "收到" to every
+message addressed to the bot (shaped like the plugin's: no rule, a parameter-free
+handler); or, as the peer, nonebot-plugin-llmchat (configured by LLMCHAT__* variables; run
+by the Python of a venv where it is installed, and never importing this plugin); then
+`nonebot.run()`.
 
-Run by bench/footprint.py: python -m bench.footprint_child plugin|bare PORT
+Run by bench/footprint.py: python -m bench.footprint_child plugin|bare|llmchat PORT
 (profiled under cProfile when FOOTPRINT_PROFILE names a file prefix)
 """
 
@@ -13,12 +16,15 @@ from __future__ import annotations
 import os
 import signal
 import sys
+from pathlib import Path
 
 import nonebot
 from nonebot.adapters.onebot.v11 import Adapter as OneBotV11Adapter
 
 PLUGIN = "nonebot_plugin_aimemory"
-KINDS = ("plugin", "bare")
+PEER_PLUGIN = "nonebot_plugin_llmchat"
+KINDS = ("plugin", "bare", "llmchat")
+ROOT = Path(__file__).resolve().parents[1]
 # Set by `bench.footprint --profile PREFIX`: profile the bot, stats to PREFIX.<kind>.<pid>.prof
 PROFILE_VARIABLE = "FOOTPRINT_PROFILE"
 
@@ -29,6 +35,10 @@ def load_the_plugin() -> None:
     plugin = nonebot.load_plugin(PLUGIN)
     if plugin is None:
         raise SystemExit(f"{PLUGIN} failed to load (see the error above)")
+    # A copy installed in site-packages would be measured instead of this tree's code.
+    loaded_from = Path(plugin.module.__file__ or "").resolve()
+    if not loaded_from.is_relative_to(ROOT):
+        raise SystemExit(f"{PLUGIN} was imported from {loaded_from}, not from {ROOT}")
     startup_failure = plugin.module.startup_failure
 
     @nonebot.get_driver().on_startup
@@ -52,6 +62,15 @@ def add_minimal_matcher() -> None:
             await reply.finish("收到")
 
 
+def load_the_peer() -> None:
+    """Load nonebot-plugin-llmchat, the peer the plugin is compared with; like the plugin,
+    a peer that fails to load ends the process."""
+    if nonebot.load_plugin(PEER_PLUGIN) is None:
+        raise SystemExit(f"{PEER_PLUGIN} failed to load (see the error above)")
+    if PLUGIN in sys.modules:
+        raise SystemExit(f"the peer bot imported {PLUGIN}: its figures would not be its own")
+
+
 def main() -> None:
     """Start the bot of `sys.argv[1]` on port `sys.argv[2]`."""
     if len(sys.argv) != 3 or sys.argv[1] not in KINDS:
@@ -66,6 +85,8 @@ def main() -> None:
     nonebot.get_driver().register_adapter(OneBotV11Adapter)
     if kind == "plugin":
         load_the_plugin()
+    elif kind == "llmchat":
+        load_the_peer()
     else:
         add_minimal_matcher()
     if profile := os.environ.get(PROFILE_VARIABLE):
