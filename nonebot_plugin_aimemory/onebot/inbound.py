@@ -190,8 +190,9 @@ class Inbound:
                 is_manager=await is_manager(bot, event),
                 is_superuser=await is_superuser(bot, event),
             )
-        elif addressed:
-            # SUPERUSERS are exempt from the daily quota (a set lookup, no API call).
+        elif addressed and self.config.aimemory_daily_tokens_per_chat > 0:
+            # SUPERUSERS are exempt from the daily quota, the one use of knowing it here
+            # (NoneBot's permission check costs a dependency resolution per message).
             speaker = Speaker(
                 speaker.user_id, speaker.name, is_superuser=await is_superuser(bot, event)
             )

@@ -30,35 +30,12 @@ async def wait_until(condition: Callable[[], bool], timeout_seconds: float = 3.0
 
 
 async def while_first_turn_runs(plugin, bot: RecordingBot, first, *others) -> None:
-    """Send `first`, wait until its model call is in flight, then send `others` one after
-    another, each as soon as the previous one reached the conversation. Not all in one
-    instant: NoneBot resolves the sync dependencies of other plugins' command rules (the
-    `/status` fixture's) in worker threads, so events sent in one instant may reach the
-    plugin's matcher in any order."""
+    """Send `first`, wait until its model call is in flight, then send `others` in quick
+    succession, in order (`RecordingBot.receive_all`)."""
     scripted = plugin.llm.pending
     started = asyncio.create_task(bot.receive(first))
     await wait_until(lambda: plugin.llm.pending < scripted)
-    conversation = plugin.runtime.conversation
-    answer = conversation.answer
-    arrived = 0
-
-    async def counted(incoming):
-        nonlocal arrived
-        arrived += 1  # before the first await of `answer`, which queues the message
-        return await answer(incoming)
-
-    conversation.answer = counted
-    try:
-        sent = [started]
-        for count, event in enumerate(others, start=1):
-            sent.append(asyncio.create_task(bot.receive(event)))
-            deadline = time.monotonic() + 3.0
-            while arrived < count:  # a thread hop or two: far less than a millisecond
-                assert time.monotonic() < deadline, "a message never reached the plugin"
-                await asyncio.sleep(0.0002)
-    finally:
-        del conversation.answer
-    await asyncio.gather(*sent)
+    await asyncio.gather(started, bot.receive_all(*others))
 
 
 async def logged_texts(plugin, key: str) -> list[str]:
@@ -152,11 +129,15 @@ async def test_another_speaker_waits_behind_at_most_one_turn_of_the_flooder(plug
     flooder, other = 5, 6
     first = asyncio.create_task(bot.receive(group_message("一", user_id=flooder, to_me=True)))
     await wait_until(lambda: plugin.llm.pending == 3)
-    second = asyncio.create_task(bot.receive(group_message("二", user_id=flooder, to_me=True)))
-    third = asyncio.create_task(bot.receive(group_message("我也问一下", user_id=other, to_me=True)))
+    second_and_third = asyncio.create_task(
+        bot.receive_all(
+            group_message("二", user_id=flooder, to_me=True),
+            group_message("我也问一下", user_id=other, to_me=True),
+        )
+    )
     await wait_until(lambda: plugin.llm.pending == 2)  # the flooder's second turn runs
     fourth = asyncio.create_task(bot.receive(group_message("三", user_id=flooder, to_me=True)))
-    await asyncio.gather(first, second, third, fourth)
+    await asyncio.gather(first, second_and_third, fourth)
     users = user_contents(plugin)
     assert [u.rsplit("：", 1)[-1] for u in users] == ["一", "二", "我也问一下", "三"]
 
@@ -167,8 +148,12 @@ async def test_stop_drops_the_queued_messages_too(plugin) -> None:
     first = asyncio.create_task(bot.receive(group_message("一", user_id=5, to_me=True)))
     await wait_until(lambda: plugin.llm.pending == 2)
     queued = [
-        asyncio.create_task(bot.receive(group_message("二", user_id=5, to_me=True))),
-        asyncio.create_task(bot.receive(group_message("插一句", user_id=6, to_me=True))),
+        asyncio.create_task(
+            bot.receive_all(
+                group_message("二", user_id=5, to_me=True),
+                group_message("插一句", user_id=6, to_me=True),
+            )
+        )
     ]
     await asyncio.sleep(0.05)
     await bot.receive(group_message("~对话 停止", user_id=7))

@@ -31,8 +31,12 @@ async def test_shutdown_with_a_hanging_model_call_keeps_every_message(plugin) ->
     in_flight = asyncio.create_task(bot.receive(group_message("第一句", user_id=5, to_me=True)))
     await wait_until(lambda: plugin.llm.pending == 0)
     queued = [
-        asyncio.create_task(bot.receive(group_message("第二句", user_id=5, to_me=True))),
-        asyncio.create_task(bot.receive(group_message("我排在后面", user_id=6, to_me=True))),
+        asyncio.create_task(
+            bot.receive_all(
+                group_message("第二句", user_id=5, to_me=True),
+                group_message("我排在后面", user_id=6, to_me=True),
+            )
+        )
     ]
     await asyncio.sleep(0.05)
 

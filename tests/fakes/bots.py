@@ -13,6 +13,8 @@ from nonebot.adapters.onebot.v11 import Adapter, Bot, Message, MessageEvent
 from nonebot.message import handle_event
 
 SELF_ID = "42"
+ARRIVAL_TIMEOUT_SECONDS = 3.0
+ARRIVAL_POLL_SECONDS = 0.0002
 
 
 @dataclass
@@ -64,6 +66,34 @@ class RecordingBot(Bot):
         await handle_event(self, event)
 
     async def receive_all(self, *events: MessageEvent) -> None:
-        """Handle events concurrently, each in its own task, in arrival order."""
-        tasks = [asyncio.create_task(handle_event(self, e)) for e in events]
+        """Handle events concurrently, each in its own task, reaching the plugin in the
+        order given: each is sent as soon as the one before reached the conversation (or
+        was done with). Not all in one instant: NoneBot resolves the sync dependencies of
+        other plugins' command rules (the `/status` fixture's) in worker threads, so events
+        sent in one instant may reach the plugin's matcher in any order."""
+        from nonebot_plugin_aimemory.runtime import current_runtime
+
+        runtime = current_runtime()
+        assert runtime is not None, "the plugin is not running"
+        conversation = runtime.conversation
+        answer = conversation.answer
+        arrived = 0
+
+        async def counted(incoming: Any) -> Any:
+            nonlocal arrived
+            arrived += 1  # before the first await of `answer`, which queues the message
+            return await answer(incoming)
+
+        conversation.answer = counted  # type: ignore[method-assign]
+        tasks: list[asyncio.Task[None]] = []
+        try:
+            for count, event in enumerate(events, start=1):
+                task = asyncio.create_task(handle_event(self, event))
+                tasks.append(task)
+                deadline = asyncio.get_running_loop().time() + ARRIVAL_TIMEOUT_SECONDS
+                while arrived < count and not task.done():  # a thread hop or two
+                    assert asyncio.get_running_loop().time() < deadline, "never arrived"
+                    await asyncio.sleep(ARRIVAL_POLL_SECONDS)
+        finally:
+            del conversation.answer
         await asyncio.gather(*tasks)
