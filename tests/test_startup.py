@@ -21,6 +21,7 @@ from typing import Any
 from websockets.asyncio.client import ClientConnection
 from websockets.asyncio.client import connect as ws_connect
 
+from tests.fakes.bot_process import bot_process
 from tests.fakes.openai_server import FakeOpenAI, text
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -401,37 +402,17 @@ def test_bot_py_masks_keys_and_tokens_in_nonebots_debug_dump_of_its_config(
 
 
 async def test_the_first_start_of_bot_py_without_a_key_runs_and_says_what_to_fill_in(
-    tmp_path: Path,
+    tmp_path: Path, llm: FakeOpenAI
 ) -> None:
     from nonebot_plugin_aimemory import texts
 
-    shutil.copy(ROOT / "bot.py", tmp_path / "bot.py")
-    shutil.copy(ROOT / ".env.example", tmp_path / ".env.example")
-    port = free_port()
-    log_file = tmp_path / "bot.log"
-    environment = {
-        **environment_without_aimemory_settings(),
-        "PYTHONPATH": str(ROOT),
-        "LOCALSTORE_DATA_DIR": str(tmp_path / "data"),
-        "PORT": str(port),
-        "AIMEMORY_DB_PATH": str(tmp_path / "aimemory.db"),
-    }
     at_bot = {"type": "at", "data": {"qq": "10000"}}
-    with log_file.open("wb") as log:
-        process = await asyncio.create_subprocess_exec(
-            sys.executable, "bot.py", cwd=tmp_path, env=environment, stdout=log, stderr=log
-        )
-        try:
-            ws = await connect(port, process)
-            try:
-                await ws.send(group_event(1, [at_bot, {"type": "text", "data": {"text": " 在吗"}}]))
-                answer = await next_send(ws)
-            finally:
-                await ws.close()
-        finally:
-            process.terminate()
-            await asyncio.wait_for(process.wait(), 15)
-
+    # No key and no API base: the provider's (OpenAI's) address, which needs a key.
+    async with bot_process(tmp_path, llm, AIMEMORY_API_KEY="", AIMEMORY_API_BASE="") as bot:
+        await bot.ws.send(group_event(1, [at_bot, {"type": "text", "data": {"text": " 在吗"}}]))
+        answer = await bot.next_send()
+        port = bot.port
+    log_file = tmp_path / "bot.log"
     output = log_file.read_text("utf-8")
     env_file = tmp_path / ".env"  # pytest gives it resolved, as bot.py reads its folder
     assert env_file.exists()  # written from .env.example

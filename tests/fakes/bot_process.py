@@ -62,6 +62,7 @@ class BotProcess:
     process: asyncio.subprocess.Process
     ws: ClientConnection
     log_path: Path
+    port: int
 
     async def next_send(self) -> dict[str, Any]:
         """Answer the bot's API calls until it asks to send a message; that call's params,
@@ -117,7 +118,7 @@ async def bot_process(folder: Path, llm: FakeOpenAI, **env: str) -> AsyncIterato
     try:
         ws = await _connect(port, process, log_path)
         try:
-            yield BotProcess(process, ws, log_path)
+            yield BotProcess(process, ws, log_path, port)
         finally:
             await ws.close()
     finally:
