@@ -155,7 +155,7 @@ async def test_stop_drops_the_queued_messages_too(plugin) -> None:
             )
         )
     ]
-    await asyncio.sleep(0.05)
+    await wait_until(lambda: len(plugin.runtime.conversation.bursts) == 2)  # both queued
     await bot.receive(group_message("~对话 停止", user_id=7))
     await asyncio.wait_for(asyncio.gather(first, *queued), 2)
     assert bot.sent_texts == ["已停止当前回答。"]

@@ -38,7 +38,8 @@ async def test_shutdown_with_a_hanging_model_call_keeps_every_message(plugin) ->
             )
         )
     ]
-    await asyncio.sleep(0.05)
+    # Both queued (one open burst each) before the shutdown begins.
+    await wait_until(lambda: len(plugin.runtime.conversation.bursts) == 2)
 
     started = time.monotonic()
     await plugin.stop()
