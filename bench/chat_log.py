@@ -1,15 +1,9 @@
-"""Chat-log write throughput and full-text search latency on a 100 000-message group session.
+"""Chat-log write throughput and full-text search latency over a 100 000-row session.
 
-Runs the plugin's own chat log (`runtime.chat_log` and its store) on a SQLite file in a
-temporary directory: the real schema, WAL, and jieba segmentation for the FTS5 index. Rows
-are varied group chat of 10-120 characters (mostly short) from 40 speakers, ~5 % of them the
-bot's replies, generated before any timing.
-- Writes: `ChatLog.add(row)` for each of 100 000 rows of session A (5 000 with --quick),
-  `await ChatLog.flush()` after every 200 (a busy group's interval flush); beside it, as the
-  baseline, the store's raw `insert_many` in batches of 200 (10 000 rows of session B).
-- Search: `store.search(A, query, 20)` with 300 distinct queries (60 with --quick) after a
-  warm-up: common and rare words, two-word phrases, sentences, English, absent terms and
-  input full of FTS5 syntax; beside it, as the baseline, the same queries in session B.
+Writes: `ChatLog.add` of 100 000 generated group-chat rows (5 000 with --quick), flushed
+every 200, against the store's raw `insert_many` (baseline). Search: `store.search` with 300
+varied queries (60 with --quick: words, phrases, English, absent terms, FTS5 syntax) in that
+session, against the same queries in a 10 000-row one (baseline).
 
 Targets: >= 2 000 rows/s through ChatLog over 100 000 rows; search p99 <= 20 ms there.
 Run: python -m bench.chat_log [--quick]

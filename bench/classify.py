@@ -1,22 +1,11 @@
-"""Classification time of 100 000-character messages: the plugin's first look at a message.
+"""Classification time of 100 000-character messages: the plugin's `Inbound`
+translation of a group event into an `Incoming` plus `content.plain()`, per message shape,
+in CPU time of the thread (`time.thread_time_ns`, beside the wall clock), 50 runs (10 with
+--quick); the baseline is NoneBot's `event.get_plaintext()` on the same event, and, for
+scale, the old regex command parser on a command padded with spaces.
 
-What is timed is what every message costs before anything is queued or answered: the
-translation of a NoneBot OneBot v11 group message event into an `Incoming` (served group,
-speaker name, addressed, command and its permissions) by the plugin's own `Inbound`
-(`runtime.inbound`), plus its plain content (`content.plain()`: segments rendered without
-I/O and a paste cut after 8 000 characters), timed around both with `time.perf_counter_ns`
-(wall clock) and `time.thread_time_ns` (the CPU time of the classifying thread, which leaves
-out the time the OS gave other processes: on a shared machine the wall clock's p99 measures
-its load). Each shape is a fresh event of 100 000 characters, classified 3 times untimed,
-then 50 times (10 with --quick); the results stay alive until the shape is done, so
-freeing one is not in the next timing.
-Beside each, as the baseline, NoneBot's own `event.get_plaintext()` on the same event: a
-single pass over the message. Once, for scale, the regex command parser the plugin used
-before, on a command padded with 2 000 and 4 000 spaces (it is quadratic: 40 000 spaces
-took about 10 s).
-
-Target: CPU-time p99 < 20 ms for every shape but the last, which is for information:
-100 000 one-character segments, where the baseline's one pass alone is of the same order.
+Target: CPU-time p99 < 20 ms for every shape but the last (100 000 one-character segments,
+for information: the baseline's one pass is of the same order).
 Run: python -m bench.classify [--quick]
 """
 

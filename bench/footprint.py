@@ -1,60 +1,22 @@
-"""Footprint of a real bot process: resident memory, CPU per message and start-up time of
-the plugin, beside a bare NoneBot with one minimal matcher (issue #16) and, given
---peer-python, beside nonebot-plugin-llmchat, a popular store plugin doing the same job.
+"""Footprint of a real bot process: RSS, CPU per message and start-up time of the plugin,
+beside a bare NoneBot with one minimal matcher (issue #16) and, with --peer-python, beside
+nonebot-plugin-llmchat (issue #23).
 
-Each bot is a real child process (bench/footprint_child.py), started as bot.py starts one:
-NoneBot on the FastAPI driver at 127.0.0.1, the OneBot v11 adapter, then the plugin (the
-fake OpenAI server of tests/fakes answering "收到～" at once, an 8k context budget, a
-temporary database) or one matcher shaped like the plugin's that replies "收到" to messages
-addressed to it. This process is the OneBot implementation: it connects to the reverse
-WebSocket, sends OneBot v11 events and answers every API call the bot makes. Three bots in
-one run: the plugin on an empty database, the plugin on a large one (10 000 memories saved
-through MemoryService, 100 000 chat-log rows through the ChatLog writer; built once by
-bench/footprint_db.py, cached under /tmp, copied for each run), and the bare NoneBot; a
-fourth with --peer-python PATH: nonebot-plugin-llmchat, run by PATH (the Python of a venv
-where it is installed, e.g. `python -m venv /tmp/peer && /tmp/peer/bin/pip install
-"nonebot2[fastapi,websockets,httpx]" nonebot-adapter-onebot nonebot-plugin-llmchat`),
-configured through LLMCHAT__* variables to answer @ in groups and private chats from the
-same fake server, random replies off; it takes the same turns, the same burst and the
-same steady rounds.
+Each bot is a child process started as bot.py starts one (bench/footprint_child.py); this
+process is its OneBot implementation over the reverse WebSocket, and the fake OpenAI server
+answers "收到～" at once (8k budget). Bots: the plugin on an empty database, the plugin on a
+large one (10 000 memories, 100 000 chat-log rows: bench/footprint_db.py, cached under /tmp),
+the bare NoneBot, and the peer (PATH: a venv's Python with nonebot-plugin-llmchat,
+nonebot2[fastapi,websockets,httpx] and nonebot-adapter-onebot). Each takes 200 addressed turns
+(4 groups, 3 private chats), a burst of 2 000 unaddressed messages from 1 000 users, then
+1 000 steady turns in blocks taken by all bots in rotating turn. RSS from /proc; CPU is
+utime+stime over a phase until the bot is quiet, less its idle rate; start-up the median of
+3 starts. Then bench/http_cost.py prints the HTTP client's CPU per call.
 
-Per bot, read from /proc/<pid>: VmRSS at the connection, after start (the connection plus
-at least 2 s and until the CPU is quiet, so that background loads have finished), after
-200 addressed turns (@ in 4 groups and 3 private chats, 12 speakers, each turn sent once
-the previous reply, the `send_msg` call, came back) and after a burst of 2 000 unaddressed
-messages in one group from 1 000 distinct users, sent all at once. CPU is utime+stime over
-a phase, including its wait until the process is quiet again (CPU up by at most one clock
-tick in 1.5 s, longer than the chat log's 1 s flush interval, so deferred writes count),
-minus the idle rate measured after start over that wait, divided by the messages; the
-first turn is also shown alone (what loads on first use). Wall latency event -> reply.
-Start-up is process start -> first accepted connection (a try every 20 ms), with the CPU
-used by then; the median of 3 starts, as a shared machine makes single starts noisy.
-
-The turns after the burst are taken by all the bots side by side (every bot stays running
-after its burst): in rounds, each bot takes its next block of 100 turns in turn, the order
-rotating, so a slower spell of this shared machine weighs on every bot alike rather than on
-whichever was being measured; the plugin's per-block differences to the bare bot's block
-of the same round are shown too (median and range). These turns (1 000, 200 with
---quick, as a few full garbage collections of ~75 ms each land in 200 turns or not) give
-the CPU per turn compared below.
-
-Targets (the plugin; start-up on the large database): RSS after start <= 100 MiB, after
-the burst <= 130 MiB; CPU <= 0.5 ms per unaddressed message as the plugin's own cost, its
-CPU minus the bare NoneBot's in the same run (NoneBot's own handling of one event over
-the WebSocket, ~1 ms here, is no plugin's to save); start-up <= 1.5 s; and, with the peer,
-at least 15x less CPU per turn after the burst than nonebot-plugin-llmchat (also shown
-over the bare NoneBot: (llmchat - bare) / (plugin - bare)). The old target of <= 2.5 ms
-per addressed turn over the bare NoneBot is retired (issue #23): no CPU saving is worth
-hand-written infrastructure; the figures are still shown.
-
-Then bench/http_cost.py, in a process of its own, measures the CPU one model call's HTTP
-exchange costs in Python (raw asyncio streams, httpx kept alive, the plugin's path) and
-prints its figures under the table.
-
---quick: 50 turns, 500 messages from 250 users, a 1 000-memory / 10 000-row database.
-About a minute, two with the peer (the first run builds the database: ~40 s more); a full
-run takes a few minutes.
-Run: python -m bench.footprint [--quick] [--peer-python PATH]
+Targets (the plugin): RSS after start <= 100 MiB, after the burst <= 130 MiB; CPU per
+unaddressed message over the bare NoneBot's <= 0.5 ms; start-up on the large DB <= 1.5 s;
+with the peer, its CPU per steady turn >= 15x the plugin's.
+Run: python -m bench.footprint [--quick] [--peer-python PATH] [--only BOT] [--profile PREFIX]
 """
 
 from __future__ import annotations
@@ -77,7 +39,6 @@ import tempfile
 import time
 from collections import Counter, deque
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -93,10 +54,13 @@ from bench.harness import (
     BENCH_SETTINGS,
     POOLS,
     RESULT_PREFIX,
+    Bench,
     chat_line,
     fake_llm,
     forget_requests,
+    main,
     percentile,
+    rss_kib,
     run_child,
 )
 from bench.http_cost import print_report as print_http_cost
@@ -112,10 +76,10 @@ REPLY_TIMEOUT_SECONDS = 30.0
 IDLE_TIMEOUT_SECONDS = 120.0
 STOP_TIMEOUT_SECONDS = 15.0
 START_SETTLE_SECONDS = 2.0
+# Quiet: CPU up by at most one tick in this long (longer than the chat log's 1 s flush).
 QUIET_SECONDS = 1.5
 CPU_POLL_SECONDS = 0.05
 IDLE_RATE_SECONDS = 2.0
-# Start-up is the median of this many starts (the measured run's and more).
 STARTUP_RUNS = 3
 TURN_GROUPS = 4
 PRIVATE_CHATS = 3
@@ -128,26 +92,24 @@ TARGETS = {
     "cpu_per_unaddressed_ms": 0.5,
     "startup_large_db_s": 1.5,
 }
-# At least this many times less CPU per steady turn than the peer, nonebot-plugin-llmchat.
 PEER_CPU_RATIO_TARGET = 15.0
 PEER = "llmchat"
 PEER_TARGET = "cpu_per_turn_llmchat_ratio"
 BOT_KEYS = ("plugin", "plugin_large_db", "bare", PEER)
 # Children still running, killed should this process end without stopping them.
 _children: set[subprocess.Popen[bytes]] = set()
+_message_ids = itertools.count(10_000)
 
 
 @dataclass(frozen=True)
 class Sizes:
-    """How much each bot is given."""
+    """How much each bot is given; the steady turns are many, as a few full garbage
+    collections of ~75 ms each decide the figure if they land in only 200 turns or not."""
 
     turns: int
     burst: int
     burst_users: int
     layout: Layout
-    # After the burst, for the CPU per turn: enough turns that the process's few full
-    # garbage collections (~75 ms each in a bare NoneBot) do not decide the figure, in
-    # blocks taken by the bots in turn (see run_steady_turns).
     steady_turns: int = 1_000
     steady_blocks: int = 10
 
@@ -161,8 +123,7 @@ class Sizes:
 
 @dataclass(frozen=True)
 class BotSpec:
-    """One bot to measure: a label, the child's kind, the database it starts on, and the
-    Python that runs it (the peer's is another venv's)."""
+    """One bot: a label, the child's kind, its database, the Python that runs it."""
 
     label: str
     kind: str
@@ -172,7 +133,7 @@ class BotSpec:
 
 @dataclass
 class Figures:
-    """What was measured of one bot."""
+    """What was measured of one bot (`*_over_bare_*`: minus the bare bot's)."""
 
     startup_s: float = 0.0
     startup_runs_s: list[float] = field(default_factory=list)
@@ -188,11 +149,8 @@ class Figures:
     cpu_per_later_turn_ms: float = 0.0
     cpu_per_steady_turn_ms: float = 0.0  # the turns after the burst
     steady_block_cpu_ms: list[float] = field(default_factory=list)  # per turn, per block
-    # The plugin's own cost: per turn after the burst (steady state; the first turn's
-    # one-time loads are shown alone) and per unaddressed message, minus the bare bot's.
     cpu_per_turn_over_bare_ms: float = 0.0
-    # The same per block (each beside the bare bot's block of the same round): median, range.
-    cpu_per_turn_over_bare_median_ms: float = 0.0
+    cpu_per_turn_over_bare_median_ms: float = 0.0  # per block, beside bare's of the round
     cpu_per_turn_over_bare_range_ms: tuple[float, float] = (0.0, 0.0)
     cpu_per_unaddressed_over_bare_ms: float = 0.0
     first_turn_latency_ms: float = 0.0
@@ -203,15 +161,9 @@ class Figures:
     api_calls: dict[str, int] = field(default_factory=dict)
 
 
-# --------------------------------------------------------------------------- /proc
-
-
 def rss_mib(pid: int) -> float:
     """VmRSS of process `pid` in MiB."""
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1]) / 1024
-    raise RuntimeError(f"no VmRSS in /proc/{pid}/status")
+    return rss_kib(pid) / 1024
 
 
 def cpu_ms(pid: int) -> float:
@@ -219,6 +171,16 @@ def cpu_ms(pid: int) -> float:
     stat = Path(f"/proc/{pid}/stat").read_text()
     fields = stat[stat.rindex(")") + 2 :].split()  # after "pid (comm) "; field 3 is fields[0]
     return (int(fields[11]) + int(fields[12])) * CLOCK_TICK_MS
+
+
+class ChildExited(RuntimeError):
+    """The bot process ended while it was being measured."""
+
+
+def check_alive(process: subprocess.Popen[bytes]) -> None:
+    """Raise if the child has exited."""
+    if process.poll() is not None:
+        raise ChildExited(f"the bot exited with code {process.returncode}")
 
 
 async def wait_until_quiet(process: subprocess.Popen[bytes], min_seconds: float = 0.0) -> float:
@@ -240,9 +202,6 @@ async def wait_until_quiet(process: subprocess.Popen[bytes], min_seconds: float 
         if waited > IDLE_TIMEOUT_SECONDS:
             raise TimeoutError(f"the bot's CPU never went quiet within {IDLE_TIMEOUT_SECONDS} s")
         await asyncio.sleep(CPU_POLL_SECONDS)
-
-
-# --------------------------------------------------------------------------- the OneBot side
 
 
 @dataclass(frozen=True)
@@ -287,22 +246,12 @@ class OneBotSide:
         if action == "get_login_info":
             return {"user_id": SELF_ID, "nickname": "小忆"}
         if action == "get_group_member_info":
-            return {
-                "group_id": group_id,
-                "user_id": user_id,
-                "nickname": f"群友{user_id}",
-                "card": "",
-                "role": "member",
-                "sex": "unknown",
-                "age": 0,
-                "join_time": 0,
-                "last_sent_time": 0,
-                "level": "1",
-                "title": "",
-            }
+            zeros = dict.fromkeys(("age", "join_time", "last_sent_time"), 0)
+            return {"group_id": group_id, "user_id": user_id, "nickname": f"群友{user_id}",
+                    "card": "", "role": "member", "sex": "unknown", "level": "1",
+                    "title": "", **zeros}  # fmt: skip
         if action == "get_group_info":
-            name = f"测试群{group_id}"
-            return {"group_id": group_id, "group_name": name, "member_count": 500}
+            return {"group_id": group_id, "group_name": f"测试群{group_id}", "member_count": 500}
         if action == "get_stranger_info":
             return {"user_id": user_id, "nickname": f"网友{user_id}", "sex": "unknown", "age": 0}
         return {}
@@ -321,81 +270,48 @@ class OneBotSide:
         await asyncio.gather(self._reader, return_exceptions=True)
 
 
-_message_ids = itertools.count(10_000)
-
-
-def group_event(group_id: int, user_id: int, name: str, segments: list[dict[str, Any]]) -> str:
-    """A OneBot v11 group message event, as JSON."""
-    return json.dumps(
-        {
-            "time": int(time.time()),
-            "self_id": SELF_ID,
-            "post_type": "message",
-            "message_type": "group",
-            "sub_type": "normal",
-            "message_id": next(_message_ids),
-            "group_id": group_id,
-            "user_id": user_id,
-            "anonymous": None,
-            "message": segments,
-            "raw_message": "",
-            "font": 0,
-            "sender": {"user_id": user_id, "nickname": name, "card": name, "role": "member"},
-        },
-        ensure_ascii=False,
-    )
-
-
-def private_event(user_id: int, name: str, line: str) -> str:
-    """A OneBot v11 private (friend) message event, as JSON."""
-    return json.dumps(
-        {
-            "time": int(time.time()),
-            "self_id": SELF_ID,
-            "post_type": "message",
-            "message_type": "private",
-            "sub_type": "friend",
-            "message_id": next(_message_ids),
-            "user_id": user_id,
-            "message": [text_segment(line)],
-            "raw_message": line,
-            "font": 0,
-            "sender": {"user_id": user_id, "nickname": name},
-        },
-        ensure_ascii=False,
-    )
-
-
-def text_segment(line: str) -> dict[str, Any]:
-    """A text segment."""
-    return {"type": "text", "data": {"text": line}}
+def message_event(
+    user_id: int, name: str, line: str, group_id: int | None = None, *, at_bot: bool = False
+) -> str:
+    """A OneBot v11 message event as JSON: in group `group_id` (an @ of the bot first with
+    `at_bot`), else a private one."""
+    segments = [{"type": "text", "data": {"text": line}}]
+    event: dict[str, Any] = {"time": int(time.time()), "self_id": SELF_ID,
+                             "post_type": "message", "message_id": next(_message_ids),
+                             "user_id": user_id, "font": 0}  # fmt: skip
+    if group_id is None:
+        sender = {"user_id": user_id, "nickname": name}
+        event.update(message_type="private", sub_type="friend", raw_message=line)
+    else:
+        if at_bot:
+            segments.insert(0, {"type": "at", "data": {"qq": str(SELF_ID)}})
+        sender = {"user_id": user_id, "nickname": name, "card": name, "role": "member"}
+        event.update(message_type="group", sub_type="normal", group_id=group_id)
+        event.update(anonymous=None, raw_message="")
+    return json.dumps({**event, "message": segments, "sender": sender}, ensure_ascii=False)
 
 
 def addressed_turns(sizes: Sizes, rng: random.Random, count: int | None = None) -> list[str]:
-    """The addressed turns (`sizes.turns` unless `count`), as event JSON: an @ in a group,
-    or a private message."""
+    """The addressed turns (`sizes.turns` unless `count`): an @ in a group, or a private
+    message."""
     groups = sizes.layout.group_ids()[:TURN_GROUPS]
-    speakers = [
-        (sizes.layout.personal_user_ids()[0] + i, POOLS["name"][i]) for i in range(SPEAKER_COUNT)
-    ]
+    first_user = sizes.layout.personal_user_ids()[0]
+    speakers = [(first_user + i, POOLS["name"][i]) for i in range(SPEAKER_COUNT)]
     private = speakers[:PRIVATE_CHATS]
-    at_bot = {"type": "at", "data": {"qq": str(SELF_ID)}}
     events = []
     for _ in range(sizes.turns if count is None else count):
         line = chat_line(rng, 10, 80)
         chat = rng.randrange(len(groups) + len(private))
         if chat < len(groups):
             user_id, name = rng.choice(speakers)
-            segments = [at_bot, text_segment(" " + line)]
-            events.append(group_event(groups[chat], user_id, name, segments))
+            events.append(message_event(user_id, name, " " + line, groups[chat], at_bot=True))
         else:
-            user_id, name = private[chat - len(groups)]
-            events.append(private_event(user_id, name, line))
+            events.append(message_event(*private[chat - len(groups)], line))
     return events
 
 
 def burst_messages(sizes: Sizes, rng: random.Random) -> list[str]:
-    """The unaddressed burst in one group, as event JSON: each user sends a few lines."""
+    """The unaddressed burst in one group: each user sends a few lines."""
     group_id = sizes.layout.group_ids()[0]
     users = [
         (FIRST_BURST_USER_ID + i, f"{rng.choice(POOLS['name'])}{i}")
@@ -403,45 +319,21 @@ def burst_messages(sizes: Sizes, rng: random.Random) -> list[str]:
     ]
     senders = [users[i % len(users)] for i in range(sizes.burst)]
     rng.shuffle(senders)
-    return [
-        group_event(group_id, user_id, name, [text_segment(chat_line(rng, 10, 80))])
-        for user_id, name in senders
-    ]
-
-
-# --------------------------------------------------------------------------- one bot
-
-
-def free_port() -> int:
-    """A TCP port free on 127.0.0.1 just now."""
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
+    return [message_event(u, name, chat_line(rng, 10, 80), group_id) for u, name in senders]
 
 
 def child_environment(spec: BotSpec, work_dir: Path, llm: FakeOpenAI) -> dict[str, str]:
     """The child's environment: ours without AIMEMORY_* or LLMCHAT_* keys, plus the bench's
     settings (PYTHONPATH: this tree, for bench.footprint_child and the plugin's code)."""
-    env = {
-        k: v for k, v in os.environ.items() if not k.upper().startswith(("AIMEMORY_", "LLMCHAT_"))
-    }
-    env.update(
-        PYTHONPATH=str(ROOT),
-        LOG_LEVEL="WARNING",
-        LOCALSTORE_DATA_DIR=str(work_dir / "data"),
-        LOCALSTORE_CACHE_DIR=str(work_dir / "cache"),
-        LOCALSTORE_CONFIG_DIR=str(work_dir / "config"),
-    )
+    own = ("AIMEMORY_", "LLMCHAT_")
+    env = {k: v for k, v in os.environ.items() if not k.upper().startswith(own)}
+    env.update(PYTHONPATH=str(ROOT), LOG_LEVEL="WARNING")
+    folders = ("data", "cache", "config")
+    env.update({f"LOCALSTORE_{name.upper()}_DIR": str(work_dir / name) for name in folders})
     if spec.kind == "plugin":
         env.update({key.upper(): str(value) for key, value in BENCH_SETTINGS.items()})
-        env.update(
-            AIMEMORY_API_KEY=API_KEY,
-            AIMEMORY_API_BASE=llm.base_url,
-            AIMEMORY_MODEL="gpt-4o-mini",
-            AIMEMORY_MAX_CONTEXT_TOKENS="8192",
-            AIMEMORY_DB_PATH=str(work_dir / "aimemory.db"),
-            AIMEMORY_REVIEW_TICK_SECONDS="3600",
-        )
+        env.update(AIMEMORY_API_BASE=llm.base_url, AIMEMORY_MAX_CONTEXT_TOKENS="8192",
+                   AIMEMORY_DB_PATH=str(work_dir / "aimemory.db"))  # fmt: skip
     elif spec.kind == PEER:
         # Its documented settings, nested under `llmchat` (NoneBot splits names on "__").
         preset = {"name": "fake", "api_base": llm.base_url, "api_key": API_KEY}
@@ -455,35 +347,20 @@ def child_environment(spec: BotSpec, work_dir: Path, llm: FakeOpenAI) -> dict[st
     return env
 
 
-def check_alive(process: subprocess.Popen[bytes]) -> None:
-    """Raise if the child has exited."""
-    if process.poll() is not None:
-        raise ChildExited(f"the bot exited with code {process.returncode}")
-
-
-class ChildExited(RuntimeError):
-    """The bot process ended while it was being measured."""
-
-
 async def connect(port: int, process: subprocess.Popen[bytes]) -> ClientConnection:
     """Connect as OneBot v11 (reverse WebSocket), a try every CONNECT_RETRY_SECONDS."""
     headers = {"X-Self-ID": str(SELF_ID), "X-Client-Role": "Universal"}
+    url = f"ws://127.0.0.1:{port}/onebot/v11/ws"
     deadline = time.monotonic() + CONNECT_TIMEOUT_SECONDS
     while True:
         try:
-            return await ws_connect(
-                f"ws://127.0.0.1:{port}/onebot/v11/ws",
-                additional_headers=headers,
-                open_timeout=10,
-                max_size=None,
-                compression=None,
-            )
+            return await ws_connect(url, additional_headers=headers, open_timeout=10,
+                                    max_size=None, compression=None)  # fmt: skip
         except (OSError, InvalidHandshake, TimeoutError):
             check_alive(process)
             if time.monotonic() > deadline:
-                raise TimeoutError(
-                    f"no OneBot connection within {CONNECT_TIMEOUT_SECONDS} s"
-                ) from None
+                message = f"no OneBot connection within {CONNECT_TIMEOUT_SECONDS} s"
+                raise TimeoutError(message) from None
             await asyncio.sleep(CONNECT_RETRY_SECONDS)
 
 
@@ -497,83 +374,70 @@ async def next_reply(onebot: OneBotSide, process: subprocess.Popen[bytes]) -> Se
 
 
 @dataclass(frozen=True)
-class TurnPhase:
-    """CPU and latencies of the addressed turns."""
+class StartedBot:
+    """A bot process with the OneBot side connected to it."""
 
-    cpu_per_turn_ms: float
-    first_turn_cpu_ms: float
-    latencies_ns: list[int]
+    process: subprocess.Popen[bytes]
+    onebot: OneBotSide
+    startup_s: float
+    startup_cpu_ms: float
 
 
-async def run_turns(
-    onebot: OneBotSide, process: subprocess.Popen[bytes], events: list[str], idle_rate: float
-) -> TurnPhase:
-    """Send each turn once the previous reply came back. The first turn's CPU is also
-    read alone (event sent -> reply; what it loads on first use shows there)."""
-    onebot.drain_sent()
-    latencies: list[int] = []
-    cpu_before = cpu_ms(process.pid)
-    first_turn_cpu_ms = 0.0
+async def run_turns(bot: StartedBot, events: list[str], figures: Figures) -> None:
+    """Send each turn once the previous reply came back; the first turn's CPU and latency
+    are also read alone (what it loads on first use shows there)."""
+    bot.onebot.drain_sent()
+    pid, latencies = bot.process.pid, []
+    cpu_before = cpu_ms(pid)
     for event in events:
         sent_at = time.perf_counter_ns()
-        await onebot.ws.send(event)
-        latencies.append((await next_reply(onebot, process)).at_ns - sent_at)
+        await bot.onebot.ws.send(event)
+        latencies.append((await next_reply(bot.onebot, bot.process)).at_ns - sent_at)
         if len(latencies) == 1:
-            first_turn_cpu_ms = cpu_ms(process.pid) - cpu_before
-    waited = await wait_until_quiet(process)
-    spent = max(0.0, cpu_ms(process.pid) - cpu_before - idle_rate * waited)
-    return TurnPhase(spent / len(events), first_turn_cpu_ms, latencies)
+            figures.first_turn_cpu_ms = cpu_ms(pid) - cpu_before
+    waited = await wait_until_quiet(bot.process)
+    idle = figures.idle_cpu_ms_per_s / 1000 * waited
+    total_ms = max(0.0, cpu_ms(pid) - cpu_before - idle)
+    figures.cpu_per_turn_ms = total_ms / len(events)
+    later = max(0.0, total_ms - figures.first_turn_cpu_ms)
+    figures.cpu_per_later_turn_ms = later / max(1, len(events) - 1)
+    figures.first_turn_latency_ms = latencies[0] / 1e6
+    figures.latency_p50_ms = percentile(latencies, 0.5) / 1e6
+    figures.latency_p99_ms = percentile(latencies, 0.99) / 1e6
 
 
-async def run_burst(
-    onebot: OneBotSide, process: subprocess.Popen[bytes], events: list[str], idle_rate: float
-) -> tuple[float, int]:
-    """Send every message at once, then wait until the bot is quiet; (CPU ms per message,
-    messages the bot sent meanwhile)."""
-    onebot.drain_sent()
-    cpu_before = cpu_ms(process.pid)
+async def run_burst(bot: StartedBot, events: list[str], figures: Figures) -> None:
+    """Send every message at once, then wait until the bot is quiet."""
+    bot.onebot.drain_sent()
+    cpu_before = cpu_ms(bot.process.pid)
     for event in events:
-        await onebot.ws.send(event)
-    waited = await wait_until_quiet(process)
-    spent = cpu_ms(process.pid) - cpu_before - idle_rate * waited
-    return max(0.0, spent) / len(events), onebot.drain_sent()
+        await bot.onebot.ws.send(event)
+    waited = await wait_until_quiet(bot.process)
+    spent = cpu_ms(bot.process.pid) - cpu_before - figures.idle_cpu_ms_per_s / 1000 * waited
+    figures.cpu_per_unaddressed_ms = max(0.0, spent) / len(events)
+    figures.burst_replies = bot.onebot.drain_sent()
 
 
 async def measure_started_bot(
-    process: subprocess.Popen[bytes], onebot: OneBotSide, sizes: Sizes, llm: FakeOpenAI
+    bot: StartedBot, sizes: Sizes, llm: FakeOpenAI
 ) -> tuple[Figures, list[str]]:
-    """From the accepted connection on: settle, the turns, the burst; with the events of
-    the steady turns to come."""
-    pid = process.pid
+    """From the accepted connection on: settle, idle rate, the turns, the burst; with the
+    events of the steady turns to come."""
+    pid = bot.process.pid
     figures = Figures(rss_at_connection_mib=rss_mib(pid))
-    await wait_until_quiet(process, START_SETTLE_SECONDS)
+    await wait_until_quiet(bot.process, START_SETTLE_SECONDS)
     idle_started = cpu_ms(pid)
     await asyncio.sleep(IDLE_RATE_SECONDS)
     figures.idle_cpu_ms_per_s = (cpu_ms(pid) - idle_started) / IDLE_RATE_SECONDS
     figures.rss_after_start_mib = rss_mib(pid)
-
     rng = random.Random(16)
     forget_requests(llm)
-    turns = await run_turns(
-        onebot, process, addressed_turns(sizes, rng), figures.idle_cpu_ms_per_s / 1000
-    )
+    await run_turns(bot, addressed_turns(sizes, rng), figures)
     figures.turns_llm_requests = len(llm.chat_requests)
     forget_requests(llm)
-    figures.cpu_per_turn_ms = turns.cpu_per_turn_ms
-    figures.first_turn_cpu_ms = turns.first_turn_cpu_ms
-    later_turns = max(1, len(turns.latencies_ns) - 1)
-    total_ms = turns.cpu_per_turn_ms * len(turns.latencies_ns)
-    figures.cpu_per_later_turn_ms = max(0.0, total_ms - turns.first_turn_cpu_ms) / later_turns
-    figures.first_turn_latency_ms = turns.latencies_ns[0] / 1e6
-    figures.latency_p50_ms = percentile(turns.latencies_ns, 0.5) / 1e6
-    figures.latency_p99_ms = percentile(turns.latencies_ns, 0.99) / 1e6
     figures.rss_after_turns_mib = rss_mib(pid)
-
-    figures.cpu_per_unaddressed_ms, figures.burst_replies = await run_burst(
-        onebot, process, burst_messages(sizes, rng), figures.idle_cpu_ms_per_s / 1000
-    )
+    await run_burst(bot, burst_messages(sizes, rng), figures)
     figures.rss_after_burst_mib = rss_mib(pid)
-    figures.api_calls = dict(onebot.api_calls)
     return figures, addressed_turns(sizes, rng, sizes.steady_turns)
 
 
@@ -581,44 +445,39 @@ async def measure_started_bot(
 class SteadyBot:
     """A bot taking part in the steady turns: its process, its events, its idle rate."""
 
-    process: subprocess.Popen[bytes]
-    onebot: OneBotSide
+    bot: StartedBot
     events: list[str]
     idle_ms_per_s: float
     per_block: int
     block_cpu_ms: list[float] = field(default_factory=list)  # per turn, per block
+    mark: tuple[float, float] | None = None  # (CPU ms, monotonic s) at its block's start
+
+    def charge(self) -> None:
+        """Charge the block begun at `mark` with what the bot spent since, less idle."""
+        if self.mark is not None:
+            cpu_then, then = self.mark
+            idle = self.idle_ms_per_s * (time.monotonic() - then)
+            spent = cpu_ms(self.bot.process.pid) - cpu_then - idle
+            self.block_cpu_ms.append(max(0.0, spent) / self.per_block)
 
 
 async def run_steady_turns(bots: list[SteadyBot], blocks: int) -> None:
-    """The turns after the burst, in `blocks` rounds: each round every bot takes its next
-    block of turns, one bot after the other (the order rotating). A bot's block is charged
-    the CPU from its start to the start of its next block (deferred writes that ran while
-    the other bots took theirs count), less its idle rate; its last, until it is quiet.
-    Side by side in time, a slower spell of this shared machine weighs on every bot alike
-    rather than on whichever was measured then."""
-    marks: list[tuple[float, float] | None] = [None] * len(bots)
+    """The turns after the burst: each round every bot takes its next block, the order
+    rotating, so a slower spell of this shared machine weighs on every bot alike. A block
+    is charged until the bot's next block starts (deferred writes count); its last, until
+    the bot is quiet."""
     for block in range(blocks):
         for offset in range(len(bots)):
-            index = (block + offset) % len(bots)
-            bot = bots[index]
-            _charge(bot, marks[index])
-            marks[index] = (cpu_ms(bot.process.pid), time.monotonic())
-            bot.onebot.drain_sent()
-            for event in bot.events[block * bot.per_block : (block + 1) * bot.per_block]:
-                await bot.onebot.ws.send(event)
-                await next_reply(bot.onebot, bot.process)
-    for bot, mark in zip(bots, marks, strict=True):
-        await wait_until_quiet(bot.process)
-        _charge(bot, mark)
-
-
-def _charge(bot: SteadyBot, mark: tuple[float, float] | None) -> None:
-    """Charge the block begun at `mark` (CPU ms, monotonic s) with what the bot spent since."""
-    if mark is None:
-        return
-    cpu_then, then = mark
-    spent = cpu_ms(bot.process.pid) - cpu_then - bot.idle_ms_per_s * (time.monotonic() - then)
-    bot.block_cpu_ms.append(max(0.0, spent) / bot.per_block)
+            steady = bots[(block + offset) % len(bots)]
+            steady.charge()
+            steady.mark = (cpu_ms(steady.bot.process.pid), time.monotonic())
+            steady.bot.onebot.drain_sent()
+            for event in steady.events[block * steady.per_block : (block + 1) * steady.per_block]:
+                await steady.bot.onebot.ws.send(event)
+                await next_reply(steady.bot.onebot, steady.bot.process)
+    for steady in bots:
+        await wait_until_quiet(steady.bot.process)
+        steady.charge()
 
 
 async def stop(process: subprocess.Popen[bytes]) -> None:
@@ -633,22 +492,7 @@ async def stop(process: subprocess.Popen[bytes]) -> None:
     _children.discard(process)
 
 
-def log_tail(log: Path, chars: int = 3000) -> str:
-    """The end of the child's output."""
-    return log.read_text(errors="replace")[-chars:] if log.exists() else ""
-
-
-@dataclass(frozen=True)
-class StartedBot:
-    """A bot process with the OneBot side connected to it."""
-
-    process: subprocess.Popen[bytes]
-    onebot: OneBotSide
-    startup_s: float
-    startup_cpu_ms: float
-
-
-@asynccontextmanager
+@contextlib.asynccontextmanager
 async def running_bot(spec: BotSpec, llm: FakeOpenAI) -> AsyncIterator[StartedBot]:
     """The bot of `spec` in a child process on a copy of its database, connected; stopped
     at the end. A bot that exits or stops answering ends the bench with its output."""
@@ -656,18 +500,16 @@ async def running_bot(spec: BotSpec, llm: FakeOpenAI) -> AsyncIterator[StartedBo
         work_dir = Path(folder)
         if spec.database is not None:
             copy_database(spec.database, work_dir / "aimemory.db")
-        port, log = free_port(), work_dir / "bot.log"
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            port = int(probe.getsockname()[1])
+        log = work_dir / "bot.log"
         command = [spec.python, "-m", "bench.footprint_child", spec.kind, str(port)]
+        env = child_environment(spec, work_dir, llm)
         with log.open("wb") as output:
             started = time.perf_counter()
-            process = await asyncio.to_thread(
-                subprocess.Popen,
-                command,
-                cwd=work_dir,
-                env=child_environment(spec, work_dir, llm),
-                stdout=output,
-                stderr=subprocess.STDOUT,
-            )
+            process = await asyncio.to_thread(subprocess.Popen, command, cwd=work_dir, env=env,
+                                              stdout=output, stderr=subprocess.STDOUT)  # fmt: skip
         _children.add(process)
         try:
             ws = await connect(port, process)
@@ -678,24 +520,11 @@ async def running_bot(spec: BotSpec, llm: FakeOpenAI) -> AsyncIterator[StartedBo
             finally:
                 await onebot.close()
         except (ChildExited, TimeoutError, ConnectionClosed) as problem:
-            raise SystemExit(
-                f"{spec.label}: {problem}\n--- bot output ---\n{log_tail(log)}"
-            ) from problem
+            output_tail = log.read_text(errors="replace")[-3000:] if log.exists() else ""
+            message = f"{spec.label}: {problem}\n--- bot output ---\n{output_tail}"
+            raise SystemExit(message) from problem
         finally:
             await stop(process)
-
-
-async def more_startups(
-    spec: BotSpec, llm: FakeOpenAI, figures: Figures, first: StartedBot
-) -> None:
-    """Time STARTUP_RUNS - 1 more starts of `spec`; the median with the first one's."""
-    startups = [(first.startup_s, first.startup_cpu_ms)]
-    for _ in range(STARTUP_RUNS - 1):
-        async with running_bot(spec, llm) as bot:
-            startups.append((bot.startup_s, bot.startup_cpu_ms))
-    figures.startup_runs_s = [wall for wall, _ in startups]
-    figures.startup_s = statistics.median(figures.startup_runs_s)
-    figures.startup_cpu_ms = statistics.median(cpu for _, cpu in startups)
 
 
 async def measure_bots(
@@ -703,27 +532,33 @@ async def measure_bots(
 ) -> dict[str, Figures]:
     """Each bot in its own process: start, settle, turns and burst one bot after the
     other, every bot kept running; then the steady turns of all of them side by side;
-    then more starts of each."""
+    then STARTUP_RUNS - 1 more starts of each (the median start-up of all)."""
     results: dict[str, Figures] = {}
     steady: dict[str, SteadyBot] = {}
-    started: dict[str, StartedBot] = {}
+    first_starts: dict[str, tuple[float, float]] = {}
     async with contextlib.AsyncExitStack() as running:
         for key, spec in specs.items():
             print(f"measuring {spec.label}…", flush=True)
             bot = await running.enter_async_context(running_bot(spec, llm))
-            results[key], events = await measure_started_bot(bot.process, bot.onebot, sizes, llm)
-            idle = results[key].idle_cpu_ms_per_s
+            first_starts[key] = (bot.startup_s, bot.startup_cpu_ms)
+            results[key], events = await measure_started_bot(bot, sizes, llm)
             per_block = len(events) // sizes.steady_blocks
-            steady[key] = SteadyBot(bot.process, bot.onebot, events, idle, per_block)
-            started[key] = bot
+            steady[key] = SteadyBot(bot, events, results[key].idle_cpu_ms_per_s, per_block)
         print(f"the steady turns of every bot, {sizes.steady_blocks} blocks each…", flush=True)
         await run_steady_turns(list(steady.values()), sizes.steady_blocks)
         for key, bot in steady.items():
             results[key].steady_block_cpu_ms = bot.block_cpu_ms
             results[key].cpu_per_steady_turn_ms = statistics.fmean(bot.block_cpu_ms)
-            results[key].api_calls = dict(bot.onebot.api_calls)
+            results[key].api_calls = dict(bot.bot.onebot.api_calls)
     for key, spec in specs.items():
-        await more_startups(spec, llm, results[key], started[key])
+        startups = [first_starts[key]]
+        for _ in range(STARTUP_RUNS - 1):
+            async with running_bot(spec, llm) as bot:
+                startups.append((bot.startup_s, bot.startup_cpu_ms))
+        figures = results[key]
+        figures.startup_runs_s = [wall for wall, _ in startups]
+        figures.startup_s = statistics.median(figures.startup_runs_s)
+        figures.startup_cpu_ms = statistics.median(cpu for _, cpu in startups)
     return results
 
 
@@ -733,8 +568,6 @@ def _kill_children() -> None:
         if process.poll() is None:
             process.kill()
 
-
-# --------------------------------------------------------------------------- report
 
 # (label, Figures field, format, target key or None)
 ROWS: tuple[tuple[str, str, str, str | None], ...] = (
@@ -751,12 +584,7 @@ ROWS: tuple[tuple[str, str, str, str | None], ...] = (
     ("  over the bare NoneBot's (ms)", "cpu_per_turn_over_bare_ms", "{:.2f}", None),
     ("  per block: median over bare", "cpu_per_turn_over_bare_median_ms", "{:.2f}", None),
     ("  per block: range over bare", "cpu_per_turn_over_bare_range_ms", "range", None),
-    (
-        "CPU per unaddressed message (ms)",
-        "cpu_per_unaddressed_ms",
-        "{:.3f}",
-        None,
-    ),
+    ("CPU per unaddressed message (ms)", "cpu_per_unaddressed_ms", "{:.3f}", None),
     (
         "  over the bare NoneBot's (ms)",
         "cpu_per_unaddressed_over_bare_ms",
@@ -770,16 +598,15 @@ ROWS: tuple[tuple[str, str, str, str | None], ...] = (
     ("LLM requests during the turns", "turns_llm_requests", "{}", None),
     ("messages sent during the burst", "burst_replies", "{}", None),
 )
-TARGET_NOTES = {"startup_large_db_s": " (large DB)"}
 LABEL_WIDTH = 40
 COLUMN_WIDTH = 18
 
 
 @dataclass(frozen=True)
 class PeerRatio:
-    """How many times the peer's CPU per steady turn is the plugin's: overall, per block
-    (each beside the plugin's block of the same round), and both over the bare NoneBot's
-    (None without the bare bot, or when the plugin's own cost is not above zero)."""
+    """The peer's CPU per steady turn over the plugin's: overall, per block (beside the
+    plugin's block of the same round), and over the bare NoneBot's (None without it, or
+    when the plugin's own cost is not above zero)."""
 
     overall: float
     block_median: float
@@ -797,24 +624,17 @@ def _times(numerator: float, denominator: float) -> float:
 
 
 def peer_ratio(results: dict[str, Figures]) -> PeerRatio | None:
-    """The peer's CPU per steady turn over the plugin's (on the empty database); None
-    unless both were measured."""
+    """The peer's ratio to the plugin on the empty database; None unless both ran."""
     plugin, peer = results.get("plugin"), results.get(PEER)
     if plugin is None or peer is None:
         return None
-    blocks = [
-        _times(theirs, mine)
-        for theirs, mine in zip(peer.steady_block_cpu_ms, plugin.steady_block_cpu_ms, strict=True)
-    ]
+    pairs = zip(peer.steady_block_cpu_ms, plugin.steady_block_cpu_ms, strict=True)
+    blocks = [_times(theirs, mine) for theirs, mine in pairs]
     over_bare = None
     if "bare" in results and plugin.cpu_per_turn_over_bare_ms > 0:
         over_bare = peer.cpu_per_turn_over_bare_ms / plugin.cpu_per_turn_over_bare_ms
-    return PeerRatio(
-        _times(peer.cpu_per_steady_turn_ms, plugin.cpu_per_steady_turn_ms),
-        statistics.median(blocks),
-        (min(blocks), max(blocks)),
-        over_bare,
-    )
+    overall = _times(peer.cpu_per_steady_turn_ms, plugin.cpu_per_steady_turn_ms)
+    return PeerRatio(overall, statistics.median(blocks), (min(blocks), max(blocks)), over_bare)
 
 
 def print_peer_ratio(ratio: PeerRatio | None, peer_python: str | None) -> None:
@@ -855,31 +675,17 @@ def verdicts(results: dict[str, Figures], ratio: PeerRatio | None) -> dict[str, 
     return met
 
 
-def target_text(target: str) -> str:
-    """A target as its verdict line states it."""
-    if target == PEER_TARGET:
-        return f"{target} >= {PEER_CPU_RATIO_TARGET:g}x"
-    return f"{target} <= {TARGETS[target]:g}"
-
-
-def _cell(value: Any, form: str) -> str:
-    if form == "range":
-        low, high = value
-        return f"{low:.2f}..{high:.2f}"
-    return form.format(value)
-
-
 def print_table(results: dict[str, Figures], labels: dict[str, str], sizes: Sizes) -> None:
     """The figures of every bot side by side, the targets beside."""
-    columns = list(results)
     print()
-    header = "".join(f"{labels[c]:>{COLUMN_WIDTH}}" for c in columns)
+    header = "".join(f"{labels[c]:>{COLUMN_WIDTH}}" for c in results)
     print(f"{'':<{LABEL_WIDTH}}{header}   target")
     for label, name, form, target in ROWS:
-        cells = "".join(
-            f"{_cell(getattr(results[c], name), form):>{COLUMN_WIDTH}}" for c in columns
-        )
-        goal = f"<= {TARGETS[target]:g}{TARGET_NOTES.get(target, '')}" if target else ""
+        values = [getattr(figures, name) for figures in results.values()]
+        shown = [f"{v[0]:.2f}..{v[1]:.2f}" if form == "range" else form.format(v) for v in values]
+        cells = "".join(f"{cell:>{COLUMN_WIDTH}}" for cell in shown)
+        note = " (large DB)" if target == "startup_large_db_s" else ""
+        goal = f"<= {TARGETS[target]:g}{note}" if target else ""
         print(f"{label:<{LABEL_WIDTH}}{cells}   {goal}")
     print(
         f"({sizes.turns} addressed turns, {sizes.burst} unaddressed messages from "
@@ -897,12 +703,8 @@ def subtract_bare(results: dict[str, Figures]) -> None:
         figures.cpu_per_turn_over_bare_ms = (
             figures.cpu_per_steady_turn_ms - bare.cpu_per_steady_turn_ms
         )
-        differences = [
-            mine - theirs
-            for mine, theirs in zip(
-                figures.steady_block_cpu_ms, bare.steady_block_cpu_ms, strict=True
-            )
-        ]
+        pairs = zip(figures.steady_block_cpu_ms, bare.steady_block_cpu_ms, strict=True)
+        differences = [mine - theirs for mine, theirs in pairs]
         figures.cpu_per_turn_over_bare_median_ms = statistics.median(differences)
         figures.cpu_per_turn_over_bare_range_ms = (min(differences), max(differences))
         figures.cpu_per_unaddressed_over_bare_ms = (
@@ -910,27 +712,68 @@ def subtract_bare(results: dict[str, Figures]) -> None:
         )
 
 
-async def run(quick: bool, only: list[str], peer_python: str | None) -> None:
-    """Build or reuse the large database, measure the bots (the peer with `peer_python`),
+def print_verdicts(met: dict[str, bool], measured_peer: bool, quick: bool) -> None:
+    """A line per target, then the bench's verdict line."""
+    for target, ok in met.items():
+        goal = (
+            f">= {PEER_CPU_RATIO_TARGET:g}x" if target == PEER_TARGET else f"<= {TARGETS[target]:g}"
+        )
+        print(f"target {target} {goal}: {'met' if ok else 'NOT met'}")
+    notes = [] if measured_peer else [f"{PEER} not measured"]
+    if quick:
+        notes.append("quick run, smaller than the target's run")
+    note = "".join(f"; {n}" for n in notes)
+    print(f"target met: {'yes' if all(met.values()) else 'no'} (issue #16 footprint{note})")
+
+
+def options(parser: argparse.ArgumentParser) -> None:
+    """--profile, --only, --peer-python."""
+    parser.add_argument("--profile", metavar="PREFIX", help="profile each bot under cProfile "
+                        "(figures not comparable), stats to PREFIX.<kind>.<pid>.prof")  # fmt: skip
+    parser.add_argument(
+        "--only", choices=BOT_KEYS, action="append", help="measure only this bot (repeatable)"
+    )
+    parser.add_argument("--peer-python", metavar="PATH", help=f"measure nonebot-plugin-{PEER} "
+                        "too, run by PATH: the Python of a venv where it is installed")  # fmt: skip
+
+
+def checked_options(args: argparse.Namespace) -> str | None:
+    """Check --peer-python and --only, export --profile; the peer's Python, absolute (the
+    child starts in a temporary directory; symlinks kept, a venv's is one)."""
+    if PEER in (args.only or ()) and not args.peer_python:
+        raise SystemExit(f"--only {PEER} needs --peer-python")
+    if args.profile:
+        os.environ[PROFILE_VARIABLE] = str(Path(args.profile).resolve())
+    if args.peer_python and not os.access(args.peer_python, os.X_OK):
+        raise SystemExit(f"--peer-python {args.peer_python}: not an executable")
+    return os.path.abspath(args.peer_python) if args.peer_python else None
+
+
+async def run(bench: Bench) -> None:
+    """Build or reuse the large database, measure the bots (the peer with --peer-python),
     then the HTTP client's cost, and print the report."""
+    quick, peer_python = bench.quick, checked_options(bench.args)
+    only = bench.args.only or list(BOT_KEYS)
+    task, loop = asyncio.current_task(), asyncio.get_running_loop()
+    if task is not None:  # SIGTERM or SIGHUP as Ctrl-C, so that the bots are stopped
+        for stop_signal in (signal.SIGTERM, signal.SIGHUP):
+            loop.add_signal_handler(stop_signal, task.cancel)
     sizes = Sizes.of(quick)
-    large_db = cached_database(sizes.layout)
     all_specs = {
         "plugin": BotSpec("plugin", "plugin"),
-        "plugin_large_db": BotSpec("plugin, large DB", "plugin", large_db),
+        "plugin_large_db": BotSpec("plugin, large DB", "plugin", cached_database(sizes.layout)),
         "bare": BotSpec("bare NoneBot", "bare"),
     }
     if peer_python:
         all_specs[PEER] = BotSpec(PEER, PEER, python=peer_python)
-    keys = [key for key in BOT_KEYS if key in only and key in all_specs]
-    specs = [all_specs[key] for key in keys]
+    specs = {key: all_specs[key] for key in BOT_KEYS if key in only and key in all_specs}
     with fake_llm(lambda body: text("收到～")) as llm:
-        results = await measure_bots(dict(zip(keys, specs, strict=True)), sizes, llm)
+        results = await measure_bots(specs, sizes, llm)
     print("the HTTP client's CPU per request (bench.http_cost)…", flush=True)
     http_cost = await asyncio.to_thread(run_child, "bench.http_cost", {"quick": quick})
     subtract_bare(results)
     ratio = peer_ratio(results)
-    print_table(results, dict(zip(keys, (s.label for s in specs), strict=True)), sizes)
+    print_table(results, {key: spec.label for key, spec in specs.items()}, sizes)
     print_peer_ratio(ratio, peer_python)
     print_http_cost(http_cost)
     summary: dict[str, Any] = {
@@ -944,60 +787,10 @@ async def run(quick: bool, only: list[str], peer_python: str | None) -> None:
     if any(key not in results for key in BOT_KEYS if key != PEER):
         print("verdicts need every bot (no --only)")
     else:
-        met = summary["met"] = verdicts(results, ratio)
-        for target, ok in met.items():
-            print(f"target {target_text(target)}: {'met' if ok else 'NOT met'}")
-        notes = [] if ratio is not None else [f"{PEER} not measured"]
-        if quick:
-            notes.append("quick run, smaller than the target's run")
-        note = "".join(f"; {n}" for n in notes)
-        print(f"target met: {'yes' if all(met.values()) else 'no'} (issue #16 footprint{note})")
+        summary["met"] = verdicts(results, ratio)
+        print_verdicts(summary["met"], ratio is not None, quick)
     print(RESULT_PREFIX + json.dumps(summary, ensure_ascii=False), flush=True)
 
 
-async def run_until_stopped(quick: bool, only: list[str], peer_python: str | None) -> None:
-    """`run`, cancelled by SIGTERM or SIGHUP as by Ctrl-C, so that the bots are stopped."""
-    task, loop = asyncio.current_task(), asyncio.get_running_loop()
-    if task is not None:
-        for stop_signal in (signal.SIGTERM, signal.SIGHUP):
-            loop.add_signal_handler(stop_signal, task.cancel)
-    await run(quick, only, peer_python)
-
-
-def main() -> None:
-    """The command line: `--quick` for a smaller run, `--peer-python` for the peer."""
-    parser = argparse.ArgumentParser(description=(__doc__ or "").partition("\n")[0])
-    parser.add_argument("--quick", action="store_true", help="a smaller run of a minute or so")
-    parser.add_argument(
-        "--profile",
-        metavar="PREFIX",
-        help="profile each bot under cProfile (slower; figures not comparable), stats to "
-        "PREFIX.<kind>.<pid>.prof",
-    )
-    parser.add_argument(
-        "--only", choices=BOT_KEYS, action="append", help="measure only this bot (repeatable)"
-    )
-    parser.add_argument(
-        "--peer-python",
-        metavar="PATH",
-        help=f"measure nonebot-plugin-{PEER} too, run by PATH: the Python of a venv where it "
-        "is installed (with nonebot2[fastapi,websockets,httpx] and nonebot-adapter-onebot)",
-    )
-    args = parser.parse_args()
-    if args.peer_python:
-        if not os.access(args.peer_python, os.X_OK):
-            parser.error(f"--peer-python {args.peer_python}: not an executable")
-        # Absolute (the child starts in a temporary directory), symlinks kept (a venv's is one).
-        args.peer_python = os.path.abspath(args.peer_python)
-    if PEER in (args.only or ()) and not args.peer_python:
-        parser.error(f"--only {PEER} needs --peer-python")
-    if args.profile:
-        os.environ[PROFILE_VARIABLE] = str(Path(args.profile).resolve())
-    try:
-        asyncio.run(run_until_stopped(args.quick, args.only or list(BOT_KEYS), args.peer_python))
-    except (KeyboardInterrupt, asyncio.CancelledError):
-        raise SystemExit("footprint: interrupted; the bots were stopped") from None
-
-
 if __name__ == "__main__":
-    main()
+    main(__doc__, run, options, load_plugin=False)

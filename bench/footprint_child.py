@@ -1,14 +1,11 @@
-"""A bot process of bench/footprint.py, started the way bot.py starts one: NoneBot on the
-FastAPI driver at 127.0.0.1:PORT, the OneBot v11 adapter, then one of: the plugin
-(configured by the AIMEMORY_* variables its parent sets; the copy in this repository, not
-an installed one); as the baseline, one minimal matcher that answers "收到" to every
-message addressed to the bot (shaped like the plugin's: no rule, a parameter-free
-handler); or, as the peer, nonebot-plugin-llmchat (configured by LLMCHAT__* variables; run
-by the Python of a venv where it is installed, and never importing this plugin); then
-`nonebot.run()`.
+"""A bot process of bench/footprint.py, started as bot.py starts one (NoneBot on the FastAPI
+driver at 127.0.0.1:PORT, the OneBot v11 adapter), then: the plugin of this tree (AIMEMORY_*
+variables), one minimal matcher answering "收到" to addressed messages (the baseline), or
+nonebot-plugin-llmchat (LLMCHAT__* variables; run by a venv's Python, so it imports nothing
+of this repository but this file); then `nonebot.run()`.
 
 Run by bench/footprint.py: python -m bench.footprint_child plugin|bare|llmchat PORT
-(profiled under cProfile when FOOTPRINT_PROFILE names a file prefix)
+(under cProfile when FOOTPRINT_PROFILE names a file prefix)
 """
 
 from __future__ import annotations

@@ -1,16 +1,10 @@
-"""The large database of bench/footprint.py: memories and chat-log rows written through the
-plugin's own write paths, built once in a child process and cached under /tmp.
+"""The large database of bench/footprint.py, built once in a child process through the
+plugin's write paths (`MemoryService.save`, the batched `ChatLog` writer) and cached under
+/tmp, keyed by a hash of the schema module and the sizes (rebuilt after MAX_CACHE_AGE_DAYS);
+callers copy it, since starting on it may migrate it. 80 % of the memories fill group
+scopes of 200, 20 % personal scopes of 100; rows are spread over the last few days.
 
-Memories go through `MemoryService.save` (every rule, the near-duplicate check, the store),
-chat-log rows through the batched `ChatLog` writer (`add`, `flush`: jieba terms, FTS5
-index). 80 % of the memories fill group scopes of 200 (the default cap), 20 % the personal
-scopes of speakers, 100 each; the rows are spread over the same groups, within the last few
-days (the retention cleanup at start-up must find nothing to delete). The cached file is
-keyed by a hash of the schema module and the sizes, and rebuilt when older than
-MAX_CACHE_AGE_DAYS; callers copy it, since starting on it may migrate or alter it.
-
-Run alone (for a look at the build): python -m bench.footprint_db --child '{"memories":
-1000, "rows": 10000, "out": "/tmp/x.db"}'
+Run alone: python -m bench.footprint_db --child '{"memories": 1000, "rows": 10000, "out": "/tmp/x.db"}'
 """
 
 from __future__ import annotations

@@ -1,7 +1,8 @@
 """The benchmarks' one harness: NoneBot initialised as tests/conftest.py does it, the
 plugin's runtime on a temporary database against the fake OpenAI server of tests/fakes, a
 bot that counts what it sends, generated Chinese group chat, statistics, the verdict line
-and the command line (`--quick`; `--child` for benches that measure in fresh processes).
+and the command line (`--quick`, a bench's own options, `--child` for benches that
+measure in fresh processes), /proc readings.
 
 Every use of the plugin's own modules is here, behind small functions, so a rename in the
 plugin is fixed in one place. `init_nonebot` must run before the plugin is imported, so
@@ -24,7 +25,7 @@ import time
 from collections import Counter
 from collections.abc import AsyncIterator, Callable, Coroutine, Iterator, Sequence
 from contextlib import asynccontextmanager, contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -61,29 +62,42 @@ BENCH_SETTINGS: dict[str, Any] = {
 
 @dataclass(frozen=True)
 class Bench:
-    """What one run of a bench gets: its size, a scratch directory, and in a child process
-    the spec its parent passed (see `run_child`)."""
+    """What one run of a bench gets: its size, a scratch directory, its command-line
+    options, and in a child process the spec its parent passed (see `run_child`)."""
 
     quick: bool
     work_dir: Path
     child: dict[str, Any] | None = None
+    args: argparse.Namespace = field(default_factory=argparse.Namespace)
 
 
 BenchRun = Callable[[Bench], Coroutine[Any, Any, "dict[str, Any] | None"]]
 
 
-def main(doc: str | None, run: BenchRun) -> None:
+def main(
+    doc: str | None,
+    run: BenchRun,
+    options: Callable[[argparse.ArgumentParser], object] | None = None,
+    *,
+    load_plugin: bool = True,
+) -> None:
     """The command line of every bench (described by the first line of its `doc`): `--quick`
-    for a smoke run of a few seconds; in a child process (`--child SPEC`) the dict `run`
-    returns goes to the parent."""
+    for a smoke run of a few seconds, the bench's own `options`; in a child process
+    (`--child SPEC`) the dict `run` returns goes to the parent. Ctrl-C (or a cancelled run)
+    ends it with a one-line message."""
     parser = argparse.ArgumentParser(description=(doc or "").partition("\n")[0])
     parser.add_argument("--quick", action="store_true", help="a smoke run of a few seconds")
     parser.add_argument("--child", type=json.loads, help=argparse.SUPPRESS)
+    if options is not None:
+        options(parser)
     args = parser.parse_args()
     child: dict[str, Any] | None = args.child
     with tempfile.TemporaryDirectory(prefix="aimemory-bench-") as work_dir:
-        init_nonebot(work_dir, load_plugin=(child or {}).get("load_plugin", True))
-        result = asyncio.run(run(Bench(args.quick, Path(work_dir), child)))
+        init_nonebot(work_dir, load_plugin=(child or {}).get("load_plugin", load_plugin))
+        try:
+            result = asyncio.run(run(Bench(args.quick, Path(work_dir), child, args)))
+        except (KeyboardInterrupt, asyncio.CancelledError):
+            raise SystemExit(f"{parser.prog}: interrupted") from None
     if child is not None:
         print(RESULT_PREFIX + json.dumps(result), flush=True)
 
@@ -417,6 +431,14 @@ def chat_line(rng: random.Random, min_chars: int = 10, max_chars: int = 150) -> 
     while len(line) < target:
         line += rng.choice(PUNCTUATION) + fill(rng, rng.choice(CLAUSES))
     return line[:target]
+
+
+def rss_kib(pid: int | str = "self") -> int:
+    """VmRSS of process `pid` (this one by default) in KiB, from /proc."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1])
+    raise RuntimeError(f"no VmRSS in /proc/{pid}/status")
 
 
 def percentile(values: Sequence[float], fraction: float) -> float:

@@ -1,28 +1,13 @@
 """CPU one model call's HTTP exchange costs this process, per HTTP client, side by side.
 
-A small HTTP/1.1 server in a child process (its CPU is not counted; asyncio streams,
-keep-alive unless the request says `Connection: close`) answers every POST with a fixed
-chat completion of ~300 bytes (Content-Length) on 127.0.0.1. This process, NoneBot
-initialised and the plugin loaded as in every bench (bench/harness.py), sends it N
-sequential POSTs of a ~4 KB chat-completions body (N = 2 000 per client, 300 with --quick)
-through each client:
-
-- raw asyncio streams on one kept-alive connection: write the request, read the head and
-  the Content-Length body; the least an HTTP exchange costs in Python;
-- httpx `AsyncClient.post`, kept alive: what httpx itself costs;
-- the same with `Connection: close`: what httpx costs with a new connection per call;
-- the plugin's path: `SharedHttp.post_capped` (streamed, capped, bounded in time, and
-  `Connection: close` on every call: a new TCP connection each time).
-
-The CPU of a request is the `time.process_time()` delta around it (this process's user and
-system time, the kernel's side of connect and close included); mean, p50 and p99 in µs,
-and the wall-clock p50. The clients take turns in blocks, the order rotating, so that a
-slower spell of the shared machine weighs on each alike; a few requests per client first
-are not counted (connections, first-use imports). On asyncio's default event loop (the
-bots run on uvloop, where every row is somewhat cheaper).
-
-Run: python -m bench.http_cost [--quick]; bench.footprint runs it too and prints its
-figures under its table.
+A small HTTP/1.1 server in a child process (its CPU not counted) answers every POST with a
+fixed ~300-byte chat completion on 127.0.0.1; this process sends it 2 000 sequential POSTs
+of a ~4 KB chat body (300 with --quick) through each client, in rotating blocks: raw asyncio
+streams kept alive (the baseline: the least an exchange costs in Python), httpx kept alive,
+httpx with `Connection: close`, and the plugin's `SharedHttp.post_capped` (a new connection
+per call). CPU per request is the `time.process_time()` delta (mean, p50, p99 in µs), beside
+the wall p50; on asyncio's default loop (the bots run on uvloop). No target: figures only.
+Run: python -m bench.http_cost [--quick]; bench.footprint runs it and prints its table.
 """
 
 from __future__ import annotations
@@ -49,41 +34,15 @@ TIMEOUT_SECONDS = 120.0
 SERVER_START_SECONDS = 30.0
 REQUEST_BODY_BYTES = 4096
 WARMUP_REQUESTS = 20
+CHOICE = {"index": 0, "message": {"role": "assistant", "content": "收到～"},
+          "logprobs": None, "finish_reason": "stop"}  # fmt: skip
 ANSWER = json.dumps(
-    {
-        "id": "chatcmpl-bench0000000000000000",
-        "object": "chat.completion",
-        "created": 1_700_000_000,
-        "model": "gpt-4o-mini",
-        "system_fingerprint": "fp_bench0000",
-        "choices": [
-            {
-                "index": 0,
-                "message": {"role": "assistant", "content": "收到～"},
-                "logprobs": None,
-                "finish_reason": "stop",
-            }
-        ],
-        "usage": {"prompt_tokens": 1024, "completion_tokens": 3, "total_tokens": 1027},
-    },
+    {"id": "chatcmpl-bench0000000000000000", "object": "chat.completion",
+     "created": 1_700_000_000, "model": "gpt-4o-mini", "system_fingerprint": "fp_bench0000",
+     "choices": [CHOICE],
+     "usage": {"prompt_tokens": 1024, "completion_tokens": 3, "total_tokens": 1027}},
     ensure_ascii=False,
-).encode()
-
-
-@dataclass(frozen=True)
-class Sizes:
-    """Requests per client, in how many blocks per client."""
-
-    requests: int
-    blocks: int
-
-    @classmethod
-    def of(cls, quick: bool) -> Sizes:
-        """The sizes of a full or a --quick run."""
-        return cls(300, 3) if quick else cls(2_000, 10)
-
-
-# --------------------------------------------------------------------------- the server
+).encode()  # fmt: skip
 
 
 def serve(ready: Connection) -> None:
@@ -147,9 +106,6 @@ def start_server() -> tuple[BaseProcess, int]:
         process.kill()
         raise SystemExit(f"the HTTP server did not start within {SERVER_START_SECONDS:g} s")
     return process, int(ours.recv())
-
-
-# --------------------------------------------------------------------------- the clients
 
 
 @dataclass
@@ -251,17 +207,14 @@ def plugin_poster(url: str, body: bytes) -> Poster:
     return Poster("plugin", "plugin: SharedHttp.post_capped (Connection: close)", post, http.aclose)
 
 
-# --------------------------------------------------------------------------- measuring
-
-
-async def take_turns(posters: list[Poster], sizes: Sizes) -> None:
-    """WARMUP_REQUESTS uncounted per poster, then `sizes.blocks` rounds in which each
-    poster sends its next block, the order rotating; each request's CPU and wall time."""
+async def take_turns(posters: list[Poster], requests: int, blocks: int) -> None:
+    """WARMUP_REQUESTS uncounted per poster, then `blocks` rounds in which each poster
+    sends its next block, the order rotating; each request's CPU and wall time."""
     for poster in posters:
         for _ in range(WARMUP_REQUESTS):
             await poster.post()
-    per_block = sizes.requests // sizes.blocks
-    for block in range(sizes.blocks):
+    per_block = requests // blocks
+    for block in range(blocks):
         for offset in range(len(posters)):
             poster = posters[(block + offset) % len(posters)]
             for _ in range(per_block):
@@ -297,13 +250,12 @@ def row_of(poster: Poster) -> Row:
 
 async def measure(quick: bool) -> dict[str, Any]:
     """Start the server, take the posters' turns, stop it; the figures as a dict."""
-    sizes = Sizes.of(quick)
     body = chat_request_body(random.Random(23))
     server, port = await asyncio.to_thread(start_server)
     url = f"http://{HOST}:{port}{CHAT_PATH}"
     posters = [raw_streams_poster(port, body), *httpx_posters(url, body), plugin_poster(url, body)]
     try:
-        await take_turns(posters, sizes)
+        await take_turns(posters, *((300, 3) if quick else (2_000, 10)))
     finally:
         for poster in posters:
             await poster.close()
@@ -315,9 +267,6 @@ async def measure(quick: bool) -> dict[str, Any]:
         "answer_bytes": len(ANSWER),
         "rows": {poster.key: asdict(row_of(poster)) for poster in posters},
     }
-
-
-# --------------------------------------------------------------------------- report
 
 
 def print_report(result: dict[str, Any]) -> None:

@@ -1,24 +1,13 @@
-"""Token cost, compression cadence and fact retention of a long group conversation under the
-rolling summary.
-
-A scripted 500-turn group conversation (120 with --quick) goes through
-`nonebot.message.handle_event` to the plugin with an 8 000-token budget (3 000 with
---quick): five speakers, lines of 20-120 characters, and one turn in 12.5 stating a tagged
-fact such as `#fact17:小明住在杭州`. The fake LLM answers chat with replies of 20-80
-characters and compression requests with a summary that keeps every `#factN:…` tag it is
-shown (tests/fakes/responders.FactKeepingLLM). Prompt tokens are counted with cl100k, the
-tool schemas included, as the plugin budgets them.
-Printed: prompt tokens per turn (max, mean, over budget), the run's total with and
-without the compressor's requests next to two baselines counted over the same
-conversation -- (a) the full history every turn, (b) only the last 20 messages -- the
-compressor calls (in the first 200 turns, and on consecutive turns), how many stated facts
-the final request still carries; then a second, 45-turn conversation at a budget only
-TIGHT_ROOM_TOKENS above the fixed prompt (system prompt + tools), where the compressor
-used to run on almost every turn.
+"""Token cost, compression cadence and fact retention of a 500-turn group
+conversation (120 with --quick) at an 8 000-token budget (3 000 with --quick); one turn in
+12.5 states a tagged fact, and the fake's summaries keep the tags (FactKeepingLLM). Prompt
+tokens in cl100k, tools included. Baselines over the same conversation: the full history
+every turn, and the last 20 messages. Then 45 turns at a budget TIGHT_ROOM_TOKENS above the
+fixed prompt.
 
 Targets: no request over the budget; total (compression included) <= 30 % of the
 full-history baseline; <= 25 compressor calls in the first 200 turns at 8 000 tokens; 100 %
-of the tagged facts kept; at the tight budget, never two turns in a row with compressor calls.
+of the facts kept; at the tight budget, never two turns in a row with compressor calls.
 Run: python -m bench.long_conversation [--quick]
 """
 

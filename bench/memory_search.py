@@ -1,16 +1,7 @@
-"""Latency of long-term memory search and save at 200 and 10 000 memories.
-
-Runs the plugin's own `MemoryService` (`runtime.memory`) on a SQLite file in a temporary
-directory, keyword scoring only (no embedding model configured). Memories are Chinese facts
-about people, food, pets, plans and events from templates, so that many share words:
-keyword scoring ranks real candidates and the near-duplicate check of `save` flags real
-neighbours. One scope is filled with 200 memories and one with 10 000 (2 000 with --quick),
-all through `save()`. Timed with `time.perf_counter_ns` around each awaited call:
-- `search(scope, query)` with 500 distinct queries (100 with --quick): tool-style keywords
-  ("小明 喜欢吃什么") and whole chat messages as auto-inject passes them; beside it, as
-  the baseline, the newest-first listing `search(scope, None)`, which scores nothing;
-- `save()` of new memories at 200..224 entries (rounds of 25, each on a fresh scope filled
-  with 200), and at the last 200 saves of the large fill for information.
+"""Latency of `MemoryService.search` and `save` (keyword scoring, templated
+Chinese facts that share words) at 200 and 10 000 memories (2 000 with --quick): 500 queries
+(100 with --quick), tool keywords and whole chat lines, against the newest-first listing
+`search(scope, None)` (baseline); saves at 200..224 entries.
 
 Targets: search p99 <= 5 ms at 200 and <= 50 ms at 10 000; save p99 <= 10 ms at 200.
 Run: python -m bench.memory_search [--quick]

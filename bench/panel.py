@@ -1,14 +1,7 @@
-"""Web panel API latency while the bot handles messages.
-
-The panel's router and a baseline route that answers a constant list are served by uvicorn
-on 127.0.0.1 from the bot's own event loop (as NoneBot's FastAPI server does), reached over
-real HTTP with the Bearer token by a client in its own thread (the browser's part). Measured, one request at a time, while addressed group
-messages keep arriving in other groups (each a full turn against the fake LLM):
-`GET …/api/chats/{scope}/memories` of a chat holding 200 memories, and the overview
-`GET …/api/chats` with 1 000 chats, each with a stored window of 20 messages and 20 chat-log
-rows (the first overview starts measuring the windows not in memory in the background, so
-the measured ones run beside that work too). The baseline, measured the same way in the
-same run, is what HTTP, the server and the loaded event loop cost on their own.
+"""Web panel API latency over real HTTP (uvicorn on the bot's event loop) while addressed
+group messages keep arriving: `GET …/api/chats/{scope}/memories` of a chat with 200 memories,
+and the overview `GET …/api/chats` of 1 000 chats (20 window messages, 20 chat-log rows
+each). Baseline: a route answering a constant list, measured alike in the same run.
 
 Targets: p99 <= 20 ms for the 200 memories, <= 100 ms for the overview of 1 000 chats.
 Run: python -m bench.panel [--quick]

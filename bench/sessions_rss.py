@@ -17,7 +17,6 @@ import asyncio
 import gc
 import random
 import time
-from pathlib import Path
 from typing import Any
 
 from nonebot.message import handle_event
@@ -30,6 +29,7 @@ from bench.harness import (
     forget_requests,
     main,
     plugin_runtime,
+    rss_kib,
     run_child,
     verdict,
 )
@@ -42,14 +42,6 @@ JANITOR_SECONDS = 0.05
 IN_FLIGHT = 8
 FIRST_USER_ID = 500_000
 TRIM_TIMEOUT_SECONDS = 30.0
-
-
-def rss_kb() -> int:
-    """VmRSS of this process in kB."""
-    for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1])
-    raise RuntimeError("no VmRSS in /proc/self/status")
 
 
 async def measure_users(bench: Bench) -> dict[str, Any]:
@@ -65,7 +57,7 @@ async def measure_users(bench: Bench) -> dict[str, Any]:
             aimemory_janitor_interval_seconds=JANITOR_SECONDS,
         ) as runtime:
             gc.collect()
-            start_kb = rss_kb()
+            start_kb = rss_kib()
             started = time.perf_counter()
             for first in range(0, users, IN_FLIGHT):
                 batch = range(FIRST_USER_ID + first, FIRST_USER_ID + min(first + IN_FLIGHT, users))
@@ -86,7 +78,7 @@ async def measure_users(bench: Bench) -> dict[str, Any]:
                 "turns_per_second": turns_per_second,
                 "resident_sessions": len(runtime.sessions),
                 "start_kb": start_kb,
-                "rss_kb": rss_kb(),
+                "rss_kb": rss_kib(),
             }
     if result["replies"] != users:
         raise RuntimeError(f"{result['replies']} replies to {users} users")

@@ -1,14 +1,7 @@
-"""Plugin overhead per addressed turn, with an instant local LLM.
-
-A group message with `to_me=True` goes through `nonebot.message.handle_event`; overhead is
-(event in -> `send_msg` called) minus the time spent awaiting the LLM's HTTP post: NoneBot
-dispatch, memory lookup, building the request, parsing the answer, persisting the turn and
-sending the reply. The fake LLM answers a short fixed text at once. Two windows, stored in
-the history before the session loads: 10 messages of 50-150 characters, and a full one of
-such lines up to ~124k tokens (the 128k class). The compressor is kept idle (budget 136 000,
-threshold 0.95) so each measured turn is a plain turn, and the window is put back after each
-turn, so every turn sees the same window. Printed beside each: the LLM round trip itself
-(excluded) and, for the full window, the ratio to the 10-message overhead.
+"""Plugin overhead per addressed turn: (event in -> `send_msg`) minus the time
+awaiting the fake LLM's instant answer, through `nonebot.message.handle_event`, with a stored
+window of 10 messages and a full one of ~124k tokens (compressor idle, the window restored
+after each turn); the LLM round trip is shown beside.
 
 Targets: overhead p50 <= 3 ms at 10 messages, <= 10 ms at the full window.
 Run: python -m bench.turn_overhead [--quick]

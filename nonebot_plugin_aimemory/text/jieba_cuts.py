@@ -1,7 +1,7 @@
 """jieba's segmentation, from whichever implementation is installed: `rjieba` (jieba-rs,
 the same algorithm and dictionary in Rust: ~33 MB and 0.15 s to load, 10-17x faster per
 text) where it has wheels, the pure-Python `jieba` (~66 MB and ~1-1.7 s) elsewhere. Both
-give the same cuts for every use here (`python -m bench.segmenter_agreement`: 100 % of a
+give the same cuts for every use here (bench/README.md, the segmenter study: 100 % of a
 10 000-sentence mixed corpus), so an index written by one stays valid under the other.
 Neither is loaded until it is first needed.
 """
