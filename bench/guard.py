@@ -1,23 +1,8 @@
-"""Per-memory cost of the injection guard and the personal-number masks on 2 000-character
-memories.
-
-What is timed is what every saved (and every shown) memory costs: the plugin's own
-`injection_reason_for_memory(content, tags, user_id)` (the content folded — NFKD, accents,
-invisible and filler characters, look-alike letters — blanks between Chinese characters
-joined, the steering rules tried where their start words stand, then the line the model is
-shown with the tags) and `mask_pii(content)` (mobiles, ID numbers and bank cards in any
-shape), each timed with `time.perf_counter_ns` (wall clock) and `time.thread_time_ns` (CPU
-time of this thread, which leaves out the time the OS gave other processes: on a shared
-machine the wall clock's p99 measures its load). Three kinds of memory, 500 of each (100
-with --quick), each 2 000 characters with three tags and a QQ number:
-- group chat as tests/fakes generates it (Chinese, some English, prices, order numbers);
-- English sentences;
-- sentences of the guard's benign test corpus, full of the words steering uses too
-  (系统, 指令, 规则, 忘记, 忽略, from now on, ignore, assistant…) with numbers in every shape.
-Beside each, as the baseline, the cheapest conceivable check of the same text: one
-`str.lower()` and a substring scan for 40 trigger words (guard), one `re.findall` of digit
-runs (masks). Once, for scale, the slowest of a set of 100 000-character floods (repeated
-trigger words, brackets, quotes, digits with separators) through guard and masks.
+"""Per-memory CPU of the injection guard (`injection_reason_for_memory`) and the
+personal-number masks (`mask_pii`) on 2 000-character memories: group chat, English, and the
+guard's benign corpus full of steering words; 500 of each (100 with --quick), thread CPU
+beside wall time. Baseline: a lower-cased substring scan for 40 trigger words, one
+`re.findall` of digit runs. For scale, the slowest of a set of 100 000-character floods.
 
 Target: CPU-time p99 < 1 ms for the guard and for the masks on every kind of memory.
 Run: python -m bench.guard [--quick]
@@ -33,7 +18,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from bench.harness import Bench, chat_line, latency, main, ms, percentile, verdict
-from tests.memory.guard_corpus import BENIGN
+from tests.guard.guard_corpus import BENIGN
 
 TARGET_P99_MS = 1.0
 MEMORY_CHARS = 2_000
@@ -147,7 +132,7 @@ def digit_runs(memory: Memory) -> list[str]:
 
 def slowest_flood() -> tuple[str, float]:
     """The 100 000-character flood that takes guard and masks longest, and its CPU ms."""
-    from nonebot_plugin_aimemory.memory.guard import injection_reason, mask_pii
+    from nonebot_plugin_aimemory.guard import injection_reason, mask_pii
 
     worst = ("", 0.0)
     for unit in FLOOD_UNITS:
@@ -162,7 +147,7 @@ def slowest_flood() -> tuple[str, float]:
 
 async def run(bench: Bench) -> None:
     """Time guard and masks on each kind of memory, then print figures and the verdict."""
-    from nonebot_plugin_aimemory.memory.guard import injection_reason_for_memory, mask_pii
+    from nonebot_plugin_aimemory.guard import injection_reason_for_memory, mask_pii
 
     def guard(memory: Memory) -> object:
         return injection_reason_for_memory(memory.content, memory.tags, memory.user_id)

@@ -9,8 +9,7 @@ from ..engine.tools import MAX_TOOL_RESULT_CHARS
 from ..store.chat_log_store import ChatRow
 from ..store.database import parse_utc_text
 from ..text.fit import cut_first, fit_lines
-
-LINE_BREAK_MARK = " ⏎ "
+from ..text.lines import LINE_BREAK_MARK
 
 
 def format_row(row: ChatRow, zone: tzinfo) -> str:

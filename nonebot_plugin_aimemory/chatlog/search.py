@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ..memory.fusion import fuse_rankings
 from ..store.chat_log_index import KeywordRanking
 from ..store.chat_log_store import ChatLogStore, ChatRow
+from ..text.fusion import fuse_rankings
 from .vectors import RowVectors
 
 # Keyword matches fused with the vector ranking (at least the rows asked for): on

@@ -8,10 +8,9 @@ import secrets
 import unicodedata
 from collections.abc import Container, Sequence
 
+from ..guard import injection_reason, injection_reason_for_memory, is_personal_number, mask_pii
 from ..store.memory_store import MemoryRecord
 from ..text.encodable import encodable
-from .guard import injection_reason, injection_reason_for_memory, mask_pii
-from .pii import is_personal_number
 
 MAX_CONTENT_CHARS = 2000
 MAX_TAGS = 8

@@ -19,15 +19,15 @@ from datetime import datetime, time, timedelta, timezone, tzinfo
 from typing import Literal
 
 from ..engine.embeddings import Embedder, NoEmbeddings
+from ..guard import injection_reason, injection_reason_for_memory, mask_pii
 from ..store.database import utc_text
 from ..store.memory_store import MemoryRecord, MemoryStore
 from ..text import query as query_module
 from ..text import segmenter
 from ..text.encodable import encodable
+from ..text.fusion import fuse_rankings
 from ..text.query import Query
-from .fusion import fuse_rankings
 from .gist import Gist
-from .guard import injection_reason, injection_reason_for_memory, mask_pii
 from .index import IndexedMemory, IndexedTombstone, LoadedScope, ScopeIndex, keyword_ranking
 from .personal import MemoryView, is_personal_scope
 from .relevance import RelevanceFloor

@@ -16,9 +16,9 @@ from nonebot.adapters.onebot.v11 import (
     MessageSegment,
 )
 
-from ..chatlog.lines import LINE_BREAK_MARK
 from ..engine.messages import Part, TextPart
 from ..media.images import ImageReader, marker, short_hash_of
+from ..text.lines import LINE_BREAK_MARK
 from .members import MemberNames, call_quietly
 from .quotes import HIDDEN_QUOTE, QuotedMessage
 from .segments import (

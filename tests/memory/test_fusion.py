@@ -1,6 +1,6 @@
-"""Hybrid ranking: keyword and vector rankings fused by rank, so that neither signal's
-scale drowns the other, a keyword match votes by how much of the query it covers, memories
-without a vector still rank by keyword, and memories only the vectors find are kept."""
+"""Hybrid memory search: keyword and vector rankings fused (`text/fusion.py`), so that
+neither signal's scale drowns the other, memories without a vector still rank by keyword,
+and memories only the vectors find are kept."""
 
 from __future__ import annotations
 
@@ -41,68 +41,6 @@ async def save_all(memory, contents: Sequence[str]) -> dict[str, str]:
         assert outcome.status == "saved", (content, outcome)
         ids[content] = outcome.memory.id
     return ids
-
-
-# ------------------------------------------------------------------ the fusion itself
-
-
-def test_an_item_first_in_both_rankings_comes_first() -> None:
-    from nonebot_plugin_aimemory.memory.fusion import fuse_rankings
-
-    fused = fuse_rankings([("a", 3.0), ("b", 1.0)], [("a", 0.9), ("c", 0.8), ("b", 0.1)], {})
-
-    assert [item for item, _ in fused] == ["a", "b", "c"]
-
-
-def test_without_vectors_the_fused_order_is_the_keyword_order() -> None:
-    from nonebot_plugin_aimemory.memory.fusion import fuse_rankings
-
-    keyword = [("a", 3.0), ("b", 2.0), ("c", 1.0)]
-
-    fused = fuse_rankings(keyword, [], {"a": 1.0, "b": 0.6, "c": 0.3})
-
-    assert [item for item, _ in fused] == ["a", "b", "c"]
-
-
-def test_an_item_without_a_vector_ranks_where_its_keywords_put_it() -> None:
-    from nonebot_plugin_aimemory.memory.fusion import fuse_rankings
-
-    # "new" was saved while the embedding server was down: only keywords can judge it.
-    fused = fuse_rankings([("new", 5.0), ("old", 1.0)], [("old", 0.9), ("other", 0.8)], {})
-
-    assert [item for item, _ in fused] == ["new", "old", "other"]
-
-
-def test_items_only_the_vectors_find_are_kept() -> None:
-    from nonebot_plugin_aimemory.memory.fusion import fuse_rankings
-
-    fused = fuse_rankings([], [("x", 0.9), ("y", 0.2)], {})
-
-    assert [item for item, _ in fused] == ["x", "y"]
-
-
-def test_equal_keyword_scores_share_a_rank() -> None:
-    from nonebot_plugin_aimemory.memory.fusion import competition_ranks
-
-    ranks = competition_ranks([("a", 2.0), ("b", 1.0), ("c", 1.0), ("d", 0.5)])
-
-    assert ranks == {"a": 1, "b": 2, "c": 2, "d": 4}
-
-
-def test_a_keyword_match_votes_by_its_coverage() -> None:
-    from nonebot_plugin_aimemory.memory.fusion import fuse_rankings
-
-    # "a" is the only keyword match and tenth by vectors; "z" is first by vectors alone.
-    vector = [("z", 0.9), *((f"y{n}", 0.8) for n in range(8)), ("a", 0.5)]
-
-    full = fuse_rankings([("a", 1.0)], vector, {"a": 1.0})
-    tenth = fuse_rankings([("a", 1.0)], vector, {"a": 0.1})
-
-    assert full[0][0] == "a"
-    assert tenth[0][0] == "z"
-
-
-# ------------------------------------------------------------- through the memory search
 
 
 async def test_a_strong_keyword_match_is_not_pushed_out_by_weak_vectors(memory) -> None:

@@ -5,34 +5,12 @@ or dots put between Chinese characters."""
 
 from __future__ import annotations
 
+import functools
 import re
 import unicodedata
 from typing import NamedTuple
 
-# Characters a reader does not see, or sees as blank: zero-width spaces and joiners, bidi
-# marks, the word joiner and invisible operators, the BOM, soft hyphen, combining grapheme
-# joiner, variation selectors, Mongolian and Khmer fillers, Hangul fillers (U+3164, U+115F,
-# U+1160, half-width U+FFA0), Braille blank, interlinear annotation marks, tag characters.
-_INVISIBLE_RANGES = (
-    (0x00AD, 0x00AD),
-    (0x034F, 0x034F),
-    (0x061C, 0x061C),
-    (0x115F, 0x1160),
-    (0x17B4, 0x17B5),
-    (0x180B, 0x180F),
-    (0x200B, 0x200F),
-    (0x202A, 0x202E),
-    (0x2060, 0x206F),
-    (0x2800, 0x2800),
-    (0x3164, 0x3164),
-    (0xFE00, 0xFE0F),
-    (0xFEFF, 0xFEFF),
-    (0xFFA0, 0xFFA0),
-    (0xFFF9, 0xFFFB),
-    (0x1BCA0, 0x1BCA3),
-    (0xE0000, 0xE007F),
-    (0xE0100, 0xE01EF),
-)
+from .invisible import invisible_codes
 
 # Letters of Cyrillic, Greek, Armenian and Latin small capitals that look like a Latin
 # letter, mapped to it (case by case: Cyrillic "Н" looks like "H", its lower case "н" does
@@ -133,18 +111,22 @@ _LINE_BREAKS = "\x85\u2028\u2029"
 # Curly quotes read as straight ones ({“role”: “system”} is still a forged message).
 _QUOTES = {"\u2018": "'", "\u2019": "'", "\u201c": '"', "\u201d": '"'}
 
-_FOLDED_CHARS: dict[str, str] = {
-    **_LOOK_ALIKES,
-    **dict(zip(_SMALL_CAPITALS, "abcdefghijklmnoprstuvwyz", strict=True)),
-    **dict.fromkeys(_LINE_BREAKS, "\n"),
-    **_QUOTES,
-    **{
-        chr(code): ""
-        for low, high in (*_INVISIBLE_RANGES, *_COMBINING_MARK_RANGES)
-        for code in range(low, high + 1)
-    },
-}
-# Characters `_FOLDED_CHARS` may hold: everything but ASCII, Chinese characters and CJK
+
+@functools.cache
+def _folded_chars() -> dict[str, str]:
+    """What each character that is not read as written is read as ("" for the invisible
+    ones and for combining marks); built on first use, since the invisible table is."""
+    return {
+        **_LOOK_ALIKES,
+        **dict(zip(_SMALL_CAPITALS, "abcdefghijklmnoprstuvwyz", strict=True)),
+        **dict.fromkeys(_LINE_BREAKS, "\n"),
+        **_QUOTES,
+        **dict.fromkeys(map(chr, invisible_codes()), ""),
+        **{chr(code): "" for low, high in _COMBINING_MARK_RANGES for code in range(low, high + 1)},
+    }
+
+
+# Characters `_folded_chars` may hold: everything but ASCII, Chinese characters and CJK
 # punctuation, which most chat text is made of (so most of it is skipped at C speed).
 _MAYBE_FOLDED = re.compile("[^\x00-\x7f\u3000-\u303f\u4e00-\u9fff]")
 # Blanks other than line breaks are read as spaces, and a run of spaces as one (each
@@ -164,8 +146,8 @@ _GAP_BEFORE_HAN = re.compile(
 def fold_for_matching(text: str) -> str:
     """`text` as matched for steering: compatibility forms folded (NFKD, so full-width
     letters and punctuation become ASCII), accents dropped, invisible and filler
-    characters removed, look-alike letters mapped to Latin, curly quotes straight, lower
-    case, a run of blanks one space. Line breaks stay."""
+    characters (`invisible.py`) removed, look-alike letters mapped to Latin, curly quotes
+    straight, lower case, a run of blanks one space. Line breaks stay."""
     folded = unicodedata.normalize("NFKD", text)
     if not folded.isascii():
         folded = _MAYBE_FOLDED.sub(_fold_char, folded)
@@ -209,7 +191,7 @@ def join_han_gaps(folded: str) -> Joined:
 
 def _fold_char(match: re.Match[str]) -> str:
     char = match.group(0)
-    return _FOLDED_CHARS.get(char, char)
+    return _folded_chars().get(char, char)
 
 
 def is_han(char: str) -> bool:

@@ -107,34 +107,34 @@ async def save(plugin, content: str, **arguments: object) -> str:
 
 @pytest.mark.parametrize(("raw", "masked"), MOBILES.values(), ids=MOBILES.keys())
 def test_mobile_numbers_in_any_shape_are_masked(raw, masked) -> None:
-    from nonebot_plugin_aimemory.memory.guard import mask_pii
+    from nonebot_plugin_aimemory.guard import mask_pii
 
     assert mask_pii(f"小明的手机是{raw}，别外传") == f"小明的手机是{masked}，别外传"
 
 
 @pytest.mark.parametrize(("raw", "masked"), ID_CARDS.values(), ids=ID_CARDS.keys())
 def test_id_numbers_in_any_shape_are_masked(raw, masked) -> None:
-    from nonebot_plugin_aimemory.memory.guard import mask_pii
+    from nonebot_plugin_aimemory.guard import mask_pii
 
     assert mask_pii(f"身份证：{raw}。") == f"身份证：{masked}。"
 
 
 @pytest.mark.parametrize(("raw", "masked"), BANK_CARDS.values(), ids=BANK_CARDS.keys())
 def test_bank_cards_in_any_shape_are_masked(raw, masked) -> None:
-    from nonebot_plugin_aimemory.memory.guard import mask_pii
+    from nonebot_plugin_aimemory.guard import mask_pii
 
     assert mask_pii(f"卡号 {raw} 工行") == f"卡号 {masked} 工行"
 
 
 @pytest.mark.parametrize("text", ORDINARY_NUMBERS)
 def test_ordinary_numbers_are_left_alone(text) -> None:
-    from nonebot_plugin_aimemory.memory.guard import mask_pii
+    from nonebot_plugin_aimemory.guard import mask_pii
 
     assert mask_pii(text) == text
 
 
 def test_several_numbers_in_one_run_are_each_masked() -> None:
-    from nonebot_plugin_aimemory.memory.guard import mask_pii
+    from nonebot_plugin_aimemory.guard import mask_pii
 
     masked = mask_pii("13812345678 13987654321 6222021234567890128")
 
@@ -142,7 +142,7 @@ def test_several_numbers_in_one_run_are_each_masked() -> None:
 
 
 def test_an_id_number_with_a_wrong_birth_date_is_left_alone() -> None:
-    from nonebot_plugin_aimemory.memory.pii import is_valid_id_card
+    from nonebot_plugin_aimemory.guard.identifiers import is_valid_id_card
 
     # Checksum right, but month 13.
     assert not is_valid_id_card("110105194913310026")

@@ -1,8 +1,8 @@
-"""Hybrid ranking of memories: the keyword ranking and the vector ranking fused by rank
-(reciprocal rank fusion, Cormack, Clarke & Büttcher, SIGIR 2009). Positions count, not
-scores, so neither a BM25 score nor a cosine, each on a scale of its own, can drown the
-other: a strong keyword match stays near the top whatever the vectors say, and so does a
-strong vector match whatever the keywords say.
+"""Hybrid ranking, shared by memory and chat-log search: the keyword ranking and the vector
+ranking fused by rank (reciprocal rank fusion, Cormack, Clarke & Büttcher, SIGIR 2009).
+Positions count, not scores, so neither a BM25 score nor a cosine, each on a scale of its
+own, can drown the other: a strong keyword match stays near the top whatever the vectors
+say, and so does a strong vector match whatever the keywords say.
 
 One refinement: a keyword match votes in proportion to its coverage, the share of the
 query's keyword weight it matches (its score over the score of the query itself). Plain RRF

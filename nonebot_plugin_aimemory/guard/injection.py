@@ -1,6 +1,5 @@
-"""What must never enter long-term memory, nor reach the model from it: text that tries to
-steer the model (the rules are in `steering.py`). Personal identifiers are masked by
-`pii.py`, re-exported here."""
+"""Why a text, or a memory as the model is shown it, looks like an attempt to steer the
+model: matched on its folded form (`normalise.py`) by the rules of `steering.py`."""
 
 from __future__ import annotations
 
@@ -8,18 +7,9 @@ import re
 from collections.abc import Iterable, Sequence
 
 from ..store.memory_store import MemoryRecord
-from ..text.confusables import fold_for_matching, join_han_gaps
 from ..texts import memory_line
-from .pii import is_luhn_valid, is_valid_id_card, mask_pii
+from .normalise import fold_for_matching, join_han_gaps
 from .steering import find_steering
-
-__all__ = [
-    "injection_reason",
-    "injection_reason_for_memory",
-    "is_luhn_valid",
-    "is_valid_id_card",
-    "mask_pii",
-]
 
 SNIPPET_CHARS = 20
 # Longer than any steering phrase: how much of a memory's content is read together with
@@ -30,7 +20,7 @@ _CLAUSE_END = re.compile("[。！？!?；;\n]")
 
 def injection_reason(text: str) -> str | None:
     """Why `text` looks like an attempt to steer the model (None if it does not), matched
-    on its folded form (see `text/confusables.py`) with the blanks between Chinese
+    on its folded form (see `normalise.py`) with the blanks between Chinese
     characters removed."""
     joined = join_han_gaps(fold_for_matching(text))
     match = find_steering(joined.text, joined.blanks)

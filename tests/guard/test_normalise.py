@@ -38,13 +38,13 @@ GREEK_SYSTEM = "\u03a5\u03a3\u03a4\u0395\u039c"  # Υ Σ Τ Ε Μ: Σ has no Lat
     ],
 )
 def test_folding_undoes_what_only_changes_code_points(written, folded) -> None:
-    from nonebot_plugin_aimemory.text.confusables import fold_for_matching
+    from nonebot_plugin_aimemory.guard.normalise import fold_for_matching
 
     assert fold_for_matching(written) == folded
 
 
 def test_a_letter_without_a_latin_twin_is_kept() -> None:
-    from nonebot_plugin_aimemory.text.confusables import fold_for_matching
+    from nonebot_plugin_aimemory.guard.normalise import fold_for_matching
 
     assert fold_for_matching(GREEK_SYSTEM) == "y\u03c3tem"
 
@@ -63,7 +63,7 @@ def test_a_letter_without_a_latin_twin_is_kept() -> None:
 def test_blanks_between_chinese_characters_are_joined_and_remembered(
     folded, joined, blanks
 ) -> None:
-    from nonebot_plugin_aimemory.text.confusables import join_han_gaps
+    from nonebot_plugin_aimemory.guard.normalise import join_han_gaps
 
     result = join_han_gaps(folded)
 

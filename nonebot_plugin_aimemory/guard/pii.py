@@ -1,23 +1,36 @@
 """Personal identifiers masked before a memory is stored: mainland mobile numbers, resident
 ID numbers (18 digits with their check digit, and the old 15-digit ones) and bank cards,
 however they are written — separated by spaces, dots or hyphens, in full-width digits,
-with invisible characters inside, glued to letters. Checksums, dates and number prefixes
-keep prices, dates, group numbers and order numbers unmasked."""
+with invisible characters inside (`invisible.py`), glued to letters. Checksums, dates and
+number prefixes (`identifiers.py`) keep prices, dates, group numbers and order numbers
+unmasked."""
 
 from __future__ import annotations
 
-import calendar
+import functools
 import itertools
 import re
-import unicodedata
 from collections.abc import Callable
 from dataclasses import dataclass
+
+from .identifiers import (
+    CARD_LENGTHS,
+    ID_PROVINCES,
+    MOBILE_SECOND_DIGITS,
+    is_bank_card,
+    is_mobile,
+    is_valid_id_card,
+    is_valid_old_id_card,
+)
+from .invisible import invisible_class, invisible_codes
 
 MASK = "*"
 
 _DIGITS = "0-9\uff10-\uff19"  # ASCII and full-width
 _CHECK_X = "Xx\uff38\uff58"  # the ID check character X, ASCII and full-width
 # What people put between the digit groups of one number: blanks, hyphens and dashes, dots.
+# The Braille blank is among them although the guard drops it as invisible: it shows as a
+# space, so here it separates like one.
 _SEPARATOR_RANGES = (
     (0x0009, 0x0009),
     (0x0020, 0x0020),
@@ -31,24 +44,13 @@ _SEPARATOR_RANGES = (
     (0x202F, 0x202F),
     (0x205F, 0x205F),
     (0x2212, 0x2212),
+    (0x2800, 0x2800),
     (0x3000, 0x3000),
     (0x30FB, 0x30FB),
     (0xFE58, 0xFE58),
     (0xFE63, 0xFE63),
     (0xFF0D, 0xFF0E),
     (0xFF65, 0xFF65),
-)
-# Characters nobody sees: they do not split a group ("138\u200b1234…" reads as one number).
-_INVISIBLE_RANGES = (
-    (0x00AD, 0x00AD),
-    (0x034F, 0x034F),
-    (0x115F, 0x1160),
-    (0x180E, 0x180E),
-    (0x200B, 0x200F),
-    (0x2060, 0x2064),
-    (0x3164, 0x3164),
-    (0xFEFF, 0xFEFF),
-    (0xFFA0, 0xFFA0),
 )
 
 
@@ -60,102 +62,37 @@ def _codes_of(ranges: tuple[tuple[int, int], ...]) -> list[int]:
     return [code for low, high in ranges for code in range(low, high + 1)]
 
 
-_SEPARATORS = _class_of(_SEPARATOR_RANGES) + _class_of(_INVISIBLE_RANGES)
 _MIN_PII_DIGITS = 11  # a mobile number; nothing shorter is masked
-# One run of digits, up to three separators between any two, an ID's X at its end. Linear:
-# separators and digits are disjoint classes, so every step consumes a digit; runs are
-# maximal because each is taken greedily from its leftmost digit. Runs of fewer digits than
-# any identifier has are not matched at all (skipped without leaving the regex engine).
-_DIGIT_RUN = re.compile(
-    f"[{_DIGITS}](?:[{_SEPARATORS}]{{0,3}}[{_DIGITS}]){{{_MIN_PII_DIGITS - 1},}}[{_CHECK_X}]?"
-)
+
+
+@functools.cache
+def _digit_run() -> re.Pattern[str]:
+    """One run of digits, up to three separators or invisible characters (`invisible.py`:
+    "138\u200b1234…" reads as one number) between any two, an ID's X at its end.
+
+    Linear: separators and digits are disjoint classes, so every step consumes a digit;
+    runs are maximal because each is taken greedily from its leftmost digit. Runs of fewer
+    digits than any identifier has are not matched at all (skipped without leaving the
+    regex engine)."""
+    separators = _class_of(_SEPARATOR_RANGES) + invisible_class()
+    return re.compile(
+        f"[{_DIGITS}](?:[{separators}]{{0,3}}[{_DIGITS}]){{{_MIN_PII_DIGITS - 1},}}[{_CHECK_X}]?"
+    )
+
+
 _DIGIT_CHARS = frozenset("0123456789Xx\uff38\uff58" + "".join(chr(0xFF10 + d) for d in range(10)))
-# A run as its groups: digits in ASCII, an X upper case, invisibles dropped, every visible
-# separator a space (so `split()` gives the groups).
-_AS_GROUPS = {
-    **{0xFF10 + value: str(value) for value in range(10)},
-    **{ord(char): "X" for char in _CHECK_X},
-    **dict.fromkeys(_codes_of(_SEPARATOR_RANGES), " "),
-    **dict.fromkeys(_codes_of(_INVISIBLE_RANGES)),
-}
-
-_ID_WEIGHTS = (7, 9, 10, 5, 8, 4, 2, 1, 6, 3, 7, 9, 10, 5, 8, 4, 2)
-_ID_CHECK = "10X98765432"
-# Province codes, the first two digits of an ID number: 11-15 north, 21-23 north-east, 31-37
-# east, 41-46 central south, 50-54 south-west, 61-65 north-west, 71 Taiwan, 81-83 Hong
-# Kong, Macao and (for residence permits) Taiwan, 91 abroad.
-_ID_PROVINCES = frozenset(
-    str(code)
-    for low, high in (
-        (11, 15),
-        (21, 23),
-        (31, 37),
-        (41, 46),
-        (50, 54),
-        (61, 65),
-        (71, 71),
-        (81, 83),
-        (91, 91),
-    )
-    for code in range(low, high + 1)
-)
-_MOBILE_SECOND_DIGITS = "3456789"
-_CARD_DIGITS = range(16, 20)
 
 
-def is_valid_id_card(number: str) -> bool:
-    """An 18-digit resident ID number: a province code, a real birth date and the right
-    check digit."""
-    number = unicodedata.normalize("NFKC", number).upper()
-    if len(number) != 18 or not number[:17].isdigit():
-        return False
-    if number[:2] not in _ID_PROVINCES or not _is_date(number[6:14]):
-        return False
-    total = sum(int(d) * w for d, w in zip(number[:17], _ID_WEIGHTS, strict=True))
-    return _ID_CHECK[total % 11] == number[17]
-
-
-def is_valid_old_id_card(number: str) -> bool:
-    """A 15-digit resident ID number (issued before 1999): a province code and a real
-    birth date in 19YYMMDD; it has no check digit."""
-    return (
-        len(number) == 15
-        and number.isdigit()
-        and number[:2] in _ID_PROVINCES
-        and _is_date("19" + number[6:12])
-    )
-
-
-def is_luhn_valid(digits: str) -> bool:
-    """Whether the digits pass the Luhn checksum of bank cards."""
-    total = 0
-    for index, char in enumerate(reversed(digits)):
-        value = int(char)
-        if index % 2 == 1:
-            value *= 2
-            if value > 9:
-                value -= 9
-        total += value
-    return total % 10 == 0
-
-
-def is_bank_card(digits: str) -> bool:
-    """16 to 19 digits with a card network's first digit (3, 4, 5, 6, 9, or 2221-2720)
-    that pass the Luhn check; order numbers and timestamps mostly start otherwise."""
-    if len(digits) not in _CARD_DIGITS or not digits.isdigit():
-        return False
-    network = digits[0] in "34569" or 2221 <= int(digits[:4]) <= 2720
-    return network and is_luhn_valid(digits)
-
-
-def is_mobile(digits: str) -> bool:
-    """A mainland mobile number: 11 digits, 13x to 19x."""
-    return (
-        len(digits) == 11
-        and digits.isdigit()
-        and digits[0] == "1"
-        and digits[1] in _MOBILE_SECOND_DIGITS
-    )
+@functools.cache
+def _as_groups() -> dict[int, str | None]:
+    """How a run is read as its groups: digits in ASCII, an X upper case, invisible
+    characters dropped, every visible separator a space (so `split()` gives the groups)."""
+    return {
+        **{0xFF10 + value: str(value) for value in range(10)},
+        **{ord(char): "X" for char in _CHECK_X},
+        **dict.fromkeys(invisible_codes()),
+        **dict.fromkeys(_codes_of(_SEPARATOR_RANGES), " "),
+    }
 
 
 def mask_pii(text: str) -> str:
@@ -163,7 +100,7 @@ def mask_pii(text: str) -> str:
     the first three and last four) and bank cards (all but the last four) replaced by `*`;
     separators, prefixes and surrounding text stay as written."""
     masked: list[str] | None = None
-    for match in _DIGIT_RUN.finditer(text):
+    for match in _digit_run().finditer(text):
         for position in _Run.parse(match).positions_to_mask():
             if masked is None:
                 masked = list(text)
@@ -190,9 +127,9 @@ class _Run:
 
     @classmethod
     def parse(cls, run: re.Match[str]) -> _Run:
-        """The groups of a `_DIGIT_RUN` match."""
+        """The groups of a `_digit_run()` match."""
         written = run.group(0)
-        groups = written.translate(_AS_GROUPS).split()
+        groups = written.translate(_as_groups()).split()
         sizes = [len(group) for group in groups]
         group_starts = [0, *itertools.accumulate(sizes)]
         offset = run.start()
@@ -236,7 +173,7 @@ class _Run:
             positions = self._identify(first, after - 1, may_be_card=after == first + 1)
             if positions is not None:
                 return after - 1, positions
-        if self.group_starts[first + 1] - start in _CARD_DIGITS:
+        if self.group_starts[first + 1] - start in CARD_LENGTHS:
             positions = self._identify(first, first, may_be_card=True)
             if positions is not None:
                 return first, positions
@@ -267,7 +204,7 @@ class _Run:
 
 
 def _may_be_id_card(digits: str, start: int) -> bool:
-    return digits[start : start + 2] in _ID_PROVINCES
+    return digits[start : start + 2] in ID_PROVINCES
 
 
 def _may_be_prefixed_mobile(digits: str, start: int) -> bool:
@@ -275,7 +212,7 @@ def _may_be_prefixed_mobile(digits: str, start: int) -> bool:
 
 
 def _may_be_mobile(digits: str, start: int) -> bool:
-    return digits.startswith("1", start) and digits[start + 1 : start + 2] in _MOBILE_SECOND_DIGITS
+    return digits.startswith("1", start) and digits[start + 1 : start + 2] in MOBILE_SECOND_DIGITS
 
 
 # The lengths an identifier spanning several groups has, longest first, with a cheap test
@@ -316,11 +253,3 @@ _MASKERS: tuple[Callable[[str, bool], tuple[int, int] | None], ...] = (
     _mask_bank_card,
     _mask_mobile,
 )
-
-
-def _is_date(yyyymmdd: str) -> bool:
-    """Whether YYYYMMDD is a real date between 1900 and 2099."""
-    year, month, day = int(yyyymmdd[:4]), int(yyyymmdd[4:6]), int(yyyymmdd[6:8])
-    if not 1900 <= year <= 2099 or not 1 <= month <= 12:
-        return False
-    return 1 <= day <= calendar.monthrange(year, month)[1]

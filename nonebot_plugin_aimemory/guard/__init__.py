@@ -1,0 +1,16 @@
+"""What must never enter long-term memory, nor reach the model from it: text that tries to
+steer the model (`injection.py`, over the rules of `steering.py`), and personal numbers,
+masked before a memory is stored (`pii.py`). Both read through the same invisible
+characters (`invisible.py`)."""
+
+from __future__ import annotations
+
+from .injection import injection_reason, injection_reason_for_memory
+from .pii import is_personal_number, mask_pii
+
+__all__ = [
+    "injection_reason",
+    "injection_reason_for_memory",
+    "is_personal_number",
+    "mask_pii",
+]
