@@ -14,7 +14,7 @@ if TYPE_CHECKING:
     from fastapi import APIRouter
 
     from ..config import Config
-    from .routes import RuntimeGetter
+    from .dependencies import RuntimeGetter
 
 logger = logging.getLogger("nonebot_plugin_aimemory")
 
@@ -25,16 +25,11 @@ def panel_router(
     """The panel's routes for this configuration (FastAPI must be importable), and the
     data they read, whose background work is closed at shutdown."""
     from .auth import PanelAuth
-    from .routes import PanelRoutes, build_router
+    from .routes import build_router
 
     data = PanelData(names)
-    routes = PanelRoutes(
-        config.aimemory_panel_path,
-        PanelAuth(config.aimemory_panel_token.get_secret_value()),
-        data,
-        runtime,
-    )
-    return build_router(routes), data
+    auth = PanelAuth(config.aimemory_panel_token.get_secret_value())
+    return build_router(config.aimemory_panel_path, auth, data, runtime), data
 
 
 def mount_panel(config: Config, names: ChatNameSource, runtime: RuntimeGetter) -> PanelData | None:

@@ -1,0 +1,181 @@
+"""The checks of the panel's JSON API as FastAPI dependencies. FastAPI solves an
+endpoint's dependencies in the order it lists them, each one's own first, and the first
+refusal answers, so a request meets them in this order: who asks (401 / 429, and 403 for a
+write on the cookie without its CSRF token), the scope in the URL (400), a running bot
+(503), a JSON object body (400), memory switched on (409), the memory in the URL (404), the
+body's fields (400). Refusals are PanelErrors, answered by ApiRoute on these routes only:
+the host app's exception handlers and middleware are not ours to change."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Coroutine
+from dataclasses import dataclass
+from typing import Any
+
+from fastapi import Cookie, Depends, Header, Request
+from fastapi.responses import JSONResponse, Response
+from fastapi.routing import APIRoute
+
+from .. import texts
+from ..memory.service import MemoryService
+from ..runtime import Runtime
+from .auth import CSRF_HEADER, SESSION_COOKIE, PanelAuth, csrf_matches
+from .scopes import BadScope, Scope, parse_scope
+from .views.errors import PanelError, bad_request, refusal
+from .views.memories import existing_memory, require_service
+from .views.memory_bodies import MemoryCreate, MemoryPatch, read_body
+
+RuntimeGetter = Callable[[], "Runtime | None"]
+API_HEADERS = {"Cache-Control": "no-store", "X-Content-Type-Options": "nosniff"}
+
+
+def api_json(content: Any, status: int = 200) -> JSONResponse:
+    """An API answer, with the headers every one of them carries."""
+    return JSONResponse(content, status_code=status, headers=API_HEADERS)
+
+
+class ApiRoute(APIRoute):
+    """A route of the JSON API: a PanelError raised by a dependency or an endpoint is
+    answered as its status and JSON body."""
+
+    def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
+        handler = super().get_route_handler()
+
+        async def answer(request: Request) -> Response:
+            try:
+                return await handler(request)
+            except PanelError as error:
+                return api_json(error.body, error.status)
+
+        return answer
+
+
+def client_address(request: Request) -> str:
+    """The address failures are counted for (the proxy's, behind a reverse proxy)."""
+    return request.client.host if request.client else "?"
+
+
+def api_access(auth: PanelAuth, *, write: bool) -> Callable[..., Coroutine[Any, Any, None]]:
+    """The dependency letting a request in: the token as a Bearer header, or a logged-in
+    session's cookie (with its CSRF token in the header for a write)."""
+
+    # Async, as every dependency here: FastAPI runs a sync one in a worker thread.
+    async def check(
+        request: Request,
+        authorization: str = Header(""),
+        session_id: str | None = Cookie(None, alias=SESSION_COOKIE),
+        csrf: str | None = Header(None, alias=CSRF_HEADER),
+    ) -> None:
+        if authorization[:7].lower() == "bearer ":
+            client = client_address(request)
+            if auth.limited(client):
+                raise refusal(429, "rate_limited", texts.PANEL_TOO_MANY_ATTEMPTS)
+            if not auth.token_matches(authorization[7:].strip()):
+                auth.note_failure(client)
+                raise refusal(401, "unauthorized", texts.PANEL_WRONG_TOKEN)
+            return
+        session = auth.session(session_id)
+        if session is None:
+            raise refusal(401, "unauthorized", texts.PANEL_UNAUTHORIZED)
+        if write and not csrf_matches(session, csrf):
+            raise refusal(403, "csrf", texts.PANEL_CSRF_REJECTED)
+
+    return check
+
+
+async def chat_scope(scope: str) -> Scope:
+    """The scope the URL names, or 400."""
+    try:
+        return parse_scope(scope)
+    except BadScope:
+        raise refusal(400, "bad_scope", texts.PANEL_BAD_SCOPE) from None
+
+
+async def json_object(request: Request) -> dict[str, Any]:
+    """The body as a JSON object, whatever its content type says (`curl -d` sends a form's);
+    an empty body is an empty object, anything else 400."""
+    raw = await request.body()
+    if not raw:
+        return {}
+    try:
+        body = json.loads(raw)
+    except (ValueError, UnicodeDecodeError):
+        body = None
+    if not isinstance(body, dict):
+        raise bad_request(texts.PANEL_BAD_JSON)
+    return body
+
+
+@dataclass(frozen=True, slots=True)
+class ApiDependencies:
+    """The API's dependencies bound to one token and one runtime getter, as `Depends`
+    markers: `read` and `write` for a route's `dependencies`, the rest for parameters'
+    defaults. Bound per router rather than at module level: a process may serve several
+    panels (the tests do), and FastAPI reads string annotations in module globals only."""
+
+    read: Any
+    write: Any
+    runtime: Any
+    service: Any
+    creation: Any
+    patch: Any
+
+
+def api_dependencies(auth: PanelAuth, runtime_getter: RuntimeGetter) -> ApiDependencies:
+    """Every dependency of the API, bound to `auth` and `runtime_getter`."""
+    runtime = Depends(_running(runtime_getter))
+    service = Depends(_service(runtime))
+    return ApiDependencies(
+        read=Depends(api_access(auth, write=False)),
+        write=Depends(api_access(auth, write=True)),
+        runtime=runtime,
+        service=service,
+        creation=Depends(_creation(runtime, service)),
+        patch=Depends(_patch(runtime, service)),
+    )
+
+
+def _running(runtime_getter: RuntimeGetter) -> Callable[[], Coroutine[Any, Any, Runtime]]:
+    async def running() -> Runtime:
+        runtime = runtime_getter()
+        if runtime is None:
+            raise refusal(503, "not_running", texts.PANEL_NOT_RUNNING)
+        return runtime
+
+    return running
+
+
+def _service(runtime: Any) -> Callable[..., Coroutine[Any, Any, MemoryService]]:
+    async def service(running: Runtime = runtime) -> MemoryService:
+        return require_service(running)
+
+    return service
+
+
+def _creation(runtime: Any, service: Any) -> Callable[..., Coroutine[Any, Any, MemoryCreate]]:
+    # The runtime, the body, the service in this order: 503 before a bad body's 400, before
+    # memory being off (409), before the fields' 400.
+    async def creation(
+        _running: Runtime = runtime,
+        body: dict[str, Any] = Depends(json_object),
+        _service: MemoryService = service,
+    ) -> MemoryCreate:
+        return read_body(MemoryCreate, body)
+
+    return creation
+
+
+def _patch(runtime: Any, service: Any) -> Callable[..., Coroutine[Any, Any, MemoryPatch]]:
+    # As for a creation, and an unknown memory is 404 before the body's fields are read.
+    async def patch(
+        memory_id: str,
+        scope: Scope = Depends(chat_scope),
+        _running: Runtime = runtime,
+        body: dict[str, Any] = Depends(json_object),
+        memories: MemoryService = service,
+    ) -> MemoryPatch:
+        await existing_memory(memories, scope, memory_id)
+        return read_body(MemoryPatch, body)
+
+    return patch

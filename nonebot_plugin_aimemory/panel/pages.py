@@ -1,0 +1,158 @@
+"""The panel's pages over HTTP: the login form and what it posts to, logging out, the two
+pages (static files shipped in `static/`, the base path filled in) and their scripts and
+styles. A page needs a logged-in session; without one the home page is the login form."""
+
+from __future__ import annotations
+
+import html
+from importlib import resources
+from urllib.parse import parse_qs
+
+from fastapi import APIRouter, Cookie, Request
+from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
+
+from .. import texts
+from .auth import CSRF_COOKIE, SESSION_COOKIE, SESSION_SECONDS, PanelAuth
+from .dependencies import client_address
+from .scopes import BadScope, parse_scope
+
+# The files of static/ the router serves, with their types; nothing else is reachable.
+STATIC_TYPES = {
+    "panel.css": "text/css; charset=utf-8",
+    "panel.js": "text/javascript; charset=utf-8",
+    "overview.js": "text/javascript; charset=utf-8",
+    "chat.js": "text/javascript; charset=utf-8",
+}
+PAGES = ("login.html", "overview.html", "chat.html")
+# The login form's body is a few dozen bytes; anything much longer is not one.
+MAX_LOGIN_BODY_BYTES = 4096
+SECURITY_HEADERS = {
+    "Content-Security-Policy": (
+        "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+        "connect-src 'self'; frame-ancestors 'none'; form-action 'self'; base-uri 'none'"
+    ),
+    "X-Frame-Options": "DENY",
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "no-referrer",
+    "Cache-Control": "no-store",
+}
+
+
+def static_text(name: str) -> str:
+    """A file shipped in panel/static/."""
+    return (
+        resources.files("nonebot_plugin_aimemory.panel")
+        .joinpath("static")
+        .joinpath(name)
+        .read_text(encoding="utf-8")
+    )
+
+
+class PanelPages:
+    """The page handlers, bound to one token and one base path."""
+
+    def __init__(self, base: str, auth: PanelAuth) -> None:
+        self.base = base
+        self.auth = auth
+        self._files = {name: static_text(name) for name in (*PAGES, *STATIC_TYPES)}
+
+    def router(self) -> APIRouter:
+        """The page routes under the base path (none of them in the OpenAPI schema)."""
+        router = APIRouter(include_in_schema=False)
+        base, add = self.base, router.add_api_route
+        add(base, self.bare_path, methods=["GET"])
+        add(f"{base}/", self.home, methods=["GET"])
+        add(f"{base}/login", self.login, methods=["POST"])
+        add(f"{base}/logout", self.logout, methods=["POST"])
+        add(f"{base}/static/{{name}}", self.static, methods=["GET"])
+        add(f"{base}/chats/{{scope}}", self.chat_page, methods=["GET"])
+        return router
+
+    def page(self, name: str, status: int = 200, error: str = "") -> HTMLResponse:
+        """A page with the base path (and maybe an error) filled in."""
+        body = self._files[name].replace("{{base}}", html.escape(self.base))
+        body = body.replace("{{error}}", html.escape(error))
+        return HTMLResponse(body, status_code=status, headers=SECURITY_HEADERS)
+
+    async def home(self, session_id: str | None = Cookie(None, alias=SESSION_COOKIE)) -> Response:
+        """The overview, or the login form."""
+        if self.auth.session(session_id) is None:
+            return self.page("login.html")
+        return self.page("overview.html")
+
+    async def chat_page(
+        self, scope: str, session_id: str | None = Cookie(None, alias=SESSION_COOKIE)
+    ) -> Response:
+        """One scope's page (its data comes from the API)."""
+        if self.auth.session(session_id) is None:
+            return self.page("login.html", 401, texts.PANEL_UNAUTHORIZED)
+        try:
+            parse_scope(scope)
+        except BadScope:
+            return HTMLResponse(
+                html.escape(texts.PANEL_BAD_SCOPE), status_code=400, headers=SECURITY_HEADERS
+            )
+        return self.page("chat.html")
+
+    async def bare_path(self) -> Response:
+        """The base path without its slash: to the home page."""
+        return RedirectResponse(f"{self.base}/", status_code=307)
+
+    async def login(self, request: Request) -> Response:
+        """Trade the token from the form for a session (cookie) and its CSRF token."""
+        client = client_address(request)
+        if self.auth.limited(client):
+            return self.page("login.html", 429, texts.PANEL_TOO_MANY_ATTEMPTS)
+        raw = await request.body()
+        form = parse_qs(raw[:MAX_LOGIN_BODY_BYTES].decode("utf-8", "replace"))
+        token = (form.get("token") or [""])[0]
+        if not self.auth.token_matches(token):
+            self.auth.note_failure(client)
+            return self.page("login.html", 401, texts.PANEL_WRONG_TOKEN)
+        sid, session = self.auth.open_session()
+        response = RedirectResponse(f"{self.base}/", status_code=303, headers=SECURITY_HEADERS)
+        secure = _is_https(request)
+        response.set_cookie(
+            SESSION_COOKIE,
+            sid,
+            max_age=SESSION_SECONDS,
+            path=f"{self.base}/",
+            httponly=True,
+            samesite="strict",
+            secure=secure,
+        )
+        # Readable by the pages (they copy it into the header), sent by no other site.
+        response.set_cookie(
+            CSRF_COOKIE,
+            session.csrf,
+            max_age=SESSION_SECONDS,
+            path=f"{self.base}/",
+            httponly=False,
+            samesite="strict",
+            secure=secure,
+        )
+        return response
+
+    async def logout(self, session_id: str | None = Cookie(None, alias=SESSION_COOKIE)) -> Response:
+        """End the session and drop its cookies."""
+        # The cookie is SameSite=Strict: another site's form cannot log anyone out.
+        self.auth.close_session(session_id)
+        response = RedirectResponse(f"{self.base}/", status_code=303, headers=SECURITY_HEADERS)
+        response.delete_cookie(SESSION_COOKIE, path=f"{self.base}/")
+        response.delete_cookie(CSRF_COOKIE, path=f"{self.base}/")
+        return response
+
+    async def static(self, name: str) -> Response:
+        """A script or style of the pages; nothing else of the package."""
+        if name not in STATIC_TYPES:
+            return JSONResponse({"error": "not_found"}, status_code=404)
+        return Response(
+            self._files[name],
+            media_type=STATIC_TYPES[name],
+            headers={"X-Content-Type-Options": "nosniff", "Cache-Control": "no-cache"},
+        )
+
+
+def _is_https(request: Request) -> bool:
+    forwarded = request.headers.get("X-Forwarded-Proto", "")
+    return request.url.scheme == "https" or forwarded.lower() == "https"

@@ -1,0 +1,185 @@
+"""The overview: every chat with a stored window, a chat log or a resident session, its
+context against the budget and today's tokens; one scope's row with its memory count;
+the people with personal memories. Names come from a ChatNameSource, never waiting for
+the OneBot API."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, Protocol
+
+from ...personas.keys import chat_key_of, persona_of
+from ...store.overview_store import OverviewStore, StoredWindow
+from ..scopes import Scope
+from .chat_log import recorded_chat
+from .context_sizes import ContextSizes
+from .memories import memory_service
+
+if TYPE_CHECKING:
+    from ...runtime import Runtime
+
+# How often the overview reads the chat log's chats in full (in between: only new rows).
+LOGGED_CHATS_FULL_READ_SECONDS = 300.0
+
+
+class ChatNameSource(Protocol):
+    """Names of chats when known (onebot/names.py); never waits for the OneBot API."""
+
+    def name(self, chat_key: str) -> str | None:
+        """The group name or friend nickname, or None."""
+        ...
+
+
+class NoNames:
+    """No names at all (tests, a bot without OneBot)."""
+
+    def name(self, chat_key: str) -> str | None:
+        """Always unknown."""
+        return None
+
+
+class LoggedChats:
+    """Every logged chat and its newest row's time, read in full now and then and otherwise
+    from the rows added since the last read (the log only grows between retention runs,
+    which the next full read catches up with)."""
+
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+        self._clock = clock
+        self._chats: dict[str, str] = {}
+        self._through = 0
+        self._full_at = float("-inf")
+
+    async def read(self, store: OverviewStore) -> dict[str, str]:
+        """Every logged chat and the time of its newest row."""
+        if self._clock() - self._full_at > LOGGED_CHATS_FULL_READ_SECONDS:
+            self._chats, self._through = await store.logged_chats()
+            self._full_at = self._clock()
+        else:
+            added, self._through = await store.logged_since(self._through)
+            for chat, last in added.items():
+                if last > self._chats.get(chat, ""):
+                    self._chats[chat] = last
+        return self._chats
+
+
+class PanelData:
+    """The overview's answers for the runtime in use, and what it keeps between them (chat
+    names, measured context sizes, the logged chats); closed at shutdown."""
+
+    def __init__(self, names: ChatNameSource) -> None:
+        self.names = names
+        self.sizes = ContextSizes()
+        self.logged = LoggedChats()
+
+    async def chats(self, runtime: Runtime) -> list[dict[str, Any]]:
+        """Every chat with a stored window, a chat log or a resident session."""
+        windows: dict[str, StoredWindow] = {}
+        logged: dict[str, str] = {}
+        if runtime.persistent:
+            store = OverviewStore(runtime.database)
+            windows = {w.key: w for w in await store.windows()}
+            logged = await self.logged.read(store)
+        keys = set(windows)
+        chats_with_windows = {chat_key_of(key) for key in keys}
+        keys.update(
+            runtime.personas.window_key(chat) for chat in logged if chat not in chats_with_windows
+        )
+        today = runtime.usage.today_totals()
+        defined = runtime.personas.defined
+        rows = [
+            self._chat_row(
+                runtime, key, windows.get(key), logged.get(chat_key_of(key)), today, defined
+            )
+            for key in keys
+        ]
+        self.sizes.measure_soon(runtime)
+        rows.sort(key=lambda row: (row["last_active"] or "", row["scope"]), reverse=True)
+        return rows
+
+    async def chat(self, runtime: Runtime, scope: Scope) -> dict[str, Any]:
+        """One scope's row of the overview (an empty one for a chat never seen), with its
+        memory count and cap."""
+        window: StoredWindow | None = None
+        last_logged: str | None = None
+        if runtime.persistent and not scope.personal:
+            store = OverviewStore(runtime.database)
+            window = await store.window(scope.key)
+            last_logged = await store.last_logged(scope.chat_key)
+        row = self._chat_row(
+            runtime,
+            scope.key,
+            window,
+            last_logged,
+            runtime.usage.today_totals(),
+            runtime.personas.defined,
+        )
+        self.sizes.measure_soon(runtime)
+        service = memory_service(runtime)
+        row["personal"] = scope.personal
+        row["memories"] = await service.count(scope.key) if service else 0
+        row["max_memories"] = service.max_entries_for(scope.key) if service else 0
+        row["memory_available"] = service is not None
+        row["chat_log_available"] = recorded_chat(runtime) is not None and not scope.personal
+        return row
+
+    def _chat_row(
+        self,
+        runtime: Runtime,
+        key: str,
+        window: StoredWindow | None,
+        last_logged: str | None,
+        today: dict[str, int],
+        personas_defined: bool,
+    ) -> dict[str, Any]:
+        """One chat's row of the overview (no query: what it needs was read before)."""
+        chat_key = chat_key_of(key)
+        session = runtime.sessions.get(key)
+        estimated = False
+        if session is not None and session.loaded:
+            bot = session.bot
+            context: int | None = bot.context_tokens
+            messages, compressions = len(bot.window), bot.stats.count
+        elif window is not None:
+            context = self.sizes.get(window)
+            messages, compressions, estimated = window.messages, window.compressions, True
+        else:
+            context, messages, compressions = 0, 0, 0
+        persona = persona_of(key) if personas_defined or "#" in key else None
+        last_active = window.updated_at if window is not None else None
+        if last_logged is not None and (last_active is None or last_logged > last_active):
+            last_active = last_logged
+        return {
+            "scope": key,
+            "chat_key": chat_key,
+            "name": self.names.name(chat_key),
+            "persona": persona,
+            "context_tokens": context,
+            "context_estimated": estimated,
+            "budget_tokens": runtime.budget_tokens,
+            "messages": messages,
+            "compressions": compressions,
+            "last_active": last_active,
+            "tokens_today": today.get(chat_key, 0),
+            "resident": session is not None,
+        }
+
+    async def people(self, runtime: Runtime) -> list[dict[str, Any]]:
+        """Every person with personal memories."""
+        if not runtime.persistent:
+            return []
+        found = await OverviewStore(runtime.database).personal_scopes()
+        return [
+            {
+                "scope": person.scope,
+                "user_id": chat_key_of(person.scope)[2:],
+                "name": self.names.name("f:" + chat_key_of(person.scope)[2:]),
+                "persona": persona_of(person.scope) if "#" in person.scope else None,
+                "memories": person.memories,
+            }
+            for person in found
+        ]
+
+    async def close(self) -> None:
+        """Stop background measuring."""
+        await self.sizes.close()
