@@ -3,18 +3,19 @@ store, committed before the reply is handed back to be sent."""
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from datetime import datetime, timezone
 
 from .cadence import FoldCadence
 from .compressor import Compaction, Compressor
 from .errors import ContextLengthError, LLMError, is_reasoning_missing_error
-from .history import CompressionStats, HistoryStore, StoreError
-from .llm import Completion, LLMClient, Usage
+from .history import CompressionStats, HistoryStore
+from .llm import Completion, LLMClient
 from .messages import Message, tool_result
+from .request_room import TOOL_RESULTS_BUDGET_SHARE as TOOL_RESULTS_BUDGET_SHARE
+from .request_room import RequestRoom
+from .stored_window import StoredWindow
 from .tokens import MESSAGE_OVERHEAD_TOKENS, TokenCounter, message_tokens
 from .tools import (
     MAX_TOOL_CALLS_KEPT_PER_ROUND,
@@ -23,44 +24,11 @@ from .tools import (
     fit_round_results,
     result_floor_tokens,
 )
+from .turn_outcome import Compacted, TurnProgress, TurnResult, kept_after
+from .usage import Usage
 from .window import Window, with_reasoning_placeholders
 
 logger = logging.getLogger("nonebot_plugin_aimemory")
-
-# The results of one tool round take at most this share of the budget: with the verbatim
-# tail (a fifth) and the summary (a tenth) a round still leaves room for the next one.
-TOOL_RESULTS_BUDGET_SHARE = 0.25
-
-
-@dataclass(frozen=True, slots=True)
-class TurnResult:
-    """What a turn produced: the reply, usage over all calls (compression included), tool
-    rounds used and how often the window was compressed (or, that failing, truncated)."""
-
-    reply: str
-    usage: Usage
-    tool_rounds: int
-    compressions: int = 0
-
-
-@dataclass(frozen=True, slots=True)
-class Compacted:
-    """What one compaction did: the compressor's usage and whether the window changed."""
-
-    usage: Usage = field(default_factory=Usage)
-    changed: bool = False
-
-
-@dataclass(slots=True)
-class _TurnSpend:
-    """Usage and window-changing compactions of the turn so far."""
-
-    usage: Usage = field(default_factory=Usage)
-    compressions: int = 0
-
-    def add(self, compacted: Compacted) -> None:
-        self.usage += compacted.usage
-        self.compressions += compacted.changed
 
 
 class ChatBot:
@@ -95,10 +63,7 @@ class ChatBot:
         self.stats = CompressionStats()
         self._fixed_tokens: int | None = None
         self._cadence = FoldCadence()
-        # A store write failed or was cut off (disk full, file locked, cancelled): the stored
-        # window may miss messages, so the next write stores the whole window instead of
-        # appending after a gap.
-        self._store_behind = False
+        self._stored = StoredWindow(key, self.window, store)
 
     @property
     def summary(self) -> str | None:
@@ -122,21 +87,13 @@ class ChatBot:
     async def keep_unanswered(self, message: Message) -> None:
         """Keep a user message without answering it (at shutdown); the next turn's request
         carries it, like a message whose answer failed."""
-        await self._keep([message.with_image_markers()])
+        await self._stored.keep([message.with_image_markers()])
 
     async def clear(self) -> None:
         """Forget the conversation, in memory and in the store; raises StoreError when the
         store could not forget it (its next write then stores the window whole)."""
         self.forget()
-        try:
-            await self.store.clear(self.key)
-        except asyncio.CancelledError:
-            self._store_behind = True
-            raise
-        except Exception as exc:
-            self._store_behind = True
-            raise StoreError(f"could not clear the stored window of {self.key}") from exc
-        self._store_behind = False
+        await self._stored.clear()
 
     def forget(self) -> None:
         """Forget the conversation in memory only (the caller clears the store)."""
@@ -150,61 +107,66 @@ class ChatBot:
         keeps of it instead of its per-turn injections. Raises LLMError when no answer can be
         had, StoreError when the answer could not be stored; after a transient failure (a
         store's too) and on cancellation the user's message and finished tool rounds are
-        kept, after any other only what the provider had accepted (`_kept_after`)."""
+        kept, after any other only what the provider had accepted (`kept_after`)."""
         kept_user = message if persist_user_text is None else message.with_text(persist_user_text)
         kept_user = kept_user.with_image_markers()
         if not self.send_images:
             message = message.with_image_markers()
-        pending: list[Message] = []
-        spend = _TurnSpend()
-        rounds = 0
-        # How much of `pending` the last accepted request carried (None: none was accepted).
-        accepted: int | None = None
+        progress = TurnProgress()
         kept: list[Message] | None = None
         answered = False
         try:
-            if self._over_threshold():
-                spend.add(await self._compact(reason="threshold"))
-            while True:
-                if self._request_over_budget(message, pending) and self._can_fold():
-                    spend.add(
-                        await self._compact(
-                            reason="request over budget",
-                            keep_recent_tokens=self._tail_room(message, pending),
-                        )
-                    )
-                force_answer = rounds >= self.max_tool_rounds or not self._room_for_a_round(
-                    message, pending
-                )
-                completion = await self._call_recovering(message, pending, force_answer, spend)
-                accepted = len(pending)
-                spend.usage += completion.usage or Usage()
-                reply = completion.message
-                if reply.tool_calls and not force_answer:
-                    rounds += 1
-                    reply, results = await self._run_tools(reply, message, pending)
-                    pending += [reply, *results]
-                    continue
-                if not reply.text:
-                    raise LLMError("empty", f"only tool calls after {rounds} rounds ({self.key})")
-                # Thinking models need the reasoning of an exchange that made tool calls in
-                # every later request (DeepSeek answers 400 without it); any other
-                # exchange's reasoning they ignore, so keeping it would only cost tokens.
-                reasoning = reply.reasoning if rounds else None
-                pending.append(Message("assistant", reply.text, reasoning=reasoning))
-                answered = True
-                await self._store_answered([kept_user, *pending])
-                return TurnResult(reply.text, spend.usage, rounds, spend.compressions)
+            text = await self._answer(message, progress)
+            answered = True
+            await self._stored.store_answered([kept_user, *progress.pending])
+            return TurnResult(text, progress.usage, progress.rounds, progress.compressions)
         except LLMError as exc:
-            kept = _kept_after(exc, kept_user, pending, accepted)
+            kept = kept_after(exc, kept_user, progress.pending, progress.accepted)
             raise
         finally:
             # On failure and cancellation alike (an answer was stored above): pending only
             # ever holds whole tool rounds, so what is kept is always a valid history.
             if not answered:
-                kept = [kept_user, *pending] if kept is None else kept
+                kept = [kept_user, *progress.pending] if kept is None else kept
                 if kept:
-                    await self._keep(kept)
+                    await self._stored.keep(kept)
+
+    async def _answer(self, message: Message, progress: TurnProgress) -> str:
+        """Call the model, running the tool rounds it asks for, until it answers; the answer
+        is appended to `progress.pending` and its text returned."""
+        pending = progress.pending
+        if self._over_threshold():
+            progress.add(await self._compact(reason="threshold"))
+        while True:
+            if self._request_over_budget(message, pending) and self._can_fold():
+                progress.add(
+                    await self._compact(
+                        reason="request over budget",
+                        keep_recent_tokens=self._tail_room(message, pending),
+                    )
+                )
+            force_answer = progress.rounds >= self.max_tool_rounds or not self._room_for_a_round(
+                message, pending
+            )
+            completion = await self._call_recovering(message, pending, force_answer, progress)
+            progress.accepted = len(pending)
+            progress.usage += completion.usage or Usage()
+            reply = completion.message
+            if reply.tool_calls and not force_answer:
+                progress.rounds += 1
+                reply, results = await self._run_tools(reply, message, pending)
+                pending += [reply, *results]
+                continue
+            if not reply.text:
+                raise LLMError(
+                    "empty", f"only tool calls after {progress.rounds} rounds ({self.key})"
+                )
+            # Thinking models need the reasoning of an exchange that made tool calls in
+            # every later request (DeepSeek answers 400 without it); any other
+            # exchange's reasoning they ignore, so keeping it would only cost tokens.
+            reasoning = reply.reasoning if progress.rounds else None
+            pending.append(Message("assistant", reply.text, reasoning=reasoning))
+            return reply.text
 
     async def compact(self, *, reason: str, keep_recent_tokens: int | None = None) -> Usage:
         """Fold the older window into the summary (or truncate if that fails); returns the
@@ -250,7 +212,7 @@ class ChatBot:
         compressed_at = None if compaction.fell_back else datetime.now(timezone.utc)
         if compressed_at is not None:
             self.stats = CompressionStats(self.stats.count + 1, compressed_at)
-        await self._store_window(compressed_at=compressed_at)
+        await self._stored.store_whole(compressed_at=compressed_at)
         return Compacted(compaction.usage, changed=True)
 
     def _apply(self, compaction: Compaction) -> None:
@@ -292,20 +254,23 @@ class ChatBot:
             and self._cadence.due(self.window.tokens)
         )
 
-    def _request_over_budget(self, message: Message, pending: Sequence[Message]) -> bool:
+    def _room(self, message: Message, pending: Sequence[Message]) -> RequestRoom | None:
+        """The request's room under the budget; None without a compressor (no budget)."""
         if self.compressor is None:
-            return False
-        extra = sum(message_tokens(m, self.counter) for m in (message, *pending))
-        return self.estimate_window_tokens() + extra > self.compressor.policy.budget_tokens
+            return None
+        turn_tokens = sum(message_tokens(m, self.counter) for m in (message, *pending))
+        fixed_tokens = self.estimate_window_tokens() - self.window.tokens
+        return RequestRoom(self.compressor.policy, fixed_tokens, self.window.tokens, turn_tokens)
+
+    def _request_over_budget(self, message: Message, pending: Sequence[Message]) -> bool:
+        room = self._room(message, pending)
+        return room is not None and room.over_budget
 
     def _tail_room(self, message: Message, pending: Sequence[Message]) -> int:
         """How much verbatim tail still fits beside the summary and this turn's messages."""
-        assert self.compressor is not None
-        policy = self.compressor.policy
-        extra = sum(message_tokens(m, self.counter) for m in (message, *pending))
-        fixed = self.estimate_window_tokens() - self.window.tokens
-        room = policy.budget_tokens - fixed - extra - policy.summary_max_tokens
-        return max(0, min(policy.keep_recent_tokens, room))
+        room = self._room(message, pending)
+        assert room is not None
+        return room.tail_tokens
 
     async def _run_tools(
         self, reply: Message, message: Message, pending: Sequence[Message]
@@ -347,17 +312,10 @@ class ChatBot:
         return room is None or room >= 2 * result_floor_tokens(self.counter)
 
     def _results_room(self, message: Message, pending: Sequence[Message]) -> int | None:
-        """Tokens the results of the next round may take, framing included: the round's
-        share of the budget, less when the request would go over the budget even with the
-        window folded into its summary. None without a compressor (no budget)."""
-        if self.compressor is None:
-            return None
-        policy = self.compressor.policy
-        extra = sum(message_tokens(m, self.counter) for m in (message, *pending))
-        fixed = self.estimate_window_tokens() - self.window.tokens
-        window = min(self.window.tokens, policy.summary_max_tokens)
-        share = int(policy.budget_tokens * TOOL_RESULTS_BUDGET_SHARE)
-        return max(0, min(share, policy.budget_tokens - fixed - window - extra))
+        """Tokens the results of the next round may take (request_room.py); None without a
+        compressor (no budget)."""
+        room = self._room(message, pending)
+        return None if room is None else room.results_tokens
 
     def _can_fold(self) -> bool:
         """Something beyond an existing summary is left to fold or truncate."""
@@ -365,7 +323,7 @@ class ChatBot:
         return bool(self.compressor.split_summary(self.window.messages)[1])
 
     async def _call_recovering(
-        self, message: Message, pending: list[Message], force_answer: bool, spend: _TurnSpend
+        self, message: Message, pending: list[Message], force_answer: bool, progress: TurnProgress
     ) -> Completion:
         """`_call`; after a context-length error shrink the window (after a thinking model's
         "pass the reasoning back" error, fill in the old exchanges' reasoning) and send the
@@ -381,7 +339,7 @@ class ChatBot:
         if self.compressor is None or not self.window.messages:
             raise error
         compacted = await self._compact(reason="context length error", keep_recent_tokens=0)
-        spend.add(compacted)
+        progress.add(compacted)
         if not compacted.changed:
             raise error  # the same request would fail the same way
         return await self._call(message, pending, force_answer)
@@ -399,7 +357,7 @@ class ChatBot:
             "%s: the model wants reasoning back for old tool exchanges; filled", self.key
         )
         self.window.replace(filled)
-        await self._store_window()
+        await self._stored.store_whole()
         return True
 
     async def _call(
@@ -424,87 +382,3 @@ class ChatBot:
             tools_tokens = self.counter.count(tools.decode()) if tools else 0
             self._fixed_tokens = message_tokens(self.system_message, self.counter) + tools_tokens
         return self._fixed_tokens + self.window.tokens
-
-    async def _store_answered(self, messages: list[Message]) -> None:
-        """Commit an answered turn, then take it into the window. When the store fails the
-        turn fails as after a transient failure: nothing of it was stored (the transaction
-        rolled back), the window keeps the user's message and finished tool rounds but not
-        the answer nobody will see, and the next write stores the window whole."""
-        failure = await self._commit(messages)
-        if failure is not None:
-            self._hold_unstored(messages[:-1])
-            raise StoreError(
-                f"could not store the turn, so its reply is not sent: {failure!r}"
-            ) from failure
-
-    async def _keep(self, messages: list[Message]) -> None:
-        """Commit what a failed, stopped or unanswered turn keeps; when the store fails the
-        window keeps it anyway (logged), and the next write stores the window whole."""
-        failure = await self._commit(messages)
-        if failure is not None:
-            self._hold_unstored(messages)
-            logger.error(
-                "history write failed for %s; kept in memory, stored with the next turn: %r",
-                self.key,
-                failure,
-            )
-
-    async def _commit(self, messages: list[Message]) -> Exception | None:
-        """Store `messages` after the window (with the whole window, when the store is
-        behind), then extend the window with them; or return the store's failure, the
-        window left as it was. Cancelled while the write runs (it runs on to its end), the
-        window takes them: whether they were committed or not, the next write stores the
-        window whole."""
-        try:
-            if self._store_behind:
-                await self.store.replace(self.key, [*self.window.messages, *messages])
-            else:
-                await self.store.append(self.key, messages)
-        except asyncio.CancelledError:
-            self._hold_unstored(messages)
-            raise
-        except Exception as exc:
-            return exc
-        self._store_behind = False
-        self.window.extend(messages)
-        return None
-
-    def _hold_unstored(self, messages: list[Message]) -> None:
-        """Keep in the window messages the store may not hold."""
-        self.window.extend(messages)
-        self._store_behind = True
-
-    async def _store_window(self, *, compressed_at: datetime | None = None) -> None:
-        """Store the window whole after it was rewritten in memory (a compaction, filled-in
-        reasoning). A failure is logged and leaves the store behind: the turn's own commit
-        then stores the window whole, or fails the turn."""
-        try:
-            await self.store.replace(self.key, self.window.messages, compressed_at=compressed_at)
-        except asyncio.CancelledError:
-            self._store_behind = True
-            raise
-        except Exception as exc:
-            self._store_behind = True
-            logger.error(
-                "history write failed for %s; kept in memory, stored with the next turn: %r",
-                self.key,
-                exc,
-            )
-            return
-        self._store_behind = False
-
-
-def _kept_after(
-    error: LLMError, user: Message, pending: list[Message], accepted: int | None
-) -> list[Message] | None:
-    """What a failed turn keeps of its messages; None keeps them all. A transient failure
-    keeps them all, to be answered with the next message (so does a context-length error,
-    which compression deals with). Any other failure, a content refusal above all, would
-    repeat on the same messages: what the failed request added is dropped (the user's
-    message on the first call, the newest tool round after that) and what the provider had
-    already accepted is kept: the user's message with the tool rounds before the newest."""
-    if error.transient or isinstance(error, ContextLengthError):
-        return None
-    if accepted is None:
-        return []
-    return [user, *pending[:accepted]]

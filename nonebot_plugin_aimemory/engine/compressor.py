@@ -9,10 +9,11 @@ from dataclasses import dataclass, field, replace
 
 from .errors import LLMError
 from .hooks import PreCompactHooks
-from .llm import Completion, LLMClient, Usage
+from .llm import Completion, LLMClient
 from .messages import Message
 from .tokens import TokenCounter, message_tokens
 from .transcript import chunk_lines, render_transcript
+from .usage import Usage
 from .window import first_user_index_at_or_after, truncate_oldest_half
 
 logger = logging.getLogger("nonebot_plugin_aimemory")

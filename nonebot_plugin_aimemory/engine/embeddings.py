@@ -15,9 +15,9 @@ from typing import Literal
 import httpx
 
 from .errors import BODY_EXCERPT_CHARS, LLMError
-from .llm import Endpoint, Usage
+from .llm import Endpoint
 from .shared_http import MAX_RESPONSE_BYTES, SharedHttp, TransportFailure
-from .usage import NO_METER, UsageMeter
+from .usage import NO_METER, Usage, UsageMeter
 
 EMBEDDING_TIMEOUT_SECONDS = 15.0
 PAUSE_INITIAL_SECONDS = 60.0

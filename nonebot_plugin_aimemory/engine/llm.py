@@ -20,7 +20,7 @@ from .errors import (
 )
 from .messages import Message, parse_tool_call
 from .shared_http import MAX_RESPONSE_BYTES, CappedAnswer, SharedHttp, TransportFailure
-from .usage import NO_METER, UsageMeter
+from .usage import NO_METER, Usage, UsageMeter
 
 logger = logging.getLogger("nonebot_plugin_aimemory")
 
@@ -41,28 +41,6 @@ class Endpoint:
     def chat_url(self) -> str:
         """The chat-completions URL under `api_base`."""
         return self.api_base.rstrip("/") + "/chat/completions"
-
-
-@dataclass(frozen=True, slots=True)
-class Usage:
-    """Token usage reported by the API for one or more calls; `cached_tokens` of the prompt
-    tokens were served from the provider's prompt cache (0 when it does not say)."""
-
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    cached_tokens: int = 0
-
-    @property
-    def total_tokens(self) -> int:
-        """Prompt and completion tokens together."""
-        return self.prompt_tokens + self.completion_tokens
-
-    def __add__(self, other: Usage) -> Usage:
-        return Usage(
-            self.prompt_tokens + other.prompt_tokens,
-            self.completion_tokens + other.completion_tokens,
-            self.cached_tokens + other.cached_tokens,
-        )
 
 
 @dataclass(frozen=True, slots=True)

@@ -12,13 +12,10 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta, timezone, tzinfo
-from typing import TYPE_CHECKING, Protocol
+from typing import Protocol
 
 from .background import Background
 from .turn_context import usage_chat as _chat
-
-if TYPE_CHECKING:
-    from .llm import Usage
 
 logger = logging.getLogger("nonebot_plugin_aimemory")
 
@@ -34,6 +31,28 @@ Clock = Callable[[], datetime]
 
 def _utc_now() -> datetime:
     return datetime.now(timezone.utc)
+
+
+@dataclass(frozen=True, slots=True)
+class Usage:
+    """Token usage reported by the API for one or more calls; `cached_tokens` of the prompt
+    tokens were served from the provider's prompt cache (0 when it does not say)."""
+
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cached_tokens: int = 0
+
+    @property
+    def total_tokens(self) -> int:
+        """Prompt and completion tokens together."""
+        return self.prompt_tokens + self.completion_tokens
+
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(
+            self.prompt_tokens + other.prompt_tokens,
+            self.completion_tokens + other.completion_tokens,
+            self.cached_tokens + other.cached_tokens,
+        )
 
 
 @dataclass(frozen=True, slots=True)

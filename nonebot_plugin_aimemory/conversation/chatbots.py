@@ -1,0 +1,88 @@
+"""The ChatBot of each conversation window, as a session is built: the persona's model and
+prompt, the built-in tools and every extension's."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Protocol
+
+from .. import prompts
+from ..engine.chatbot import ChatBot
+from ..engine.compressor import Compressor
+from ..engine.history import HistoryStore
+from ..engine.model_clients import ModelClients
+from ..engine.tokens import TokenCounter
+from ..engine.tools import Tool, ToolRegistry
+from ..personas.choices import Personas
+from ..personas.keys import chat_key_of, persona_of
+
+
+class ToolSource(Protocol):
+    """A feature's tools bound to a scope (memory/feature.py, chatlog/feature.py)."""
+
+    def tools(self, scope: str, /) -> list[Tool]:
+        """The tools bound to `scope` (none when the feature is off)."""
+        ...
+
+
+class ChatBotFactory:
+    """Builds the ChatBot of a window `key` (a chat's, or a persona's part of it: see
+    personas/keys.py). Memory tools are bound to the persona's memories, chat-log tools to
+    the chat's log; `add_tools` registers the extensions' tools of a session."""
+
+    def __init__(
+        self,
+        *,
+        clients: ModelClients,
+        history: HistoryStore,
+        counter: TokenCounter,
+        compressor: Compressor,
+        memory: ToolSource,
+        chat_log: ToolSource,
+        personas: Personas,
+        add_tools: Callable[[ToolRegistry, str], None],
+        max_tool_rounds: int,
+        send_images: bool,
+    ) -> None:
+        self.clients = clients
+        self.history = history
+        self.counter = counter
+        self.compressor = compressor
+        self.memory = memory
+        self.chat_log = chat_log
+        self.personas = personas
+        self.add_tools = add_tools
+        self.max_tool_rounds = max_tool_rounds
+        self.send_images = send_images
+
+    def build(self, key: str) -> ChatBot:
+        """A ChatBot for the window `key` with the built-in tools and every provider's."""
+        tools = ToolRegistry()
+        builtin = self.builtin_tools(key)
+        for tool in builtin:
+            tools.register(tool)
+        self.add_tools(tools, key)
+        return ChatBot(
+            key,
+            llm=self.clients.for_model(self.personas.named(persona_of(key)).model),
+            store=self.history,
+            counter=self.counter,
+            system_prompt=self.system_prompt_for(key, [tool.name for tool in builtin]),
+            tools=tools,
+            max_tool_rounds=self.max_tool_rounds,
+            send_images=self.send_images,
+            compressor=self.compressor,
+        )
+
+    def builtin_tools(self, key: str) -> list[Tool]:
+        """The memory tools of window `key` and the chat-log tools of its chat."""
+        return [*self.memory.tools(key), *self.chat_log.tools(chat_key_of(key))]
+
+    def system_prompt_for(self, key: str, builtin_names: Sequence[str] | None = None) -> str:
+        """The persona's prompt, where the chat happens and the rules of the built-in tools
+        the session has (`builtin_names` when the caller has built them; none without a
+        database); identical every turn (prefix caching)."""
+        if builtin_names is None:
+            builtin_names = [tool.name for tool in self.builtin_tools(key)]
+        persona = self.personas.named(persona_of(key))
+        return prompts.build_system_prompt(persona.prompt, chat_key_of(key), builtin_names)

@@ -1,0 +1,137 @@
+"""Long-term memory and the chat log its reviewer reads, built over the database: both
+exist only with one; without it the tools are off, the commands say so, and chat goes on."""
+
+from __future__ import annotations
+
+from .chatlog.commands import ReviewCommands, ReviewsUnavailable
+from .chatlog.feature import ChatLogOff, RecordedChat, ReviewsOff
+from .chatlog.reviewer import MemoryReviewer
+from .chatlog.scheduler import ReviewScheduler
+from .chatlog.vectors import row_vectors
+from .chatlog.writer import ChatLog, NoReviewMarks
+from .config import Config
+from .engine.compressor import Compressor
+from .engine.embeddings import Embedder, EmbeddingClient, EmbeddingRoles, NoEmbeddings
+from .engine.model_clients import ModelClients
+from .memory.commands import MemoryCommands
+from .memory.extractor import FactExtractor
+from .memory.feature import LongTermMemory, MemoryOff, NoExtraction
+from .memory.inject import NoRelevantMemories, RelevantMemories
+from .memory.service import MemoryService
+from .personas.choices import Personas
+from .personas.keys import persona_of
+from .store.chat_log_store import ChatLogStore
+from .store.database import Database
+from .store.memory_store import MemoryStore
+from .store.review_store import ReviewStore
+
+
+def memory_and_chat_log(
+    config: Config,
+    clients: ModelClients,
+    database: Database | None,
+    compressor: Compressor,
+    personas: Personas,
+) -> tuple[LongTermMemory | MemoryOff, RecordedChat | ChatLogOff]:
+    """Long-term memory and the chat log, or both off without a database."""
+    if database is None:
+        return MemoryOff(), ChatLogOff()
+    service = memory_service(config, clients, database)
+    # Without leave to send the chat log to a model there is no reviewer at all.
+    reviewing = config.aimemory_review_external_context
+    review_store = ReviewStore(database)
+    chat_log_store = ChatLogStore(database)
+    writer = ChatLog(
+        chat_log_store,
+        review_store if reviewing else NoReviewMarks(),
+        flush_seconds=config.aimemory_chat_log_flush_seconds,
+        keep_days=config.aimemory_chat_log_keep_days,
+        vectors=row_vectors(
+            chat_log_store.vectors,
+            service.embedder,
+            wanted=config.aimemory_chat_log_embeddings,
+        ),
+    )
+    reviews: ReviewScheduler | ReviewsOff = ReviewsOff()
+    review_commands: ReviewCommands | ReviewsUnavailable = ReviewsUnavailable()
+    if reviewing:
+        reviews = review_scheduler(config, clients, service, writer, review_store, personas)
+        review_commands = ReviewCommands(reviews, writer, config.zone)
+    chat_log = RecordedChat(writer, config.zone, reviews, review_commands)
+    return long_term_memory(config, service, compressor, review_commands), chat_log
+
+
+def long_term_memory(
+    config: Config,
+    service: MemoryService,
+    compressor: Compressor,
+    review_commands: ReviewCommands | ReviewsUnavailable,
+) -> LongTermMemory:
+    """The memory tools and commands, auto-injection and extraction on compaction, as
+    configured."""
+    return LongTermMemory(
+        service=service,
+        commands=MemoryCommands(
+            service,
+            review_commands,
+            auto_inject=config.aimemory_memory_auto_inject,
+            inject_top_k=config.aimemory_memory_inject_topk,
+            personal=config.aimemory_personal_memory,
+        ),
+        relevant=RelevantMemories(
+            service,
+            top_k=config.aimemory_memory_inject_topk,
+            max_chars=config.aimemory_memory_inject_max_chars,
+            personal=config.aimemory_personal_memory,
+        )
+        if config.aimemory_memory_auto_inject
+        else NoRelevantMemories(),
+        extractor=FactExtractor(compressor.llm.for_role("extractor"), service)
+        if config.aimemory_memory_extract_on_compact
+        else NoExtraction(),
+        personal=config.aimemory_personal_memory,
+    )
+
+
+def memory_service(config: Config, clients: ModelClients, database: Database) -> MemoryService:
+    """The memory rules over the database; vectors when an embedding model is set."""
+    embedder: Embedder = NoEmbeddings()
+    if config.aimemory_embedding_model:
+        endpoint = config.endpoint("embedding")
+        roles = EmbeddingRoles.from_setting(config.aimemory_embedding_prefixes, endpoint.model)
+        embedder = EmbeddingClient(clients.http, endpoint, roles=roles, meter=clients.meter)
+    return MemoryService(
+        MemoryStore(database),
+        max_entries=config.aimemory_memory_max_entries,
+        personal_max_entries=config.aimemory_personal_memory_max_entries,
+        mask_pii=config.aimemory_memory_mask_pii,
+        embedder=embedder,
+        zone=config.zone,
+    )
+
+
+def review_scheduler(
+    config: Config,
+    clients: ModelClients,
+    service: MemoryService,
+    writer: ChatLog,
+    review_store: ReviewStore,
+    personas: Personas,
+) -> ReviewScheduler:
+    """The background reviewer: turns recent chat into memories now and then, each
+    persona's scope as that persona."""
+    reviewer = MemoryReviewer(
+        clients.for_role("review", counted_as="reviewer"),
+        service,
+        writer.store,
+        persona=lambda scope: personas.named(persona_of(scope)).prompt,
+        zone=config.zone,
+    )
+    return ReviewScheduler(
+        reviewer,
+        review_store,
+        tick_seconds=config.aimemory_review_tick_seconds,
+        interval_seconds=config.aimemory_review_interval_seconds,
+        min_new_rows=config.aimemory_review_min_new_rows,
+        enabled_by_default=config.aimemory_review_enabled,
+    )

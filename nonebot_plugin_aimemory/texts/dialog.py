@@ -1,0 +1,32 @@
+"""The `~对话` command: its usage line and the `状态` report."""
+
+from __future__ import annotations
+
+DIALOG_USAGE = "用法：~对话 状态 | ~对话 清空 | ~对话 停止 | ~对话 用量"
+
+
+def dialog_status(
+    *,
+    context_tokens: int,
+    budget_tokens: int,
+    message_count: int,
+    summary_tokens: int | None,
+    compressions: int,
+    last_compressed: str | None,
+    persistent: bool,
+    resident_sessions: int | None,
+) -> str:
+    """The `~对话 状态` report: context use, compressions and where history is kept."""
+    percent = context_tokens / budget_tokens * 100 if budget_tokens else 0.0
+    lines = [
+        f"上下文：{context_tokens} / {budget_tokens} tokens（{percent:.1f}%）",
+        f"消息数：{message_count}",
+        f"摘要：约 {summary_tokens} tokens" if summary_tokens is not None else "摘要：无",
+        f"压缩次数：{compressions}"
+        + (f"（最近一次 {last_compressed}）" if last_compressed else ""),
+    ]
+    if not persistent:
+        lines.append("存储：仅内存（数据库不可用，重启后会丢失）")
+    if resident_sessions is not None:
+        lines.append(f"常驻会话：{resident_sessions}")
+    return "\n".join(lines)

@@ -1,0 +1,53 @@
+"""The web panel (panel/): what its JSON API says when it refuses something, and the lines
+the server itself writes into pages. The pages' own labels are in panel/static/."""
+
+from __future__ import annotations
+
+PANEL_UNAUTHORIZED = "请先登录（在面板首页输入令牌）。"
+PANEL_WRONG_TOKEN = "令牌不对。"
+PANEL_TOO_MANY_ATTEMPTS = "尝试次数太多，请一分钟后再试。"
+PANEL_CSRF_REJECTED = "请求缺少有效的 CSRF 令牌，请刷新页面后重试。"
+PANEL_BAD_SCOPE = "会话无效：只接受 g:<群号>、f:<QQ号>、u:<QQ号>（可加 #人设）。"
+PANEL_BAD_JSON = "请求内容不是有效的 JSON 对象。"
+PANEL_CONTENT_NEEDED = "请填写记忆内容。"
+PANEL_TAGS_LIST = "标签应是列表或以逗号分隔的文字。"
+PANEL_PRIVATE_ONLY = "只有个人记忆可以设为私密。"
+PANEL_NOT_RUNNING = "机器人还没有启动好，请稍后再试。"
+MEMORY_UNAVAILABLE_PANEL = "长期记忆不可用：数据库无法打开。"
+
+
+def panel_not_found(what: str) -> str:
+    """An id or a page the panel does not know (in this scope)."""
+    return f"找不到 {what[:40]}。"
+
+
+def panel_memory_full(max_entries: int) -> str:
+    """A panel save or restore when the scope holds its cap."""
+    return f"记忆已满（{max_entries} 条），请先删除一些。"
+
+
+def panel_save_refused(outcome: object) -> str:
+    """Why the panel's save did not store a memory (a SaveOutcome, by its status)."""
+    status = str(getattr(outcome, "status", ""))
+    reason = str(getattr(outcome, "reason", "") or "")
+    memory = getattr(outcome, "memory", None)
+    if status == "duplicate" and memory is not None:
+        return f"已有相同的记忆 #{memory.id}。"
+    if status == "tombstoned":
+        return f"这条内容曾被删除（#{reason}），不再保存；可以先恢复它。"
+    if status == "full":
+        return "记忆已满，请先删除一些。"
+    if status == "empty":
+        return "内容为空。"
+    return f"内容被拒绝：{reason}" if reason else "内容被拒绝。"
+
+
+def panel_update_refused(status: str, reason: str) -> str:
+    """Why the panel's edit was not applied (an UpdateOutcome's status and reason)."""
+    if status == "duplicate":
+        return "改成的内容与另一条记忆相同。"
+    if status == "tombstoned":
+        return "改成的内容曾被删除，不再保存。"
+    if status == "empty":
+        return "内容为空。"
+    return f"内容被拒绝：{reason}" if reason else "内容被拒绝。"
