@@ -28,7 +28,7 @@ def entry(content: str, tags: tuple[str, ...] = (), at: str = "2026-11-30T00:00:
 
 
 def ranked(query: str, *entries) -> list[str]:
-    from nonebot_plugin_aimemory.memory.index import keyword_ranking
+    from nonebot_plugin_aimemory.memory.keywords import keyword_ranking
 
     return [found.record.content for found, _ in keyword_ranking(query, list(entries))]
 
@@ -97,7 +97,7 @@ def test_a_name_the_dictionary_does_not_know_is_found_through_bigrams() -> None:
 
 
 def test_a_score_is_about_the_idf_of_one_matched_word() -> None:
-    from nonebot_plugin_aimemory.memory.index import CHARACTER_WEIGHT, keyword_ranking
+    from nonebot_plugin_aimemory.memory.keywords import CHARACTER_WEIGHT, keyword_ranking
 
     entries = [entry("小明喜欢火锅"), entry("小红喜欢爬山"), entry("小芳喜欢游泳")]
 
@@ -137,7 +137,7 @@ def test_one_character_in_common_finds_nothing() -> None:
 
 
 def test_characters_do_not_find_when_the_caller_wants_words_only() -> None:
-    from nonebot_plugin_aimemory.memory.index import keyword_ranking
+    from nonebot_plugin_aimemory.memory.keywords import keyword_ranking
 
     recipe = entry("醋、糖、酱油混在一起，鱼块腌制片刻再下锅")
 
@@ -164,7 +164,7 @@ def day_entry(content: str, saved_at: str):
 def test_a_day_the_question_names_finds_what_was_saved_that_day() -> None:
     from datetime import date
 
-    from nonebot_plugin_aimemory.memory.index import keyword_ranking
+    from nonebot_plugin_aimemory.memory.keywords import keyword_ranking
     from nonebot_plugin_aimemory.text import query
 
     that_day = day_entry("今天下雨，心情有点郁闷", "2023-05-04T03:00:00.000000Z")
@@ -180,7 +180,7 @@ def test_a_day_counts_in_the_chat_time_zone() -> None:
     from datetime import date
     from zoneinfo import ZoneInfo
 
-    from nonebot_plugin_aimemory.memory.index import keyword_ranking
+    from nonebot_plugin_aimemory.memory.keywords import keyword_ranking
     from nonebot_plugin_aimemory.text import query
 
     # 2026-11-30 17:00 UTC is already 1 December in Shanghai.

@@ -110,7 +110,8 @@ async def test_the_purged_tombstone_still_tells_people_apart(tmp_path) -> None:
 async def test_a_purged_id_is_never_given_to_a_new_memory(
     memory: MemoryService, monkeypatch
 ) -> None:
-    from nonebot_plugin_aimemory.memory import rules, service
+    from nonebot_plugin_aimemory.memory import rules
+    from nonebot_plugin_aimemory.memory import writes
 
     purged = await saved_and_deleted(memory, DELETED)
     await memory.purge_deleted(now=days_from_now(31))
@@ -118,7 +119,7 @@ async def test_a_purged_id_is_never_given_to_a_new_memory(
     def proposing_the_purged_id_first(in_use, **options) -> str:
         return purged if purged not in in_use else rules.new_id(in_use, **options)
 
-    monkeypatch.setattr(service, "new_id", proposing_the_purged_id_first)
+    monkeypatch.setattr(writes, "new_id", proposing_the_purged_id_first)
     saved = await memory.save(SCOPE, "阿强对花生过敏")
 
     assert saved.status == "saved"

@@ -1,0 +1,307 @@
+"""The write side of memories: saving and changing one through every rule (normalise,
+guard, mask, dedupe, tombstones, cap), and making one private or public. Deleting and
+restoring are in deletions.py."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
+from datetime import datetime
+from typing import Literal
+
+from ..guard import injection_reason, injection_reason_for_memory, mask_pii
+from ..store.database import utc_text
+from ..store.memory_store import MemoryRecord, MemoryStore
+from ..text import segmenter
+from ..text.encodable import encodable
+from .gist import Gist
+from .index import IndexedMemory, LoadedScope, ScopeIndex
+from .personal import is_personal_scope
+from .rules import (
+    MAX_CONTENT_CHARS,
+    NEAR_DUPLICATE_DICE,
+    Missing,
+    clean_user_id,
+    different_people,
+    fold_whitespace,
+    id_key,
+    new_id,
+    normalize,
+    people_of,
+    prepare_tags,
+    tags_problem,
+)
+from .vectors import MemoryVectors
+
+Source = Literal["tool", "command", "extract", "review"]
+
+
+@dataclass(frozen=True, slots=True)
+class WriteContext:
+    """What a write works on: the store, the scopes' index and vectors, whether personal
+    data is masked, and the clock that stamps it."""
+
+    store: MemoryStore
+    index: ScopeIndex
+    vectors: MemoryVectors
+    mask_pii: bool
+    clock: Callable[[], datetime]
+
+    def now_text(self) -> str:
+        """The clock's now, as stored."""
+        return utc_text(self.clock())
+
+
+@dataclass(slots=True)
+class SaveOutcome:
+    """What a save did; `status` says which branch the rules took."""
+
+    status: Literal["saved", "duplicate", "tombstoned", "refused", "full", "empty"]
+    memory: MemoryRecord | None = None
+    similar: list[MemoryRecord] = field(default_factory=list)
+    truncated: bool = False
+    reason: str = ""
+
+
+@dataclass(slots=True)
+class UpdateOutcome:
+    """What an update did; `status` says which branch the rules took."""
+
+    status: Literal["updated", "not_found", "refused", "tombstoned", "duplicate", "empty"]
+    memory: MemoryRecord | None = None
+    truncated: bool = False
+    reason: str = ""
+    # False when content, tags and user_id were already as asked (evidence may still grow).
+    changed: bool = True
+
+
+async def save(
+    ctx: WriteContext,
+    scope: str,
+    content: str,
+    *,
+    cap: int,
+    tags: Sequence[object] | None,
+    user_id: str | None,
+    source: Source,
+    evidence: Sequence[int],
+    private: bool,
+) -> SaveOutcome:
+    """Save one memory through every rule to a scope holding at most `cap`; never raises
+    for bad content."""
+    prepared = prepare_content(content, mask=ctx.mask_pii)
+    if isinstance(prepared, SaveOutcome):
+        return prepared
+    text, truncated = prepared
+    tag_problem = tags_problem(tags) or injection_reason_for_memory(text, tags or ())
+    if tag_problem is not None:
+        return SaveOutcome("refused", reason=tag_problem)
+    normalized = normalize(text)
+    gist = Gist.of(normalized, clean_user_id(user_id))
+    embedding: list[float] | None = None
+    if ctx.vectors.embedder.enabled:
+        # The lock is not held while the embedding server answers; the rules are checked
+        # before the call too, so that a duplicate costs no request.
+        refusal = save_refusal(await ctx.index.get(scope), normalized, gist, cap)
+        if refusal is not None:
+            return refusal
+        embedding = await ctx.vectors.embed_quietly(text)
+    async with ctx.index.writing(scope) as loaded:
+        refusal = save_refusal(loaded, normalized, gist, cap)
+        if refusal is not None:
+            return refusal
+        similar = near_duplicates(loaded, text, user_id)
+        now = ctx.now_text()
+        record = MemoryRecord(
+            id=new_id(loaded.ids_in_use(), personal=is_personal_scope(scope)),
+            content=text,
+            normalized=normalized,
+            tags=prepare_tags(tags, mask=ctx.mask_pii),
+            user_id=clean_user_id(user_id),
+            embedding=embedding,
+            evidence=list(evidence),
+            source=source,
+            created_at=now,
+            updated_at=now,
+            private=private,
+        )
+        await ctx.store.insert(scope, record)
+        loaded.entries[record.id] = IndexedMemory.of(record)
+    ctx.vectors.note_stored(embedding)
+    return SaveOutcome("saved", memory=record, similar=similar[:3], truncated=truncated)
+
+
+def prepare_content(content: str, *, mask: bool) -> tuple[str, bool] | SaveOutcome:
+    """The content as it would be stored (folded, masked if `mask`, cut to
+    MAX_CONTENT_CHARS) and whether it was cut, or why it may not be stored at all."""
+    raw = encodable(str(content or ""))
+    text = fold_whitespace(raw)
+    if not text:
+        return SaveOutcome("empty", reason="内容为空")
+    # Checked before folding: a heading like "### System" is only one at a line start.
+    reason = injection_reason(raw)
+    if reason is not None:
+        return SaveOutcome("refused", reason=reason)
+    if mask:
+        text = mask_pii(text)
+    truncated = len(text) > MAX_CONTENT_CHARS
+    return (text[:MAX_CONTENT_CHARS], truncated)
+
+
+def save_refusal(loaded: LoadedScope, normalized: str, gist: Gist, cap: int) -> SaveOutcome | None:
+    """Why this content (its normalised form and gist) may not be saved now to the
+    scope, which holds at most `cap` memories (None if it may)."""
+    tombstone = loaded.tombstone_for(normalized, gist)
+    if tombstone is not None:
+        return SaveOutcome("tombstoned", memory=None, reason=tombstone.memory_id)
+    existing = loaded.find_live_by_normalized(normalized)
+    if existing is not None:
+        return SaveOutcome("duplicate", memory=existing.record)
+    if len(loaded.live()) >= cap:
+        return SaveOutcome("full")
+    return None
+
+
+def near_duplicates(loaded: LoadedScope, text: str, user_id: str | None) -> list[MemoryRecord]:
+    """The live memories of the scope that say nearly what `text` says, about the same
+    people: saved anyway, but shown to whoever saved it."""
+    tokens = segmenter.token_set(text)
+    subject = people_of(text, clean_user_id(user_id))
+    return [
+        e.record
+        for e in loaded.live()
+        if segmenter.dice(tokens, e.content_tokens) >= NEAR_DUPLICATE_DICE
+        and not different_people(subject, people_of(e.record.content, e.record.user_id))
+    ]
+
+
+async def update(
+    ctx: WriteContext,
+    scope: str,
+    memory_id: str,
+    *,
+    content: str | Missing,
+    tags: Sequence[object] | Missing | None,
+    user_id: str | Missing | None,
+    add_evidence: Sequence[int],
+    include_private: bool,
+) -> UpdateOutcome:
+    """Change a memory; omitted (`Missing`) fields keep their value, empty tags/user_id
+    clear them, `add_evidence` grows its evidence."""
+    key = id_key(memory_id)
+    prepared = None if isinstance(content, Missing) else prepare_content(content, mask=ctx.mask_pii)
+    embedding: list[float] | None = None
+    if isinstance(prepared, tuple):
+        # Embedded before taking the lock, and only when the text really changes.
+        current = (await ctx.index.get(scope)).entries.get(key)
+        if current is not None and current.record.content != prepared[0]:
+            embedding = await ctx.vectors.embed_quietly(prepared[0])
+    async with ctx.index.writing(scope) as loaded:
+        entry = loaded.entries.get(key)
+        if entry is None or entry.record.deleted:
+            return UpdateOutcome("not_found")
+        if entry.record.private and not include_private:
+            return UpdateOutcome("not_found")
+        record = entry.record
+        asked = _asked_changes(
+            loaded, record, prepared, tags, user_id, embedding=embedding, mask=ctx.mask_pii
+        )
+        if isinstance(asked, UpdateOutcome):
+            return asked
+        changes, truncated = asked
+        changed = bool(changes)
+        evidence = list(dict.fromkeys([*record.evidence, *add_evidence]))
+        if evidence != record.evidence:
+            changes["evidence"] = evidence
+        if not changes:
+            return UpdateOutcome("updated", memory=record, changed=False)
+        updated = replace(record, **changes, updated_at=ctx.now_text())  # type: ignore[arg-type]
+        await ctx.store.update(scope, updated)
+        loaded.entries[updated.id] = IndexedMemory.of(updated)
+    if "content" in changes:
+        ctx.vectors.note_stored(updated.embedding)
+    return UpdateOutcome("updated", memory=updated, truncated=truncated, changed=changed)
+
+
+def _asked_changes(
+    loaded: LoadedScope,
+    record: MemoryRecord,
+    prepared: tuple[str, bool] | SaveOutcome | None,
+    tags: Sequence[object] | Missing | None,
+    user_id: str | Missing | None,
+    *,
+    embedding: list[float] | None,
+    mask: bool,
+) -> tuple[dict[str, object], bool] | UpdateOutcome:
+    """The fields of `record` an update really changes (and whether its content was cut),
+    or the outcome that refuses it."""
+    changes: dict[str, object] = {}
+    truncated = False
+    if isinstance(prepared, SaveOutcome):
+        status = "empty" if prepared.status == "empty" else "refused"
+        return UpdateOutcome(status, memory=record, reason=prepared.reason)
+    if prepared is not None:
+        text, truncated = prepared
+        content_changes = _content_changes(loaded, record, text, user_id, embedding)
+        if isinstance(content_changes, UpdateOutcome):
+            return content_changes
+        changes.update(content_changes)
+    if not isinstance(tags, Missing):
+        tag_problem = tags_problem(tags)
+        if tag_problem is not None:
+            return UpdateOutcome("refused", memory=record, reason=tag_problem)
+        changes["tags"] = prepare_tags(tags, mask=mask)
+    if not isinstance(user_id, Missing):
+        changes["user_id"] = clean_user_id(user_id)
+    # Content and tags may each pass alone and steer together on one line.
+    new_tags = changes.get("tags", record.tags)
+    split_problem = injection_reason_for_memory(
+        str(changes.get("content", record.content)),
+        new_tags if isinstance(new_tags, list) else record.tags,
+    )
+    if split_problem is not None:
+        return UpdateOutcome("refused", memory=record, reason=split_problem)
+    return {k: v for k, v in changes.items() if getattr(record, k) != v}, truncated
+
+
+def _content_changes(
+    loaded: LoadedScope,
+    record: MemoryRecord,
+    text: str,
+    user_id: str | Missing | None,
+    embedding: list[float] | None,
+) -> dict[str, object] | UpdateOutcome:
+    """The fields a new wording of `record` changes, or the outcome refusing it: a deleted
+    fact it restates (tombstoned) or another live memory it repeats (duplicate)."""
+    normalized = normalize(text)
+    if normalized != record.normalized:
+        subject = record.user_id if isinstance(user_id, Missing) else user_id
+        gist = Gist.of(normalized, clean_user_id(subject))
+        if loaded.tombstone_for(normalized, gist) is not None:
+            return UpdateOutcome("tombstoned", memory=record)
+        other = loaded.find_live_by_normalized(normalized)
+        if other is not None and other.record.id != record.id:
+            return UpdateOutcome("duplicate", memory=other.record)
+    # A case- or width-only edit keeps the normalised form (no dedupe question) but is
+    # still the wording asked for.
+    if text != record.content:
+        return {"content": text, "normalized": normalized, "embedding": embedding}
+    return {}
+
+
+async def set_private(
+    ctx: WriteContext, scope: str, memory_id: str, private: bool
+) -> MemoryRecord | None:
+    """Make a live memory private or public; None when there is no live memory with that
+    id."""
+    async with ctx.index.writing(scope) as loaded:
+        entry = loaded.entries.get(id_key(memory_id))
+        if entry is None or entry.record.deleted:
+            return None
+        if entry.record.private == private:
+            return entry.record
+        changed = replace(entry.record, private=private, updated_at=ctx.now_text())
+        await ctx.store.set_private(scope, changed.id, private, updated_at=changed.updated_at)
+        # The text is the same: its search terms and guard verdict stay.
+        entry.record = changed
+    return changed
