@@ -1,9 +1,9 @@
-"""Plugin configuration: every key is read from NoneBot's config with the `aimemory_` prefix."""
+"""Plugin configuration: every key is read from NoneBot's config with the `aimemory_` prefix
+(the provider presets live in `providers.py`, the wording of bad values in `config_errors.py`)."""
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from datetime import timedelta, timezone, tzinfo
 from functools import cached_property
 from pathlib import Path
@@ -18,19 +18,19 @@ from pydantic import (
     ValidationInfo,
     field_validator,
 )
-from pydantic_core import ErrorDetails
 
+from .config_errors import ConfigError, describe_errors, secret_keys
 from .engine.compressor import CompressionPolicy
 from .engine.embeddings import EmbeddingRoles
 from .engine.llm import Endpoint
 from .engine.models import context_window_for, default_budget_for
 from .media.addresses import is_local_url
+from .providers import DEFAULT_PROVIDER, HOSTED_API_HOSTS, PROVIDER_PRESETS, ProviderPreset
 from .texts import NOT_CONFIGURED
 
 DEFAULT_SYSTEM_PROMPT = (
     "你是一个友好、可靠的 QQ 聊天伙伴。回答简洁自然，使用中文；不确定的事情就直说不知道。"
 )
-DEFAULT_PROVIDER = "openai"
 CHINA_STANDARD_TIME = timezone(timedelta(hours=8), "CST")
 # Each model role falls back, key by key, to another role's settings when left empty.
 FALLBACK_ROLE = {
@@ -41,43 +41,9 @@ FALLBACK_ROLE = {
 }
 
 
-@dataclass(frozen=True)
-class ProviderPreset:
-    """Where a provider's OpenAI-compatible API lives and a sensible model to start with
-    (empty: there is none, the model must be named)."""
-
-    api_base: str
-    model: str
-
-
-# `aimemory_provider` fills in the API base and model left empty. Checked 2026-12: DeepSeek's
-# API docs (api-docs.deepseek.com: base https://api.deepseek.com, models deepseek-v4-flash and
-# deepseek-v4-pro; deepseek-chat/-reasoner retired 2026-07-24), SiliconFlow's V4 models under
-# their Hugging Face ids (projects calling api.siliconflow.cn/v1 with
-# deepseek-ai/DeepSeek-V4-Flash), Alibaba Model Studio's OpenAI-compatible mode
-# (help.aliyun.com), Moonshot's kimi-k2.6 (its list-models API as quoted by promptfoo's
-# docs), Zhipu's glm-5.1 (open.bigmodel.cn), Ollama's OpenAI compatibility (qwen3:8b from its
-# library). A vLLM server serves the model it was started with: there is no default to guess.
-PROVIDER_PRESETS: dict[str, ProviderPreset] = {
-    "openai": ProviderPreset("https://api.openai.com/v1", "gpt-4o-mini"),
-    "deepseek": ProviderPreset("https://api.deepseek.com", "deepseek-v4-flash"),
-    "siliconflow": ProviderPreset("https://api.siliconflow.cn/v1", "deepseek-ai/DeepSeek-V4-Flash"),
-    "dashscope": ProviderPreset("https://dashscope.aliyuncs.com/compatible-mode/v1", "qwen-plus"),
-    "moonshot": ProviderPreset("https://api.moonshot.cn/v1", "kimi-k2.6"),
-    "zhipu": ProviderPreset("https://open.bigmodel.cn/api/paas/v4", "glm-5.1"),
-    "ollama": ProviderPreset("http://127.0.0.1:11434/v1", "qwen3:8b"),
-    "vllm": ProviderPreset("http://127.0.0.1:8000/v1", ""),
-}
-# Hosts of the hosted presets: a key is needed there (a proxy or a server of one's own may
-# do without one).
 # The web panel's settings: a token this short is guessable; the path is one URL prefix.
 PANEL_TOKEN_MIN_CHARS = 16
 PANEL_PATH = re.compile(r"(/[A-Za-z0-9._-]+)+")
-HOSTED_API_HOSTS = frozenset(
-    urlsplit(preset.api_base).hostname
-    for preset in PROVIDER_PRESETS.values()
-    if not is_local_url(preset.api_base)
-)
 
 
 class Config(BaseModel):
@@ -375,15 +341,7 @@ def _preset(info: ValidationInfo) -> ProviderPreset:
 
 
 # Keys whose value neither a dump of the config nor an error message shows.
-SECRET_KEYS = frozenset(
-    name for name, field in Config.model_fields.items() if field.annotation is SecretStr
-)
-
-
-class ConfigError(ValueError):
-    """An invalid configuration value, named by its key with what it allows. An ordinary
-    exception, not a SystemExit: NoneBot's loader logs it and skips this plugin alone, so
-    the user's other plugins keep running (the bundled bot.py still refuses to start)."""
+SECRET_KEYS = secret_keys(Config.model_fields)
 
 
 # What every request carries before the conversation (the system prompt and the tool
@@ -416,62 +374,8 @@ def check_prompt_budget(system_tokens: int, tools_tokens: int, budget_tokens: in
     return None
 
 
-# What pydantic's messages leave unsaid: the values a key accepts (booleans), or the whole
-# range of a number (pydantic names only the bound that was crossed, or none).
-BOOLEAN_ERRORS = frozenset({"bool_parsing", "bool_type"})
-NUMBER_ERRORS = frozenset(
-    {
-        "int_parsing",
-        "int_type",
-        "int_from_float",
-        "float_parsing",
-        "float_type",
-        "greater_than",
-        "greater_than_equal",
-        "less_than",
-        "less_than_equal",
-    }
-)
-BOUND_SIGNS = (("gt", ">"), ("ge", ">="), ("lt", "<"), ("le", "<="))
-
-
 def describe_validation_error(error: ValidationError) -> str:
     """One entry per bad key, `aimemory_x: reason (got value)`, with the allowed values
     where pydantic's reason does not name them. A key typed as a union (the group lists'
     `list[int] | str`) is described by the branch that got furthest, not by every branch."""
-    by_key: dict[str, list[ErrorDetails]] = {}
-    for item in error.errors():
-        by_key.setdefault(str(item["loc"][0]) if item["loc"] else "?", []).append(item)
-    return "; ".join(f"{key}: {_describe_key_errors(items)}" for key, items in by_key.items())
-
-
-def _describe_key_errors(items: list[ErrorDetails]) -> str:
-    deepest = max(len(item["loc"]) for item in items)
-    reasons = []
-    for item in items:
-        if len(item["loc"]) < deepest:
-            continue  # a union branch that failed sooner than another
-        reason = item["msg"].removeprefix("Value error, ")
-        position = [part for part in item["loc"][1:] if isinstance(part, int)]
-        where = f"item {position[0] + 1}: " if position else ""
-        allowed = _allowed_values(str(item["loc"][0]) if item["loc"] else "", item["type"])
-        key = str(item["loc"][0]) if item["loc"] else ""
-        got = f"{len(str(item['input']))} characters" if key in SECRET_KEYS else repr(item["input"])
-        reasons.append(f"{where}{reason} (got {got}{allowed})")
-    return ", ".join(reasons)
-
-
-def _allowed_values(key: str, error_type: str) -> str:
-    """`; allowed: …` for a boolean or a bounded number, else nothing."""
-    if error_type in BOOLEAN_ERRORS:
-        return "; allowed: true or false"
-    field = Config.model_fields.get(key)
-    if error_type not in NUMBER_ERRORS or field is None:
-        return ""
-    bounds = [
-        f"{sign} {bound}"
-        for constraint in field.metadata
-        for name, sign in BOUND_SIGNS
-        if (bound := getattr(constraint, name, None)) is not None
-    ]
-    return f"; allowed: {' and '.join(bounds)}" if bounds else ""
+    return describe_errors(error, Config.model_fields)

@@ -3,7 +3,8 @@ speaker's burst (`bursts.py`), queue the burst's turn in the session, put releva
 before it, run `ChatBot.turn`, write the chat-log rows, choose the apology when something
 fails (key and balance problems: one notice per chat per 10 minutes, one private message to
 the SUPERUSERS per hour), and return what to send. Model calls made for a chat are counted
-for it (engine/usage.py); a chat over its daily quota gets one notice an hour instead."""
+for it (engine/usage.py); a chat over its daily quota gets one notice an hour instead
+(how often each notice goes out: `notices.py`)."""
 
 from __future__ import annotations
 
@@ -26,18 +27,12 @@ from ..store.chat_log_store import ChatRow
 from ..store.database import utc_now_text, utc_text
 from .autoclear import GroupAutoClear
 from .bursts import Burst, OpenBursts
+from .failures import failure_text, log_failure
 from .incoming import Command, Incoming, Outcome, nothing, parts_text, say
+from .notices import NoticeTimes
 from .sessions import SessionCache, TurnStopped
 
 logger = logging.getLogger("nonebot_plugin_aimemory")
-
-# While the key or the balance is bad every message fails the same way: one notice per chat
-# in this time (the other messages get no reply), one private message to the SUPERUSERS.
-ACCOUNT_NOTICE_INTERVAL_SECONDS = 600.0
-SUPERUSER_NOTICE_INTERVAL_SECONDS = 3600.0
-# A chat over its daily token quota gets one notice in this time; its other addressed
-# messages get no reply (and no model call).
-QUOTA_NOTICE_INTERVAL_SECONDS = 3600.0
 
 
 class ChatLogSink(Protocol):
@@ -114,10 +109,7 @@ class Conversation:
         self.clock = clock  # seconds, for the notice intervals only
         self.bursts = OpenBursts()
         self._closing = False
-        self._account_noticed_at: dict[str, float] = {}
-        # chat key -> (day, when) of its last quota notice.
-        self._quota_noticed_at: dict[str, tuple[str, float]] = {}
-        self._superusers_told_at: float | None = None
+        self.notices = NoticeTimes()
 
     async def answer(self, incoming: Incoming) -> Outcome:
         """What to send for this message (often nothing: it was not for the bot)."""
@@ -145,18 +137,12 @@ class Conversation:
         return self.usage.today_total(incoming.key) >= quota
 
     def _quota_notice(self, incoming: Incoming) -> Outcome:
-        """The quota notice at most once per chat per QUOTA_NOTICE_INTERVAL_SECONDS (and
-        again on a new day); the message is logged, not answered."""
+        """The quota notice at most once per chat an hour (and again on a new day); the
+        message is logged, not answered."""
         self._log_plain(incoming)
         now, day = self.clock(), self.usage.today()
-        noticed = self._quota_noticed_at
-        for stale in [
-            k for k, (_, at) in noticed.items() if now - at >= QUOTA_NOTICE_INTERVAL_SECONDS
-        ]:
-            del noticed[stale]
-        if noticed.get(incoming.key, ("", 0.0))[0] == day:
+        if not self.notices.quota_notice_due(incoming.key, day, now):
             return nothing()
-        noticed[incoming.key] = (day, now)
         logger.info("daily token quota used up in %s", incoming.key)
         return self._apology(incoming.key, texts.DAILY_QUOTA_USED_UP)
 
@@ -318,22 +304,13 @@ class Conversation:
         return self._apology(key, failure_text(error))
 
     def _account_problem(self, key: str, model: str, error: LLMError) -> Outcome:
-        """The key or balance notice at most once per chat per ACCOUNT_NOTICE_INTERVAL_SECONDS
-        (nothing in between), and what the service said for the SUPERUSERS at most once per
-        SUPERUSER_NOTICE_INTERVAL_SECONDS."""
+        """The key or balance notice at most once per chat in ten minutes (nothing in
+        between), and what the service said for the SUPERUSERS at most once an hour."""
         now = self.clock()
-        noticed = self._account_noticed_at
-        for stale in [
-            k for k, at in noticed.items() if now - at >= ACCOUNT_NOTICE_INTERVAL_SECONDS
-        ]:
-            del noticed[stale]
         outcome = nothing()
-        if key not in noticed:
-            noticed[key] = now
+        if self.notices.account_notice_due(key, now):
             outcome = self._apology(key, texts.LLM_ACCOUNT_PROBLEM)
-        told = self._superusers_told_at
-        if told is None or now - told >= SUPERUSER_NOTICE_INTERVAL_SECONDS:
-            self._superusers_told_at = now
+        if self.notices.superusers_notice_due(now):
             outcome.notify_superusers = texts.account_problem_for_superusers(
                 model=model, status=error.status, code=error.code, message=error.provider_message
             )
@@ -374,45 +351,3 @@ def user_row(incoming: Incoming, text: str, *, addressed: bool = True) -> ChatRo
 def assistant_row(key: str, reply: str) -> ChatRow:
     """The chat-log row of what the bot said."""
     return ChatRow(session_key=key, created_at=utc_now_text(), role="assistant", text=reply)
-
-
-def failure_text(error: LLMError) -> str:
-    """A short Chinese apology matching what went wrong (details go to the log)."""
-    if error.kind == "refused":
-        return texts.LLM_REFUSED
-    if error.kind == "account":
-        return texts.LLM_ACCOUNT_PROBLEM
-    if error.kind == "timeout":
-        return texts.LLM_TIMEOUT
-    if error.kind == "context_length":
-        return texts.TOO_LONG
-    if error.kind == "empty":
-        return texts.LLM_EMPTY
-    if not error.transient:  # any other 4xx: the message was dropped, not kept for later
-        return texts.LLM_REQUEST_REJECTED
-    return texts.LLM_UNAVAILABLE
-
-
-def log_failure(key: str, model: str, error: LLMError) -> None:
-    """One log line with what the provider answered: status, error code and message."""
-    said = f"code={error.code} message={error.provider_message!r}"
-    if error.kind == "account":
-        logger.error(
-            "LLM key or balance problem in %s: the provider refused the request "
-            "(model=%s status=%s %s): %s",
-            key,
-            model,
-            error.status,
-            said,
-            error.detail[:300],
-        )
-        return
-    logger.warning(
-        "LLM failed in %s (model=%s kind=%s status=%s %s): %s",
-        key,
-        model,
-        error.kind,
-        error.status,
-        said,
-        error.detail[:300],
-    )
