@@ -110,8 +110,7 @@ async def test_the_purged_tombstone_still_tells_people_apart(tmp_path) -> None:
 async def test_a_purged_id_is_never_given_to_a_new_memory(
     memory: MemoryService, monkeypatch
 ) -> None:
-    from nonebot_plugin_aimemory.memory import rules
-    from nonebot_plugin_aimemory.memory import writes
+    from nonebot_plugin_aimemory.memory import rules, writes
 
     purged = await saved_and_deleted(memory, DELETED)
     await memory.purge_deleted(now=days_from_now(31))
