@@ -194,9 +194,9 @@ async def plugin_runtime(llm: FakeOpenAI, db_path: Path, **settings: Any) -> Asy
 
 def group_key(group_id: int) -> str:
     """The plugin's session key of a group."""
-    from nonebot_plugin_aimemory.conversation.sessions import group_key as key_of
+    from nonebot_plugin_aimemory.scopes import Scope
 
-    return key_of(group_id)
+    return str(Scope.group(group_id))
 
 
 def session_bot(runtime: Runtime, key: str) -> ChatBot:

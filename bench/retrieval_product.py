@@ -41,9 +41,9 @@ _NOTHING_FOUND = ("没有找到", "当前会话还没有")
 
 def session_key(qq: int) -> str:
     """The private-chat session (and memory scope) of a user."""
-    from nonebot_plugin_aimemory.conversation.sessions import private_key
+    from nonebot_plugin_aimemory.scopes import Scope
 
-    return private_key(qq)
+    return str(Scope.friend(qq))
 
 
 def runtime_zone(runtime: Runtime) -> tzinfo:

@@ -19,7 +19,7 @@ from .memory.feature import LongTermMemory, MemoryOff, NoExtraction
 from .memory.inject import NoRelevantMemories, RelevantMemories
 from .memory.service import MemoryService
 from .personas.choices import Personas
-from .personas.keys import persona_of
+from .scopes import Scope
 from .store.chat_log_store import ChatLogStore
 from .store.database import Database
 from .store.memory_store import MemoryStore
@@ -124,7 +124,7 @@ def review_scheduler(
         clients.for_role("review", counted_as="reviewer"),
         service,
         writer.store,
-        persona=lambda scope: personas.named(persona_of(scope)).prompt,
+        persona=lambda scope: personas.named(Scope.parse(scope).persona_name).prompt,
         zone=config.zone,
     )
     return ReviewScheduler(

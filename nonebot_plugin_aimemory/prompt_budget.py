@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from .config import FIXED_PROMPT_WARN_SHARE, check_prompt_budget
 from .conversation.chatbots import ChatBotFactory
-from .conversation.sessions import group_key
 from .engine.messages import Message
 from .engine.tokens import (
     ESTIMATE_ERROR_MARGIN,
@@ -14,6 +13,7 @@ from .engine.tokens import (
     message_tokens,
 )
 from .engine.tools import ToolRegistry
+from .scopes import Scope
 
 # A QQ group number as long as they get, for measuring a group's system prompt at startup.
 PROBE_GROUP_ID = 9_999_999_999
@@ -27,7 +27,7 @@ async def prompt_budget_warning(
     with the runtime's counter; raises ConfigError when they do not fit at all. tiktoken,
     not loaded at start-up, is loaded for it only when the estimate, even with a generous
     error, could reach the warning."""
-    key = group_key(PROBE_GROUP_ID)
+    key = str(Scope.group(PROBE_GROUP_ID))
     specs_json = ToolRegistry(chatbots.builtin_tools(key)).specs_json()
     specs = specs_json.decode() if specs_json else ""
     system = chatbots.system_prompt_for(key)

@@ -14,6 +14,7 @@ from .text.fit import cut_line, fit_lines
 from .texts import memory_line
 
 if TYPE_CHECKING:
+    from .scopes import Scope
     from .store.memory_store import MemoryRecord
 
 # QQ shows Markdown as raw symbols; image links and `@QQ号` are turned into real images and
@@ -51,12 +52,11 @@ MEMORY_NOTE = (
 )
 
 
-def build_system_prompt(persona: str, key: str, builtin_tools: Collection[str] = ()) -> str:
-    """The system prompt of session `key`: the persona, where the chat happens, and the
-    rules of the built-in tools it has (`builtin_tools`, their names; none without a
+def build_system_prompt(persona: str, chat: Scope, builtin_tools: Collection[str] = ()) -> str:
+    """The system prompt of a session in `chat`: the persona, where the chat happens, and
+    the rules of the built-in tools it has (`builtin_tools`, their names; none without a
     database)."""
-    kind, _, target = key.partition(":")
-    notes = [(GROUP_CHAT_NOTE if kind == "g" else PRIVATE_CHAT_NOTE).format(target=target)]
+    notes = [(GROUP_CHAT_NOTE if chat.is_group else PRIVATE_CHAT_NOTE).format(target=chat.id)]
     if builtin_tools:
         notes.append(TOOLS_SCOPE_NOTE)
     if "memory_save" in builtin_tools:

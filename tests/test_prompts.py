@@ -48,9 +48,12 @@ def group_review_prompt() -> str:
 def instructions_of(writer: str) -> str:
     """What the model writing memories as `writer` is told."""
     from nonebot_plugin_aimemory import prompts
+    from nonebot_plugin_aimemory.scopes import Scope
 
     if writer == "memory_save":  # the chatting model, beside its memory tools
-        return prompts.build_system_prompt("你是小忆。", "g:1", (*MEMORY_TOOLS, *CHAT_LOG_TOOLS))
+        return prompts.build_system_prompt(
+            "你是小忆。", Scope.group(1), (*MEMORY_TOOLS, *CHAT_LOG_TOOLS)
+        )
     if writer == "extractor":
         return prompts.EXTRACT_PROMPT
     return group_review_prompt()
@@ -97,8 +100,9 @@ def test_no_tool_description_repeats_the_memory_rules() -> None:
 
 def test_without_tools_the_system_prompt_has_no_tool_rules() -> None:
     from nonebot_plugin_aimemory import prompts
+    from nonebot_plugin_aimemory.scopes import Scope
 
-    text = prompts.build_system_prompt("你是小忆。", "g:1")
+    text = prompts.build_system_prompt("你是小忆。", Scope.group(1))
 
     assert prompts.WORTH_REMEMBERING not in text
     assert prompts.TOOLS_SCOPE_NOTE not in text
@@ -107,8 +111,9 @@ def test_without_tools_the_system_prompt_has_no_tool_rules() -> None:
 
 def test_chat_log_tools_alone_get_the_scope_note_but_not_the_memory_rules() -> None:
     from nonebot_plugin_aimemory import prompts
+    from nonebot_plugin_aimemory.scopes import Scope
 
-    text = prompts.build_system_prompt("你是小忆。", "f:2", CHAT_LOG_TOOLS)
+    text = prompts.build_system_prompt("你是小忆。", Scope.friend(2), CHAT_LOG_TOOLS)
 
     assert prompts.TOOLS_SCOPE_NOTE in text
     assert prompts.WORTH_REMEMBERING not in text
@@ -116,9 +121,10 @@ def test_chat_log_tools_alone_get_the_scope_note_but_not_the_memory_rules() -> N
 
 def test_the_system_prompt_starts_with_the_persona_and_says_where_the_chat_happens() -> None:
     from nonebot_plugin_aimemory import prompts
+    from nonebot_plugin_aimemory.scopes import Scope
 
-    group = prompts.build_system_prompt("你是小忆。", "g:777", MEMORY_TOOLS)
-    private = prompts.build_system_prompt("你是小忆。", "f:42")
+    group = prompts.build_system_prompt("你是小忆。", Scope.group(777), MEMORY_TOOLS)
+    private = prompts.build_system_prompt("你是小忆。", Scope.friend(42))
 
     assert group.startswith("你是小忆。\n\n你正在 QQ 群 777 中聊天。")
     assert private.startswith("你是小忆。\n\n你正在和 QQ 用户 42 私聊。")

@@ -14,7 +14,7 @@ from ..engine.llm import LLMClient
 from ..engine.messages import Message
 from ..engine.usage import attributed_to
 from ..memory.service import MemoryService
-from ..personas.keys import chat_key_of
+from ..scopes import Scope
 from ..store.chat_log_store import ChatLogStore, ChatRow
 from ..text.fit import cut_line, fit_lines
 from ..text.model_json import parse_json_object
@@ -60,13 +60,14 @@ class MemoryReviewer:
     async def review(self, scope: str, after_row: int) -> ReviewOutcome:
         """Review rows after `after_row`; raises LLMError when the model cannot be reached.
         Its model calls (the saves' embeddings too) are counted for the scope's chat."""
-        with attributed_to(chat_key_of(scope)):
+        with attributed_to(Scope.parse(scope).chat_key):
             return await self._review(scope, after_row)
 
     async def _review(self, scope: str, after_row: int) -> ReviewOutcome:
         # A persona's scope reviews its chat's log (shared by every persona) on its own:
         # its own last reviewed row, its own memories, its own prompt.
-        chat_key = chat_key_of(scope)
+        chat = Scope.parse(scope).chat
+        chat_key = str(chat)
         fetched = await self.chat_log.since(chat_key, after_row, MAX_ROWS)
         # A refused row would have the review refused too, again and again.
         rows, log = _shown_log([row for row in fetched if not row.refused], self.zone)
@@ -74,7 +75,7 @@ class MemoryReviewer:
             return ReviewOutcome(last_row=fetched[-1].id if fetched else after_row)
         memories = await self.memory.list(scope)
         system = prompts.review_prompt(
-            self.persona_of_scope(scope), in_group=chat_key.startswith("g:"), max_ops=MAX_OPS
+            self.persona_of_scope(scope), in_group=chat.is_group, max_ops=MAX_OPS
         )
         completion = await self.llm.complete(
             [

@@ -12,6 +12,7 @@ from collections.abc import Callable
 from contextlib import AbstractAsyncContextManager
 
 from ..engine.background import Background
+from ..scopes import Scope
 from ..store.counters import GroupCounterStore, MemoryOnlyCounterStore
 
 logger = logging.getLogger("nonebot_plugin_aimemory")
@@ -23,6 +24,12 @@ BATCH_SECONDS = 0.25
 # store is cleared too, so no turn can append to a window whose stored copy is about to be
 # deleted; yields the key of the window it cleared.
 HoldCleared = Callable[[str], AbstractAsyncContextManager[str]]
+
+
+def groups_of(window_keys: set[str]) -> set[str]:
+    """The group numbers the window keys belong to (a persona's window is its group's)."""
+    scopes = (Scope.parse_or_none(key) for key in window_keys)
+    return {scope.id for scope in scopes if scope is not None and scope.is_group}
 
 
 class GroupAutoClear:
@@ -57,7 +64,7 @@ class GroupAutoClear:
     async def load(self) -> None:
         """Read the persisted counters and which groups have a stored window."""
         self.counts = await self._store.load_all()
-        self.with_context = await self._store.load_groups_with_context()
+        self.with_context = groups_of(await self._store.load_group_window_keys())
 
     def note_unaddressed(self, group_id: str) -> None:
         """Count one message that did not address the bot; never awaits."""

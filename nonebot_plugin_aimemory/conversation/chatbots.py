@@ -14,7 +14,7 @@ from ..engine.model_clients import ModelClients
 from ..engine.tokens import TokenCounter
 from ..engine.tools import Tool, ToolRegistry
 from ..personas.choices import Personas
-from ..personas.keys import chat_key_of, persona_of
+from ..scopes import Scope
 
 
 class ToolSource(Protocol):
@@ -27,7 +27,7 @@ class ToolSource(Protocol):
 
 class ChatBotFactory:
     """Builds the ChatBot of a window `key` (a chat's, or a persona's part of it: see
-    personas/keys.py). Memory tools are bound to the persona's memories, chat-log tools to
+    scopes.py). Memory tools are bound to the persona's memories, chat-log tools to
     the chat's log; `add_tools` registers the extensions' tools of a session."""
 
     def __init__(
@@ -64,7 +64,7 @@ class ChatBotFactory:
         self.add_tools(tools, key)
         return ChatBot(
             key,
-            llm=self.clients.for_model(self.personas.named(persona_of(key)).model),
+            llm=self.clients.for_model(self.personas.named(Scope.parse(key).persona_name).model),
             store=self.history,
             counter=self.counter,
             system_prompt=self.system_prompt_for(key, [tool.name for tool in builtin]),
@@ -76,7 +76,7 @@ class ChatBotFactory:
 
     def builtin_tools(self, key: str) -> list[Tool]:
         """The memory tools of window `key` and the chat-log tools of its chat."""
-        return [*self.memory.tools(key), *self.chat_log.tools(chat_key_of(key))]
+        return [*self.memory.tools(key), *self.chat_log.tools(Scope.parse(key).chat_key)]
 
     def system_prompt_for(self, key: str, builtin_names: Sequence[str] | None = None) -> str:
         """The persona's prompt, where the chat happens and the rules of the built-in tools
@@ -84,5 +84,5 @@ class ChatBotFactory:
         database); identical every turn (prefix caching)."""
         if builtin_names is None:
             builtin_names = [tool.name for tool in self.builtin_tools(key)]
-        persona = self.personas.named(persona_of(key))
-        return prompts.build_system_prompt(persona.prompt, chat_key_of(key), builtin_names)
+        persona = self.personas.named(Scope.parse(key).persona_name)
+        return prompts.build_system_prompt(persona.prompt, Scope.parse(key).chat, builtin_names)

@@ -1,7 +1,7 @@
 """`~对话` commands (status, clear, stop and token usage for the current conversation), and the router
 that sends `~记忆` to the memory commands and `~人设` to the persona commands. A chat's
 conversation is its current persona's: every command acts on that persona's window and
-memories (see personas/keys.py)."""
+memories (see scopes.py)."""
 
 from __future__ import annotations
 

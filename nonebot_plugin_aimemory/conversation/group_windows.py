@@ -5,7 +5,8 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 
-from .sessions import SessionCache, group_key
+from ..scopes import Scope
+from .sessions import SessionCache
 
 
 @asynccontextmanager
@@ -15,7 +16,7 @@ async def group_cleared_in_memory(
     """Clear the window of a group's current persona (`window_key` of the group's chat) in
     memory and hold its session until the caller has cleared the stored copy (auto-clear
     batches those deletes); yields that window's key."""
-    key = window_key(group_key(group_id))
+    key = window_key(str(Scope.group(group_id)))
     session = sessions.get_or_create(key, touch=False)
     async with session.lock:
         session.bot.forget()

@@ -21,16 +21,6 @@ Job = Callable[[ChatBot], Coroutine[Any, Any, Any]]
 Clock = Callable[[], float]
 
 
-def group_key(group_id: int | str) -> str:
-    """The session key of a group chat."""
-    return f"g:{group_id}"
-
-
-def private_key(user_id: int | str) -> str:
-    """The session key of a private chat."""
-    return f"f:{user_id}"
-
-
 class TurnStopped(Exception):
     """The job was cancelled by `~对话 停止`."""
 

@@ -22,7 +22,7 @@ from ..engine.history import StoreError
 from ..engine.messages import Message, Part, TextPart
 from ..engine.turn_context import TurnSpeaker, speaking
 from ..engine.usage import UsageRecorder, attributed_to
-from ..personas.keys import chat_key_of
+from ..scopes import Scope
 from ..store.chat_log_store import ChatRow
 from ..store.database import utc_now_text, utc_text
 from .autoclear import GroupAutoClear
@@ -244,16 +244,18 @@ class Conversation:
             result = await chatbot.turn(message, persist_user_text=persist_text)
         except LLMError as exc:
             log_failure(chatbot.key, chatbot.llm.model, exc)
-            return self._failed(chat_key_of(chatbot.key), chatbot.llm.model, exc, rows)
+            return self._failed(Scope.parse(chatbot.key).chat_key, chatbot.llm.model, exc, rows)
         except StoreError as exc:  # a locked file, a full disk: its message says it all
             logger.error("turn failed in %s: %s", chatbot.key, exc)
-            return self._apology(chat_key_of(chatbot.key), texts.TURN_FAILED)
+            return self._apology(Scope.parse(chatbot.key).chat_key, texts.TURN_FAILED)
         except Exception:
             logger.exception("turn failed in %s", chatbot.key)
-            return self._apology(chat_key_of(chatbot.key), texts.TURN_FAILED)
+            return self._apology(Scope.parse(chatbot.key).chat_key, texts.TURN_FAILED)
         # The chat log is the chat's, whichever persona answered; the review it asks for is
         # the persona's (its window key), which reads the chat's log.
-        self._log(assistant_row(chat_key_of(chatbot.key), result.reply), review_for=chatbot.key)
+        self._log(
+            assistant_row(Scope.parse(chatbot.key).chat_key, result.reply), review_for=chatbot.key
+        )
         return Outcome([result.reply], from_model=True)
 
     async def _read_all(

@@ -12,8 +12,8 @@ from ..engine.llm import LLMClient
 from ..engine.messages import Message
 from ..engine.transcript import chunk_lines, render_transcript
 from ..engine.usage import attributed_to
-from ..personas.keys import chat_key_of
 from ..prompts import EXTRACT_PROMPT, TRANSCRIPT_ASSISTANT_LABEL
+from ..scopes import Scope
 from ..text.model_json import parse_json_object
 from .service import MemoryService
 
@@ -45,7 +45,7 @@ class FactExtractor:
         lines = render_transcript(messages, assistant_label=TRANSCRIPT_ASSISTANT_LABEL)
         chunks = transcript_chunks(lines)
         saved = 0
-        with attributed_to(chat_key_of(scope)):
+        with attributed_to(Scope.parse(scope).chat_key):
             for index, chunk in enumerate(chunks, 1):
                 saved += await self._extract_chunk(scope, chunk, f"{index}/{len(chunks)}")
         logger.info("saved %d memories from messages folded in %s", saved, scope)

@@ -1,5 +1,5 @@
 """Personal memories: what a person tells about themselves, kept under `u:<QQ号>` (another
-persona's under `u:<QQ号>#<persona>`, see personas/keys.py) and used wherever that person is
+persona's under `u:<QQ号>#<persona>`, see scopes.py) and used wherever that person is
 the speaker. One saved in a group is public: used in any chat where its owner speaks. One
 saved in the owner's private chat is private: used only there, until its owner makes it
 public. A chat sees only its current speaker's personal memories, and the speaker comes from
@@ -10,14 +10,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from ..personas.keys import chat_key_of, persona_key, persona_of
+from ..scopes import Scope
 
 if TYPE_CHECKING:
     from ..engine.turn_context import TurnSpeaker
     from ..store.memory_store import MemoryRecord
-
-PERSONAL_SCOPE_PREFIX = "u:"
-PRIVATE_CHAT_PREFIX = "f:"
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,17 +33,17 @@ class MemoryView:
 
 def is_personal_scope(scope: str) -> bool:
     """Whether `scope` holds a person's memories rather than a chat's."""
-    return chat_key_of(scope).startswith(PERSONAL_SCOPE_PREFIX)
+    return Scope.parse(scope).is_personal
 
 
 def personal_scope(chat_scope: str, user_id: str) -> str:
     """Where `user_id`'s personal memories of the persona `chat_scope` belongs to live."""
-    return persona_key(f"{PERSONAL_SCOPE_PREFIX}{user_id}", persona_of(chat_scope))
+    return str(Scope.parse(chat_scope).personal(user_id))
 
 
 def is_private_chat_of(chat_scope: str, user_id: str) -> bool:
     """Whether `chat_scope` is `user_id`'s private chat with the bot (any persona)."""
-    return chat_key_of(chat_scope) == f"{PRIVATE_CHAT_PREFIX}{user_id}"
+    return Scope.parse(chat_scope).is_private_chat_of(user_id)
 
 
 def personal_view(chat_scope: str, speaker: TurnSpeaker | None) -> MemoryView | None:

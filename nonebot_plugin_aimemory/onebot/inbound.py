@@ -12,8 +12,8 @@ from nonebot.internal.adapter import Event
 
 from ..config import Config
 from ..conversation.incoming import Command, Incoming, Speaker
-from ..conversation.sessions import group_key, private_key
 from ..engine.messages import Part, TextPart
+from ..scopes import Scope
 from ..text.encodable import encodable
 from .content import ContentRenderer
 from .pastes import MAX_PASTE_CHARS, KeptSegments, keep_within_limit, omission_note
@@ -28,8 +28,8 @@ COMMAND_NAMES = ("对话", "记忆", "人设")
 def session_key_for(event: MessageEvent) -> str:
     """The session key of the event's group, or of the user in private chat."""
     if isinstance(event, GroupMessageEvent):
-        return group_key(event.group_id)
-    return private_key(event.user_id)
+        return str(Scope.group(event.group_id))
+    return str(Scope.friend(event.user_id))
 
 
 def is_addressed(event: MessageEvent) -> bool:

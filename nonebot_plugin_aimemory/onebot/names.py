@@ -12,6 +12,7 @@ import time
 import nonebot
 from nonebot.adapters.onebot.v11 import Bot
 
+from ..scopes import Scope
 from .members import call_quietly
 
 logger = logging.getLogger("nonebot_plugin_aimemory")
@@ -31,7 +32,8 @@ class ChatNames:
     def name(self, chat_key: str) -> str | None:
         """The chat's name if known; an unknown one starts a refresh (never awaited here)."""
         found = self._names.get(chat_key)
-        if found is None and chat_key[:2] in ("g:", "f:"):
+        scope = Scope.parse_or_none(chat_key)
+        if found is None and scope is not None and not scope.is_personal:
             self.refresh_soon()
         return found
 
@@ -56,13 +58,13 @@ class ChatNames:
             groups = await call_quietly(bot.get_group_list())
             for group in groups if isinstance(groups, list) else []:
                 if isinstance(group, dict) and group.get("group_id") and group.get("group_name"):
-                    self._names[f"g:{group['group_id']}"] = str(group["group_name"])
+                    self._names[str(Scope.group(group["group_id"]))] = str(group["group_name"])
             friends = await call_quietly(bot.get_friend_list())
             for friend in friends if isinstance(friends, list) else []:
                 if isinstance(friend, dict) and friend.get("user_id"):
                     shown = friend.get("remark") or friend.get("nickname")
                     if shown:
-                        self._names[f"f:{friend['user_id']}"] = str(shown)
+                        self._names[str(Scope.friend(friend["user_id"]))] = str(shown)
         logger.debug("panel knows %d chat names", len(self._names))
 
     async def close(self) -> None:

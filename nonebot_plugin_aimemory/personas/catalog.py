@@ -39,7 +39,7 @@ def is_valid_persona_name(name: str) -> bool:
     characters, not hidden."""
     if not name or len(name) > MAX_PERSONA_NAME_CHARS or name != name.strip():
         return False
-    # `#` separates a chat key from its persona (personas/keys.py).
+    # `#` separates a chat key from its persona (scopes.py).
     if name.startswith(".") or any(c in name for c in '/\\:*?"<>|#'):
         return False
     return all(unicodedata.category(c)[0] not in "CZ" or c == " " for c in name)

@@ -9,8 +9,8 @@ import logging
 from dataclasses import dataclass
 from typing import Literal, Protocol
 
+from ..scopes import Scope
 from .catalog import DEFAULT_PERSONA, Persona, PersonaCatalog
-from .keys import persona_key
 
 logger = logging.getLogger("nonebot_plugin_aimemory")
 
@@ -96,7 +96,7 @@ class Personas:
 
     def window_key(self, chat_key: str) -> str:
         """The key of the current persona's window, memories and review state in the chat."""
-        return persona_key(chat_key, self.current(chat_key).name)
+        return str(Scope.parse(chat_key).with_persona(self.current(chat_key).name))
 
     def named(self, name: str) -> Persona:
         """The persona called `name`, or `默认` when it no longer exists."""

@@ -21,13 +21,13 @@ class GroupCounterStore:
         rows = await self.database.read("SELECT group_id, unaddressed FROM group_counters")
         return {str(group_id): int(count) for group_id, count in rows}
 
-    async def load_groups_with_context(self) -> set[str]:
-        """Groups with a stored conversation window (those an auto-clear has work to do in)."""
+    async def load_group_window_keys(self) -> set[str]:
+        """The keys of every stored group window, a persona's too (the groups an auto-clear
+        has work to do in)."""
         rows = await self.database.read(
             "SELECT DISTINCT session_key FROM messages WHERE session_key LIKE 'g:%'"
         )
-        # A persona's window is `g:<群号>#<persona>`: the group is what comes before `#`.
-        return {str(key)[2:].partition("#")[0] for (key,) in rows}
+        return {str(key) for (key,) in rows}
 
     async def save(self, counts: Mapping[str, int], clear_windows: Collection[str] = ()) -> None:
         """Persist counters and delete the stored windows `clear_windows` (session keys), in
@@ -62,7 +62,7 @@ class MemoryOnlyCounterStore:
         """Nothing was persisted."""
         return {}
 
-    async def load_groups_with_context(self) -> set[str]:
+    async def load_group_window_keys(self) -> set[str]:
         """No group has a stored window."""
         return set()
 

@@ -108,11 +108,11 @@ async def test_a_file_named_like_the_default_does_not_replace_it(tmp_path) -> No
 
 
 def test_a_persona_key_round_trips_to_its_chat_and_persona() -> None:
-    from nonebot_plugin_aimemory.personas.keys import chat_key_of, persona_key, persona_of
+    from nonebot_plugin_aimemory.scopes import Scope
 
-    assert persona_key("g:111", "默认") == "g:111"
-    assert persona_key("g:111", "猫娘") == "g:111#猫娘"
-    assert chat_key_of("g:111#猫娘") == "g:111"
-    assert chat_key_of("f:5") == "f:5"
-    assert persona_of("u:5#猫娘") == "猫娘"
-    assert persona_of("g:111") == "默认"
+    assert str(Scope.group(111).with_persona("默认")) == "g:111"
+    assert str(Scope.group(111).with_persona("猫娘")) == "g:111#猫娘"
+    assert Scope.parse("g:111#猫娘").chat_key == "g:111"
+    assert Scope.parse("f:5").chat_key == "f:5"
+    assert Scope.parse("u:5#猫娘").persona_name == "猫娘"
+    assert Scope.parse("g:111").persona_name == "默认"

@@ -40,7 +40,7 @@ async def chat_log_rows(
 ) -> list[dict[str, Any]]:
     """The chat's newest rows (oldest first), or with `query` its best matches."""
     recorded = recorded_chat(runtime)
-    if recorded is None or scope.personal:
+    if recorded is None or scope.is_personal:
         return []
     limit = max(1, min(limit, CHAT_LOG_MAX_LIMIT))
     await recorded.flush()

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 from ...engine.messages import Message
 from ...engine.tokens import message_tokens
 from ...engine.tools import ToolRegistry
-from ...personas.keys import persona_of
+from ...scopes import Scope
 from ...store.overview_store import StoredWindow
 
 if TYPE_CHECKING:
@@ -70,7 +70,8 @@ class ContextSizes:
             self._known[key] = _Measured(window.messages, window.updated_at, fixed + tokens)
 
     async def _fixed_tokens(self, runtime: Runtime, key: str) -> int:
-        shape = (key[:2], persona_of(key))
+        scope = Scope.parse(key)
+        shape = (scope.kind.value, scope.persona_name)
         if shape not in self._fixed:
             self._fixed[shape] = await asyncio.to_thread(_fixed_request_tokens, runtime, key)
         return self._fixed[shape]

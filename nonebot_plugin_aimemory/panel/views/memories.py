@@ -83,7 +83,7 @@ async def update_memory(
     service: MemoryService, scope: Scope, memory_id: str, body: MemoryPatch
 ) -> dict[str, Any]:
     """Change content, tags (and a personal memory's privacy) through the rules."""
-    if body.given("private") and not scope.personal:
+    if body.given("private") and not scope.is_personal:
         raise bad_request(texts.PANEL_PRIVATE_ONLY)
     outcome = await service.update(
         scope.key, memory_id, content=body.new_content, tags=body.new_tags

@@ -9,7 +9,6 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol
 
-from ...personas.keys import chat_key_of, persona_of
 from ...store.overview_store import OverviewStore, StoredWindow
 from ..scopes import Scope
 from .chat_log import recorded_chat
@@ -80,18 +79,21 @@ class PanelData:
             store = OverviewStore(runtime.database)
             windows = {w.key: w for w in await store.windows()}
             logged = await self.logged.read(store)
-        keys = set(windows)
-        chats_with_windows = {chat_key_of(key) for key in keys}
-        keys.update(
-            runtime.personas.window_key(chat) for chat in logged if chat not in chats_with_windows
+        # A key that names no scope (none is written so) has no row to show.
+        scopes = {scope for key in windows if (scope := Scope.parse_or_none(key)) is not None}
+        chats_with_windows = {scope.chat_key for scope in scopes}
+        scopes.update(
+            Scope.parse(runtime.personas.window_key(chat))
+            for chat in logged
+            if chat not in chats_with_windows and Scope.parse_or_none(chat) is not None
         )
         today = runtime.usage.today_totals()
         defined = runtime.personas.defined
         rows = [
             self._chat_row(
-                runtime, key, windows.get(key), logged.get(chat_key_of(key)), today, defined
+                runtime, scope, windows.get(str(scope)), logged.get(scope.chat_key), today, defined
             )
-            for key in keys
+            for scope in scopes
         ]
         self.sizes.measure_soon(runtime)
         rows.sort(key=lambda row: (row["last_active"] or "", row["scope"]), reverse=True)
@@ -102,13 +104,13 @@ class PanelData:
         memory count and cap."""
         window: StoredWindow | None = None
         last_logged: str | None = None
-        if runtime.persistent and not scope.personal:
+        if runtime.persistent and not scope.is_personal:
             store = OverviewStore(runtime.database)
             window = await store.window(scope.key)
             last_logged = await store.last_logged(scope.chat_key)
         row = self._chat_row(
             runtime,
-            scope.key,
+            scope,
             window,
             last_logged,
             runtime.usage.today_totals(),
@@ -116,24 +118,24 @@ class PanelData:
         )
         self.sizes.measure_soon(runtime)
         service = memory_service(runtime)
-        row["personal"] = scope.personal
+        row["personal"] = scope.is_personal
         row["memories"] = await service.count(scope.key) if service else 0
         row["max_memories"] = service.max_entries_for(scope.key) if service else 0
         row["memory_available"] = service is not None
-        row["chat_log_available"] = recorded_chat(runtime) is not None and not scope.personal
+        row["chat_log_available"] = recorded_chat(runtime) is not None and not scope.is_personal
         return row
 
     def _chat_row(
         self,
         runtime: Runtime,
-        key: str,
+        scope: Scope,
         window: StoredWindow | None,
         last_logged: str | None,
         today: dict[str, int],
         personas_defined: bool,
     ) -> dict[str, Any]:
         """One chat's row of the overview (no query: what it needs was read before)."""
-        chat_key = chat_key_of(key)
+        key, chat_key = str(scope), scope.chat_key
         session = runtime.sessions.get(key)
         estimated = False
         if session is not None and session.loaded:
@@ -145,7 +147,7 @@ class PanelData:
             messages, compressions, estimated = window.messages, window.compressions, True
         else:
             context, messages, compressions = 0, 0, 0
-        persona = persona_of(key) if personas_defined or "#" in key else None
+        persona = scope.persona_name if personas_defined or scope.persona else None
         last_active = window.updated_at if window is not None else None
         if last_logged is not None and (last_active is None or last_logged > last_active):
             last_active = last_logged
@@ -172,12 +174,13 @@ class PanelData:
         return [
             {
                 "scope": person.scope,
-                "user_id": chat_key_of(person.scope)[2:],
-                "name": self.names.name("f:" + chat_key_of(person.scope)[2:]),
-                "persona": persona_of(person.scope) if "#" in person.scope else None,
+                "user_id": scope.id,
+                "name": self.names.name(str(Scope.friend(scope.id))),
+                "persona": scope.persona,
                 "memories": person.memories,
             }
             for person in found
+            if (scope := Scope.parse_or_none(person.scope)) is not None
         ]
 
     async def close(self) -> None:

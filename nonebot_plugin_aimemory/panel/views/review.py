@@ -22,7 +22,7 @@ logger = logging.getLogger("nonebot_plugin_aimemory")
 def reviewer(runtime: Runtime, scope: Scope) -> ReviewScheduler | None:
     """The reviewer, when there is one and the scope is a chat's."""
     recorded = recorded_chat(runtime)
-    if recorded is None or scope.personal or not isinstance(recorded.reviews, ReviewScheduler):
+    if recorded is None or scope.is_personal or not isinstance(recorded.reviews, ReviewScheduler):
         return None
     return recorded.reviews
 

@@ -29,7 +29,7 @@ def counts_json(counts: TokenCounts) -> dict[str, int]:
 async def usage_per_day(runtime: Runtime, scope: Scope, days: int) -> list[dict[str, Any]]:
     """The chat's tokens on each of the last `days` days (today last), by role."""
     days = max(1, min(days, USAGE_MAX_DAYS))
-    if scope.personal:
+    if scope.is_personal:
         return []
     per_day = await runtime.usage.per_day(scope.chat_key, days)
     return [

@@ -1,0 +1,140 @@
+"""The scope everything is stored under, as a value: a group (`g:<群号>`), a private chat
+with a friend (`f:<QQ号>`) or a person's memories (`u:<QQ号>`), each maybe one persona's
+part (`#<persona>`; the default persona keeps the bare key, so existing windows and
+memories stay where they are). This module is the only one that prints or takes apart
+those key strings; the stores receive `str(scope)`."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, replace
+from enum import Enum
+
+from .personas.catalog import DEFAULT_PERSONA, is_valid_persona_name
+
+PERSONA_SEPARATOR = "#"
+# QQ numbers and group numbers are at most 10 digits today; 20 leaves room, not abuse.
+_ID = re.compile(r"[1-9][0-9]{0,19}")
+_KEY = re.compile(r"(?P<kind>[gfu]):(?P<id>[^#]*)(?:#(?P<persona>.*))?", re.DOTALL)
+
+
+class ScopeKind(str, Enum):
+    """What a scope is about; the value is the key's prefix letter."""
+
+    GROUP = "g"
+    FRIEND = "f"
+    PERSON = "u"
+
+
+@dataclass(frozen=True, slots=True)
+class Scope:
+    """A group, a private chat or a person, maybe one persona's part of it. `account`
+    (the bot account) is reserved and not part of any key yet."""
+
+    kind: ScopeKind
+    id: str
+    persona: str | None = None
+    account: str | None = None
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.kind, ScopeKind):
+            raise ValueError(f"not a scope kind: {self.kind!r}")
+        if not isinstance(self.id, str) or not _ID.fullmatch(self.id):
+            raise ValueError(f"not a QQ or group number: {self.id!r}")
+        # The default persona keeps the chat's own key: `#默认` names nothing that exists.
+        if self.persona is not None and (
+            self.persona == DEFAULT_PERSONA or not is_valid_persona_name(self.persona)
+        ):
+            raise ValueError(f"not a persona name for a key: {self.persona!r}")
+
+    @classmethod
+    def group(cls, group_id: int | str, persona: str | None = None) -> Scope:
+        """A group chat (`g:<群号>`)."""
+        return cls(ScopeKind.GROUP, str(group_id)).with_persona(persona)
+
+    @classmethod
+    def friend(cls, user_id: int | str, persona: str | None = None) -> Scope:
+        """A private chat with `user_id` (`f:<QQ号>`)."""
+        return cls(ScopeKind.FRIEND, str(user_id)).with_persona(persona)
+
+    @classmethod
+    def person(cls, user_id: int | str, persona: str | None = None) -> Scope:
+        """`user_id`'s personal memories (`u:<QQ号>`)."""
+        return cls(ScopeKind.PERSON, str(user_id)).with_persona(persona)
+
+    @classmethod
+    def parse(cls, text: str) -> Scope:
+        """The scope the key `text` names; ValueError on anything else."""
+        found = _KEY.fullmatch(text) if isinstance(text, str) else None
+        if found is None:
+            raise ValueError(f"not a scope key: {text!r}")
+        persona = found["persona"]
+        if persona is not None and persona in ("", DEFAULT_PERSONA):
+            raise ValueError(f"not a scope key: {text!r}")
+        return cls(ScopeKind(found["kind"]), found["id"], persona)
+
+    @classmethod
+    def parse_or_none(cls, text: str) -> Scope | None:
+        """The scope `text` names, or None for a key that is no scope."""
+        try:
+            return cls.parse(text)
+        except ValueError:
+            return None
+
+    def __str__(self) -> str:
+        if self.account is not None:
+            # No key grammar for accounts yet: fail loudly rather than collide.
+            raise ValueError("a scope with a bot account has no key yet")
+        key = f"{self.kind.value}:{self.id}"
+        return key if self.persona is None else f"{key}{PERSONA_SEPARATOR}{self.persona}"
+
+    @property
+    def key(self) -> str:
+        """The key this scope is stored under (`str(scope)`)."""
+        return str(self)
+
+    @property
+    def chat(self) -> Scope:
+        """The scope without its persona: the chat a log and usage belong to."""
+        return replace(self, persona=None)
+
+    @property
+    def chat_key(self) -> str:
+        """The key of the scope without its persona."""
+        return str(self.chat)
+
+    @property
+    def persona_name(self) -> str:
+        """The persona this scope belongs to (the default one when none is named)."""
+        return self.persona or DEFAULT_PERSONA
+
+    @property
+    def is_group(self) -> bool:
+        """Whether this is a group chat (any persona)."""
+        return self.kind is ScopeKind.GROUP
+
+    @property
+    def is_friend(self) -> bool:
+        """Whether this is a private chat (any persona)."""
+        return self.kind is ScopeKind.FRIEND
+
+    @property
+    def is_personal(self) -> bool:
+        """Whether this holds a person's memories rather than a chat's."""
+        return self.kind is ScopeKind.PERSON
+
+    def with_persona(self, persona: str | None) -> Scope:
+        """This scope's part for `persona` (the bare scope for the default persona)."""
+        return replace(self, persona=None if persona in (None, DEFAULT_PERSONA) else persona)
+
+    def personal(self, user_id: int | str) -> Scope:
+        """Where `user_id`'s personal memories of this scope's persona live."""
+        return Scope.person(user_id, self.persona).with_account(self.account)
+
+    def with_account(self, account: str | None) -> Scope:
+        """This scope as seen by the bot `account` (reserved for multi-account keys)."""
+        return replace(self, account=account)
+
+    def is_private_chat_of(self, user_id: int | str) -> bool:
+        """Whether this is `user_id`'s private chat with the bot (any persona)."""
+        return self.is_friend and self.id == str(user_id)
