@@ -5,23 +5,18 @@ the bundled bot.py refuses to start with that message and a non-zero exit."""
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
-import json
 import os
 import shutil
-import socket
 import subprocess
 import sys
-import time
-from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import Any
 
-from websockets.asyncio.client import ClientConnection
-from websockets.asyncio.client import connect as ws_connect
-
-from tests.fakes.bot_process import bot_process
+from tests.fakes.bot_process import (
+    bot_process,
+    environment_without_aimemory_settings,
+    free_port,
+    group_event,
+)
 from tests.fakes.openai_server import FakeOpenAI, text
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -198,119 +193,26 @@ def test_bot_py_exits_non_zero_on_a_startup_failure_under_a_driver_that_returns(
     assert "aimemory_max_context_tokens" in log
 
 
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
-def group_event(message_id: int, segments: list[dict[str, Any]]) -> str:
-    return json.dumps(
-        {
-            "time": int(time.time()),
-            "self_id": 10000,
-            "post_type": "message",
-            "message_type": "group",
-            "sub_type": "normal",
-            "message_id": message_id,
-            "group_id": 777,
-            "user_id": 2001,
-            "anonymous": None,
-            "message": segments,
-            "raw_message": "",
-            "font": 0,
-            "sender": {"user_id": 2001, "nickname": "小明", "card": "", "role": "member"},
-        }
-    )
-
-
-async def next_send(ws: ClientConnection) -> dict[str, Any]:
-    """Answer the bot's API calls until it sends a message; that call's params."""
-    while True:
-        data = json.loads(await asyncio.wait_for(ws.recv(), 15))
-        if "action" not in data:
-            continue
-        sent = data["action"] in ("send_msg", "send_group_msg", "send_private_msg")
-        result = {"message_id": 555} if sent else {}
-        answer = {"status": "ok", "retcode": 0, "data": result, "echo": data.get("echo")}
-        await ws.send(json.dumps(answer))
-        if sent:
-            return data["params"]
-
-
-async def connect(port: int, process: asyncio.subprocess.Process) -> ClientConnection:
-    headers = {"X-Self-ID": "10000", "X-Client-Role": "Universal", "Authorization": "Bearer tk"}
-    deadline = time.monotonic() + 30
-    while True:
-        try:
-            return await ws_connect(
-                f"ws://127.0.0.1:{port}/onebot/v11/ws", additional_headers=headers
-            )
-        except OSError:
-            if process.returncode is not None or time.monotonic() > deadline:
-                raise
-            await asyncio.sleep(0.2)
-
-
-@contextlib.asynccontextmanager
-async def running_bot(folder: Path, llm: FakeOpenAI) -> AsyncIterator[ClientConnection]:
-    """`python bot.py` in `folder`, with a OneBot client connected to it; stopped (SIGTERM,
-    as a service manager does) on exit."""
-    port = free_port()
-    environment = {
-        **os.environ,
-        "PYTHONPATH": str(ROOT),
-        "LOCALSTORE_DATA_DIR": str(folder / "data"),
-        "PORT": str(port),
-        "ONEBOT_ACCESS_TOKEN": "tk",
-        "AIMEMORY_API_BASE": llm.base_url,
-        "AIMEMORY_API_KEY": "sk-test",
-        "AIMEMORY_DB_PATH": str(folder / "aimemory.db"),
-    }
-    process = await asyncio.create_subprocess_exec(
-        sys.executable,
-        "bot.py",
-        cwd=folder,
-        env=environment,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    try:
-        ws = await connect(port, process)
-        try:
-            yield ws
-        finally:
-            await ws.close()
-    finally:
-        process.terminate()
-        await asyncio.wait_for(process.wait(), 15)
-
-
 async def test_bot_py_answers_over_a_real_reverse_websocket_and_remembers_across_a_restart(
     tmp_path: Path, llm: FakeOpenAI
 ) -> None:
-    shutil.copy(ROOT / "bot.py", tmp_path / "bot.py")
-    shutil.copy(ROOT / ".env.example", tmp_path / ".env.example")
     at_bot = {"type": "at", "data": {"qq": "10000"}}
     llm.script(text("你好，小明！"), text("你叫小明。"))
 
-    async with running_bot(tmp_path, llm) as ws:
-        await ws.send(group_event(1, [at_bot, {"type": "text", "data": {"text": " 我叫小明"}}]))
-        first = await next_send(ws)
-    async with running_bot(tmp_path, llm) as ws:
-        await ws.send(group_event(2, [at_bot, {"type": "text", "data": {"text": " 我叫什么"}}]))
-        second = await next_send(ws)
+    async with bot_process(tmp_path, llm) as bot:
+        await bot.ws.send(group_event(1, [at_bot, {"type": "text", "data": {"text": " 我叫小明"}}]))
+        first = await bot.next_send(answer=True)
+        await bot.stop()
+    async with bot_process(tmp_path, llm) as bot:
+        await bot.ws.send(group_event(2, [at_bot, {"type": "text", "data": {"text": " 我叫什么"}}]))
+        second = await bot.next_send(answer=True)
+        await bot.stop()
 
     assert first["message"][-1] == {"type": "text", "data": {"text": "你好，小明！"}}
     assert second["message"][-1] == {"type": "text", "data": {"text": "你叫小明。"}}
     history = [str(m["content"]) for m in llm.last_messages()]
     assert any("我叫小明" in line for line in history)
     assert any("你好，小明！" in line for line in history)
-
-
-def environment_without_aimemory_settings() -> dict[str, str]:
-    """The test process's environment without the developer's own AIMEMORY_* settings."""
-    return {k: v for k, v in os.environ.items() if not k.upper().startswith("AIMEMORY_")}
 
 
 # A `.env` as `python bot.py` leaves beside bot.py, with values that would each break a

@@ -3,19 +3,19 @@ let the conversation answer, send the outcome."""
 
 from __future__ import annotations
 
-from nonebot import get_plugin_config, on_message
+from nonebot import on_message
 from nonebot.adapters.onebot.v11 import Bot, MessageEvent
 from nonebot.matcher import current_bot, current_event, current_matcher, matchers
 
-from ..config import Config
+from .. import plugin_config
 from ..runtime import current_runtime
 
 # One matcher with a parameter-free handler: every matcher and every injected parameter
 # costs NoneBot ~0.2 ms per message, and unaddressed group messages are the hot path.
 # Low priority (`aimemory_matcher_priority`, 90): other plugins go first; we block only
 # what we handle, and leave their commands to them (see Inbound.translate). The package
-# validated the configuration before importing this module.
-chat = on_message(priority=get_plugin_config(Config).aimemory_matcher_priority, block=False)
+# validated the configuration before importing this module: read it, not parse it again.
+chat = on_message(priority=plugin_config.aimemory_matcher_priority, block=False)
 
 
 @chat.handle()

@@ -31,9 +31,15 @@ SEND_ACTIONS = ("send_msg", "send_group_msg", "send_private_msg")
 
 
 def free_port() -> int:
+    """A TCP port free on 127.0.0.1 right now."""
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         return int(probe.getsockname()[1])
+
+
+def environment_without_aimemory_settings() -> dict[str, str]:
+    """The test process's environment without the developer's own AIMEMORY_* settings."""
+    return {k: v for k, v in os.environ.items() if not k.upper().startswith("AIMEMORY_")}
 
 
 def private_event(message_id: int, user_id: int, text: str) -> str:
@@ -55,6 +61,27 @@ def private_event(message_id: int, user_id: int, text: str) -> str:
     )
 
 
+def group_event(message_id: int, segments: list[dict[str, Any]]) -> str:
+    """A member's message in group 777 as the JSON a OneBot v11 implementation pushes."""
+    return json.dumps(
+        {
+            "time": int(time.time()),
+            "self_id": SELF_ID,
+            "post_type": "message",
+            "message_type": "group",
+            "sub_type": "normal",
+            "message_id": message_id,
+            "group_id": 777,
+            "user_id": 2001,
+            "anonymous": None,
+            "message": segments,
+            "raw_message": "",
+            "font": 0,
+            "sender": {"user_id": 2001, "nickname": "小明", "card": "", "role": "member"},
+        }
+    )
+
+
 @dataclass
 class BotProcess:
     """A running `bot.py` and the OneBot connection to it."""
@@ -64,17 +91,27 @@ class BotProcess:
     log_path: Path
     port: int
 
-    async def next_send(self) -> dict[str, Any]:
+    async def next_send(self, *, answer: bool = False) -> dict[str, Any]:
         """Answer the bot's API calls until it asks to send a message; that call's params,
-        returned the moment it arrives (unanswered)."""
+        returned the moment it arrives (answered as sent only with `answer`)."""
         while True:
             data = json.loads(await asyncio.wait_for(self.ws.recv(), SEND_TIMEOUT_SECONDS))
             if "action" not in data:
                 continue
-            if data["action"] in SEND_ACTIONS:
+            sent = data["action"] in SEND_ACTIONS
+            if sent and not answer:
                 return data["params"]
-            answer = {"status": "ok", "retcode": 0, "data": {}, "echo": data.get("echo")}
-            await self.ws.send(json.dumps(answer))
+            result = {"message_id": 555} if sent else {}
+            reply = {"status": "ok", "retcode": 0, "data": result, "echo": data.get("echo")}
+            await self.ws.send(json.dumps(reply))
+            if sent:
+                return data["params"]
+
+    async def stop(self) -> None:
+        """Disconnect, then SIGTERM, as a service manager stops a bot: shutdown hooks run."""
+        await self.ws.close()
+        self.process.terminate()
+        await asyncio.wait_for(self.process.wait(), 15)
 
     async def kill(self) -> None:
         """SIGKILL: no shutdown hook runs, nothing is flushed."""
@@ -95,7 +132,7 @@ async def bot_process(folder: Path, llm: FakeOpenAI, **env: str) -> AsyncIterato
     port = free_port()
     environment = {
         # Not the developer's own AIMEMORY_* settings: only what the test sets.
-        **{k: v for k, v in os.environ.items() if not k.upper().startswith("AIMEMORY_")},
+        **environment_without_aimemory_settings(),
         "PYTHONPATH": str(ROOT),
         "LOCALSTORE_DATA_DIR": str(folder / "data"),
         "PORT": str(port),
@@ -150,4 +187,5 @@ async def _connect(
 
 
 def log_tail(log_path: Path, chars: int = 3000) -> str:
+    """The last `chars` characters of a log file."""
     return log_path.read_text(encoding="utf-8", errors="replace")[-chars:]

@@ -14,7 +14,6 @@ import json
 import os
 import re
 import shutil
-import socket
 import subprocess
 import tempfile
 from collections.abc import AsyncIterator
@@ -23,6 +22,8 @@ from typing import Any
 
 import httpx
 from websockets.asyncio.client import ClientConnection, connect
+
+from tests.fakes.bot_process import free_port
 
 CHROMIUM_NAMES = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable")
 _DEVTOOLS = re.compile(r"DevTools listening on (ws://\S+)")
@@ -33,12 +34,6 @@ def chromium_binary() -> str | None:
     if explicit := os.environ.get("CHROMIUM"):
         return explicit if shutil.which(explicit) else None
     return next((found for name in CHROMIUM_NAMES if (found := shutil.which(name))), None)
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 class BrowserError(AssertionError):

@@ -4,20 +4,17 @@ without a web server)."""
 
 from __future__ import annotations
 
-import asyncio
-import os
 import shutil
-import sys
-import time
 from pathlib import Path
 
 import httpx
 import pytest
 from pydantic import ValidationError
 
+from tests.fakes.bot_process import bot_process
 from tests.fakes.openai_server import FakeOpenAI
 from tests.panel.conftest import PANEL_TOKEN
-from tests.test_startup import LOAD_AND_REPORT, ROOT, free_port, run_python
+from tests.test_startup import LOAD_AND_REPORT, ROOT, run_python
 
 
 def test_the_panel_is_off_by_default_at_aimemory() -> None:
@@ -131,53 +128,21 @@ def test_bot_py_refuses_a_short_panel_token_naming_the_key(tmp_path: Path) -> No
 async def test_the_real_bot_serves_the_panel_behind_the_token(
     tmp_path: Path, llm: FakeOpenAI
 ) -> None:
-    shutil.copy(ROOT / "bot.py", tmp_path / "bot.py")
-    shutil.copy(ROOT / ".env.example", tmp_path / ".env.example")
-    port = free_port()
-    log_file = tmp_path / "bot.log"
-    environment = {
-        **os.environ,
-        "PYTHONPATH": str(ROOT),
-        "LOCALSTORE_DATA_DIR": str(tmp_path / "data"),
-        "HOST": "127.0.0.1",
-        "PORT": str(port),
-        "AIMEMORY_API_BASE": llm.base_url,
-        "AIMEMORY_API_KEY": "sk-test",
-        "AIMEMORY_DB_PATH": str(tmp_path / "aimemory.db"),
-        "AIMEMORY_PANEL_TOKEN": PANEL_TOKEN,
-    }
-    with log_file.open("wb") as log:
-        process = await asyncio.create_subprocess_exec(
-            sys.executable, "bot.py", cwd=tmp_path, env=environment, stdout=log, stderr=log
-        )
-        try:
-            base = f"http://127.0.0.1:{port}/aimemory"
-            async with httpx.AsyncClient(timeout=5) as client:
-                anonymous = await _first_answer(client, f"{base}/api/chats", process)
-                bearer = await client.get(
-                    f"{base}/api/chats", headers={"Authorization": f"Bearer {PANEL_TOKEN}"}
-                )
-                login_page = await client.get(f"{base}/")
-        finally:
-            process.terminate()
-            await asyncio.wait_for(process.wait(), 15)
+    async with bot_process(
+        tmp_path, llm, HOST="127.0.0.1", AIMEMORY_PANEL_TOKEN=PANEL_TOKEN
+    ) as bot:
+        # Connected: the server listens.
+        base = f"http://127.0.0.1:{bot.port}/aimemory"
+        async with httpx.AsyncClient(timeout=5) as client:
+            anonymous = await client.get(f"{base}/api/chats")
+            bearer = await client.get(
+                f"{base}/api/chats", headers={"Authorization": f"Bearer {PANEL_TOKEN}"}
+            )
+            login_page = await client.get(f"{base}/")
+        log = bot.log_path.read_text("utf-8")
 
     assert anonymous.status_code == 401
     assert bearer.status_code == 200
     assert bearer.json() == []
     assert 'name="token"' in login_page.text
-    assert f"web panel at http://127.0.0.1:{port}/aimemory/" in log_file.read_text("utf-8")
-
-
-async def _first_answer(
-    client: httpx.AsyncClient, url: str, process: asyncio.subprocess.Process
-) -> httpx.Response:
-    """The first answer of the starting bot's server (it takes a few seconds to listen)."""
-    deadline = time.monotonic() + 30
-    while True:
-        try:
-            return await client.get(url)
-        except httpx.TransportError:
-            if process.returncode is not None or time.monotonic() > deadline:
-                raise
-            await asyncio.sleep(0.2)
+    assert f"web panel at http://127.0.0.1:{bot.port}/aimemory/" in log
