@@ -1,6 +1,6 @@
 """What `search_current_chat` finds: a session's rows by keyword (store/chat_log_index.py),
 and with row vectors on, the keyword and vector rankings fused by rank as memories are
-(memory/fusion.py), so neither a paraphrase nor an exact name is lost to the other signal.
+(text/fusion.py), so neither a paraphrase nor an exact name is lost to the other signal.
 
 Only the session's rows are ranked on either side. A keyword match the vector scan did not
 reach (older than the rows it reads, or not embedded yet) ranks by keyword alone. The
@@ -50,6 +50,6 @@ async def search_rows(
 
 
 async def _coverage(store: ChatLogStore, keyword: KeywordRanking) -> dict[int, float]:
-    """Each keyword match's share of a full match of the query (see memory/fusion.py)."""
+    """Each keyword match's share of a full match of the query (see text/fusion.py)."""
     full = keyword.full_match_score(await store.index.logged_rows())
     return {row_id: min(1.0, score / full) if full > 0 else 1.0 for row_id, score in keyword.scored}

@@ -9,6 +9,7 @@ from __future__ import annotations
 import functools
 import re
 import unicodedata
+from collections.abc import Iterable
 
 # Not category Cf, yet blank or invisible: the combining grapheme joiner, Hangul fillers,
 # Khmer inherent vowels, Mongolian free variation selectors, the Braille blank, variation
@@ -41,16 +42,25 @@ def invisible_codes() -> frozenset[int]:
         for code in plane
         if unicodedata.category(chr(code)) == "Cf"
     )
-    fillers = (code for low, high in FILLER_RANGES for code in range(low, high + 1))
-    return frozenset((*format_codes, *fillers))
+    return frozenset((*format_codes, *codes_in(FILLER_RANGES)))
 
 
 @functools.cache
 def invisible_class() -> str:
     """The invisible characters as the inside of a regex character class (ranges)."""
+    return char_class(_ranges_of(sorted(invisible_codes())))
+
+
+def codes_in(ranges: Iterable[tuple[int, int]]) -> list[int]:
+    """Every code point of inclusive (first, last) ranges."""
+    return [code for low, high in ranges for code in range(low, high + 1)]
+
+
+def char_class(ranges: Iterable[tuple[int, int]]) -> str:
+    """Inclusive (first, last) code point ranges as the inside of a regex character class."""
     return "".join(
         re.escape(chr(low)) if low == high else f"{re.escape(chr(low))}-{re.escape(chr(high))}"
-        for low, high in _ranges_of(sorted(invisible_codes()))
+        for low, high in ranges
     )
 
 

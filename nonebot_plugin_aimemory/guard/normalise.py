@@ -10,7 +10,7 @@ import re
 import unicodedata
 from typing import NamedTuple
 
-from .invisible import invisible_codes
+from .invisible import codes_in, invisible_codes
 
 # Letters of Cyrillic, Greek, Armenian and Latin small capitals that look like a Latin
 # letter, mapped to it (case by case: Cyrillic "Н" looks like "H", its lower case "н" does
@@ -122,7 +122,7 @@ def _folded_chars() -> dict[str, str]:
         **dict.fromkeys(_LINE_BREAKS, "\n"),
         **_QUOTES,
         **dict.fromkeys(map(chr, invisible_codes()), ""),
-        **{chr(code): "" for low, high in _COMBINING_MARK_RANGES for code in range(low, high + 1)},
+        **dict.fromkeys(map(chr, codes_in(_COMBINING_MARK_RANGES)), ""),
     }
 
 

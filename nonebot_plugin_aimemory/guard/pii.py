@@ -10,6 +10,7 @@ from __future__ import annotations
 import functools
 import itertools
 import re
+import string
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -22,11 +23,12 @@ from .identifiers import (
     is_valid_id_card,
     is_valid_old_id_card,
 )
-from .invisible import invisible_class, invisible_codes
+from .invisible import char_class, codes_in, invisible_class, invisible_codes
 
 MASK = "*"
 
-_DIGITS = "0-9\uff10-\uff19"  # ASCII and full-width
+_FULL_WIDTH_DIGITS = "".join(map(chr, range(0xFF10, 0xFF1A)))
+_DIGITS = "0-9" + _FULL_WIDTH_DIGITS  # inside a regex class: ASCII and full-width
 _CHECK_X = "Xx\uff38\uff58"  # the ID check character X, ASCII and full-width
 # What people put between the digit groups of one number: blanks, hyphens and dashes, dots.
 # The Braille blank is among them although the guard drops it as invisible: it shows as a
@@ -54,14 +56,6 @@ _SEPARATOR_RANGES = (
 )
 
 
-def _class_of(ranges: tuple[tuple[int, int], ...]) -> str:
-    return "".join(re.escape(chr(low)) + "-" + re.escape(chr(high)) for low, high in ranges)
-
-
-def _codes_of(ranges: tuple[tuple[int, int], ...]) -> list[int]:
-    return [code for low, high in ranges for code in range(low, high + 1)]
-
-
 _MIN_PII_DIGITS = 11  # a mobile number; nothing shorter is masked
 
 
@@ -74,13 +68,13 @@ def _digit_run() -> re.Pattern[str]:
     runs are maximal because each is taken greedily from its leftmost digit. Runs of fewer
     digits than any identifier has are not matched at all (skipped without leaving the
     regex engine)."""
-    separators = _class_of(_SEPARATOR_RANGES) + invisible_class()
+    separators = char_class(_SEPARATOR_RANGES) + invisible_class()
     return re.compile(
         f"[{_DIGITS}](?:[{separators}]{{0,3}}[{_DIGITS}]){{{_MIN_PII_DIGITS - 1},}}[{_CHECK_X}]?"
     )
 
 
-_DIGIT_CHARS = frozenset("0123456789Xx\uff38\uff58" + "".join(chr(0xFF10 + d) for d in range(10)))
+_DIGIT_CHARS = frozenset(string.digits + _FULL_WIDTH_DIGITS + _CHECK_X)
 
 
 @functools.cache
@@ -88,10 +82,10 @@ def _as_groups() -> dict[int, str | None]:
     """How a run is read as its groups: digits in ASCII, an X upper case, invisible
     characters dropped, every visible separator a space (so `split()` gives the groups)."""
     return {
-        **{0xFF10 + value: str(value) for value in range(10)},
+        **{ord(char): str(value) for value, char in enumerate(_FULL_WIDTH_DIGITS)},
         **{ord(char): "X" for char in _CHECK_X},
         **dict.fromkeys(invisible_codes()),
-        **dict.fromkeys(_codes_of(_SEPARATOR_RANGES), " "),
+        **dict.fromkeys(codes_in(_SEPARATOR_RANGES), " "),
     }
 
 

@@ -41,21 +41,15 @@ def personal_scope(chat_scope: str, user_id: str) -> str:
     return str(Scope.parse(chat_scope).personal(user_id))
 
 
-def is_private_chat_of(chat_scope: str, user_id: str) -> bool:
-    """Whether `chat_scope` is `user_id`'s private chat with the bot (any persona)."""
-    return Scope.parse(chat_scope).is_private_chat_of(user_id)
-
-
 def personal_view(chat_scope: str, speaker: TurnSpeaker | None) -> MemoryView | None:
     """The speaker's personal memories as the chat `chat_scope` may use them: all of them in
     the speaker's own private chat, the public ones anywhere else; None without a speaker."""
     if speaker is None or not speaker.user_id:
         return None
-    own_private_chat = speaker.in_private_chat and is_private_chat_of(chat_scope, speaker.user_id)
+    chat = Scope.parse(chat_scope)
+    own_private_chat = speaker.in_private_chat and chat.is_private_chat_of(speaker.user_id)
     return MemoryView(
-        personal_scope(chat_scope, speaker.user_id),
-        include_private=own_private_chat,
-        personal=True,
+        str(chat.personal(speaker.user_id)), include_private=own_private_chat, personal=True
     )
 
 

@@ -42,7 +42,7 @@ UNRELATED_SENTENCES = (
 )
 
 
-# A keyword match alone is evidence while its coverage (see fusion.py) is at least half: it
+# A keyword match alone is evidence while its coverage (see text/fusion.py) is at least half: it
 # holds most of the message's keyword weight (a memory holding every term covers 1 when as
 # short as the message, about half when several times longer: BM25's length
 # normalisation). Less (a name or a common word among many) needs the vectors' agreement.

@@ -1,6 +1,6 @@
 """The read side of memories: what a view shows, and search over one or several views ranked
 together: the keyword ranking (keywords.py), fused by rank with the vector ranking when
-embeddings are configured (see fusion.py), and the floor of auto-inject (relevance.py)."""
+embeddings are configured (see text/fusion.py), and the floor of auto-inject (relevance.py)."""
 
 from __future__ import annotations
 
@@ -117,7 +117,7 @@ async def relevant_views(
 @dataclass(frozen=True, slots=True)
 class Ranking:
     """One query's ranking of a scope (best first), and by memory id: each keyword match's
-    coverage (see fusion.py; 1.0 without vectors) and each cosine (memories with a vector
+    coverage (see text/fusion.py; 1.0 without vectors) and each cosine (memories with a vector
     of the query's model only)."""
 
     fused: list[tuple[IndexedMemory, float]]

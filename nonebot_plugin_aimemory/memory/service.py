@@ -111,7 +111,7 @@ class MemoryService:
         include_private: bool = True,
     ) -> list[SearchHit]:
         """Without a query: everything, newest first. With one: the keyword ranking, fused by
-        rank with the vector ranking when embeddings are configured (see fusion.py).
+        rank with the vector ranking when embeddings are configured (see text/fusion.py).
         `safe_only` leaves out memories that fail the injection guard."""
         view = MemoryView(scope, include_private)
         return await self.search_in([view], query, limit, safe_only=safe_only)

@@ -148,44 +148,57 @@ def test_an_id_number_with_a_wrong_birth_date_is_left_alone() -> None:
     assert not is_valid_id_card("110105194913310026")
 
 
+# Through the model's memory_save: (the words before the number, as written, as stored).
+SAVED_NUMBERS = {
+    "mobile, dots": ("的手机是", *MOBILES["dots"]),
+    "mobile, zero-width": ("的手机是", *MOBILES["zero-width inside"]),
+    "mobile, +86 glued": ("的手机是", *MOBILES["+86 glued"]),
+    "mobile, spaced hyphens": ("的手机是", *MOBILES["spaced hyphens"]),
+    "mobile, spaces": ("的手机是", *MOBILES["spaces"]),
+    "mobile, hyphens": ("的手机是", *MOBILES["hyphens"]),
+    "mobile, full-width digits": ("的手机是", *MOBILES["full-width digits"]),
+    "mobile, +86 prefix": ("的手机是", *MOBILES["+86 prefix"]),
+    "mobile, after a QQ number": ("的手机是", *MOBILES["after a QQ number"]),
+    "id, glued to letters": ("的证件", *ID_CARDS["glued to letters"]),
+    "id, split by spaces": ("的证件", *ID_CARDS["split by spaces"]),
+    "id, 15 digits": ("的证件", *ID_CARDS["15 digits (old)"]),
+    "bank card, dots": ("的工资卡 ", *BANK_CARDS["dots"]),
+}
+# Through memory_save: numbers that look like a mobile or a card and are neither.
+NOT_A_MOBILE = {
+    "11 digits not starting 1[3-9]": "订单号 12345678901",
+    "landline-like 11 digits": "编号 20231234567",
+    "longer digit group": "流水号 138123456789",
+    "Luhn-failing 16 digits": "会员卡号 6222021234567891",
+}
+
+
 @pytest.mark.parametrize(
-    ("raw", "masked"),
-    [
-        MOBILES["dots"],
-        MOBILES["zero-width inside"],
-        MOBILES["+86 glued"],
-        MOBILES["spaced hyphens"],
-    ],
-    ids=["dots", "zero-width", "+86 glued", "spaced hyphens"],
+    ("before", "raw", "masked"), SAVED_NUMBERS.values(), ids=SAVED_NUMBERS.keys()
 )
-async def test_the_model_saving_a_mobile_stores_it_masked(plugin, raw, masked) -> None:
-    result = await save(plugin, f"小明(2001)的手机是{raw}")
+async def test_the_model_saving_a_personal_number_stores_it_masked(
+    plugin, before, raw, masked
+) -> None:
+    result = await save(plugin, f"小明(2001){before}{raw}")
 
     (record,) = await stored(plugin, SCOPE)
-    assert record.content == f"小明(2001)的手机是{masked}"
+    assert record.content == f"小明(2001){before}{masked}"
     assert raw not in result
 
 
-@pytest.mark.parametrize(
-    ("raw", "masked"),
-    [ID_CARDS["glued to letters"], ID_CARDS["split by spaces"], ID_CARDS["15 digits (old)"]],
-    ids=["glued to letters", "split by spaces", "15 digits"],
-)
-async def test_the_model_saving_an_id_number_stores_it_masked(plugin, raw, masked) -> None:
-    result = await save(plugin, f"小明(2001)的证件{raw}")
+@pytest.mark.parametrize("content", NOT_A_MOBILE.values(), ids=NOT_A_MOBILE.keys())
+async def test_numbers_that_are_not_personal_identifiers_are_left_alone(plugin, content) -> None:
+    await save(plugin, content)
 
     (record,) = await stored(plugin, SCOPE)
-    assert record.content == f"小明(2001)的证件{masked}"
-    assert raw not in result
+    assert record.content == content
 
 
-async def test_the_model_saving_a_bank_card_with_dots_stores_it_masked(plugin) -> None:
-    raw, masked = BANK_CARDS["dots"]
-
-    await save(plugin, f"小明(2001)的工资卡 {raw}")
+async def test_personal_numbers_in_tags_are_masked(plugin) -> None:
+    await save(plugin, "小明(2001)换了新手机", tags=["手机13812345678", "6222021234567890128"])
 
     (record,) = await stored(plugin, SCOPE)
-    assert record.content == f"小明(2001)的工资卡 {masked}"
+    assert record.tags == ["手机138****5678", "***************0128"]
 
 
 async def test_personal_numbers_in_odd_shapes_in_tags_are_masked(plugin) -> None:
