@@ -57,10 +57,8 @@ class ChatBotFactory:
 
     def build(self, key: str) -> ChatBot:
         """A ChatBot for the window `key` with the built-in tools and every provider's."""
-        tools = ToolRegistry()
         builtin = self.builtin_tools(key)
-        for tool in builtin:
-            tools.register(tool)
+        tools = ToolRegistry(builtin)
         self.add_tools(tools, key)
         return ChatBot(
             key,
@@ -84,5 +82,6 @@ class ChatBotFactory:
         database); identical every turn (prefix caching)."""
         if builtin_names is None:
             builtin_names = [tool.name for tool in self.builtin_tools(key)]
-        persona = self.personas.named(Scope.parse(key).persona_name)
-        return prompts.build_system_prompt(persona.prompt, Scope.parse(key).chat, builtin_names)
+        scope = Scope.parse(key)
+        persona = self.personas.named(scope.persona_name)
+        return prompts.build_system_prompt(persona.prompt, scope.chat, builtin_names)

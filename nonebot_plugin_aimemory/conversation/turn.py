@@ -230,6 +230,8 @@ class Conversation:
 
     async def _turn(self, chatbot: ChatBot, messages: list[Incoming]) -> Outcome:
         """Read the messages in full, run one turn on them; a short apology when it fails."""
+        # The chat log and the apologies are the chat's, whichever persona answers.
+        chat_key = Scope.parse(chatbot.key).chat_key
         rows: list[ChatRow] = []
         try:
             await self.prepare()
@@ -244,18 +246,15 @@ class Conversation:
             result = await chatbot.turn(message, persist_user_text=persist_text)
         except LLMError as exc:
             log_failure(chatbot.key, chatbot.llm.model, exc)
-            return self._failed(Scope.parse(chatbot.key).chat_key, chatbot.llm.model, exc, rows)
+            return self._failed(chat_key, chatbot.llm.model, exc, rows)
         except StoreError as exc:  # a locked file, a full disk: its message says it all
             logger.error("turn failed in %s: %s", chatbot.key, exc)
-            return self._apology(Scope.parse(chatbot.key).chat_key, texts.TURN_FAILED)
+            return self._apology(chat_key, texts.TURN_FAILED)
         except Exception:
             logger.exception("turn failed in %s", chatbot.key)
-            return self._apology(Scope.parse(chatbot.key).chat_key, texts.TURN_FAILED)
-        # The chat log is the chat's, whichever persona answered; the review it asks for is
-        # the persona's (its window key), which reads the chat's log.
-        self._log(
-            assistant_row(Scope.parse(chatbot.key).chat_key, result.reply), review_for=chatbot.key
-        )
+            return self._apology(chat_key, texts.TURN_FAILED)
+        # The review the row asks for is the persona's (its window key), reading the chat's log.
+        self._log(assistant_row(chat_key, result.reply), review_for=chatbot.key)
         return Outcome([result.reply], from_model=True)
 
     async def _read_all(

@@ -13,7 +13,6 @@ from .errors import ContextLengthError, LLMError, is_reasoning_missing_error
 from .history import CompressionStats, HistoryStore
 from .llm import Completion, LLMClient
 from .messages import Message, tool_result
-from .request_room import TOOL_RESULTS_BUDGET_SHARE as TOOL_RESULTS_BUDGET_SHARE
 from .request_room import RequestRoom
 from .stored_window import StoredWindow
 from .tokens import MESSAGE_OVERHEAD_TOKENS, TokenCounter, message_tokens

@@ -104,9 +104,7 @@ class EmbeddingClient:
         meter: UsageMeter = NO_METER,
         max_response_bytes: int = MAX_RESPONSE_BYTES,
     ) -> None:
-        self.http = (
-            http if isinstance(http, SharedHttp) else SharedHttp(timeout_seconds, client=http)
-        )
+        self.http = SharedHttp.of(http, timeout_seconds)
         self.max_response_bytes = max_response_bytes
         self.endpoint = endpoint
         self.meter = meter
@@ -146,9 +144,6 @@ class EmbeddingClient:
         self._paused_until = self.clock() + self._pause_seconds
 
     async def _request(self, texts: Sequence[str], role: TextRole) -> list[list[float]]:
-        headers = {"Content-Type": "application/json"}
-        if self.endpoint.api_key:
-            headers["Authorization"] = f"Bearer {self.endpoint.api_key}"
         url = self.endpoint.api_base.rstrip("/") + "/embeddings"
         body = {
             "model": self.endpoint.model,
@@ -159,7 +154,7 @@ class EmbeddingClient:
             response = await self.http.post_capped(
                 url,
                 content=json.dumps(body).encode(),
-                headers=headers,
+                headers=self.endpoint.json_headers,
                 timeout_seconds=self.timeout_seconds,
                 max_bytes=self.max_response_bytes,
             )

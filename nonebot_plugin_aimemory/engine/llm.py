@@ -42,6 +42,14 @@ class Endpoint:
         """The chat-completions URL under `api_base`."""
         return self.api_base.rstrip("/") + "/chat/completions"
 
+    @property
+    def json_headers(self) -> dict[str, str]:
+        """Headers of a JSON request to it: the content type, and the key when there is one."""
+        headers = {"Content-Type": "application/json"}
+        if self.api_key:
+            headers["Authorization"] = f"Bearer {self.api_key}"
+        return headers
+
 
 @dataclass(frozen=True, slots=True)
 class Completion:
@@ -77,9 +85,7 @@ class LLMClient:
         meter: UsageMeter = NO_METER,
         max_response_bytes: int = MAX_RESPONSE_BYTES,
     ) -> None:
-        self.http = (
-            http if isinstance(http, SharedHttp) else SharedHttp(timeout_seconds, client=http)
-        )
+        self.http = SharedHttp.of(http, timeout_seconds)
         self.endpoint = endpoint
         self.timeout_seconds = timeout_seconds
         self.max_retries = max_retries
@@ -123,9 +129,7 @@ class LLMClient:
         return completion
 
     async def _post_with_retries(self, body: bytes, context: str) -> CappedAnswer:
-        headers = {"Content-Type": "application/json"}
-        if self.endpoint.api_key:
-            headers["Authorization"] = f"Bearer {self.endpoint.api_key}"
+        headers = self.endpoint.json_headers
         attempt = 0
         while True:
             try:

@@ -67,6 +67,11 @@ class SharedHttp:
         self.timeout_seconds = timeout_seconds
         self._client = client
 
+    @classmethod
+    def of(cls, http: httpx.AsyncClient | SharedHttp, timeout_seconds: float) -> SharedHttp:
+        """`http` itself, or a SharedHttp over the given client (a test's, say)."""
+        return http if isinstance(http, SharedHttp) else cls(timeout_seconds, client=http)
+
     @property
     def client(self) -> httpx.AsyncClient:
         """The client, made now if it does not exist yet."""

@@ -29,13 +29,10 @@ class StoredWindow:
     async def clear(self) -> None:
         """Forget the stored window; raises StoreError when the store could not (its next
         write then stores the window whole)."""
+        self.behind = True  # and so it stays if the clear fails or is cancelled
         try:
             await self.store.clear(self.key)
-        except asyncio.CancelledError:
-            self.behind = True
-            raise
         except Exception as exc:
-            self.behind = True
             raise StoreError(f"could not clear the stored window of {self.key}") from exc
         self.behind = False
 
@@ -57,11 +54,7 @@ class StoredWindow:
         failure = await self.commit(messages)
         if failure is not None:
             self.hold_unstored(messages)
-            logger.error(
-                "history write failed for %s; kept in memory, stored with the next turn: %r",
-                self.key,
-                failure,
-            )
+            self._log_kept_in_memory(failure)
 
     async def commit(self, messages: list[Message]) -> Exception | None:
         """Store `messages` after the window (with the whole window, when the store is
@@ -92,17 +85,17 @@ class StoredWindow:
         """Store the window whole after it was rewritten in memory (a compaction, filled-in
         reasoning). A failure is logged and leaves the store behind: the turn's own commit
         then stores the window whole, or fails the turn."""
+        self.behind = True  # and so it stays if the write fails or is cancelled
         try:
             await self.store.replace(self.key, self.window.messages, compressed_at=compressed_at)
-        except asyncio.CancelledError:
-            self.behind = True
-            raise
         except Exception as exc:
-            self.behind = True
-            logger.error(
-                "history write failed for %s; kept in memory, stored with the next turn: %r",
-                self.key,
-                exc,
-            )
+            self._log_kept_in_memory(exc)
             return
         self.behind = False
+
+    def _log_kept_in_memory(self, failure: Exception) -> None:
+        logger.error(
+            "history write failed for %s; kept in memory, stored with the next turn: %r",
+            self.key,
+            failure,
+        )

@@ -1,9 +1,11 @@
-"""Engine fixtures: a real `httpx.AsyncClient` that records the bytes it sends, and an
-`LLMClient` pointed at the fake OpenAI server with timeouts small enough for tests."""
+"""Engine fixtures: a real `httpx.AsyncClient` that records the bytes it sends, an
+`LLMClient` pointed at the fake OpenAI server with timeouts small enough for tests, a real
+SQLite history store, and `make_bot`, a `ChatBot` over both."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable, Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import httpx
@@ -12,11 +14,17 @@ import pytest
 from tests.fakes.openai_server import FakeOpenAI
 
 if TYPE_CHECKING:
+    from nonebot_plugin_aimemory.engine.chatbot import ChatBot
     from nonebot_plugin_aimemory.engine.llm import Endpoint, LLMClient
+    from nonebot_plugin_aimemory.engine.tools import Tool
     from nonebot_plugin_aimemory.store.history_store import SqliteHistoryStore
+
+    MakeBot = Callable[..., ChatBot]
 
 MODEL = "m"
 API_KEY = "sk-test"  # what the root conftest's `llm` server expects
+KEY = "f:10001"  # the conversation `make_bot`'s bots hold
+BUSY_TIMEOUT_MS = 200  # how long a write waits for a lock another program holds, not 5 s
 
 
 @pytest.fixture
@@ -50,11 +58,36 @@ def llm_client(http: httpx.AsyncClient, endpoint: Endpoint) -> LLMClient:
 
 
 @pytest.fixture
-async def store(tmp_path) -> AsyncIterator[SqliteHistoryStore]:
+def db_path(tmp_path: Path) -> Path:
+    return tmp_path / "history.db"
+
+
+@pytest.fixture
+async def store(db_path: Path) -> AsyncIterator[SqliteHistoryStore]:
     """A real history store on a temporary SQLite file."""
     from nonebot_plugin_aimemory.store.database import Database
     from nonebot_plugin_aimemory.store.history_store import SqliteHistoryStore
 
-    database = await Database.open(tmp_path / "history.db")
+    database = await Database.open(db_path, busy_timeout_ms=BUSY_TIMEOUT_MS)
     yield SqliteHistoryStore(database)
     await database.close()
+
+
+@pytest.fixture
+def make_bot(llm_client: LLMClient, store: SqliteHistoryStore) -> MakeBot:
+    """Makes a `ChatBot` for KEY with the given tools, over `llm_client` and `store`."""
+    from nonebot_plugin_aimemory.engine.chatbot import ChatBot
+    from nonebot_plugin_aimemory.engine.tokens import EstimatingCounter
+    from nonebot_plugin_aimemory.engine.tools import ToolRegistry
+
+    def make(tools: Sequence[Tool] = ()) -> ChatBot:
+        return ChatBot(
+            KEY,
+            llm=llm_client,
+            store=store,
+            counter=EstimatingCounter(),
+            system_prompt="你是小忆。",
+            tools=ToolRegistry(tools),
+        )
+
+    return make

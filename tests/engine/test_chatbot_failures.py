@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from tests.engine.conftest import KEY
 from tests.fakes.openai_server import (
     ContentFilter,
     FakeOpenAI,
@@ -21,34 +22,13 @@ from tests.fakes.openai_server import (
 
 if TYPE_CHECKING:
     from nonebot_plugin_aimemory.engine.chatbot import ChatBot
-    from nonebot_plugin_aimemory.engine.llm import LLMClient
     from nonebot_plugin_aimemory.engine.messages import Message
     from nonebot_plugin_aimemory.engine.tools import Tool
     from nonebot_plugin_aimemory.store.history_store import SqliteHistoryStore
 
     MakeBot = Callable[..., ChatBot]
 
-KEY = "f:10001"
 PHRASE = "敏感词"
-
-
-@pytest.fixture
-def make_bot(llm_client: LLMClient, store: SqliteHistoryStore) -> MakeBot:
-    from nonebot_plugin_aimemory.engine.chatbot import ChatBot
-    from nonebot_plugin_aimemory.engine.tokens import EstimatingCounter
-    from nonebot_plugin_aimemory.engine.tools import ToolRegistry
-
-    def make(tools: Sequence[Tool] = ()) -> ChatBot:
-        return ChatBot(
-            KEY,
-            llm=llm_client,
-            store=store,
-            counter=EstimatingCounter(),
-            system_prompt="你是小忆。",
-            tools=ToolRegistry(tools),
-        )
-
-    return make
 
 
 def lookup_tool(results: list[str], ran: list[dict[str, Any]]) -> Tool:

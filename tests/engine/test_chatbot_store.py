@@ -7,13 +7,14 @@ from __future__ import annotations
 
 import asyncio
 import sqlite3
-from collections.abc import AsyncIterator, Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from tests.engine.conftest import KEY
 from tests.fakes.openai_server import FakeOpenAI, text, tool_calls
 
 if TYPE_CHECKING:
@@ -25,43 +26,6 @@ if TYPE_CHECKING:
     from nonebot_plugin_aimemory.store.history_store import SqliteHistoryStore
 
     MakeBot = Callable[..., ChatBot]
-
-KEY = "f:10001"
-BUSY_TIMEOUT_MS = 200  # how long a write waits for the lock here, instead of 5 s
-
-
-@pytest.fixture
-def db_path(tmp_path: Path) -> Path:
-    return tmp_path / "history.db"
-
-
-@pytest.fixture
-async def history(db_path: Path) -> AsyncIterator[SqliteHistoryStore]:
-    from nonebot_plugin_aimemory.store.database import Database
-    from nonebot_plugin_aimemory.store.history_store import SqliteHistoryStore
-
-    database = await Database.open(db_path, busy_timeout_ms=BUSY_TIMEOUT_MS)
-    yield SqliteHistoryStore(database)
-    await database.close()
-
-
-@pytest.fixture
-def make_bot(llm_client: LLMClient, history: SqliteHistoryStore) -> MakeBot:
-    from nonebot_plugin_aimemory.engine.chatbot import ChatBot
-    from nonebot_plugin_aimemory.engine.tokens import EstimatingCounter
-    from nonebot_plugin_aimemory.engine.tools import ToolRegistry
-
-    def make(tools: Sequence[Tool] = ()) -> ChatBot:
-        return ChatBot(
-            KEY,
-            llm=llm_client,
-            store=history,
-            counter=EstimatingCounter(),
-            system_prompt="你是小忆。",
-            tools=ToolRegistry(tools),
-        )
-
-    return make
 
 
 @contextmanager
@@ -144,7 +108,7 @@ async def test_a_tool_turn_that_cannot_be_stored_keeps_its_rounds_but_not_its_an
 
 
 async def test_the_turn_after_a_store_failure_stores_the_whole_window(
-    llm: FakeOpenAI, make_bot: MakeBot, db_path: Path, history: SqliteHistoryStore
+    llm: FakeOpenAI, make_bot: MakeBot, db_path: Path, store: SqliteHistoryStore
 ) -> None:
     from nonebot_plugin_aimemory.engine.history import StoreError
     from nonebot_plugin_aimemory.engine.messages import user
@@ -160,12 +124,12 @@ async def test_the_turn_after_a_store_failure_stores_the_whole_window(
     # then it was asked with both sentences (a valid history), and the store holds the window
     assert result.reply == "两句都收到了"
     assert llm.last_messages()[1:] == [{"role": "user", "content": "第一句\n第二句"}]
-    assert await history.load(KEY) == bot.window.messages
+    assert await store.load(KEY) == bot.window.messages
     assert roles(bot.window.messages) == ["user", "user", "assistant"]
 
 
 async def test_a_turn_stopped_while_its_commit_waits_is_kept_and_stored_with_the_next(
-    llm: FakeOpenAI, llm_client: LLMClient, db_path: Path, history: SqliteHistoryStore
+    llm: FakeOpenAI, llm_client: LLMClient, db_path: Path, store: SqliteHistoryStore
 ) -> None:
     from nonebot_plugin_aimemory.engine.chatbot import ChatBot
     from nonebot_plugin_aimemory.engine.messages import user
@@ -183,26 +147,26 @@ async def test_a_turn_stopped_while_its_commit_waits_is_kept_and_stored_with_the
 
     # given a turn whose commit waits for the lock
     llm.script(text("答一"))
-    store = TellingStore(history.database)
-    bot = ChatBot(KEY, llm=llm_client, store=store, counter=EstimatingCounter(), system_prompt="")
+    telling = TellingStore(store.database)
+    bot = ChatBot(KEY, llm=llm_client, store=telling, counter=EstimatingCounter(), system_prompt="")
     with locked(db_path):
         task = asyncio.create_task(bot.turn(user("问一")))
-        await asyncio.wait_for(store.appending.wait(), 5)
+        await asyncio.wait_for(telling.appending.wait(), 5)
         # when it is cancelled then
         task.cancel()
         with pytest.raises(asyncio.CancelledError):
             await task
-        await history.load(KEY)  # after the write, which ran on (and failed)
+        await telling.load(KEY)  # after the write, which ran on (and failed)
     # then the window keeps the turn whole, committed or not, and the next turn stores it
     assert roles(bot.window.messages) == ["user", "assistant"]
     llm.script(text("答二"))
     await bot.turn(user("问二"))
-    assert await history.load(KEY) == bot.window.messages
+    assert await telling.load(KEY) == bot.window.messages
     assert roles(bot.window.messages) == ["user", "assistant", "user", "assistant"]
 
 
 async def test_a_clear_the_store_missed_is_caught_up_by_the_next_turn(
-    llm: FakeOpenAI, make_bot: MakeBot, db_path: Path, history: SqliteHistoryStore
+    llm: FakeOpenAI, make_bot: MakeBot, db_path: Path, store: SqliteHistoryStore
 ) -> None:
     from nonebot_plugin_aimemory.engine.history import StoreError
     from nonebot_plugin_aimemory.engine.messages import assistant, user
@@ -216,11 +180,11 @@ async def test_a_clear_the_store_missed_is_caught_up_by_the_next_turn(
     llm.script(text("新的回答"))
     await bot.turn(user("新的问题"))
 
-    assert await history.load(KEY) == [user("新的问题"), assistant("新的回答")]
+    assert await store.load(KEY) == [user("新的问题"), assistant("新的回答")]
 
 
 async def test_a_message_kept_unanswered_that_cannot_be_stored_stays_in_memory(
-    llm: FakeOpenAI, make_bot: MakeBot, db_path: Path, history: SqliteHistoryStore
+    llm: FakeOpenAI, make_bot: MakeBot, db_path: Path, store: SqliteHistoryStore
 ) -> None:
     from nonebot_plugin_aimemory.engine.messages import user
 
@@ -231,4 +195,4 @@ async def test_a_message_kept_unanswered_that_cannot_be_stored_stays_in_memory(
     assert bot.window.messages == [user("关机前的一句")]
     llm.script(text("收到"))
     await bot.turn(user("开机后的一句"))
-    assert await history.load(KEY) == bot.window.messages
+    assert await store.load(KEY) == bot.window.messages

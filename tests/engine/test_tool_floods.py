@@ -300,8 +300,8 @@ def test_a_renamed_id_never_takes_an_id_the_model_used_for_another_call() -> Non
 async def test_the_results_of_a_round_stay_within_a_quarter_of_the_budget(
     llm: FakeOpenAI, make_bot: MakeBot
 ) -> None:
-    from nonebot_plugin_aimemory.engine.chatbot import TOOL_RESULTS_BUDGET_SHARE
     from nonebot_plugin_aimemory.engine.messages import user
+    from nonebot_plugin_aimemory.engine.request_room import TOOL_RESULTS_BUDGET_SHARE
     from nonebot_plugin_aimemory.engine.tools import MAX_TOOL_RESULT_CHARS
 
     # given 16 calls of a tool that answers at its cap (8 000 characters, ~10 000 tokens each)
