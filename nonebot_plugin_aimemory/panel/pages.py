@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import html
 from importlib import resources
-from urllib.parse import parse_qs
+from urllib.parse import parse_qs, quote
 
 from fastapi import APIRouter, Cookie, Request
 from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
@@ -14,7 +14,7 @@ from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Resp
 from .. import texts
 from .auth import CSRF_COOKIE, SESSION_COOKIE, SESSION_SECONDS, PanelAuth
 from .dependencies import client_address
-from .scopes import BadScope, parse_scope
+from .scopes import BadScope, Scope, parse_scope
 
 # The files of static/ the router serves, with their types; nothing else is reachable.
 STATIC_TYPES = {
@@ -66,6 +66,7 @@ class PanelPages:
         add(f"{base}/logout", self.logout, methods=["POST"])
         add(f"{base}/static/{{name}}", self.static, methods=["GET"])
         add(f"{base}/chats/{{scope}}", self.chat_page, methods=["GET"])
+        add(f"{base}/people/{{qq}}", self.person_page, methods=["GET"])
         return router
 
     def page(self, name: str, status: int = 200, error: str = "") -> HTMLResponse:
@@ -93,6 +94,17 @@ class PanelPages:
                 html.escape(texts.PANEL_BAD_SCOPE), status_code=400, headers=SECURITY_HEADERS
             )
         return self.page("chat.html")
+
+    async def person_page(self, qq: str) -> Response:
+        """The overview's "look up a QQ number" form: to that person's page. The key is
+        made here, by `Scope`, so the page script never builds one."""
+        try:
+            scope = Scope.person(qq)
+        except ValueError:
+            return HTMLResponse(
+                html.escape(texts.PANEL_BAD_SCOPE), status_code=400, headers=SECURITY_HEADERS
+            )
+        return RedirectResponse(f"{self.base}/chats/{quote(str(scope), safe='')}", status_code=303)
 
     async def bare_path(self) -> Response:
         """The base path without its slash: to the home page."""

@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-import re
 import socket
 import struct
 from collections.abc import AsyncIterator
@@ -25,6 +24,7 @@ from tests.fakes.openai_server import (
     text,
     tool_calls,
 )
+from tests.fakes.raw_http import Served, completion_json, ok, read_request, serving
 
 if TYPE_CHECKING:
     from nonebot_plugin_aimemory.engine.llm import Endpoint, LLMClient
@@ -276,37 +276,21 @@ async def test_dropped_connection_is_retried(llm: FakeOpenAI, llm_client: LLMCli
 
 @contextlib.asynccontextmanager
 async def server_resetting_first_connection() -> AsyncIterator[str]:
-    """A bare HTTP server that resets the first connection after reading the request (as a
-    crashing proxy does) and answers later ones with a normal completion. Yields its base URL."""
-    connections = 0
-    completion = json.dumps({"choices": [{"message": {"role": "assistant", "content": "好了"}}]})
+    """A server that resets the first connection after reading the request (as a crashing
+    proxy does) and answers later ones with a normal completion. Yields its base URL."""
 
-    async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        nonlocal connections
-        connections += 1
-        head = await reader.readuntil(b"\r\n\r\n")
-        length = re.search(rb"content-length: *(\d+)", head, re.IGNORECASE)
-        await reader.readexactly(int(length.group(1)) if length else 0)
-        if connections == 1:
+    async def answer(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, served: Served):
+        await read_request(reader, served)
+        if served.connections == 1:
             sock = writer.get_extra_info("socket")
             sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
             writer.transport.abort()
             return
-        body = completion.encode()
-        writer.write(
-            b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nConnection: close\r\n"
-            + b"Content-Length: %d\r\n\r\n" % len(body)
-            + body
-        )
+        writer.write(ok(completion_json("好了"), b"Connection: close"))
         await writer.drain()
-        writer.close()
 
-    server = await asyncio.start_server(handle, "127.0.0.1", 0)
-    try:
-        yield f"http://127.0.0.1:{server.sockets[0].getsockname()[1]}/v1"
-    finally:
-        server.close()
-        await server.wait_closed()
+    async with serving(answer) as served:
+        yield served.base_url
 
 
 async def test_connection_reset_is_retried(http: httpx.AsyncClient) -> None:

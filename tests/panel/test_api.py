@@ -430,6 +430,15 @@ async def test_security_headers_forbid_framing_and_inline_scripts(panel_client) 
     assert "script-src 'self'" in page.headers["content-security-policy"]
 
 
+async def test_looking_a_person_up_redirects_to_their_page(panel_client) -> None:
+    found = await panel_client.get(f"{BASE}/people/3001", follow_redirects=False)
+    not_a_number = await panel_client.get(f"{BASE}/people/u:3001", follow_redirects=False)
+
+    assert found.status_code == 303
+    assert found.headers["location"] == f"{BASE}/chats/u%3A3001"
+    assert not_a_number.status_code == 400
+
+
 async def test_a_request_while_the_bot_is_not_running_answers_503(plugin, panel_client) -> None:
     await plugin.stop()
 

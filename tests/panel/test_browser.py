@@ -139,6 +139,15 @@ async def test_log_in_edit_delete_and_restore_a_memory_in_a_real_browser(plugin)
         assert bar_pixels > 20
         await page.screenshot(shots / "chat.png")
 
+        # Looking a QQ number up on the overview opens that person's page.
+        await page.goto(f"{root}{BASE}/")
+        await page.wait_for("!!document.getElementById('person-qq')")
+        await page.type_into("#person-qq", "3001")
+        await page.click("#person-form button")
+        await page.wait_for(
+            "location.pathname.endsWith('/chats/u%3A3001') && document.body.dataset.loaded === '1'"
+        )
+
     await panel.data.close()
     assert (shots / "overview.png").stat().st_size > 1000
     assert (shots / "chat.png").stat().st_size > 1000

@@ -54,7 +54,7 @@
   document.getElementById("person-form").addEventListener("submit", (event) => {
     event.preventDefault();
     const qq = document.getElementById("person-qq").value.trim();
-    if (/^[1-9][0-9]*$/.test(qq)) location.href = chatLink("u:" + qq);
+    if (/^[1-9][0-9]*$/.test(qq)) location.href = base + "/people/" + encodeURIComponent(qq);
   });
   load();
   // Sizes of windows not in memory are measured in the background: look again shortly.
