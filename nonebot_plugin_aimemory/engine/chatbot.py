@@ -117,16 +117,16 @@ class ChatBot:
         try:
             text = await self._answer(message, progress)
             answered = True
-            await self._stored.store_answered([kept_user, *progress.pending])
+            await self._stored.store_answered([kept_user, *progress.kept_pending()])
             return TurnResult(text, progress.usage, progress.rounds, progress.compressions)
         except LLMError as exc:
-            kept = kept_after(exc, kept_user, progress.pending, progress.accepted)
+            kept = kept_after(exc, kept_user, progress.kept_pending(), progress.accepted)
             raise
         finally:
             # On failure and cancellation alike (an answer was stored above): pending only
             # ever holds whole tool rounds, so what is kept is always a valid history.
             if not answered:
-                kept = [kept_user, *progress.pending] if kept is None else kept
+                kept = [kept_user, *progress.kept_pending()] if kept is None else kept
                 if kept:
                     await self._stored.keep(kept)
 
@@ -153,8 +153,7 @@ class ChatBot:
             reply = completion.message
             if reply.tool_calls and not force_answer:
                 progress.rounds += 1
-                reply, results = await self._run_tools(reply, message, pending)
-                pending += [reply, *results]
+                progress.add_round(*await self._run_tools(reply, message, pending))
                 continue
             if not reply.text:
                 raise LLMError(
@@ -273,10 +272,11 @@ class ChatBot:
 
     async def _run_tools(
         self, reply: Message, message: Message, pending: Sequence[Message]
-    ) -> tuple[Message, list[Message]]:
+    ) -> tuple[Message, list[Message], list[Message | None]]:
         """Run the round `reply` asks for; returns the reply as the history keeps it (ids
-        unique, calls bounded by the limit and by the answers the budget holds) and one
-        result per call, all within the round's room."""
+        unique, calls bounded by the limit and by the answers the budget holds), one result
+        per call, all within the round's room, and what the window keeps of each result
+        when not the result itself (ToolText.kept)."""
         largest = reply.with_tool_calls(reply.tool_calls[:MAX_TOOL_CALLS_KEPT_PER_ROUND])
         room = self._results_room(message, [*pending, largest])
         capacity = None if room is None else room // result_floor_tokens(self.counter)
@@ -292,12 +292,18 @@ class ChatBot:
                 tool_round.dropped,
             )
         reply = reply.with_tool_calls(tool_round.calls)
-        texts = await self.tools.execute_round(tool_round, context=self.key)
+        outputs = await self.tools.execute_round(tool_round, context=self.key)
+        texts = [output.text for output in outputs]
         if room is not None:
             framing = len(texts) * MESSAGE_OVERHEAD_TOKENS
             texts = fit_round_results(texts, room - framing, self.counter)
-        results = [tool_result(c, t) for c, t in zip(tool_round.calls, texts, strict=True)]
-        return reply, results
+        calls = tool_round.calls
+        results = [tool_result(c, t) for c, t in zip(calls, texts, strict=True)]
+        kept = [
+            None if output.kept is None else tool_result(call, output.kept)
+            for call, output in zip(calls, outputs, strict=True)
+        ]
+        return reply, results, kept
 
     def _call_ids_in_use(self, pending: Sequence[Message]) -> set[str]:
         """Tool-call ids of the window and this turn: DeepSeek refuses a request in which

@@ -29,7 +29,25 @@ MAX_REFUSED_TOOL_CALLS_KEPT = MAX_TOOL_CALLS_PER_ROUND
 MAX_TOOL_CALLS_KEPT_PER_ROUND = MAX_TOOL_CALLS_PER_ROUND + MAX_REFUSED_TOOL_CALLS_KEPT
 # What a result cut to fit its round's share ends with.
 ROUND_CUT_NOTE = "\n…（本轮结果太多，已截断，原有 {chars} 字）"
-ToolHandler = Callable[[dict[str, Any]], Awaitable[str]]
+
+
+@dataclass(frozen=True, slots=True)
+class ToolText:
+    """A tool's result: `text` for the requests of the turn that called it, and `kept`,
+    when given, what the window keeps in its place afterwards. A result that carries one
+    person's memories into a window others share stays in its own turn: later turns (and
+    the compressor) see only `kept`, while the call still has its result message."""
+
+    text: str
+    kept: str | None = None
+
+    def capped(self) -> ToolText:
+        """Both texts within MAX_TOOL_RESULT_CHARS."""
+        kept = None if self.kept is None else cap_tool_result(self.kept)
+        return ToolText(cap_tool_result(self.text), kept)
+
+
+ToolHandler = Callable[[dict[str, Any]], Awaitable[str | ToolText]]
 
 
 class ToolError(Exception):
@@ -161,32 +179,32 @@ class ToolRegistry:
             self._specs_json = json.dumps(specs, ensure_ascii=False, separators=(",", ":")).encode()
         return self._specs_json
 
-    async def execute(self, call: ToolCall, *, context: str = "") -> str:
+    async def execute(self, call: ToolCall, *, context: str = "") -> ToolText:
         """Run one call; unknown tools, bad arguments and failures become error results."""
         tool = self._tools.get(call.name)
         if tool is None:
             available = "、".join(self._tools) or "无"
-            return f"错误：没有名为 {call.name} 的工具。可用工具：{available}"
+            return ToolText(f"错误：没有名为 {call.name} 的工具。可用工具：{available}")
         try:
             arguments = json.loads(call.arguments) if call.arguments.strip() else {}
         except json.JSONDecodeError:
-            return "错误：参数不是合法的 JSON，请重新调用。"
+            return ToolText("错误：参数不是合法的 JSON，请重新调用。")
         if not isinstance(arguments, dict):
-            return "错误：参数必须是 JSON 对象。"
+            return ToolText("错误：参数必须是 JSON 对象。")
         try:
             result = await tool.handler(arguments)
         except ToolError as exc:
-            return f"错误：{exc}"
+            return ToolText(f"错误：{exc}")
         except Exception as exc:  # a broken tool must not end the turn
             logger.exception("tool %s failed (%s)", call.name, context)
-            return f"错误：工具执行失败（{type(exc).__name__}）。"
-        return cap_tool_result(result)
+            return ToolText(f"错误：工具执行失败（{type(exc).__name__}）。")
+        return (result if isinstance(result, ToolText) else ToolText(result)).capped()
 
-    async def execute_round(self, tool_round: ToolRound, *, context: str = "") -> list[str]:
+    async def execute_round(self, tool_round: ToolRound, *, context: str = "") -> list[ToolText]:
         """The results of a round's calls, in order: the calls to run are run one after the
         other (a later call may depend on an earlier one), the refused get the refusal."""
         results = [await self.execute(call, context=context) for call in tool_round.run]
-        return results + [tool_round.refusal()] * len(tool_round.refused)
+        return results + [ToolText(tool_round.refusal())] * len(tool_round.refused)
 
 
 def cap_tool_result(text: str, limit: int = MAX_TOOL_RESULT_CHARS) -> str:

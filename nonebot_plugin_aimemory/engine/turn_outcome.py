@@ -3,11 +3,12 @@ failed turn keeps of its messages."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from .errors import ContextLengthError, LLMError
 from .messages import Message
 from .usage import Usage
+from .window import REASONING_PLACEHOLDER
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,11 +41,41 @@ class TurnProgress:
     compressions: int = 0
     rounds: int = 0
     accepted: int | None = None
+    # Index in `pending` -> the result the window keeps there instead (ToolText.kept).
+    kept_instead: dict[int, Message] = field(default_factory=dict)
 
     def add(self, compacted: Compacted) -> None:
         """Count a compaction's usage, and the compaction itself when it changed the window."""
         self.usage += compacted.usage
         self.compressions += compacted.changed
+
+    def add_round(self, reply: Message, results: list[Message], kept: list[Message | None]) -> None:
+        """Append a tool round; `kept[i]`, when given, is what the window keeps of result i."""
+        start = len(self.pending) + 1
+        self.pending += [reply, *results]
+        for index, replacement in enumerate(kept):
+            if replacement is not None:
+                self.kept_instead[start + index] = replacement
+
+    def kept_pending(self) -> list[Message]:
+        """`pending` as the window keeps it: results that stay in their turn replaced, and
+        the reasoning and interim text the model wrote after reading them blanked (the
+        placeholder keeps thinking models' histories valid). The answer's text stays: it
+        was said in the chat."""
+        if not self.kept_instead:
+            return list(self.pending)
+        first = min(self.kept_instead)
+        kept = [self.kept_instead.get(i, message) for i, message in enumerate(self.pending)]
+        for index in range(first, len(kept)):
+            message = kept[index]
+            if message.role != "assistant":
+                continue
+            reasoning = REASONING_PLACEHOLDER if message.reasoning else message.reasoning
+            content = "" if message.tool_calls and message.content else message.content
+            kept[index] = replace(
+                message, content=content, reasoning=reasoning, _json=None, tokens=-1
+            )
+        return kept
 
 
 def kept_after(

@@ -50,7 +50,7 @@ async def test_known_tool_runs_with_its_arguments() -> None:
 
     registry = ToolRegistry([Tool("get_weather", "天气", weather, CITY_PARAMETERS)])
 
-    result = await registry.execute(call("get_weather", '{"city": "北京"}'))
+    result = (await registry.execute(call("get_weather", '{"city": "北京"}'))).text
 
     assert result == "北京：晴，25 度"
 
@@ -64,14 +64,14 @@ async def test_empty_arguments_mean_no_arguments() -> None:
 
     registry = registry_with(("get_time", record))
 
-    assert await registry.execute(call("get_time", "")) == "ok"
+    assert (await registry.execute(call("get_time", ""))).text == "ok"
     assert seen == [{}]
 
 
 async def test_unknown_tool_result_names_the_available_tools() -> None:
     registry = registry_with(("get_weather", weather), ("get_time", weather))
 
-    result = await registry.execute(call("search_web", "{}"))
+    result = (await registry.execute(call("search_web", "{}"))).text
 
     assert result.startswith("错误")
     assert "search_web" in result
@@ -82,7 +82,7 @@ async def test_unknown_tool_result_names_the_available_tools() -> None:
 async def test_invalid_json_arguments_give_an_error_result() -> None:
     registry = registry_with(("get_weather", weather))
 
-    result = await registry.execute(call("get_weather", '{"city": 北京'))
+    result = (await registry.execute(call("get_weather", '{"city": 北京'))).text
 
     assert result.startswith("错误")
     assert "JSON" in result
@@ -92,7 +92,7 @@ async def test_invalid_json_arguments_give_an_error_result() -> None:
 async def test_non_object_arguments_give_an_error_result(arguments: str) -> None:
     registry = registry_with(("get_weather", weather))
 
-    result = await registry.execute(call("get_weather", arguments))
+    result = (await registry.execute(call("get_weather", arguments))).text
 
     assert result.startswith("错误")
     assert "对象" in result
@@ -101,7 +101,7 @@ async def test_non_object_arguments_give_an_error_result(arguments: str) -> None
 async def test_tool_error_message_reaches_the_model() -> None:
     registry = registry_with(("forget", refuse))
 
-    result = await registry.execute(call("forget", "{}"))
+    result = (await registry.execute(call("forget", "{}"))).text
 
     assert result == "错误：这条记忆不属于当前会话"
 
@@ -109,7 +109,7 @@ async def test_tool_error_message_reaches_the_model() -> None:
 async def test_crashing_handler_gives_an_error_result_not_an_exception() -> None:
     registry = registry_with(("remember", crash))
 
-    result = await registry.execute(call("remember", "{}"))
+    result = (await registry.execute(call("remember", "{}"))).text
 
     assert result.startswith("错误")
     assert "RuntimeError" in result
@@ -125,7 +125,7 @@ async def test_long_result_is_capped_with_a_note() -> None:
 
     registry = registry_with(("dump", verbose))
 
-    result = await registry.execute(call("dump", "{}"))
+    result = (await registry.execute(call("dump", "{}"))).text
 
     kept, note = result[:MAX_TOOL_RESULT_CHARS], result[MAX_TOOL_RESULT_CHARS:]
     assert MAX_TOOL_RESULT_CHARS == 8000
@@ -143,7 +143,7 @@ async def test_result_at_the_cap_is_kept_whole() -> None:
 
     registry = registry_with(("dump", exact))
 
-    assert await registry.execute(call("dump", "{}")) == "x" * MAX_TOOL_RESULT_CHARS
+    assert (await registry.execute(call("dump", "{}"))).text == "x" * MAX_TOOL_RESULT_CHARS
 
 
 def test_specs_json_is_the_same_bytes_every_time() -> None:
