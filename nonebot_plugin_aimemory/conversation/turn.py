@@ -21,6 +21,7 @@ from ..engine.errors import LLMError
 from ..engine.history import StoreError
 from ..engine.messages import Message, Part, TextPart
 from ..engine.turn_context import TurnSpeaker, speaking
+from ..engine.turn_outcome import AllowanceUsedUp
 from ..engine.usage import UsageRecorder, attributed_to
 from ..scopes import Scope
 from ..store.chat_log_store import ChatRow
@@ -126,7 +127,7 @@ class Conversation:
         if not parts_text(content.plain()) and not content.quotes_a_message:
             return say(texts.EMPTY_MESSAGE)
         if self._over_quota(incoming):
-            return self._quota_notice(incoming)
+            return self._quota_notice([incoming])
         return await self._queued_turn(incoming)
 
     def _over_quota(self, incoming: Incoming) -> bool:
@@ -136,15 +137,17 @@ class Conversation:
             return False
         return self.usage.today_total(incoming.key) >= quota
 
-    def _quota_notice(self, incoming: Incoming) -> Outcome:
+    def _quota_notice(self, unanswered: list[Incoming], key: str | None = None) -> Outcome:
         """The quota notice at most once per chat an hour (and again on a new day); the
-        message is logged, not answered."""
-        self._log_plain(incoming)
+        `unanswered` messages are logged, not answered."""
+        for incoming in unanswered:
+            self._log_plain(incoming)
+        key = key or unanswered[0].key
         now, day = self.clock(), self.usage.today()
-        if not self.notices.quota_notice_due(incoming.key, day, now):
+        if not self.notices.quota_notice_due(key, day, now):
             return nothing()
-        logger.info("daily token quota used up in %s", incoming.key)
-        return self._apology(incoming.key, texts.DAILY_QUOTA_USED_UP)
+        logger.info("daily token quota used up in %s", key)
+        return self._apology(key, texts.DAILY_QUOTA_USED_UP)
 
     async def _command(self, incoming: Incoming, command: Command) -> Outcome:
         try:
@@ -195,7 +198,10 @@ class Conversation:
         if self._closing:
             await self._keep_unanswered(chatbot, messages)
             return
-        outcome = await self._turn(chatbot, messages)
+        if self._over_quota(messages[0]):  # checked again now that its turn has come
+            outcome = self._quota_notice(messages)
+        else:
+            outcome = await self._turn(chatbot, messages)
         burst.answer(outcome)
         await outcome.wait_delivered()
 
@@ -243,7 +249,13 @@ class Conversation:
                 text,
                 first.turn_speaker,
             )
-            result = await chatbot.turn(message, persist_user_text=persist_text)
+            result = await chatbot.turn(
+                message,
+                persist_user_text=persist_text,
+                may_call=lambda: not self._over_quota(first),
+            )
+        except AllowanceUsedUp:  # its messages are logged and kept in the window
+            return self._quota_notice([], chat_key)
         except LLMError as exc:
             log_failure(chatbot.key, chatbot.llm.model, exc)
             return self._failed(chat_key, chatbot.llm.model, exc, rows)

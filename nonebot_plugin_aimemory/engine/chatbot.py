@@ -23,7 +23,15 @@ from .tools import (
     fit_round_results,
     result_floor_tokens,
 )
-from .turn_outcome import Compacted, TurnProgress, TurnResult, kept_after
+from .turn_outcome import (
+    AllowanceUsedUp,
+    Compacted,
+    MayCall,
+    TurnProgress,
+    TurnResult,
+    always,
+    kept_after,
+)
 from .usage import Usage
 from .window import Window, with_reasoning_placeholders
 
@@ -100,13 +108,21 @@ class ChatBot:
         self.context_tokens = 0
         self.stats = CompressionStats()
 
-    async def turn(self, message: Message, *, persist_user_text: str | None = None) -> TurnResult:
+    async def turn(
+        self,
+        message: Message,
+        *,
+        persist_user_text: str | None = None,
+        may_call: MayCall = always,
+    ) -> TurnResult:
         """Answer `message`; the turn's messages are committed to the store before this
         returns, so the reply may be sent. `persist_user_text`, when given, is what the window
-        keeps of it instead of its per-turn injections. Raises LLMError when no answer can be
-        had, StoreError when the answer could not be stored; after a transient failure (a
-        store's too) and on cancellation the user's message and finished tool rounds are
-        kept, after any other only what the provider had accepted (`kept_after`)."""
+        keeps of it instead of its per-turn injections; `may_call` is asked before each model
+        call. Raises LLMError when no answer can be had, AllowanceUsedUp when `may_call`
+        said no, StoreError when the answer could not be stored; after a transient failure (a
+        store's too), a used-up allowance and on cancellation the user's message and finished
+        tool rounds are kept, after any other only what the provider had accepted
+        (`kept_after`)."""
         kept_user = message if persist_user_text is None else message.with_text(persist_user_text)
         kept_user = kept_user.with_image_markers()
         if not self.send_images:
@@ -115,7 +131,7 @@ class ChatBot:
         kept: list[Message] | None = None
         answered = False
         try:
-            text = await self._answer(message, progress)
+            text = await self._answer(message, progress, may_call)
             answered = True
             await self._stored.store_answered([kept_user, *progress.kept_pending()])
             return TurnResult(text, progress.usage, progress.rounds, progress.compressions)
@@ -130,13 +146,16 @@ class ChatBot:
                 if kept:
                     await self._stored.keep(kept)
 
-    async def _answer(self, message: Message, progress: TurnProgress) -> str:
+    async def _answer(self, message: Message, progress: TurnProgress, may_call: MayCall) -> str:
         """Call the model, running the tool rounds it asks for, until it answers; the answer
-        is appended to `progress.pending` and its text returned."""
+        is appended to `progress.pending` and its text returned. `may_call` is asked before
+        each step that calls the model, so a limit is passed by one call at most."""
         pending = progress.pending
+        _check(may_call, self.key)
         if self._over_threshold():
             progress.add(await self._compact(reason="threshold"))
         while True:
+            _check(may_call, self.key)
             if self._request_over_budget(message, pending) and self._can_fold():
                 progress.add(
                     await self._compact(
@@ -147,6 +166,7 @@ class ChatBot:
             force_answer = progress.rounds >= self.max_tool_rounds or not self._room_for_a_round(
                 message, pending
             )
+            _check(may_call, self.key)  # a fold may just have called the model
             completion = await self._call_recovering(message, pending, force_answer, progress)
             progress.accepted = len(pending)
             progress.usage += completion.usage or Usage()
@@ -387,3 +407,9 @@ class ChatBot:
             tools_tokens = self.counter.count(tools.decode()) if tools else 0
             self._fixed_tokens = message_tokens(self.system_message, self.counter) + tools_tokens
         return self._fixed_tokens + self.window.tokens
+
+
+def _check(may_call: MayCall, key: str) -> None:
+    """Raise AllowanceUsedUp when the turn may not call the model again."""
+    if not may_call():
+        raise AllowanceUsedUp(key)

@@ -3,12 +3,27 @@ failed turn keeps of its messages."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
 from .errors import ContextLengthError, LLMError
 from .messages import Message
 from .usage import Usage
 from .window import REASONING_PLACEHOLDER
+
+
+class AllowanceUsedUp(Exception):
+    """The turn may make no further model call (its chat's daily quota is used up). What it
+    did so far is kept, like after a transient failure, to be answered another time."""
+
+
+MayCall = Callable[[], bool]
+"""Asked before each model call of a turn (a fold's included): whether it may be made."""
+
+
+def always() -> bool:
+    """A turn without a limit on its calls."""
+    return True
 
 
 @dataclass(frozen=True, slots=True)
