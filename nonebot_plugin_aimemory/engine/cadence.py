@@ -3,11 +3,14 @@ fold that could not reach its landing point hands over to truncation for a while
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from .compressor import CompressionPolicy
+
+logger = logging.getLogger("nonebot_plugin_aimemory")
 
 # After a fold that got under the threshold, the next one is due once the window regrew
 # this share of the way back: all of it when the API counts as the tokenizer does, less
@@ -54,6 +57,25 @@ class FoldCadence:
         self.regrow_tokens = policy.refold_tokens if self.fell_short else int(room * REFOLD_SHARE)
         self._grown_tokens = 0
         self._mark_tokens = window_tokens
+
+    def after_fold_of(
+        self, key: str, window_tokens: int, request_tokens: int, policy: CompressionPolicy
+    ) -> None:
+        """`after_fold`, warning when the fold fell short of its landing point, since
+        truncation then keeps the window down until it regrew."""
+        self.after_fold(window_tokens, request_tokens, policy)
+        if self.fell_short:
+            logger.warning(
+                "%s: ~%d tokens after folding, above the %d a fold aims for (threshold %d; "
+                "system prompt and tools take %d): truncating instead of folding until the "
+                "window grew by %d tokens",
+                key,
+                request_tokens,
+                policy.landing_tokens,
+                policy.trigger_tokens,
+                request_tokens - window_tokens,
+                self.regrow_tokens,
+            )
 
     def after_truncation(self, before_tokens: int, after_tokens: int) -> None:
         """Keep counting across a truncation: what was added before it still counts."""

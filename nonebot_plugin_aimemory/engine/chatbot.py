@@ -24,12 +24,12 @@ from .tools import (
     result_floor_tokens,
 )
 from .turn_outcome import (
-    AllowanceUsedUp,
     Compacted,
     MayCall,
     TurnProgress,
     TurnResult,
     always,
+    check_allowance,
     kept_after,
 )
 from .usage import Usage
@@ -151,11 +151,11 @@ class ChatBot:
         is appended to `progress.pending` and its text returned. `may_call` is asked before
         each step that calls the model, so a limit is passed by one call at most."""
         pending = progress.pending
-        _check(may_call, self.key)
+        check_allowance(may_call, self.key)
         if self._over_threshold():
             progress.add(await self._compact(reason="threshold"))
         while True:
-            _check(may_call, self.key)
+            check_allowance(may_call, self.key)
             if self._request_over_budget(message, pending) and self._can_fold():
                 progress.add(
                     await self._compact(
@@ -166,7 +166,7 @@ class ChatBot:
             force_answer = progress.rounds >= self.max_tool_rounds or not self._room_for_a_round(
                 message, pending
             )
-            _check(may_call, self.key)  # a fold may just have called the model
+            check_allowance(may_call, self.key)  # a fold may just have called the model
             completion = await self._call_recovering(message, pending, force_answer, progress)
             progress.accepted = len(pending)
             progress.usage += completion.usage or Usage()
@@ -239,27 +239,14 @@ class ChatBot:
         self.context_tokens = 0 if compaction.fell_back else self.estimate_window_tokens()
 
     def _note_cadence(self, compaction: Compaction, before_tokens: int) -> None:
-        """Tell the cadence what a compaction did; warn when a fold falls short of its
-        landing point, since truncation then keeps the window down until it regrew."""
+        """Tell the cadence what a compaction did."""
         assert self.compressor is not None
         if compaction.fell_back:
             self._cadence.after_truncation(before_tokens, self.window.tokens)
-            return
-        policy = self.compressor.policy
-        request_tokens = self.estimate_window_tokens()
-        self._cadence.after_fold(self.window.tokens, request_tokens, policy)
-        if self._cadence.fell_short:
-            logger.warning(
-                "%s: ~%d tokens after folding, above the %d a fold aims for (threshold %d; "
-                "system prompt and tools take %d): truncating instead of folding until the "
-                "window grew by %d tokens",
-                self.key,
-                request_tokens,
-                policy.landing_tokens,
-                policy.trigger_tokens,
-                request_tokens - self.window.tokens,
-                self._cadence.regrow_tokens,
-            )
+        else:
+            request_tokens = self.estimate_window_tokens()
+            policy = self.compressor.policy
+            self._cadence.after_fold_of(self.key, self.window.tokens, request_tokens, policy)
 
     def _over_threshold(self) -> bool:
         """The last prompt was over the threshold and the window regrew since the last fold
@@ -407,9 +394,3 @@ class ChatBot:
             tools_tokens = self.counter.count(tools.decode()) if tools else 0
             self._fixed_tokens = message_tokens(self.system_message, self.counter) + tools_tokens
         return self._fixed_tokens + self.window.tokens
-
-
-def _check(may_call: MayCall, key: str) -> None:
-    """Raise AllowanceUsedUp when the turn may not call the model again."""
-    if not may_call():
-        raise AllowanceUsedUp(key)

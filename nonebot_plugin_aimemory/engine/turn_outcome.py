@@ -26,6 +26,12 @@ def always() -> bool:
     return True
 
 
+def check_allowance(may_call: MayCall, key: str) -> None:
+    """Raise AllowanceUsedUp when the turn of `key` may not call the model again."""
+    if not may_call():
+        raise AllowanceUsedUp(key)
+
+
 @dataclass(frozen=True, slots=True)
 class TurnResult:
     """What a turn produced: the reply, usage over all calls (compression included), tool
