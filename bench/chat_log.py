@@ -1,12 +1,8 @@
 """Chat-log write throughput and full-text search latency over a 100 000-row session.
 
-Writes: `ChatLog.add` of 100 000 generated group-chat rows (5 000 with --quick), flushed
-every 200, against the store's raw `insert_many` (baseline). Search: `store.search` with 300
-varied queries (60 with --quick: words, phrases, English, absent terms, FTS5 syntax) in that
-session, against the same queries in a 10 000-row one (baseline).
-
+`ChatLog.add` flushed every 200 rows against the store's raw `insert_many`; `store.search` with
+varied queries (FTS5 syntax included) there against the same in a 10 000-row session.
 Targets: >= 2 000 rows/s through ChatLog over 100 000 rows; search p99 <= 20 ms there.
-Run: python -m bench.chat_log [--quick]
 """
 
 from __future__ import annotations
@@ -16,33 +12,14 @@ import random
 import time
 from collections.abc import Sequence
 from datetime import datetime, timedelta, timezone
-from typing import TYPE_CHECKING
 
-from bench.harness import (
-    POOLS,
-    Bench,
-    chat_line,
-    chat_log_writer,
-    chat_row,
-    fake_llm,
-    fill,
-    latency,
-    main,
-    ms,
-    percentile,
-    plugin_runtime,
-    verdict,
-)
-
-if TYPE_CHECKING:
-    from bench.harness import ChatLog, ChatLogStore, ChatRow
+from bench import harness as h
 
 TARGET_ROWS_PER_SECOND = 2000.0
 TARGET_SEARCH_P99_MS = 20.0
 FLUSH_EVERY_ROWS = 200
 SEARCH_LIMIT = 20
-SESSION_A = "g:736451029"
-SESSION_B = "g:815620374"
+SESSION_A, SESSION_B = "g:736451029", "g:815620374"
 QUERY_TEMPLATES = (
     *("今天", "大家", "明天", "一下", "有人", "推荐", "周末", "报错", "快递", "聚餐"),
     *("{food}", "{city}", "{game}", "{thing}", "{name}", "{movie}", "{singer}", "{tech}"),
@@ -59,36 +36,36 @@ QUERY_TEMPLATES = (
 )
 
 
-def chat_rows(rng: random.Random, session_key: str, count: int) -> list[ChatRow]:
+def chat_rows(rng: random.Random, session_key: str, count: int) -> list[h.ChatRow]:
     """`count` rows of one session, oldest first, about one a minute up to now."""
-    speakers = [(str(20001 + i), name) for i, name in enumerate(POOLS["name"])]
+    speakers = [(str(20001 + i), name) for i, name in enumerate(h.POOLS["name"])]
     moment = datetime.now(timezone.utc) - timedelta(minutes=count)
     rows = []
     for _ in range(count):
         moment += timedelta(seconds=rng.randint(1, 119))
         length = min(120, 10 + int(rng.expovariate(1 / 28)))
-        text = chat_line(rng, length, length)
+        text = h.chat_line(rng, length, length)
         if rng.random() < 0.05:
-            rows.append(chat_row(session_key, moment, "assistant", text))
+            rows.append(h.chat_row(session_key, moment, "assistant", text))
         else:
             speaker = rng.choice(speakers)
             rows.append(
-                chat_row(session_key, moment, "user", text, speaker, addressed=rng.random() < 0.1)
+                h.chat_row(session_key, moment, "user", text, speaker, addressed=rng.random() < 0.1)
             )
     return rows
 
 
 def search_queries(rng: random.Random, count: int) -> list[str]:
     """`count` distinct queries, each template used once before any repeats."""
-    found: dict[str, None] = dict.fromkeys(fill(rng, t) for t in QUERY_TEMPLATES)
+    found: dict[str, None] = dict.fromkeys(h.fill(rng, t) for t in QUERY_TEMPLATES)
     while len(found) < count:
-        found[fill(rng, rng.choice(QUERY_TEMPLATES))] = None
+        found[h.fill(rng, rng.choice(QUERY_TEMPLATES))] = None
     ordered = list(found)[:count]
     rng.shuffle(ordered)
     return ordered
 
 
-async def write_through(chat_log: ChatLog, rows: Sequence[ChatRow]) -> tuple[float, list[int]]:
+async def write_through(chat_log: h.ChatLog, rows: Sequence[h.ChatRow]) -> tuple[float, list[int]]:
     """Rows/s of `add` + `flush` every FLUSH_EVERY_ROWS, and each flush's nanoseconds."""
     flushes = []
     gc.collect()
@@ -102,7 +79,7 @@ async def write_through(chat_log: ChatLog, rows: Sequence[ChatRow]) -> tuple[flo
     return len(rows) / (time.perf_counter() - started), flushes
 
 
-async def write_raw(store: ChatLogStore, rows: Sequence[ChatRow]) -> float:
+async def write_raw(store: h.ChatLogStore, rows: Sequence[h.ChatRow]) -> float:
     """Rows/s of `insert_many` in batches of FLUSH_EVERY_ROWS."""
     gc.collect()
     started = time.perf_counter()
@@ -111,54 +88,50 @@ async def write_raw(store: ChatLogStore, rows: Sequence[ChatRow]) -> float:
     return len(rows) / (time.perf_counter() - started)
 
 
-async def time_searches(store: ChatLogStore, session_key: str, queries: Sequence[str]) -> list[int]:
+async def time_searches(
+    store: h.ChatLogStore, session_key: str, queries: Sequence[str]
+) -> list[int]:
     """Nanoseconds of each search; a row of another session is an error."""
-    gc.collect()
-    samples = []
-    for query in queries:
-        started = time.perf_counter_ns()
-        rows = await store.search(session_key, query, SEARCH_LIMIT)
-        samples.append(time.perf_counter_ns() - started)
-        if any(row.session_key != session_key for row in rows):
-            raise RuntimeError(f"search in {session_key} returned another session's rows")
+    found: list[h.ChatRow] = []
+
+    async def search(query: str) -> None:
+        found.extend(await store.search(session_key, query, SEARCH_LIMIT))
+
+    samples = await h.timed(search, queries)
+    if any(row.session_key != session_key for row in found):
+        raise RuntimeError(f"search in {session_key} returned another session's rows")
     return samples
 
 
-async def run(bench: Bench) -> None:
+async def run(bench: h.Bench) -> None:
     """Write and search the chat log, then print the figures and the verdicts."""
-    main_rows, second_rows, query_count = (
-        (5_000, 1_000, 60) if bench.quick else (100_000, 10_000, 300)
-    )
+    sizes = (5_000, 1_000, 60) if bench.quick else (100_000, 10_000, 300)
     rng = random.Random(20261130)
-    rows_a = chat_rows(rng, SESSION_A, main_rows)
-    rows_b = chat_rows(rng, SESSION_B, second_rows)
-    queries = search_queries(rng, query_count + 30)
+    rows_a, rows_b = chat_rows(rng, SESSION_A, sizes[0]), chat_rows(rng, SESSION_B, sizes[1])
+    queries = search_queries(rng, sizes[2] + 30)
     warmup, queries = queries[:30], queries[30:]
-    with fake_llm() as llm:
-        async with plugin_runtime(
-            llm, bench.work_dir / "aimemory.db", aimemory_chat_log_flush_seconds=60
-        ) as runtime:
-            chat_log = chat_log_writer(runtime)
-            through_rate, flushes = await write_through(chat_log, rows_a)
-            raw_rate = await write_raw(chat_log.store, rows_b)
-            await time_searches(chat_log.store, SESSION_A, warmup)
-            search_a = await time_searches(chat_log.store, SESSION_A, queries)
-            search_b = await time_searches(chat_log.store, SESSION_B, queries)
+    async with h.plugin(bench, aimemory_chat_log_flush_seconds=60) as (_, runtime):
+        chat_log = h.chat_log_writer(runtime)
+        through_rate, flushes = await write_through(chat_log, rows_a)
+        raw_rate = await write_raw(chat_log.store, rows_b)
+        await time_searches(chat_log.store, SESSION_A, warmup)
+        search_a = await time_searches(chat_log.store, SESSION_A, queries)
+        search_b = await time_searches(chat_log.store, SESSION_B, queries)
     n = FLUSH_EVERY_ROWS
     print(f"ChatLog.add + flush every {n}, {len(rows_a):>6} rows (A): {through_rate:6.0f} rows/s")
     print(f"baseline: insert_many by {n},   {len(rows_b):>6} rows (B): {raw_rate:6.0f} rows/s")
     print(f"ratio ChatLog / raw insert_many: {through_rate / raw_rate:.0%}")
-    print(latency(f"  one flush of {n} rows", flushes))
-    print(latency(f"search in A ({len(rows_a)} rows)", search_a))
-    print(latency(f"baseline: search in B ({len(rows_b)} rows)", search_b))
+    print(h.latency(f"  one flush of {n} rows", flushes))
+    print(h.latency(f"search in A ({len(rows_a)} rows)", search_a))
+    print(h.latency(f"baseline: search in B ({len(rows_b)} rows)", search_b))
     worst = max(range(len(queries)), key=search_a.__getitem__)
-    print(f"slowest query in A: {queries[worst]!r}, {ms(search_a[worst]):.2f} ms")
-    p99 = ms(percentile(search_a, 0.99))
+    print(f"slowest query in A: {queries[worst]!r}, {h.ms(search_a[worst]):.2f} ms")
+    p99 = h.ms(h.percentile(search_a, 0.99))
     label = f"{through_rate:.0f} rows/s >= {TARGET_ROWS_PER_SECOND:.0f} over {len(rows_a)} rows"
-    verdict(label, through_rate >= TARGET_ROWS_PER_SECOND, quick=bench.quick)
+    h.verdict(label, through_rate >= TARGET_ROWS_PER_SECOND, quick=bench.quick)
     label = f"search p99 {p99:.2f} ms <= {TARGET_SEARCH_P99_MS:.0f} ms at {len(rows_a)} rows"
-    verdict(label, p99 <= TARGET_SEARCH_P99_MS, quick=bench.quick)
+    h.verdict(label, p99 <= TARGET_SEARCH_P99_MS, quick=bench.quick)
 
 
 if __name__ == "__main__":
-    main(__doc__, run)
+    h.main(__doc__, run)

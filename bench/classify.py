@@ -1,12 +1,8 @@
-"""Classification time of 100 000-character messages: the plugin's `Inbound`
-translation of a group event into an `Incoming` plus `content.plain()`, per message shape,
-in CPU time of the thread (`time.thread_time_ns`, beside the wall clock), 50 runs (10 with
---quick); the baseline is NoneBot's `event.get_plaintext()` on the same event, and, for
-scale, the old regex command parser on a command padded with spaces.
+"""Classification time of 100 000-character messages, per message shape.
 
-Target: CPU-time p99 < 20 ms for every shape but the last (100 000 one-character segments,
-for information: the baseline's one pass is of the same order).
-Run: python -m bench.classify [--quick]
+The plugin's `Inbound` translation plus `content.plain()`, in thread CPU time beside the wall
+clock; baseline: NoneBot's `event.get_plaintext()`; for scale, the old regex command parser.
+Target: CPU p99 < 20 ms for every shape but the last (for information).
 """
 
 from __future__ import annotations
@@ -17,46 +13,24 @@ import os
 import re
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING
 
 from nonebot.adapters.onebot.v11 import GroupMessageEvent, Message, MessageSegment
 
-from bench.harness import (
-    Bench,
-    CountingBot,
-    fake_llm,
-    latency,
-    main,
-    ms,
-    percentile,
-    plugin_runtime,
-    verdict,
-)
+from bench import harness as h
 from tests.fakes.events import group_message
-
-if TYPE_CHECKING:
-    from bench.harness import Runtime
 
 TARGET_P99_MS = 20.0
 CHARS = 100_000
-RUNS, QUICK_RUNS = 50, 10
-WARMUP_RUNS = 3
+RUNS, QUICK_RUNS, WARMUP_RUNS = 50, 10, 3
 # The command regex before the linear parser (for the scale line only).
 OLD_COMMAND = re.compile(r"^\s*[~～/](对话|记忆)(?:\s+(\S+)(?:\s+(.*?))?)?\s*$", re.DOTALL)
 OLD_PARSER_SPACES = (2_000, 4_000)
-
-
-def mixed_segments() -> Message:
-    """10 000 segments of about ten characters: text, @s, faces and images in turn."""
-    kinds: tuple[Callable[[int], MessageSegment], ...] = (
-        lambda i: MessageSegment.text("今天吃什么好呢？ "),
-        lambda i: MessageSegment.at(10_000 + i % 50),
-        lambda i: MessageSegment.face(i % 200),
-        lambda i: MessageSegment.image(f"https://gchat.qpic.cn/{i}.jpg"),
-    )
-    return Message([kinds[i % 4](i) for i in range(CHARS // 10)])
-
-
+SEGMENT_KINDS: tuple[Callable[[int], MessageSegment], ...] = (
+    lambda i: MessageSegment.text("今天吃什么好呢？ "),
+    lambda i: MessageSegment.at(10_000 + i % 50),
+    lambda i: MessageSegment.face(i % 200),
+    lambda i: MessageSegment.image(f"https://gchat.qpic.cn/{i}.jpg"),
+)
 # (label, content); the last is the information-only shape.
 SHAPES: tuple[tuple[str, Callable[[], Message | str]], ...] = (
     ("Chinese paste", lambda: ("今天天气不错，我们去公园散步吧。" * CHARS)[:CHARS]),
@@ -66,7 +40,10 @@ SHAPES: tuple[tuple[str, Callable[[], Message | str]], ...] = (
     ("CQ-like text [CQ:at,qq=1]…", lambda: ("[CQ:at,qq=1]" * CHARS)[:CHARS]),
     ("emoji", lambda: "😀" * CHARS),
     ("lone surrogates", lambda: ("\ud83d啊" * CHARS)[:CHARS]),
-    ("10 000 segments (text/@/face/image)", mixed_segments),
+    (
+        "10 000 segments (text/@/face/image)",
+        lambda: Message([SEGMENT_KINDS[i % 4](i) for i in range(CHARS // 10)]),
+    ),
     ("XML card of unclosed <title>", lambda: Message(MessageSegment.xml("<title>" * 14_286))),
     (
         "JSON card",
@@ -77,7 +54,7 @@ SHAPES: tuple[tuple[str, Callable[[], Message | str]], ...] = (
 
 
 async def classify_ns(
-    runtime: Runtime, bot: CountingBot, event: GroupMessageEvent, runs: int
+    runtime: h.Runtime, bot: h.CountingBot, event: GroupMessageEvent, runs: int
 ) -> tuple[list[int], list[int]]:
     """`runs` timings of translate + plain() on `event` in nanoseconds: wall clock, CPU."""
     wall: list[int] = []
@@ -112,41 +89,39 @@ def old_parser_line() -> str:
         text = "~记忆 搜索 a" + " " * spaces + "b"
         start = time.perf_counter_ns()
         OLD_COMMAND.match(text)
-        timings.append(f"{spaces} spaces {ms(time.perf_counter_ns() - start):.1f} ms")
+        timings.append(f"{spaces} spaces {h.ms(time.perf_counter_ns() - start):.1f} ms")
     return "old regex command parser (for scale): " + ", ".join(timings)
 
 
-async def run(bench: Bench) -> None:
+async def run(bench: h.Bench) -> None:
     """Classify every shape, print p50/p99 beside the baseline, then the verdict."""
     runs = QUICK_RUNS if bench.quick else RUNS
     print(f"{CHARS} characters per message; {runs} runs per shape; translate + plain()")
     load = ", ".join(f"{value:.1f}" for value in os.getloadavg())
     print(f"load average {load} on {os.cpu_count()} CPUs")
     print(old_parser_line())
-    bot = CountingBot()
-    worst_p99_ms = worst_wall_p99_ms = 0.0
-    with fake_llm() as llm:
-        async with plugin_runtime(llm, bench.work_dir / "aimemory.db") as runtime:
-            for index, (label, shape) in enumerate(SHAPES):
-                event = group_message(shape(), role="admin", to_me=False)
-                await classify_ns(runtime, bot, event, WARMUP_RUNS)
-                gc.collect()
-                wall, cpu = await classify_ns(runtime, bot, event, runs)
-                baseline = baseline_ns(event, runs)
-                informational = index == len(SHAPES) - 1
-                print(("(info) " if informational else "") + label)
-                print(latency("  classify, CPU time", cpu))
-                print(latency("  classify, wall clock", wall))
-                print(latency("  baseline: event.get_plaintext()", baseline))
-                if not informational:
-                    worst_p99_ms = max(worst_p99_ms, ms(percentile(cpu, 0.99)))
-                    worst_wall_p99_ms = max(worst_wall_p99_ms, ms(percentile(wall, 0.99)))
+    bot, worst_p99_ms, worst_wall_p99_ms = h.CountingBot(), 0.0, 0.0
+    async with h.plugin(bench) as (_, runtime):
+        for index, (label, shape) in enumerate(SHAPES):
+            event = group_message(shape(), role="admin", to_me=False)
+            await classify_ns(runtime, bot, event, WARMUP_RUNS)
+            gc.collect()
+            wall, cpu = await classify_ns(runtime, bot, event, runs)
+            baseline = baseline_ns(event, runs)
+            informational = index == len(SHAPES) - 1
+            print(("(info) " if informational else "") + label)
+            print(h.latency("  classify, CPU time", cpu))
+            print(h.latency("  classify, wall clock", wall))
+            print(h.latency("  baseline: event.get_plaintext()", baseline))
+            if not informational:
+                worst_p99_ms = max(worst_p99_ms, h.ms(h.percentile(cpu, 0.99)))
+                worst_wall_p99_ms = max(worst_wall_p99_ms, h.ms(h.percentile(wall, 0.99)))
     label = (
         f"worst CPU-time p99 {worst_p99_ms:.2f} ms < {TARGET_P99_MS:.0f} ms; "
         f"worst wall-clock p99 {worst_wall_p99_ms:.2f} ms"
     )
-    verdict(label, worst_p99_ms < TARGET_P99_MS, quick=bench.quick)
+    h.verdict(label, worst_p99_ms < TARGET_P99_MS, quick=bench.quick)
 
 
 if __name__ == "__main__":
-    main(__doc__, run)
+    h.main(__doc__, run)

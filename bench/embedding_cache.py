@@ -1,8 +1,7 @@
-"""A caching stand-in for an OpenAI-compatible `/embeddings` endpoint, for benches that embed
-the same texts run after run: it answers on 127.0.0.1 from a file of vectors, asks the real
-endpoint only for texts it has not seen (by model, `input_type` and exact text), and saves
-what it learns. A vector depends only on those three, so the figures are those of the real
-endpoint; only the time of a call differs (and no latency target concerns embeddings).
+"""A caching stand-in for an OpenAI-compatible `/embeddings` endpoint: it answers on 127.0.0.1
+from a JSON-lines file of vectors, asks the real endpoint only for texts it has not seen (by
+model, `input_type` and text, all a vector depends on: the figures stay the endpoint's, only
+the time of a call differs) and appends what it learns.
 """
 
 from __future__ import annotations
@@ -18,7 +17,6 @@ from typing import Any
 import httpx
 
 UPSTREAM_TIMEOUT_SECONDS = 300.0
-Key = tuple[str, str, str]
 
 
 class EmbeddingCache:
@@ -26,42 +24,33 @@ class EmbeddingCache:
 
     def __init__(self, path: Path) -> None:
         self.path = path
-        self.vectors: dict[Key, list[float]] = {}
-        self.hits = 0
-        self.misses = 0
+        self.vectors: dict[tuple[str, str, str], list[float]] = {}
+        self.hits = self.misses = 0
         self._lock = threading.Lock()
-        if path.exists():
-            for line in path.read_text(encoding="utf-8").splitlines():
-                if line.strip():
-                    model, input_type, text, vector = json.loads(line)
-                    self.vectors[(model, input_type, text)] = vector
+        lines = path.read_text(encoding="utf-8").splitlines() if path.exists() else []
+        for model, input_type, text, vector in map(json.loads, filter(str.strip, lines)):
+            self.vectors[(model, input_type, text)] = vector
 
     def embed(self, upstream: httpx.Client, url: str, body: dict[str, Any]) -> list[list[float]]:
         """The vectors of the request's texts, asking `url` only for those not cached."""
         texts = [body["input"]] if isinstance(body["input"], str) else list(body["input"])
-        model, input_type = str(body.get("model", "")), str(body.get("input_type", ""))
-        keys = [(model, input_type, text) for text in texts]
+        keys = [(str(body.get("model", "")), str(body.get("input_type", "")), t) for t in texts]
         with self._lock:
             missing = list(dict.fromkeys(key for key in keys if key not in self.vectors))
             self.hits += len(keys) - len(missing)
             self.misses += len(missing)
         if missing:
-            response = upstream.post(
-                url,
-                json={**body, "input": [key[2] for key in missing]},
-                timeout=UPSTREAM_TIMEOUT_SECONDS,
-            )
+            request = {**body, "input": [key[2] for key in missing]}
+            response = upstream.post(url, json=request, timeout=UPSTREAM_TIMEOUT_SECONDS)
             response.raise_for_status()
             data = sorted(response.json()["data"], key=lambda item: item["index"])
             learned = {
-                key: [float(x) for x in item["embedding"]]
-                for key, item in zip(missing, data, strict=True)
+                k: [float(x) for x in d["embedding"]] for k, d in zip(missing, data, strict=True)
             }
-            with self._lock:
-                self.vectors.update(learned)
-                with self.path.open("a", encoding="utf-8") as file:
-                    for key, vector in learned.items():
-                        file.write(json.dumps([*key, vector], ensure_ascii=False) + "\n")
+            with self._lock, self.path.open("a", encoding="utf-8") as file:
+                self.vectors |= learned
+                for key, vector in learned.items():
+                    file.write(json.dumps([*key, vector], ensure_ascii=False) + "\n")
         return [self.vectors[key] for key in keys]
 
 
@@ -83,30 +72,23 @@ def caching_endpoint(upstream_base: str, cache_path: Path) -> Iterator[tuple[str
         def do_POST(self) -> None:
             body = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)))
             try:
-                vectors = cache.embed(upstream, url, body)
+                vectors = enumerate(cache.embed(upstream, url, body))
+                data = [{"object": "embedding", "index": i, "embedding": v} for i, v in vectors]
                 status, answer = (
                     200,
-                    {
-                        "object": "list",
-                        "data": [
-                            {"object": "embedding", "index": i, "embedding": vector}
-                            for i, vector in enumerate(vectors)
-                        ],
-                        "model": body.get("model", ""),
-                    },
+                    {"object": "list", "data": data, "model": body.get("model", "")},
                 )
             except httpx.HTTPError as exc:
                 status, answer = 502, {"error": {"message": f"upstream: {exc}"}}
-            data = json.dumps(answer).encode()
+            payload = json.dumps(answer).encode()
             self.send_response(status)
             self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(data)))
+            self.send_header("Content-Length", str(len(payload)))
             self.end_headers()
-            self.wfile.write(data)
+            self.wfile.write(payload)
 
     server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
+    threading.Thread(target=server.serve_forever, daemon=True).start()
     try:
         yield f"http://127.0.0.1:{server.server_address[1]}/v1", cache
     finally:

@@ -1,11 +1,8 @@
-"""A bot process of bench/footprint.py, started as bot.py starts one (NoneBot on the FastAPI
-driver at 127.0.0.1:PORT, the OneBot v11 adapter), then: the plugin of this tree (AIMEMORY_*
-variables), one minimal matcher answering "收到" to addressed messages (the baseline), or
-nonebot-plugin-llmchat (LLMCHAT__* variables; run by a venv's Python, so it imports nothing
-of this repository but this file); then `nonebot.run()`.
-
-Run by bench/footprint.py: python -m bench.footprint_child plugin|bare|llmchat PORT
-(under cProfile when FOOTPRINT_PROFILE names a file prefix)
+"""A bot process of bench/footprint.py, started as bot.py starts one: NoneBot on the FastAPI
+driver at 127.0.0.1:PORT with the OneBot v11 adapter, and this tree's plugin (AIMEMORY_*
+variables), one minimal matcher (the baseline) or nonebot-plugin-llmchat (LLMCHAT__*
+variables; run by a venv's Python, so this file imports nothing else of the repository).
+Run by bench.footprint: python -m bench.footprint_child plugin|bare|llmchat PORT
 """
 
 from __future__ import annotations
@@ -18,8 +15,7 @@ from pathlib import Path
 import nonebot
 from nonebot.adapters.onebot.v11 import Adapter as OneBotV11Adapter
 
-PLUGIN = "nonebot_plugin_aimemory"
-PEER_PLUGIN = "nonebot_plugin_llmchat"
+PLUGIN, PEER_PLUGIN = "nonebot_plugin_aimemory", "nonebot_plugin_llmchat"
 KINDS = ("plugin", "bare", "llmchat")
 ROOT = Path(__file__).resolve().parents[1]
 # Set by `bench.footprint --profile PREFIX`: profile the bot, stats to PREFIX.<kind>.<pid>.prof
@@ -27,8 +23,8 @@ PROFILE_VARIABLE = "FOOTPRINT_PROFILE"
 
 
 def load_the_plugin() -> None:
-    """Load the plugin; a plugin that fails to load or to start ends the process, as in
-    bot.py, so the parent sees an exit instead of a bot that never answers."""
+    """Load this tree's plugin; one that fails to load or to start ends the process, as in
+    bot.py, so the parent sees an exit rather than a bot that never answers."""
     plugin = nonebot.load_plugin(PLUGIN)
     if plugin is None:
         raise SystemExit(f"{PLUGIN} failed to load (see the error above)")
@@ -45,13 +41,11 @@ def load_the_plugin() -> None:
 
 
 def add_minimal_matcher() -> None:
-    """The baseline bot: one matcher replying "收到" to messages addressed to it. Shaped
-    like the plugin's (no rule, a parameter-free handler that checks `to_me` itself), so
-    that the difference between the two is the plugin's own work."""
-    from nonebot import on_message
+    """The baseline: one matcher replying "收到" to messages addressed to it, shaped like the
+    plugin's (no rule, a handler checking `to_me` itself), so the difference is the plugin's."""
     from nonebot.matcher import current_event
 
-    reply = on_message(priority=90, block=False)
+    reply = nonebot.on_message(priority=90, block=False)
 
     @reply.handle()
     async def _received() -> None:
@@ -59,33 +53,23 @@ def add_minimal_matcher() -> None:
             await reply.finish("收到")
 
 
-def load_the_peer() -> None:
-    """Load nonebot-plugin-llmchat, the peer the plugin is compared with; like the plugin,
-    a peer that fails to load ends the process."""
-    if nonebot.load_plugin(PEER_PLUGIN) is None:
-        raise SystemExit(f"{PEER_PLUGIN} failed to load (see the error above)")
-    if PLUGIN in sys.modules:
-        raise SystemExit(f"the peer bot imported {PLUGIN}: its figures would not be its own")
-
-
 def main() -> None:
     """Start the bot of `sys.argv[1]` on port `sys.argv[2]`."""
     if len(sys.argv) != 3 or sys.argv[1] not in KINDS:
         raise SystemExit(f"usage: python -m bench.footprint_child {'|'.join(KINDS)} PORT")
     kind, port = sys.argv[1], int(sys.argv[2])
-    nonebot.init(
-        driver="~fastapi+~httpx+~websockets",
-        host="127.0.0.1",
-        port=port,
-        command_start={"/", "~"},
-    )
+    nonebot.init(driver="~fastapi+~httpx+~websockets", host="127.0.0.1", port=port,
+                 command_start={"/", "~"})  # fmt: skip
     nonebot.get_driver().register_adapter(OneBotV11Adapter)
     if kind == "plugin":
         load_the_plugin()
-    elif kind == "llmchat":
-        load_the_peer()
-    else:
+    elif kind == "bare":
         add_minimal_matcher()
+    else:  # the peer; like the plugin, one that fails to load ends the process
+        if nonebot.load_plugin(PEER_PLUGIN) is None:
+            raise SystemExit(f"{PEER_PLUGIN} failed to load (see the error above)")
+        if PLUGIN in sys.modules:
+            raise SystemExit(f"the peer bot imported {PLUGIN}: its figures would not be its own")
     if profile := os.environ.get(PROFILE_VARIABLE):
         run_profiled(f"{profile}.{kind}.{os.getpid()}.prof")
     else:
@@ -93,8 +77,8 @@ def main() -> None:
 
 
 def run_profiled(path: str) -> None:
-    """`nonebot.run()` under cProfile (the event loop's thread), the stats written to
-    `path` at shutdown (the parent's SIGTERM)."""
+    """`nonebot.run()` under cProfile (the event loop's thread), the stats written to `path`
+    at shutdown (the parent's SIGTERM)."""
     import cProfile
 
     profiler = cProfile.Profile()
@@ -104,8 +88,7 @@ def run_profiled(path: str) -> None:
         profiler.dump_stats(path)
         raise SystemExit(0)
 
-    # uvicorn re-raises the SIGTERM it caught once it has shut down, to the handler that was
-    # there before it: this one.
+    # uvicorn, once shut down, re-raises the SIGTERM it caught to the handler before it: this.
     signal.signal(signal.SIGTERM, dump)
     profiler.enable()
     nonebot.run()

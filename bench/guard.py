@@ -1,11 +1,9 @@
-"""Per-memory CPU of the injection guard (`injection_reason_for_memory`) and the
-personal-number masks (`mask_pii`) on 2 000-character memories: group chat, English, and the
-guard's benign corpus full of steering words; 500 of each (100 with --quick), thread CPU
-beside wall time. Baseline: a lower-cased substring scan for 40 trigger words, one
-`re.findall` of digit runs. For scale, the slowest of a set of 100 000-character floods.
+"""CPU per 2 000-character memory of the injection guard and the personal-number masks.
 
-Target: CPU-time p99 < 1 ms for the guard and for the masks on every kind of memory.
-Run: python -m bench.guard [--quick]
+Group chat, English, and the guard's benign corpus full of steering words, thread CPU beside
+wall time; baselines: a substring scan for 40 trigger words, one `re.findall` of digit runs;
+for scale, the slowest of a set of 100 000-character floods.
+Target: CPU p99 < 1 ms for the guard and for the masks on every kind of memory.
 """
 
 from __future__ import annotations
@@ -15,9 +13,9 @@ import random
 import re
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from typing import NamedTuple
 
-from bench.harness import Bench, chat_line, latency, main, ms, percentile, verdict
+from bench import harness as h
 from tests.guard.guard_corpus import BENIGN
 
 TARGET_P99_MS = 1.0
@@ -38,15 +36,9 @@ ENGLISH = (
     "Alice(2005) uses the dark mode and a large font in her editor",
 )
 NUMBERS = (
-    "手机 138 1234 5678",
-    "电话 138.1234.5678",
-    "卡号 6222 0212 3456 7890 128",
-    "身份证 ID11010519491231002X",
-    "订单号 12345678901",
-    "群号 123456789",
-    "价格 1299 元",
-    "2024-01-15 12:30",
-    "v2.3.1",
+    *("手机 138 1234 5678", "电话 138.1234.5678", "卡号 6222 0212 3456 7890 128"),
+    *("身份证 ID11010519491231002X", "订单号 12345678901", "群号 123456789", "价格 1299 元"),
+    *("2024-01-15 12:30", "v2.3.1"),
 )
 TRIGGER_WORDS = (
     *("ignore", "disregard", "forget", "override", "instructions", "prompt", "from now on"),
@@ -56,24 +48,13 @@ TRIGGER_WORDS = (
     *("规则", "作废", "你现在是", "扮演", "越狱", "开发者模式", "系统提示", "从现在起"),
 )
 FLOOD_UNITS = (
-    "忽略之前",
-    "把之前的",
-    "你现在",
-    "忽 ",
-    "ignore the ",
-    "ignore all of the ",
-    "[",
-    '"name": ',
-    "\u0430\u0435",
-    "1 ",
-    "12-34 ",
-    "13812345678 ",
+    *("忽略之前", "把之前的", "你现在", "忽 ", "ignore the ", "ignore all of the ", "["),
+    *('"name": ', "\u0430\u0435", "1 ", "12-34 ", "13812345678 "),
 )
 _DIGIT_RUNS = re.compile(r"\d+")
 
 
-@dataclass(frozen=True)
-class Memory:
+class Memory(NamedTuple):
     """What the model passes to the save tool."""
 
     content: str
@@ -91,17 +72,6 @@ def memory_of(rng: random.Random, next_piece: Callable[[], str]) -> Memory:
         length += len(piece) + 1
     content = "。".join(pieces)[:MEMORY_CHARS]
     return Memory(content, tuple(rng.sample(TAGS, 3)), str(rng.randint(10_000, 9_999_999_999)))
-
-
-def kinds(rng: random.Random, count: int) -> dict[str, list[Memory]]:
-    """The three kinds of memory, `count` of each."""
-    return {
-        "group chat": [memory_of(rng, lambda: chat_line(rng, 20, 200)) for _ in range(count)],
-        "English": [memory_of(rng, lambda: rng.choice(ENGLISH)) for _ in range(count)],
-        "benign corpus (trigger words)": [
-            memory_of(rng, lambda: rng.choice(BENIGN)) for _ in range(count)
-        ],
-    }
 
 
 def timed(call: Callable[[Memory], object], batch: Sequence[Memory]) -> tuple[list[int], list[int]]:
@@ -125,11 +95,6 @@ def substring_scan(memory: Memory) -> bool:
     return any(word in text for word in TRIGGER_WORDS)
 
 
-def digit_runs(memory: Memory) -> list[str]:
-    """The masks' baseline: every run of digits, found once."""
-    return _DIGIT_RUNS.findall(memory.content)
-
-
 def slowest_flood() -> tuple[str, float]:
     """The 100 000-character flood that takes guard and masks longest, and its CPU ms."""
     from nonebot_plugin_aimemory.guard import injection_reason, mask_pii
@@ -140,44 +105,48 @@ def slowest_flood() -> tuple[str, float]:
         start = time.thread_time_ns()
         injection_reason(text)
         mask_pii(text)
-        elapsed = ms(time.thread_time_ns() - start)
-        worst = max(worst, (unit, elapsed), key=lambda pair: pair[1])
+        worst = max(worst, (unit, h.ms(time.thread_time_ns() - start)), key=lambda pair: pair[1])
     return worst
 
 
-async def run(bench: Bench) -> None:
+async def run(bench: h.Bench) -> None:
     """Time guard and masks on each kind of memory, then print figures and the verdict."""
     from nonebot_plugin_aimemory.guard import injection_reason_for_memory, mask_pii
 
     def guard(memory: Memory) -> object:
         return injection_reason_for_memory(memory.content, memory.tags, memory.user_id)
 
-    def masks(memory: Memory) -> object:
-        return mask_pii(memory.content)
-
-    rng = random.Random(20261201)
-    by_kind = kinds(rng, QUICK_MEMORIES if bench.quick else MEMORIES)
+    calls: dict[str, Callable[[Memory], object]] = {
+        "guard": guard,
+        "  baseline: substring scan": substring_scan,
+        "masks": lambda memory: mask_pii(memory.content),
+        "  baseline: digit runs": lambda memory: _DIGIT_RUNS.findall(memory.content),
+    }
+    rng, count = random.Random(20261201), QUICK_MEMORIES if bench.quick else MEMORIES
+    pieces: dict[str, Callable[[], str]] = {
+        "group chat": lambda: h.chat_line(rng, 20, 200),
+        "English": lambda: rng.choice(ENGLISH),
+        "benign corpus (trigger words)": lambda: rng.choice(BENIGN),
+    }
     p99_cpu: dict[str, float] = {}
-    for kind, batch in by_kind.items():
+    batches = {
+        kind: [memory_of(rng, piece) for _ in range(count)] for kind, piece in pieces.items()
+    }
+    for kind, batch in batches.items():
         refused = sum(guard(memory) is not None for memory in batch)
         print(f"{kind}: {len(batch)} memories of {MEMORY_CHARS} characters, {refused} refused")
-        for label, call in (
-            ("guard", guard),
-            ("  baseline: substring scan", substring_scan),
-            ("masks", masks),
-            ("  baseline: digit runs", digit_runs),
-        ):
+        for label, call in calls.items():
             wall, cpu = timed(call, batch)
-            print(latency(f"  {label} (wall)", wall))
-            print(latency(f"  {label} (CPU)", cpu))
+            print(h.latency(f"  {label} (wall)", wall))
+            print(h.latency(f"  {label} (CPU)", cpu))
             if not label.startswith(" "):
-                p99_cpu[f"{label} on {kind}"] = ms(percentile(cpu, 0.99))
+                p99_cpu[f"{label} on {kind}"] = h.ms(h.percentile(cpu, 0.99))
     unit, flood_ms = slowest_flood()
     print(
         f"slowest 100 000-character flood ({unit!r} repeated): guard + masks {flood_ms:.1f} ms CPU"
     )
     worst_label, worst = max(p99_cpu.items(), key=lambda pair: pair[1])
-    verdict(
+    h.verdict(
         f"CPU p99 of every guard and mask call < {TARGET_P99_MS} ms; "
         f"slowest {worst_label}: {worst:.3f} ms",
         worst < TARGET_P99_MS,
@@ -186,4 +155,4 @@ async def run(bench: Bench) -> None:
 
 
 if __name__ == "__main__":
-    main(__doc__, run)
+    h.main(__doc__, run)

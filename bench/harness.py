@@ -1,19 +1,16 @@
-"""The benchmarks' one harness: NoneBot initialised as tests/conftest.py does it, the
-plugin's runtime on a temporary database against the fake OpenAI server of tests/fakes, a
-bot that counts what it sends, generated Chinese group chat, statistics, the verdict line
-and the command line (`--quick`, a bench's own options, `--child` for benches that
-measure in fresh processes), /proc readings.
+"""The benchmarks' harness: NoneBot initialised as tests/conftest.py does it, the plugin's
+runtime on a temporary database against the fake OpenAI server of tests/fakes, a bot that
+counts what it sends, generated Chinese group chat, statistics, the `target met:` line and the
+command line (`--quick`, a bench's own options, `--child` for benches run in fresh processes).
 
-Every use of the plugin's own modules is here, behind small functions, so a rename in the
-plugin is fixed in one place. `init_nonebot` must run before the plugin is imported, so
-those imports sit inside the functions that need them.
+`init_nonebot` must run before the plugin is imported, so its imports sit inside functions.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
-import functools
+import gc
 import json
 import math
 import random
@@ -23,12 +20,12 @@ import sys
 import tempfile
 import time
 from collections import Counter
-from collections.abc import AsyncIterator, Callable, Coroutine, Iterator, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Iterator, Sequence
 from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import nonebot
 from nonebot.adapters.onebot.v11 import Adapter as OneBotV11Adapter
@@ -36,17 +33,18 @@ from nonebot.adapters.onebot.v11 import GroupMessageEvent, Message
 
 from tests.fakes.bots import RecordingBot
 from tests.fakes.events import EVENT_TIME, group_message
-from tests.fakes.openai_server import FakeOpenAI, Reply
+from tests.fakes.openai_server import FakeOpenAI, Reply, text
 
 if TYPE_CHECKING:  # the plugin's types the benches annotate with, re-exported
     from nonebot_plugin_aimemory.chatlog.writer import ChatLog as ChatLog
     from nonebot_plugin_aimemory.engine.chatbot import ChatBot as ChatBot
-    from nonebot_plugin_aimemory.engine.tokens import TiktokenCounter as TiktokenCounter
     from nonebot_plugin_aimemory.memory.service import MemoryService as MemoryService
     from nonebot_plugin_aimemory.runtime import Runtime as Runtime
     from nonebot_plugin_aimemory.store.chat_log_store import ChatLogStore as ChatLogStore
     from nonebot_plugin_aimemory.store.chat_log_store import ChatRow as ChatRow
 
+T = TypeVar("T")
+Responder = Callable[[dict[str, Any]], Reply]
 API_KEY = "sk-bench"
 RESULT_PREFIX = "BENCH-RESULT "
 # Settings of every bench runtime: the fake LLM, and no memory-review tick inside a run.
@@ -62,8 +60,8 @@ BENCH_SETTINGS: dict[str, Any] = {
 
 @dataclass(frozen=True)
 class Bench:
-    """What one run of a bench gets: its size, a scratch directory, its command-line
-    options, and in a child process the spec its parent passed (see `run_child`)."""
+    """One run of a bench: its size, a scratch directory, its command-line options, and in
+    a child process the spec its parent passed (see `run_child`)."""
 
     quick: bool
     work_dir: Path
@@ -81,10 +79,8 @@ def main(
     *,
     load_plugin: bool = True,
 ) -> None:
-    """The command line of every bench (described by the first line of its `doc`): `--quick`
-    for a smoke run of a few seconds, the bench's own `options`; in a child process
-    (`--child SPEC`) the dict `run` returns goes to the parent. Ctrl-C (or a cancelled run)
-    ends it with a one-line message."""
+    """The command line of every bench (described by the first line of its `doc`); in a
+    child process (`--child SPEC`) the dict `run` returns goes to the parent."""
     parser = argparse.ArgumentParser(description=(doc or "").partition("\n")[0])
     parser.add_argument("--quick", action="store_true", help="a smoke run of a few seconds")
     parser.add_argument("--child", type=json.loads, help=argparse.SUPPRESS)
@@ -154,13 +150,11 @@ class CountingBot(RecordingBot):
         if api == "send_msg":
             self.last_sent_ns = time.perf_counter_ns()
             return {"message_id": self.sent_count}
-        if api == "get_group_member_info":
-            return {"role": "member"}
-        return None
+        return {"role": "member"} if api == "get_group_member_info" else None
 
 
 @contextmanager
-def fake_llm(responder: Callable[[dict[str, Any]], Reply] | None = None) -> Iterator[FakeOpenAI]:
+def fake_llm(responder: Responder | None = None) -> Iterator[FakeOpenAI]:
     """The fake OpenAI server of tests/fakes on 127.0.0.1, answering with `responder`."""
     with FakeOpenAI(api_key=API_KEY) as llm:
         if responder is not None:
@@ -192,6 +186,18 @@ async def plugin_runtime(llm: FakeOpenAI, db_path: Path, **settings: Any) -> Asy
         await runtime.stop()
 
 
+@asynccontextmanager
+async def plugin(
+    bench: Bench, reply: str | Responder | None = None, db: str = "aimemory.db", **settings: Any
+) -> AsyncIterator[tuple[FakeOpenAI, Runtime]]:
+    """`fake_llm` answering with `reply` (a text, or a responder), and `plugin_runtime` on
+    it with database `db` in the bench's scratch directory."""
+    responder = (lambda body: text(reply)) if isinstance(reply, str) else reply
+    with fake_llm(responder) as llm:
+        async with plugin_runtime(llm, bench.work_dir / db, **settings) as runtime:
+            yield llm, runtime
+
+
 def group_key(group_id: int) -> str:
     """The plugin's session key of a group."""
     from nonebot_plugin_aimemory.scopes import Scope
@@ -207,38 +213,12 @@ def session_bot(runtime: Runtime, key: str) -> ChatBot:
     return session.bot
 
 
-def system_prompt(runtime: Runtime, key: str) -> str:
-    """The system prompt the plugin sends in session `key` (tells chat from other calls)."""
-    return runtime.system_prompt_for(key)
-
-
-def tool_definitions(runtime: Runtime, key: str) -> bytes:
-    """The `tools` request field the plugin sends in session `key`, byte for byte."""
-    return runtime.build_chatbot(key).tools.specs_json() or b""
-
-
-def count_tokens(runtime: Runtime, text: str) -> int:
-    """cl100k tokens of `text`, exactly (tiktoken's offline encoding), whichever counter the
-    runtime budgets with (`aimemory_tokenizer`)."""
-    return _exact_counter().count(text)
-
-
-@functools.cache
-def _exact_counter() -> TiktokenCounter:
-    from nonebot_plugin_aimemory.engine.tokens import TiktokenCounter
-
-    return TiktokenCounter()
-
-
 async def prefill_history(runtime: Runtime, key: str, pairs: Sequence[tuple[str, str]]) -> None:
     """Store (user, assistant) exchanges as session `key`'s history before it is loaded."""
     from nonebot_plugin_aimemory.engine.messages import Message
 
-    messages = [
-        Message(role, text)
-        for pair in pairs
-        for role, text in zip(("user", "assistant"), pair, strict=True)
-    ]
+    roles = ("user", "assistant")
+    messages = [Message(r, t) for pair in pairs for r, t in zip(roles, pair, strict=True)]
     await runtime.history.append(key, messages)
 
 
@@ -261,12 +241,6 @@ def chat_log_writer(runtime: Runtime) -> ChatLog:
     return runtime.chat_log.writer
 
 
-async def settle_autoclear(runtime: Runtime) -> None:
-    """Wait for the auto-clears and counter writes spawned so far. Nothing public waits
-    without closing, so this closes auto-clear, which stays usable afterwards."""
-    await runtime.autoclear.close()
-
-
 def chat_row(
     session_key: str,
     at: datetime,
@@ -284,43 +258,25 @@ def chat_row(
     return ChatRow(session_key, utc_text(at), role, text, speaker_id, speaker_name, addressed)
 
 
-@dataclass
-class LLMClock:
-    """Time spent awaiting the LLM's HTTP round trips since the last `reset`."""
-
-    ns: int = 0
-    calls: int = 0
-
-    def reset(self) -> None:
-        """Start a new measurement."""
-        self.ns = self.calls = 0
-
-
-def time_llm_calls(runtime: Runtime) -> LLMClock:
-    """Wrap the HTTP client the LLM clients share, so each post's duration is clocked."""
-    clock = LLMClock()
-    http = runtime.llm.http
-    http.post_capped = clocked(http.post_capped, clock)  # type: ignore[method-assign]
-    return clock
-
-
-def clocked(post: Callable[..., Coroutine[Any, Any, Any]], clock: LLMClock) -> Any:
-    """`post`, its time and calls added to `clock`."""
+def time_llm_calls(runtime: Runtime) -> list[int]:
+    """Wrap the HTTP client the LLM clients share: the nanoseconds of each post are appended
+    to the list returned (clear it to start a new measurement)."""
+    durations: list[int] = []
+    post = runtime.llm.http.post_capped
 
     async def timed_post(*args: Any, **kwargs: Any) -> Any:
         start = time.perf_counter_ns()
         try:
             return await post(*args, **kwargs)
         finally:
-            clock.ns += time.perf_counter_ns() - start
-            clock.calls += 1
+            durations.append(time.perf_counter_ns() - start)
 
-    return timed_post
+    runtime.llm.http.post_capped = timed_post  # type: ignore[method-assign]
+    return durations
 
 
 SPEAKERS = (("小明", 2001), ("阿强", 2002), ("Lily", 2003), ("老王", 2004), ("糖糖", 2005))
-# Slot values of the chat, memory and query templates (a template names a slot {pool}),
-# space-separated.
+# Slot values of the chat, memory and query templates (a template names a slot {pool}).
 POOLS: dict[str, tuple[str, ...]] = {
     pool: tuple(words.split())
     for pool, words in {
@@ -355,35 +311,20 @@ POOLS: dict[str, tuple[str, ...]] = {
 }
 # Clauses of group chat; a line is one or more, {num}/{price}/{order} drawn fresh each time.
 CLAUSES: tuple[str, ...] = (
-    "{when}去吃{food}吗，{place}新开了一家",
-    "@{name} 你那个{tech}的问题解决了没",
-    "刚才{game}又输了，队友太坑了",
-    "{city}今天{weather}，出门记得带伞",
-    "有人看过{movie}吗，评价怎么样",
-    "我{when}要去{city}出差，有没有人推荐{food}",
-    "这个{thing}才{price}块，比上次便宜多了",
-    "{tech}又报错了：{error}",
-    "PR #{num} 已经 merge 了，大家 rebase 一下",
-    "{name}说{when}的聚餐改到{place}了",
-    "求推荐一款{thing}，预算{price}以内",
-    "@{name} 你的快递到了，放在{place}",
-    "{name}的{pet}好可爱，叫什么名字",
-    "{when}开会，记得把{tech}的方案准备好",
-    "{food}和{food}哪个好吃，在线等，挺急的",
-    "{city}到{city}的高铁票好难抢",
-    "这首{singer}的新歌真好听，循环一下午了",
-    "订单号{order}，麻烦帮我查一下",
-    "{name}你上次推荐的{thing}我买了，确实好用",
-    "今天{place}人好多，排了{num}分钟队",
-    "有没有人{when}一起去{city}看{singer}的演唱会",
-    "我妈又在家族群里转发养生文章了",
-    "快递显示已签收，但我根本没收到",
-    "最近在学做饭，{past}第一次做了{food}",
-    "周末要不要一起去{hobby}，天气预报说是晴天",
-    "anyone up for {game} tonight?",
-    "the {en_word} job failed with {error}",
-    "{reaction}",
-    "@{name} {reaction}",
+    *("{when}去吃{food}吗，{place}新开了一家", "@{name} 你那个{tech}的问题解决了没"),
+    *("刚才{game}又输了，队友太坑了", "{city}今天{weather}，出门记得带伞"),
+    *("有人看过{movie}吗，评价怎么样", "我{when}要去{city}出差，有没有人推荐{food}"),
+    *("这个{thing}才{price}块，比上次便宜多了", "{tech}又报错了：{error}"),
+    *("PR #{num} 已经 merge 了，大家 rebase 一下", "{name}说{when}的聚餐改到{place}了"),
+    *("求推荐一款{thing}，预算{price}以内", "@{name} 你的快递到了，放在{place}"),
+    *("{name}的{pet}好可爱，叫什么名字", "{when}开会，记得把{tech}的方案准备好"),
+    *("{food}和{food}哪个好吃，在线等，挺急的", "{city}到{city}的高铁票好难抢"),
+    *("这首{singer}的新歌真好听，循环一下午了", "订单号{order}，麻烦帮我查一下"),
+    *("{name}你上次推荐的{thing}我买了，确实好用", "今天{place}人好多，排了{num}分钟队"),
+    *("有没有人{when}一起去{city}看{singer}的演唱会", "我妈又在家族群里转发养生文章了"),
+    *("快递显示已签收，但我根本没收到", "最近在学做饭，{past}第一次做了{food}"),
+    *("周末要不要一起去{hobby}，天气预报说是晴天", "anyone up for {game} tonight?"),
+    *("the {en_word} job failed with {error}", "{reaction}", "@{name} {reaction}"),
 )
 PUNCTUATION = ("，", "。", "！", "？", "……", "～", " ")
 
@@ -439,6 +380,17 @@ def rss_kib(pid: int | str = "self") -> int:
         if line.startswith("VmRSS:"):
             return int(line.split()[1])
     raise RuntimeError(f"no VmRSS in /proc/{pid}/status")
+
+
+async def timed(call: Callable[[T], Awaitable[object]], inputs: Sequence[T]) -> list[int]:
+    """Nanoseconds of `call` on each input, after a garbage collection."""
+    gc.collect()
+    samples = []
+    for value in inputs:
+        start = time.perf_counter_ns()
+        await call(value)
+        samples.append(time.perf_counter_ns() - start)
+    return samples
 
 
 def percentile(values: Sequence[float], fraction: float) -> float:

@@ -1,14 +1,10 @@
-"""Token cost, compression cadence and fact retention of a 500-turn group
-conversation (120 with --quick) at an 8 000-token budget (3 000 with --quick); one turn in
-12.5 states a tagged fact, and the fake's summaries keep the tags (FactKeepingLLM). Prompt
-tokens in cl100k, tools included. Baselines over the same conversation: the full history
-every turn, and the last 20 messages. Then 45 turns at a budget TIGHT_ROOM_TOKENS above the
-fixed prompt.
+"""Token cost, compression cadence and fact retention of a 500-turn group conversation.
 
-Targets: no request over the budget; total (compression included) <= 30 % of the
-full-history baseline; <= 25 compressor calls in the first 200 turns at 8 000 tokens; 100 %
-of the facts kept; at the tight budget, never two turns in a row with compressor calls.
-Run: python -m bench.long_conversation [--quick]
+At an 8 000-token budget, one turn in 12.5 states a tagged fact the fake's summaries keep;
+prompt tokens in cl100k, tools included, against the full history every turn and the last 20
+messages (baselines); then 45 turns at a budget 240 tokens above the fixed prompt.
+Targets: no request over the budget; total <= 30 % of the full history; <= 25 compressor calls
+in 200 turns; every fact kept; at the tight budget, no two turns in a row with compressions.
 """
 
 from __future__ import annotations
@@ -20,19 +16,7 @@ from typing import Any
 
 from nonebot.message import handle_event
 
-from bench.harness import (
-    Bench,
-    CountingBot,
-    addressed,
-    chat_line,
-    fake_llm,
-    fill,
-    group_key,
-    main,
-    plugin_runtime,
-    session_bot,
-    verdict,
-)
+from bench import harness as h
 from tests.fakes.openai_server import Reply, text
 from tests.fakes.responders import FactKeepingLLM, count_prompt_tokens, is_compression_request
 
@@ -46,27 +30,27 @@ FIXED_WINDOW_MESSAGES = 20
 GROUP_ID = 736451029
 # A fact's value is what the compressor's tag pattern captures whole: no spaces or commas.
 FACTS = (
-    "{name}住在{city}",
-    "{name}不吃{food}",
-    "{name}养了一只{pet}",
-    "{name}每周六去{hobby}",
-    "{name}{when}去{city}出差",
-    "{name}最喜欢{singer}",
-    "聚餐定在{city}的{place}",
+    *("{name}住在{city}", "{name}不吃{food}", "{name}养了一只{pet}", "{name}每周六去{hobby}"),
+    *("{name}{when}去{city}出差", "{name}最喜欢{singer}", "聚餐定在{city}的{place}"),
 )
 FACT_LINES = (
-    "跟大家说一下，{tag}，以后安排的时候注意一下。",
-    "记一下：{tag}。",
-    "{tag}，这个我上次好像忘了说",
-    "对了小忆你记住，{tag}。",
-    "补充一句 {tag}，别搞错了哈",
+    *("跟大家说一下，{tag}，以后安排的时候注意一下。", "记一下：{tag}。"),
+    *("{tag}，这个我上次好像忘了说", "对了小忆你记住，{tag}。", "补充一句 {tag}，别搞错了哈"),
 )
+
+
+def fact_tags(rng: random.Random, count: int) -> list[str]:
+    """`count` distinct tagged facts, `#fact1:…` on."""
+    values: dict[str, None] = {}
+    while len(values) < count:
+        values[h.fill(rng, rng.choice(FACTS), {})] = None
+    return [f"#fact{n}:{value}" for n, value in enumerate(values, start=1)]
 
 
 class ScriptedModel:
-    """Chat replies of 20-80 characters whose usage counts the tools too, as a provider
-    does; summaries from FactKeepingLLM. Keeps the prompt tokens of every request and what
-    the two baselines would have sent for the same conversation."""
+    """Chat replies of 20-80 characters whose usage counts the tools too, as a provider does;
+    summaries from FactKeepingLLM. Keeps the prompt tokens of every request and what the two
+    baselines would have sent for the same conversation."""
 
     def __init__(self, rng: random.Random) -> None:
         self.summarizer = FactKeepingLLM()
@@ -96,69 +80,45 @@ class ScriptedModel:
         self.chat_tokens.append(prompt)
         self.turn_tokens[self.turn] = self.turn_tokens.get(self.turn, 0) + prompt
         self.last_chat = messages
-        reply = chat_line(self.rng, 20, 80)
+        reply = h.chat_line(self.rng, 20, 80)
         self.said_tokens.append(count_prompt_tokens([{"content": reply}]))
         return text(reply, usage={"prompt_tokens": prompt, "completion_tokens": len(reply)})
 
-
-def fact_tags(rng: random.Random, count: int) -> list[str]:
-    """`count` distinct tagged facts, `#fact1:…` on."""
-    values: dict[str, None] = {}
-    while len(values) < count:
-        values[fill(rng, rng.choice(FACTS), {})] = None
-    return [f"#fact{n}:{value}" for n, value in enumerate(values, start=1)]
-
-
-def consecutive(turns: list[int]) -> int:
-    """How many turns with compressor calls followed a turn with compressor calls."""
-    ran = set(turns)
-    return sum(1 for turn in ran if turn - 1 in ran)
+    def consecutive(self) -> int:
+        """How many turns with compressor calls followed a turn with compressor calls."""
+        ran = set(self.compression_turns)
+        return sum(1 for turn in ran if turn - 1 in ran)
 
 
 async def converse(
-    bench: Bench, model: ScriptedModel, turns: int, budget: int, tags: list[str], name: str
+    bench: h.Bench, model: ScriptedModel, turns: int, budget: int, tags: list[str], name: str
 ) -> tuple[int, int]:
     """Drive `turns` turns of group chat at `budget`, stating `tags` spread evenly; the
     compressions done and the final summary's tokens."""
     rng = random.Random(20261130)
     step = turns / max(len(tags), 1)
     fact_at = {int(step * n + step / 2): tag for n, tag in enumerate(tags)}
-    bot = CountingBot()
+    bot = h.CountingBot()
     sent_at = int(time.time()) - turns * 240
-    with fake_llm(model) as llm:
-        async with plugin_runtime(
-            llm,
-            bench.work_dir / f"{name}.db",
-            aimemory_max_context_tokens=budget,
-            aimemory_memory_extract_on_compact=False,
-        ) as runtime:
-            for index in range(turns):
-                model.turn = index
-                tag = fact_at.get(index)
-                line = rng.choice(FACT_LINES).format(tag=tag) if tag else chat_line(rng, 20, 120)
-                sent_at += rng.randint(5, 240)
-                await handle_event(bot, addressed(line, GROUP_ID, rng, sent_at))
-            chatbot = session_bot(runtime, group_key(GROUP_ID))
-            return chatbot.stats.count, runtime.counter.count(chatbot.summary or "")
+    settings = {"aimemory_max_context_tokens": budget, "aimemory_memory_extract_on_compact": False}
+    async with h.plugin(bench, model, f"{name}.db", **settings) as (_, runtime):
+        for index in range(turns):
+            model.turn = index
+            tag = fact_at.get(index)
+            line = rng.choice(FACT_LINES).format(tag=tag) if tag else h.chat_line(rng, 20, 120)
+            sent_at += rng.randint(5, 240)
+            await handle_event(bot, h.addressed(line, GROUP_ID, rng, sent_at))
+        chatbot = h.session_bot(runtime, h.group_key(GROUP_ID))
+        return chatbot.stats.count, runtime.counter.count(chatbot.summary or "")
 
 
-async def run(bench: Bench) -> None:
-    """Drive the conversation, then print its token cost, cadence, the baselines and the
-    verdicts; then the tight-budget conversation's cadence."""
-    turns, budget = (120, 3000) if bench.quick else (500, 8000)
-    tags = fact_tags(random.Random(20261130), max(1, round(turns / TURNS_PER_FACT)))
-    model = ScriptedModel(random.Random(1))
-    started = time.perf_counter()
-    compressions, summary_tokens = await converse(bench, model, turns, budget, tags, "long")
-    seconds = time.perf_counter() - started
-
+def report(model: ScriptedModel, turns: int, budget: int, seconds: float) -> tuple[int, int]:
+    """Print the long conversation's cost, the baselines and the cadence; the total prompt
+    tokens and the compressor calls in the first CADENCE_TURNS turns."""
     sizes, compression = model.chat_tokens, model.compression_tokens
     per_turn = list(model.turn_tokens.values())
     chat_total = sum(sizes)
     run_total = chat_total + sum(compression)
-    over = [size for size in sizes if size > budget]
-    final_text = "\n".join(str(m.get("content") or "") for m in model.last_chat)
-    missing = [tag for tag in tags if tag not in final_text]
     first_200 = sum(1 for turn in model.compression_turns if turn < CADENCE_TURNS)
     print(
         f"{turns} turns at a budget of {budget} tokens, {len(per_turn)} answered, {seconds:.1f} s"
@@ -169,9 +129,8 @@ async def run(bench: Bench) -> None:
         f" (per chat request: max {max(sizes)})"
     )
     print(f"total prompt tokens, chat requests:           {chat_total:>11,}")
-    print(
-        f"total prompt tokens, with the compressor's:   {run_total:>11,} ({len(compression)} calls)"
-    )
+    calls = f"({len(compression)} calls)"
+    print(f"total prompt tokens, with the compressor's:   {run_total:>11,} {calls}")
     for label, baseline in (
         ("(a) full history every turn", model.full_history),
         (f"(b) the last {FIXED_WINDOW_MESSAGES} messages only", model.fixed_window),
@@ -181,36 +140,45 @@ async def run(bench: Bench) -> None:
     print(
         f"compressor calls: {len(compression)} in {turns} turns, {first_200} in the first "
         f"{min(turns, CADENCE_TURNS)}; turns with calls right after a turn with calls: "
-        f"{consecutive(model.compression_turns)}"
+        f"{model.consecutive()}"
     )
-    print(f"compressions: {compressions}; final summary {summary_tokens} tokens")
-    print("tagged facts missing from the final request: " + (", ".join(missing) or "none"))
+    return run_total, first_200
 
-    tight_model = ScriptedModel(random.Random(2))
+
+async def run(bench: h.Bench) -> None:
+    """Drive the long conversation and the tight-budget one, then print the verdicts."""
+    turns, budget = (120, 3000) if bench.quick else (500, 8000)
+    tags = fact_tags(random.Random(20261130), max(1, round(turns / TURNS_PER_FACT)))
+    model = ScriptedModel(random.Random(1))
+    started = time.perf_counter()
+    compressions, summary_tokens = await converse(bench, model, turns, budget, tags, "long")
+    run_total, first_200 = report(model, turns, budget, time.perf_counter() - started)
+    print(f"compressions: {compressions}; final summary {summary_tokens} tokens")
+    final_text = "\n".join(str(m.get("content") or "") for m in model.last_chat)
+    missing = [tag for tag in tags if tag not in final_text]
+    print("tagged facts missing from the final request: " + (", ".join(missing) or "none"))
+    tight = ScriptedModel(random.Random(2))
     tight_budget = model.fixed_tokens + TIGHT_ROOM_TOKENS
-    await converse(bench, tight_model, TIGHT_TURNS, tight_budget, [], "tight")
-    ran = sorted(set(tight_model.compression_turns))
-    tight_over = [size for size in tight_model.chat_tokens if size > tight_budget]
+    await converse(bench, tight, TIGHT_TURNS, tight_budget, [], "tight")
+    tight_over = sum(1 for size in tight.chat_tokens if size > tight_budget)
     print(
         f"tight budget {tight_budget} ({TIGHT_ROOM_TOKENS} above the fixed prompt): compressor "
-        f"ran on {len(ran)} of {TIGHT_TURNS} turns ({len(tight_model.compression_turns)} calls), "
-        f"{consecutive(ran)} right after another; {len(tight_over)} requests over the budget"
+        f"ran on {len(set(tight.compression_turns))} of {TIGHT_TURNS} turns "
+        f"({len(tight.compression_turns)} calls), {tight.consecutive()} right after another; "
+        f"{tight_over} requests over the budget"
     )
-
-    verdict(f"{len(over)} of {len(sizes)} requests over the budget", not over, quick=bench.quick)
+    over, quick = sum(1 for size in model.chat_tokens if size > budget), bench.quick
+    h.verdict(f"{over} of {len(model.chat_tokens)} requests over the budget", not over, quick=quick)
     share = run_total / model.full_history
     label = f"total {share:.1%} <= {TARGET_FULL_HISTORY_SHARE:.0%} of the full history"
-    verdict(label, share <= TARGET_FULL_HISTORY_SHARE, quick=bench.quick)
-    label = (
-        f"{first_200} compressor calls in {min(turns, CADENCE_TURNS)} turns at {budget} tokens "
-        f"<= {TARGET_CALLS_PER_200_TURNS}"
-    )
-    verdict(label, first_200 <= TARGET_CALLS_PER_200_TURNS, quick=bench.quick)
-    kept = len(tags) - len(missing)
-    verdict(f"{kept}/{len(tags)} tagged facts kept", not missing, quick=bench.quick)
-    label = f"{consecutive(ran)} consecutive compressor turns at the tight budget"
-    verdict(label, consecutive(ran) == 0, quick=bench.quick)
+    h.verdict(label, share <= TARGET_FULL_HISTORY_SHARE, quick=quick)
+    label = f"{first_200} compressor calls in {min(turns, CADENCE_TURNS)} turns at {budget} tokens"
+    label += f" <= {TARGET_CALLS_PER_200_TURNS}"
+    h.verdict(label, first_200 <= TARGET_CALLS_PER_200_TURNS, quick=quick)
+    h.verdict(f"{len(tags) - len(missing)}/{len(tags)} tagged facts kept", not missing, quick=quick)
+    label = f"{tight.consecutive()} consecutive compressor turns at the tight budget"
+    h.verdict(label, tight.consecutive() == 0, quick=quick)
 
 
 if __name__ == "__main__":
-    main(__doc__, run)
+    h.main(__doc__, run)

@@ -1,45 +1,23 @@
-"""Latency of `MemoryService.search` and `save` (keyword scoring, templated
-Chinese facts that share words) at 200 and 10 000 memories (2 000 with --quick): 500 queries
-(100 with --quick), tool keywords and whole chat lines, against the newest-first listing
-`search(scope, None)` (baseline); saves at 200..224 entries.
+"""Latency of `MemoryService.search` and `save` at 200 and 10 000 memories.
 
+Templated Chinese facts that share words, keyword scoring; queries are tool keywords and whole
+chat lines, against the newest-first listing `search(scope, None)` (baseline).
 Targets: search p99 <= 5 ms at 200 and <= 50 ms at 10 000; save p99 <= 10 ms at 200.
-Run: python -m bench.memory_search [--quick]
 """
 
 from __future__ import annotations
 
-import gc
 import random
 import time
-from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, TypeVar
+from collections.abc import Sequence
+from typing import NamedTuple
 
-from bench.harness import (
-    POOLS,
-    Bench,
-    fake_llm,
-    fill,
-    latency,
-    main,
-    memory_service,
-    ms,
-    percentile,
-    plugin_runtime,
-    verdict,
-)
+from bench import harness as h
 
-if TYPE_CHECKING:
-    from bench.harness import MemoryService
-
-T = TypeVar("T")
 SMALL_ENTRIES = 200
 SAVES_PER_ROUND = 25
-TARGET_SEARCH_SMALL_MS = 5.0
-TARGET_SEARCH_LARGE_MS = 50.0
-TARGET_SAVE_SMALL_MS = 10.0
-USER_IDS = {name: str(20001 + i) for i, name in enumerate(POOLS["name"])}
+TARGET_SEARCH_SMALL_MS, TARGET_SEARCH_LARGE_MS, TARGET_SAVE_SMALL_MS = 5.0, 50.0, 10.0
+USER_IDS = {name: str(20001 + i) for i, name in enumerate(h.POOLS["name"])}
 # (content, tags) of memories; the same person or object recurs in different wordings.
 MEMORY_TEMPLATES: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("{name}住在{city}，离公司大概{num}米", ("住址", "{name}")),
@@ -58,26 +36,15 @@ MEMORY_TEMPLATES: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("{name}觉得{movie}很好看，推荐大家去看", ("电影", "{name}")),
 )
 QUERY_TEMPLATES = (
-    "{name} 喜欢吃什么",
-    "谁不吃{food}",
-    "{name} 住在哪",
-    "{name}的{pet}",
-    "{food} {city}",
-    "{hobby} {name}",
-    "{city} 出差",
-    "聚餐 {place}",
-    "{name} {when} 计划",
-    "@小忆 你还记得{name}喜欢吃什么吗",
-    "{when}聚餐去{city}，大家有什么忌口的吗？",
-    "小忆，{name}的生日快到了，送什么礼物好",
-    "周末想去吃{food}，有谁一起，{name}你去不去",
-    "{name}是不是说过{when}要去{city}出差",
-    "{past}那个{thing}的事后来怎么样了",
+    *("{name} 喜欢吃什么", "谁不吃{food}", "{name} 住在哪", "{name}的{pet}", "{food} {city}"),
+    *("{hobby} {name}", "{city} 出差", "聚餐 {place}", "{name} {when} 计划"),
+    *("@小忆 你还记得{name}喜欢吃什么吗", "{when}聚餐去{city}，大家有什么忌口的吗？"),
+    *("小忆，{name}的生日快到了，送什么礼物好", "周末想去吃{food}，有谁一起，{name}你去不去"),
+    *("{name}是不是说过{when}要去{city}出差", "{past}那个{thing}的事后来怎么样了"),
 )
 
 
-@dataclass(frozen=True)
-class Memory:
+class Memory(NamedTuple):
     """What the model would pass to the save tool."""
 
     content: str
@@ -91,13 +58,14 @@ def memories(rng: random.Random, count: int, seen: set[str]) -> list[Memory]:
     while len(result) < count:
         template, tag_templates = rng.choice(MEMORY_TEMPLATES)
         picks: dict[str, str] = {}
-        content = fill(rng, template, picks)
-        if content in seen:
-            continue
-        seen.add(content)
-        tags = tuple(fill(rng, tag, picks) for tag in tag_templates)
-        user_id = USER_IDS.get(picks["name"]) if "name" in picks and rng.random() < 0.7 else None
-        result.append(Memory(content, tags, user_id))
+        content = h.fill(rng, template, picks)
+        if content not in seen:
+            seen.add(content)
+            tags = tuple(h.fill(rng, tag, picks) for tag in tag_templates)
+            user_id = (
+                USER_IDS.get(picks["name"]) if "name" in picks and rng.random() < 0.7 else None
+            )
+            result.append(Memory(content, tags, user_id))
     return result
 
 
@@ -105,22 +73,11 @@ def queries(rng: random.Random, count: int) -> list[str]:
     """`count` different queries (a repeated one would hit the tokenizer's cache)."""
     found: dict[str, None] = {}
     while len(found) < count:
-        found[fill(rng, rng.choice(QUERY_TEMPLATES))] = None
+        found[h.fill(rng, rng.choice(QUERY_TEMPLATES))] = None
     return list(found)
 
 
-async def timed(call: Callable[[T], Awaitable[object]], inputs: Sequence[T]) -> list[int]:
-    """Nanoseconds of `call` on each input."""
-    gc.collect()
-    samples = []
-    for value in inputs:
-        start = time.perf_counter_ns()
-        await call(value)
-        samples.append(time.perf_counter_ns() - start)
-    return samples
-
-
-async def save_all(service: MemoryService, scope: str, batch: Sequence[Memory]) -> list[int]:
+async def save_all(service: h.MemoryService, scope: str, batch: Sequence[Memory]) -> list[int]:
     """Save `batch` in `scope`; nanoseconds of each save."""
 
     async def save(memory: Memory) -> None:
@@ -130,45 +87,36 @@ async def save_all(service: MemoryService, scope: str, batch: Sequence[Memory]) 
         if outcome.status != "saved":
             raise RuntimeError(f"save in {scope}: {outcome.status}: {memory.content}")
 
-    return await timed(save, batch)
+    return await h.timed(save, batch)
 
 
 async def search_all(
-    service: MemoryService, scope: str, texts: Sequence[str | None], warmup: int
+    service: h.MemoryService, scope: str, texts: Sequence[str | None], warmup: int
 ) -> list[int]:
     """Search `scope` with each text after `warmup` of them; nanoseconds of each search."""
-
-    async def search(query: str | None) -> None:
-        await service.search(scope, query)
-
-    await timed(search, texts[:warmup])
-    return await timed(search, texts[warmup:])
+    await h.timed(lambda query: service.search(scope, query), texts[:warmup])
+    return await h.timed(lambda query: service.search(scope, query), texts[warmup:])
 
 
-async def run(bench: Bench) -> None:
+async def run(bench: h.Bench) -> None:
     """Fill the scopes, time search and save, then print the figures and the verdicts."""
     large_entries, searches, rounds = (2_000, 100, 2) if bench.quick else (10_000, 500, 8)
     warmup = searches // 10
-    rng = random.Random(20261130)
+    rng, started = random.Random(20261130), time.perf_counter()
     seen: set[str] = set()
-    started = time.perf_counter()
-    with fake_llm() as llm:
-        async with plugin_runtime(
-            llm, bench.work_dir / "aimemory.db", aimemory_memory_max_entries=2 * large_entries
-        ) as runtime:
-            service = memory_service(runtime)
-            small_fill = memories(rng, SMALL_ENTRIES, seen)
-            await save_all(service, "g:1", small_fill)
-            small_search = await search_all(service, "g:1", queries(rng, warmup + searches), warmup)
-            small_list = await search_all(service, "g:1", [None] * (warmup + searches), warmup)
-            small_save: list[int] = []
-            for round_index in range(rounds):
-                scope = f"g:{100 + round_index}"
-                await save_all(service, scope, small_fill)
-                small_save += await save_all(service, scope, memories(rng, SAVES_PER_ROUND, seen))
-            large_save = await save_all(service, "g:2", memories(rng, large_entries, seen))
-            large_search = await search_all(service, "g:2", queries(rng, warmup + searches), warmup)
-            large_list = await search_all(service, "g:2", [None] * (warmup + searches), warmup)
+    async with h.plugin(bench, aimemory_memory_max_entries=2 * large_entries) as (_, runtime):
+        service = h.memory_service(runtime)
+        small_fill = memories(rng, SMALL_ENTRIES, seen)
+        await save_all(service, "g:1", small_fill)
+        small_search = await search_all(service, "g:1", queries(rng, warmup + searches), warmup)
+        small_list = await search_all(service, "g:1", [None] * (warmup + searches), warmup)
+        small_save: list[int] = []
+        for scope in (f"g:{100 + index}" for index in range(rounds)):
+            await save_all(service, scope, small_fill)
+            small_save += await save_all(service, scope, memories(rng, SAVES_PER_ROUND, seen))
+        large_save = await save_all(service, "g:2", memories(rng, large_entries, seen))
+        large_search = await search_all(service, "g:2", queries(rng, warmup + searches), warmup)
+        large_list = await search_all(service, "g:2", [None] * (warmup + searches), warmup)
     large = f"{large_entries:,}".replace(",", " ")
     seconds = time.perf_counter() - started
     print(f"memories: {SMALL_ENTRIES} and {large}, keyword scoring only; {seconds:.0f} s")
@@ -181,16 +129,16 @@ async def run(bench: Bench) -> None:
         (f"[{large}] search(scope, None), baseline", large_list),
         (f"[{large}] save, the last 200 of the fill", large_save[-200:]),
     ):
-        print(latency(label, samples))
-    p99 = [ms(percentile(s, 0.99)) for s in (small_search, large_search, small_save)]
+        print(h.latency(label, samples))
+    p99 = [h.ms(h.percentile(s, 0.99)) for s in (small_search, large_search, small_save)]
     print(f"ratio search p99 {large} / {SMALL_ENTRIES}: {p99[1] / p99[0]:.1f}x")
     for what, value, target, size, quick in (
         ("search p99", p99[0], TARGET_SEARCH_SMALL_MS, SMALL_ENTRIES, False),
         ("search p99", p99[1], TARGET_SEARCH_LARGE_MS, large, bench.quick),
         ("save p99", p99[2], TARGET_SAVE_SMALL_MS, SMALL_ENTRIES, False),
     ):
-        verdict(f"{what} {value:.3f} ms <= {target} ms at {size}", value <= target, quick=quick)
+        h.verdict(f"{what} {value:.3f} ms <= {target} ms at {size}", value <= target, quick=quick)
 
 
 if __name__ == "__main__":
-    main(__doc__, run)
+    h.main(__doc__, run)

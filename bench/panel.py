@@ -1,10 +1,8 @@
-"""Web panel API latency over real HTTP (uvicorn on the bot's event loop) while addressed
-group messages keep arriving: `GET …/api/chats/{scope}/memories` of a chat with 200 memories,
-and the overview `GET …/api/chats` of 1 000 chats (20 window messages, 20 chat-log rows
-each). Baseline: a route answering a constant list, measured alike in the same run.
+"""Web panel API latency over real HTTP while addressed group messages keep arriving.
 
+`GET …/memories` of a chat with 200 memories and the overview `GET …/api/chats` of 1 000
+chats, uvicorn on the bot's event loop; baseline: a constant route, measured alike.
 Targets: p99 <= 20 ms for the 200 memories, <= 100 ms for the overview of 1 000 chats.
-Run: python -m bench.panel [--quick]
 """
 
 from __future__ import annotations
@@ -19,33 +17,14 @@ import httpx
 from nonebot.message import handle_event
 from pydantic import SecretStr
 
-from bench.harness import (
-    Bench,
-    CountingBot,
-    addressed,
-    chat_line,
-    chat_log_writer,
-    chat_row,
-    fake_llm,
-    group_key,
-    latency,
-    main,
-    memory_service,
-    ms,
-    percentile,
-    plugin_runtime,
-    prefill_history,
-    verdict,
-)
-from tests.fakes.openai_server import text
+from bench import harness as h
 from tests.panel.browser import serving
 
 if TYPE_CHECKING:
     from fastapi import FastAPI
 
-    from bench.harness import Runtime
-
 TOKEN = "bench-panel-token-0123456789"
+OVERVIEW_URL = "/aimemory/api/chats"
 MEMORY_GROUP = 1
 MEMORIES = 200
 CHATS = 1000
@@ -53,11 +32,10 @@ PAIRS_PER_WINDOW = 10
 LOG_ROWS_PER_CHAT = 20
 # Groups the concurrent turns are sent in (not among the 1 000, so their windows grow apart).
 BUSY_GROUPS = range(900_001, 900_009)
-# A busy bot: twenty addressed messages a second, every one a full turn.
-TURNS_PER_SECOND = 20
+TURNS_PER_SECOND = 20  # a busy bot: every addressed message a full turn
 
 
-def panel_app(runtime: Runtime) -> tuple[FastAPI, Any]:
+def panel_app(runtime: h.Runtime) -> tuple[FastAPI, Any]:
     """The panel's router on a fresh FastAPI app, beside a constant baseline route."""
     from fastapi import FastAPI
 
@@ -77,40 +55,32 @@ def panel_app(runtime: Runtime) -> tuple[FastAPI, Any]:
     return app, data
 
 
-async def fill(runtime: Runtime, rng: random.Random, chats: int) -> None:
+async def fill(runtime: h.Runtime, rng: random.Random, chats: int) -> None:
     """`chats` groups with a stored window and chat-log rows, and one with 200 memories."""
-    service = memory_service(runtime)
-    saved = 0
+    service, saved = h.memory_service(runtime), 0
     while saved < MEMORIES:
-        outcome = await service.save(
-            group_key(MEMORY_GROUP), f"第{saved}条：{chat_line(rng, 20, 80)}"
-        )
-        saved += outcome.status == "saved"
-    writer = chat_log_writer(runtime)
-    now = datetime.now(timezone.utc)
+        content = f"第{saved}条：{h.chat_line(rng, 20, 80)}"
+        saved += (await service.save(h.group_key(MEMORY_GROUP), content)).status == "saved"
+    writer, now = h.chat_log_writer(runtime), datetime.now(timezone.utc)
     for group in range(1, chats + 1):
-        key = group_key(group)
-        pairs = [(chat_line(rng), chat_line(rng)) for _ in range(PAIRS_PER_WINDOW)]
-        await prefill_history(runtime, key, pairs)
+        key = h.group_key(group)
+        pairs = [(h.chat_line(rng), h.chat_line(rng)) for _ in range(PAIRS_PER_WINDOW)]
+        await h.prefill_history(runtime, key, pairs)
         for i in range(LOG_ROWS_PER_CHAT):
             at = now - timedelta(minutes=LOG_ROWS_PER_CHAT - i)
-            writer.add(chat_row(key, at, "user", chat_line(rng), ("2001", "小明")))
+            writer.add(h.chat_row(key, at, "user", h.chat_line(rng), ("2001", "小明")))
         if group % 100 == 0:
             await writer.flush()
     await writer.flush()
 
 
-async def keep_the_bot_busy(runtime: Runtime, stop: asyncio.Event, rng: random.Random) -> int:
-    """Addressed messages in the busy groups at TURNS_PER_SECOND, until `stop`; how many
-    were handled."""
-    bot = CountingBot()
+async def keep_the_bot_busy(stop: asyncio.Event, rng: random.Random) -> int:
+    """Addressed messages in the busy groups at TURNS_PER_SECOND until `stop`; replies sent."""
+    bot, sent = h.CountingBot(), 0
     turns: set[asyncio.Task[None]] = set()
-    sent = 0
     while not stop.is_set():
-        group = BUSY_GROUPS[sent % len(BUSY_GROUPS)]
-        turn = asyncio.get_running_loop().create_task(
-            handle_event(bot, addressed(chat_line(rng, 10, 60), group, rng))
-        )
+        event = h.addressed(h.chat_line(rng, 10, 60), BUSY_GROUPS[sent % len(BUSY_GROUPS)], rng)
+        turn = asyncio.get_running_loop().create_task(handle_event(bot, event))
         turns.add(turn)
         turn.add_done_callback(turns.discard)
         sent += 1
@@ -120,8 +90,8 @@ async def keep_the_bot_busy(runtime: Runtime, stop: asyncio.Event, rng: random.R
 
 
 def sample(client: httpx.Client, url: str, count: int) -> list[int]:
-    """Latencies (ns) of `count` sequential GETs of `url`, each checked to succeed. Run in
-    a thread: the client is the browser, not part of the bot's event loop."""
+    """Latencies (ns) of `count` sequential GETs of `url`, each checked to succeed. Run in a
+    thread: the client is the browser, not part of the bot's event loop."""
     samples = []
     for _ in range(count):
         started = time.perf_counter_ns()
@@ -131,43 +101,42 @@ def sample(client: httpx.Client, url: str, count: int) -> list[int]:
     return samples
 
 
-async def run(bench: Bench) -> None:
+async def run(bench: h.Bench) -> None:
+    """Fill the chats, time the panel's GETs while the bot is busy, print the verdict."""
     rng = random.Random(15)
-    chats = 100 if bench.quick else CHATS
-    requests = 50 if bench.quick else 400
-    with fake_llm(lambda body: text("好的，收到。")) as llm:
-        async with plugin_runtime(llm, bench.work_dir / "panel.db") as runtime:
-            print(f"filling {chats} chats, {MEMORIES} memories…", flush=True)
-            await fill(runtime, rng, chats)
-            app, data = panel_app(runtime)
-            async with serving(app) as root:
-                headers = {"Authorization": f"Bearer {TOKEN}"}
-                with httpx.Client(base_url=root, headers=headers, timeout=30) as client:
-                    memories_url = f"/aimemory/api/chats/{group_key(MEMORY_GROUP)}/memories"
-                    overview_url = "/aimemory/api/chats"
-                    listed = (await asyncio.to_thread(client.get, memories_url)).json()
-                    overview = (await asyncio.to_thread(client.get, overview_url)).json()
-                    assert len(listed) == MEMORIES, len(listed)
-                    assert len(overview) >= chats, len(overview)
-                    stop = asyncio.Event()
-                    busy = asyncio.get_running_loop().create_task(
-                        keep_the_bot_busy(runtime, stop, rng)
-                    )
-                    await asyncio.sleep(0.5)  # the turns are under way
-                    baseline = await asyncio.to_thread(sample, client, "/baseline", requests)
-                    memories = await asyncio.to_thread(sample, client, memories_url, requests)
-                    overviews = await asyncio.to_thread(sample, client, overview_url, requests)
-                    baseline_after = await asyncio.to_thread(sample, client, "/baseline", requests)
-                    stop.set()
-                    handled = await busy
-            await data.close()
+    chats, requests = (100, 50) if bench.quick else (CHATS, 400)
+    memories_url = f"/aimemory/api/chats/{h.group_key(MEMORY_GROUP)}/memories"
+    urls = {"baseline": "/baseline", "memories": memories_url, "overview": OVERVIEW_URL}
+    async with h.plugin(bench, "好的，收到。", "panel.db") as (_, runtime):
+        print(f"filling {chats} chats, {MEMORIES} memories…", flush=True)
+        await fill(runtime, rng, chats)
+        app, data = panel_app(runtime)
+        headers = {"Authorization": f"Bearer {TOKEN}"}
+        async with serving(app) as root:
+            with httpx.Client(base_url=root, headers=headers, timeout=30) as client:
+                listed = (await asyncio.to_thread(client.get, memories_url)).json()
+                overview = (await asyncio.to_thread(client.get, OVERVIEW_URL)).json()
+                assert len(listed) == MEMORIES, len(listed)
+                assert len(overview) >= chats, len(overview)
+                stop = asyncio.Event()
+                busy = asyncio.get_running_loop().create_task(keep_the_bot_busy(stop, rng))
+                await asyncio.sleep(0.5)  # the turns are under way
+                samples = {
+                    name: await asyncio.to_thread(sample, client, url, requests)
+                    for name, url in {**urls, "baseline after": "/baseline"}.items()
+                }
+                stop.set()
+                handled = await busy
+        await data.close()
     print(f"{chats} chats, {MEMORIES} memories; {handled} turns handled meanwhile")
-    print(latency("baseline GET (constant route)", baseline + baseline_after))
-    print(latency(f"GET …/memories ({MEMORIES} memories)", memories))
-    print(latency(f"GET …/api/chats ({chats} chats)", overviews))
-    memories_p99 = ms(percentile(memories, 0.99))
-    overview_p99 = ms(percentile(overviews, 0.99))
-    verdict(
+    print(
+        h.latency("baseline GET (constant route)", samples["baseline"] + samples["baseline after"])
+    )
+    print(h.latency(f"GET …/memories ({MEMORIES} memories)", samples["memories"]))
+    print(h.latency(f"GET …/api/chats ({chats} chats)", samples["overview"]))
+    memories_p99 = h.ms(h.percentile(samples["memories"], 0.99))
+    overview_p99 = h.ms(h.percentile(samples["overview"], 0.99))
+    h.verdict(
         f"memories p99 {memories_p99:.1f} ms <= 20 ms, overview p99 {overview_p99:.1f} ms "
         "<= 100 ms",
         memories_p99 <= 20 and overview_p99 <= 100,
@@ -176,4 +145,4 @@ async def run(bench: Bench) -> None:
 
 
 if __name__ == "__main__":
-    main(__doc__, run)
+    h.main(__doc__, run)

@@ -1,46 +1,39 @@
-"""MemoryBank-SiliconFriend's evaluation data, read from a local copy of its `eval_data`
-folder, joined with the evidence labels of `bench/memorybank_evidence.json`.
-
-A set (cn, en) is 15 users' dated conversations with an AI companion, one exchange (the
-user's utterance and the AI's reply) per turn, and probing questions per user. The labels
-name, for each question, the turns that state its answer; the first characters of each
-labelled utterance are checked against the data, so labels never meet a different copy.
+"""The retrieval bench's datasets: users' conversations of dated turns, and questions naming
+the turns that state their answers. Each public benchmark has a loader returning `Dataset`s;
+MemoryBank-SiliconFriend's joins a local copy of its `eval_data` with the evidence labels of
+bench/memorybank_evidence.json, checking their snippets against the data.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-LABELS_PATH = Path(__file__).with_name("memorybank_evidence.json")
-LANGUAGES = ("cn", "en")
 AnswerIn = Literal["user", "reply", "both"]
-# A turn: its date (a key of the user's history) and its 0-based index within that date.
+Language = Literal["zh", "en"]
+# Where a turn is: its date (YYYY-MM-DD) and its 0-based index within that date.
 TurnKey = tuple[str, int]
+MEMORYBANK_LABELS = Path(__file__).with_name("memorybank_evidence.json")
+MEMORYBANK_SETS: dict[str, Language] = {"cn": "zh", "en": "en"}
 
 
 @dataclass(frozen=True)
 class Turn:
-    """One exchange of a user's history."""
+    """One exchange: the user's utterance and the reply to it."""
 
-    date: str
-    index: int
+    key: TurnKey
     utterance: str
     reply: str
 
-    @property
-    def key(self) -> TurnKey:
-        """Where the turn is: (date, index within the date)."""
-        return (self.date, self.index)
-
 
 @dataclass(frozen=True)
-class UserHistory:
-    """One user's conversation, oldest turn first."""
+class Conversation:
+    """One user's turns, oldest first."""
 
-    name: str
+    user: str
     turns: tuple[Turn, ...]
 
 
@@ -54,86 +47,76 @@ class EvidenceTurn:
 
 @dataclass(frozen=True)
 class Question:
-    """A probing question with its evidence: the pieces the answer needs, each stated by
-    any one of its turns. No piece means the history does not answer it."""
+    """A question about a user's conversation: the pieces of its answer, each stated by any one
+    of its turns (no piece: the conversation does not answer it), and an optional category."""
 
     user: str
-    index: int
     text: str
     evidence: tuple[tuple[EvidenceTurn, ...], ...]
+    category: str = ""
 
 
 @dataclass(frozen=True)
-class LanguageSet:
-    """The users and probing questions of one language."""
+class Dataset:
+    """One set of the table, the language its BM25 baseline splits, the line naming its data."""
 
     name: str
-    users: tuple[UserHistory, ...]
+    language: Language
+    source: str
+    conversations: tuple[Conversation, ...]
     questions: tuple[Question, ...]
 
     @property
     def answerable(self) -> tuple[Question, ...]:
-        """Questions the history answers (the others count in no recall)."""
+        """Questions with evidence (the others count in no recall)."""
         return tuple(q for q in self.questions if q.evidence)
 
 
-def load_labels(path: Path = LABELS_PATH) -> dict[str, Any]:
-    """The evidence labels (see the file's own description of its fields)."""
-    return json.loads(path.read_text(encoding="utf-8"))
-
-
-def load_set(eval_data: Path, language: str, labels: dict[str, Any]) -> LanguageSet:
-    """One language of `eval_data` (the dataset's folder holding cn/ and en/), labelled."""
-    histories = _histories(eval_data / language / f"memory_bank_{language}.json")
-    asked = _questions(eval_data / language / f"probing_questions_{language}.jsonl")
-    by_user = {user.name: user for user in histories}
-    questions = []
-    for label in labels["sets"][language]["questions"]:
-        user = by_user.get(label["user"])
-        texts = asked.get(label["user"], [])
-        if user is None or label["question"] >= len(texts):
-            raise SystemExit(
-                f"{language}: the data has no question {label['question']} of {label['user']!r}"
-            )
-        text = texts[label["question"]]
-        if not text.startswith(label["question_snippet"]):
-            raise SystemExit(f"{language}: question {label} does not match the data: {text[:40]!r}")
-        evidence = tuple(
-            tuple(_evidence_turn(language, user, alternative) for alternative in piece)
-            for piece in label["evidence"]
+def load_memorybank(eval_data: Path, sets: Iterable[str]) -> list[Dataset]:
+    """MemoryBank-SiliconFriend's `sets` (cn, en) of its `eval_data` folder, labelled."""
+    labels = json.loads(MEMORYBANK_LABELS.read_text(encoding="utf-8"))
+    origin = labels["source"]
+    source = f"MemoryBank-SiliconFriend {origin['folder']} @ {origin['commit'][:7]}"
+    source += f", {MEMORYBANK_LABELS.name}"
+    datasets = []
+    for name in sets:
+        folder = eval_data / name
+        histories = json.loads((folder / f"memory_bank_{name}.json").read_text("utf-8"))
+        # The English file pads some names with spaces, the questions file does not.
+        users = {
+            user.strip(): Conversation(user.strip(), tuple(
+                Turn((date, index), str(turn["query"]), str(turn["response"]))
+                for date, exchanges in entry["history"].items()
+                for index, turn in enumerate(exchanges)
+            ))
+            for user, entry in histories.items()
+        }  # fmt: skip
+        asked: dict[str, list[str]] = {}
+        for line in (folder / f"probing_questions_{name}.jsonl").read_text("utf-8").splitlines():
+            for user, texts in (json.loads(line) if line.strip() else {}).items():
+                asked[user.strip()] = [str(text) for text in texts]
+        questions = [_labelled(name, users, asked, q) for q in labels["sets"][name]["questions"]]
+        datasets.append(
+            Dataset(name, MEMORYBANK_SETS[name], source, tuple(users.values()), tuple(questions))
         )
-        questions.append(Question(user.name, label["question"], text, evidence))
-    return LanguageSet(language, tuple(histories), tuple(questions))
+    return datasets
 
 
-def _histories(path: Path) -> list[UserHistory]:
-    """Users in file order; the English file pads some names with spaces, the questions
-    file does not, so names are stripped."""
-    raw = json.loads(path.read_text(encoding="utf-8"))
-    users = []
-    for name, entry in raw.items():
-        turns = tuple(
-            Turn(date, index, str(turn["query"]), str(turn["response"]))
-            for date, exchanges in entry["history"].items()
-            for index, turn in enumerate(exchanges)
+def _labelled(
+    name: str, users: dict[str, Conversation], asked: dict[str, list[str]], label: Any
+) -> Question:
+    text, evidence = "", label["evidence"]
+    try:
+        text = asked[label["user"]][label["question"]]
+        said = {turn.key: turn.utterance for turn in users[label["user"]].turns}
+        matches = text.startswith(label["question_snippet"]) and all(
+            said[(turn["date"], turn["turn"])].startswith(turn["user_snippet"])
+            for piece in evidence
+            for turn in piece
         )
-        users.append(UserHistory(name.strip(), turns))
-    return users
-
-
-def _questions(path: Path) -> dict[str, list[str]]:
-    """Each user's probing questions (one JSON object per line: name -> questions)."""
-    asked: dict[str, list[str]] = {}
-    for line in path.read_text(encoding="utf-8").splitlines():
-        if line.strip():
-            for name, texts in json.loads(line).items():
-                asked[name.strip()] = [str(text) for text in texts]
-    return asked
-
-
-def _evidence_turn(language: str, user: UserHistory, label: dict[str, Any]) -> EvidenceTurn:
-    key: TurnKey = (label["date"], label["turn"])
-    turn = next((t for t in user.turns if t.key == key), None)
-    if turn is None or not turn.utterance.startswith(label["user_snippet"]):
-        raise SystemExit(f"{language}: evidence {label} of {user.name!r} does not match the data")
-    return EvidenceTurn(key, label["answer_in"])
+    except (KeyError, IndexError):
+        matches = False
+    if not matches:
+        raise SystemExit(f"{name}: the label {label} does not match the data")
+    pieces = [[EvidenceTurn((t["date"], t["turn"]), t["answer_in"]) for t in p] for p in evidence]
+    return Question(label["user"], text, tuple(map(tuple, pieces)))

@@ -1,13 +1,7 @@
-"""The retrieval bench's use of the plugin: the MemoryBank conversations written into the
-chat log and the memory store through their write paths, and searched through the two
-tools exactly as the model calls them (`search_current_chat`, `memory_search` from the
-session's tool registry), so the bench measures whatever those tools do.
-
-The tools answer with text for the model; the results are read back from it: a chat-log
-line starts with its minute, and every row of a session is logged at a minute of its own
-(turn i of a date at 20:00 + 2i for the user, 20:00 + 2i + 1 for the reply), a memory line
-starts with its `#id`. Should the tools' wording change, `read_chat_lines` and
-`read_memory_lines` are the two places to follow it.
+"""The retrieval bench's use of the plugin: conversations written through the chat log's and
+the memory store's write paths, questions asked of a session's tools as the model calls them,
+and the answers read back: a chat-log line by its minute (turn i of a date is logged at
+20:00 + 2i, its reply a minute later), a memory line by its `#id`.
 """
 
 from __future__ import annotations
@@ -16,27 +10,30 @@ import json
 import re
 import time
 from collections import Counter, defaultdict
-from collections.abc import Sequence
-from dataclasses import dataclass, field
-from datetime import datetime, timedelta, tzinfo
-from typing import TYPE_CHECKING, Literal
+from collections.abc import Iterable, Sequence
+from datetime import datetime, timedelta, timezone, tzinfo
+from typing import TYPE_CHECKING, Literal, TypeVar
 from zoneinfo import ZoneInfo
 
 from bench.harness import chat_log_writer, chat_row, memory_service
+from bench.retrieval_data import TurnKey
 
 if TYPE_CHECKING:
     from bench.harness import Runtime
-    from bench.retrieval_data import Turn, TurnKey, UserHistory
-    from nonebot_plugin_aimemory.engine.tools import ToolRegistry
+    from bench.retrieval_data import Conversation
 
+CHAT, MEMORY = "search_current_chat", "memory_search"
+SEARCH_LIMIT = 10
+FIRST_MINUTE_HOUR = 20
+FILL_BATCH_ROWS = 1000
 Role = Literal["user", "assistant"]
 # A chat-log row of the bench: the turn it comes from and whose side of it it is.
-RowKey = tuple[str, int, Role]
-FIRST_MINUTE_HOUR = 20
-SEARCH_LIMIT = 10
+RowKey = tuple[TurnKey, Role]
+_QUERY_ARGUMENT = {CHAT: "keyword", MEMORY: "query"}
 _CHAT_LINE = re.compile(r"^\[(\d{4}-\d{2}-\d{2} \d{2}:\d{2})\] ")
 _MEMORY_LINE = re.compile(r"^#(\w+) ")
 _NOTHING_FOUND = ("没有找到", "当前会话还没有")
+_T = TypeVar("_T")
 
 
 def session_key(qq: int) -> str:
@@ -46,94 +43,63 @@ def session_key(qq: int) -> str:
     return str(Scope.friend(qq))
 
 
-def runtime_zone(runtime: Runtime) -> tzinfo:
-    """The time zone the plugin shows chat-log times in."""
-    return ZoneInfo(runtime.config.aimemory_timezone)
-
-
-def row_minute(key: RowKey, zone: tzinfo) -> datetime:
+def row_minute(row: RowKey, zone: tzinfo) -> datetime:
     """When the bench logs a row: its own minute of the evening of its date."""
-    date, index, role = key
+    (date, index), role = row
     day = datetime.strptime(date, "%Y-%m-%d").replace(hour=FIRST_MINUTE_HOUR, tzinfo=zone)
     return day + timedelta(minutes=2 * index + (role == "assistant"))
 
 
-def row_texts(turn: Turn) -> list[tuple[RowKey, str]]:
-    """The two chat-log rows of a turn: the user's utterance, then the AI's reply."""
-    return [
-        ((turn.date, turn.index, "user"), turn.utterance),
-        ((turn.date, turn.index, "assistant"), turn.reply),
-    ]
+def chat_rows(conversation: Conversation) -> list[tuple[RowKey, str]]:
+    """The conversation's chat-log rows: each turn's utterance, then its reply."""
+    rows: list[tuple[RowKey, str]] = []
+    for turn in conversation.turns:
+        rows.append(((turn.key, "user"), turn.utterance))
+        rows.append(((turn.key, "assistant"), turn.reply))
+    return rows
 
 
-async def log_conversation(runtime: Runtime, user: UserHistory, qq: int) -> None:
-    """Write a user's conversation into their session's chat log through the batched
-    writer, as the plugin logs a private chat."""
-    writer = chat_log_writer(runtime)
-    zone = runtime_zone(runtime)
-    key = session_key(qq)
-    for turn in user.turns:
-        for row_key, text in row_texts(turn):
-            speaker = (str(qq), user.name) if row_key[2] == "user" else None
-            writer.add(chat_row(key, row_minute(row_key, zone), row_key[2], text, speaker))
+async def write_conversation(
+    runtime: Runtime, conversation: Conversation, qq: int
+) -> tuple[dict[str, frozenset[TurnKey]], Counter[str]]:
+    """Log a conversation in the user's private chat through the batched writer, then save each
+    utterance as a memory about them on the day it was said; the turns each memory holds (a
+    duplicate joins the one it repeats) and the count of each outcome of the memory rules."""
+    writer, service = chat_log_writer(runtime), memory_service(runtime)
+    key, zone = session_key(qq), ZoneInfo(runtime.config.aimemory_timezone)
+    for row, text in chat_rows(conversation):
+        speaker = (str(qq), conversation.user) if row[1] == "user" else None
+        writer.add(chat_row(key, row_minute(row, zone), row[1], text, speaker))
     await writer.flush()
-
-
-@dataclass
-class SavedMemories:
-    """What saving a user's utterances as memories did: the memory holding each turn
-    (a duplicate is held by the memory it repeats) and how many saves took each branch."""
-
-    memory_of: dict[TurnKey, str] = field(default_factory=dict)
-    statuses: Counter[str] = field(default_factory=Counter)
-
-
-async def save_utterances(runtime: Runtime, user: UserHistory, qq: int) -> SavedMemories:
-    """Save each utterance of a user as one memory about them, through the memory rules, on
-    the day the conversation had it."""
-    service = memory_service(runtime)
-    scope = session_key(qq)
-    zone = runtime_zone(runtime)
-    saved = SavedMemories()
+    held: defaultdict[str, set[TurnKey]] = defaultdict(set)
+    statuses: Counter[str] = Counter()
     real_clock = service.clock
     try:
-        for turn in user.turns:
-            # Saved when it was said, as the model saves what it hears: memories carry the
-            # day of their conversation.
-            said_at = row_minute((turn.date, turn.index, "user"), zone)
+        for turn in conversation.turns:
+            said_at = row_minute((turn.key, "user"), zone)
             service.clock = lambda said_at=said_at: said_at
-            outcome = await service.save(scope, turn.utterance, user_id=str(qq), source="tool")
-            saved.statuses[outcome.status] += 1
+            outcome = await service.save(key, turn.utterance, user_id=str(qq), source="tool")
+            statuses[outcome.status] += 1
             if outcome.status in ("saved", "duplicate") and outcome.memory is not None:
-                saved.memory_of[turn.key] = outcome.memory.id
+                held[outcome.memory.id].add(turn.key)
     finally:
         service.clock = real_clock
-    return saved
+    return {memory_id: frozenset(turns) for memory_id, turns in held.items()}, statuses
 
 
-async def memories_without_vector(runtime: Runtime, qq: int) -> int:
-    """How many of a user's memories are stored without an embedding."""
-    records = await memory_service(runtime).list(session_key(qq))
-    return sum(1 for record in records if not record.embedding)
-
-
-async def backfill_vectors(runtime: Runtime) -> int:
-    """Fill in the vectors of memories saved while the embedding server failed."""
-    return await memory_service(runtime).backfill_embeddings()
-
-
-async def embed_chat_rows(runtime: Runtime) -> int:
-    """Wait until every chat-log row has its vector (rows are embedded in the background
-    after each flush; rows written around the writer are found by the backfill); how many
-    rows are left without one (the server failed)."""
+async def embed_backlog(runtime: Runtime, qqs: Iterable[int] = ()) -> tuple[int, int]:
+    """Wait until every chat-log row and memory has its vector (the backfills find what the
+    background embedding missed); how many rows, and memories of these users, have none."""
     from nonebot_plugin_aimemory.chatlog.vectors import ChatLogVectors
 
-    writer = chat_log_writer(runtime)
+    writer, service = chat_log_writer(runtime), memory_service(runtime)
     await writer.vectors.backfill()
-    if not isinstance(writer.vectors, ChatLogVectors):
-        return 0
-    left = await writer.store.vectors.unembedded(writer.vectors.model, limit=1_000_000)
-    return len(left)
+    rows_left = 0
+    if isinstance(writer.vectors, ChatLogVectors):
+        rows_left = len(await writer.store.vectors.unembedded(writer.vectors.model, limit=10**6))
+    await service.backfill_embeddings()
+    records = [record for qq in qqs for record in await service.list(session_key(qq))]
+    return rows_left, sum(1 for record in records if not record.embedding)
 
 
 async def vector_scan_rows(runtime: Runtime) -> int:
@@ -145,99 +111,71 @@ async def vector_scan_rows(runtime: Runtime) -> int:
 
 
 class SessionTools:
-    """A session's tool registry as the model's calls reach it, timed."""
+    """A session's tool registry as the model's calls reach it, each call timed."""
 
     def __init__(self, runtime: Runtime, qq: int) -> None:
-        self.registry: ToolRegistry = runtime.build_chatbot(session_key(qq)).tools
-        self.zone = runtime_zone(runtime)
-        # Nanoseconds of each call, by tool name.
-        self.samples_ns: defaultdict[str, list[int]] = defaultdict(list)
+        self.registry = runtime.build_chatbot(session_key(qq)).tools
+        self.zone = ZoneInfo(runtime.config.aimemory_timezone)
+        self.samples_ns: dict[str, list[int]] = {CHAT: [], MEMORY: []}
 
-    async def search_chat(self, query: str) -> list[RowKey]:
-        """The rows `search_current_chat` shows for the question as its keyword, best first."""
-        return read_chat_lines(await self.call_search_chat(query), self.zone)
-
-    async def search_memories(self, query: str) -> list[str]:
-        """Ids of what `memory_search` returns for the question, best first."""
-        return read_memory_lines(await self.call_memory_search(query))
-
-    async def call_search_chat(self, query: str) -> str:
-        """`search_current_chat`'s answer to the question as its keyword."""
-        return await self._call("search_current_chat", {"keyword": query, "limit": SEARCH_LIMIT})
-
-    async def call_memory_search(self, query: str) -> str:
-        """`memory_search`'s answer to the question as its query."""
-        return await self._call("memory_search", {"query": query, "limit": SEARCH_LIMIT})
-
-    async def _call(self, name: str, arguments: dict[str, object]) -> str:
+    async def call(self, name: str, query: str) -> str:
+        """Tool `name`'s answer to the question as its keyword or query."""
         from nonebot_plugin_aimemory.engine.messages import ToolCall
 
+        arguments = {_QUERY_ARGUMENT[name]: query, "limit": SEARCH_LIMIT}
         call = ToolCall("call_bench", name, json.dumps(arguments, ensure_ascii=False))
         started = time.perf_counter_ns()
-        text = await self.registry.execute(call)
+        text = (await self.registry.execute(call)).text
         self.samples_ns[name].append(time.perf_counter_ns() - started)
         if text.startswith("错误："):
             raise SystemExit(f"{name} failed: {text[:200]}")
         return text
 
+    async def search_chat(self, query: str) -> list[RowKey]:
+        """The rows `search_current_chat` shows, best first."""
+        text = await self.call(CHAT, query)
+        found = (_CHAT_LINE.match(line) for line in text.splitlines())
+        return _shown(CHAT, text, [self._row_at(m.group(1)) for m in found if m])
 
-def read_chat_lines(text: str, zone: tzinfo) -> list[RowKey]:
-    """The rows a `search_current_chat` result shows, by the minute each line starts with."""
+    async def search_memories(self, query: str) -> list[str]:
+        """The ids of the memories `memory_search` shows, best first."""
+        text = await self.call(MEMORY, query)
+        found = (_MEMORY_LINE.match(line) for line in text.splitlines())
+        return _shown(MEMORY, text, [m.group(1) for m in found if m])
+
+    def _row_at(self, minute: str) -> RowKey:
+        moment = datetime.strptime(minute, "%Y-%m-%d %H:%M").replace(tzinfo=self.zone)
+        start = moment.replace(hour=FIRST_MINUTE_HOUR, minute=0)
+        offset = int((moment - start).total_seconds() // 60)
+        return (moment.strftime("%Y-%m-%d"), offset // 2), "assistant" if offset % 2 else "user"
+
+
+def _shown(name: str, text: str, items: list[_T]) -> list[_T]:
     if text.startswith(_NOTHING_FOUND):
         return []
-    rows: list[RowKey] = []
-    for line in text.splitlines():
-        found = _CHAT_LINE.match(line)
-        if found:
-            rows.append(_row_at(found.group(1), zone))
-    if not rows:
-        raise SystemExit(f"search_current_chat answered in an unknown form: {text[:200]!r}")
-    return rows
+    if not items:
+        raise SystemExit(f"{name} answered in an unknown form: {text[:200]!r}")
+    return items
 
 
-def read_memory_lines(text: str) -> list[str]:
-    """The memory ids a `memory_search` result shows, in its order."""
-    if text.startswith(_NOTHING_FOUND):
-        return []
-    ids = [found.group(1) for found in map(_MEMORY_LINE.match, text.splitlines()) if found]
-    if not ids:
-        raise SystemExit(f"memory_search answered in an unknown form: {text[:200]!r}")
-    return ids
-
-
-def _row_at(minute: str, zone: tzinfo) -> RowKey:
-    moment = datetime.strptime(minute, "%Y-%m-%d %H:%M").replace(tzinfo=zone)
-    offset = int((moment - moment.replace(hour=FIRST_MINUTE_HOUR, minute=0)).total_seconds() // 60)
-    role: Role = "assistant" if offset % 2 else "user"
-    return (moment.strftime("%Y-%m-%d"), offset // 2, role)
-
-
-async def fill_chat_log_rows(
-    runtime: Runtime, qq: int, texts: Sequence[str], start: datetime, batch_rows: int = 1000
-) -> None:
-    """Write `texts` as one session's rows, a minute apart from `start`, straight through
+async def fill_chat_log(runtime: Runtime, qq: int, texts: Sequence[str]) -> None:
+    """Write `texts` as one session's rows, a minute apart from 2023-01-01, straight through
     the store (the latency fill; the writer's own cost is bench.chat_log's business)."""
-    store = chat_log_writer(runtime).store
-    key = session_key(qq)
-    speaker = (str(qq), "bench")
-    for first in range(0, len(texts), batch_rows):
-        batch = texts[first : first + batch_rows]
+    store, key, speaker = chat_log_writer(runtime).store, session_key(qq), (str(qq), "bench")
+    start, minute = datetime(2023, 1, 1, tzinfo=timezone.utc), timedelta(minutes=1)
+    for first in range(0, len(texts), FILL_BATCH_ROWS):
+        batch = enumerate(texts[first : first + FILL_BATCH_ROWS], start=first)
         await store.insert_many(
-            [
-                chat_row(key, start + timedelta(minutes=first + i), "user", text, speaker)
-                for i, text in enumerate(batch)
-            ]
+            [chat_row(key, start + i * minute, "user", text, speaker) for i, text in batch]
         )
 
 
-async def fill_memories(runtime: Runtime, qq: int, texts: Sequence[str], count: int) -> int:
+async def fill_memories(runtime: Runtime, qq: int, texts: Iterable[str], count: int) -> int:
     """Save texts as memories of one scope until `count` are stored; how many are."""
-    service = memory_service(runtime)
-    scope = session_key(qq)
-    stored = 0
+    service, stored = memory_service(runtime), 0
     for text in texts:
         if stored >= count:
             break
-        outcome = await service.save(scope, text, user_id=str(qq), source="tool")
+        outcome = await service.save(session_key(qq), text, user_id=str(qq), source="tool")
         stored += outcome.status == "saved"
     return stored
