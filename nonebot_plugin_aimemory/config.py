@@ -20,6 +20,7 @@ from pydantic import (
 )
 
 from .config_errors import ConfigError, describe_errors, secret_keys
+from .config_lists import Network, comma_list, network_list, networks
 from .engine.compressor import CompressionPolicy
 from .engine.embeddings import EmbeddingRoles
 from .engine.llm import Endpoint
@@ -146,6 +147,10 @@ class Config(BaseModel):
     # when a token of at least PANEL_TOKEN_MIN_CHARS characters is set (empty = off).
     aimemory_panel_path: str = "/aimemory"
     aimemory_panel_token: SecretStr = SecretStr("")
+    # Reverse proxies (addresses or networks) whose X-Forwarded-For names the client the
+    # login limit counts; empty: no forwarding header is believed. `| str` as for the group
+    # lists; the validator makes canonical networks. Read `panel_trusted_proxies`.
+    aimemory_panel_trusted_proxies: list[str] | str = Field(default_factory=list)
 
     @field_validator(
         "aimemory_max_context_tokens",
@@ -168,6 +173,11 @@ class Config(BaseModel):
     def denied_groups(self) -> frozenset[int]:
         """`aimemory_group_denylist` as a set."""
         return frozenset(self.aimemory_group_denylist)  # type: ignore[arg-type]
+
+    @cached_property
+    def panel_trusted_proxies(self) -> tuple[Network, ...]:
+        """`aimemory_panel_trusted_proxies` as networks."""
+        return networks(self.aimemory_panel_trusted_proxies)
 
     @property
     def configured(self) -> bool:
@@ -266,11 +276,7 @@ class Config(BaseModel):
     @classmethod
     def _group_list(cls, value: object) -> object:
         """`123,456` or `123` in .env (not JSON) as a list; empty as no groups."""
-        if isinstance(value, int) and not isinstance(value, bool):
-            return [value]
-        if isinstance(value, str):
-            return [item.strip() for item in value.replace("，", ",").split(",") if item.strip()]
-        return value
+        return comma_list(value)
 
     @field_validator(
         "aimemory_api_base",
@@ -301,6 +307,12 @@ class Config(BaseModel):
         if token and len(token) < PANEL_TOKEN_MIN_CHARS:
             raise ValueError(f"must be at least {PANEL_TOKEN_MIN_CHARS} characters (or empty: off)")
         return SecretStr(token)
+
+    @field_validator("aimemory_panel_trusted_proxies", mode="before")
+    @classmethod
+    def _trusted_proxies_are_networks(cls, value: object) -> list[str]:
+        """`127.0.0.1, 10.0.0.0/8` in .env (or a JSON list) as canonical networks."""
+        return network_list(value)
 
     @field_validator("aimemory_embedding_prefixes")
     @classmethod

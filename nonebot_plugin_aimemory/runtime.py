@@ -48,6 +48,7 @@ from .store.database import Database, open_database
 from .store.history_store import MemoryOnlyHistoryStore, SqliteHistoryStore
 from .store.image_store import ImageDescriptionStore
 from .store.persona_store import PersonaStore
+from .store.sent_messages import MemoryOnlySentMessages, SentMessages, SentMessageStore
 from .store.usage_store import MemoryOnlyUsageStore, UsageStore
 from .text import jieba_cuts
 
@@ -243,7 +244,8 @@ class _Builder:
             GroupCounterStore(database) if database else MemoryOnlyCounterStore(),
             lambda group_id: group_cleared_in_memory(sessions, personas.window_key, group_id),
         )
-        inbound, outbound = self.onebot(images)
+        sent = SentMessageStore(database) if database else MemoryOnlySentMessages()
+        inbound, outbound = self.onebot(images, sent)
         runtime = Runtime(
             config=config,
             extensions=self.extensions,
@@ -277,16 +279,17 @@ class _Builder:
             max_sessions=self.config.aimemory_session_max_sessions,
         )
 
-    def onebot(self, images: ImageReader) -> tuple[Inbound, Outbound]:
+    def onebot(self, images: ImageReader, sent: SentMessages) -> tuple[Inbound, Outbound]:
         """OneBot events to model input and replies to OneBot messages, sharing what they
-        know of group members' names."""
+        know of group members' names and where the bot's messages were sent (for quotes)."""
         config = self.config
         members = MemberNames()
-        inbound = Inbound(config, ContentRenderer(images, members))
+        inbound = Inbound(config, ContentRenderer(images, members, sent))
         outbound = Outbound(
             ReplyBuilder(
                 images, members, public_only=not config.aimemory_reply_image_allow_private
             ),
+            sent,
             max_chars=config.aimemory_reply_max_chars,
             max_parts=config.aimemory_reply_max_parts,
         )

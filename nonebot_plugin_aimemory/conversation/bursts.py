@@ -3,7 +3,8 @@ messages; what the same person sends while a turn of the chat runs joins one *bu
 the next turn answers as one user message: one answer, as they expect, and one model call
 instead of many. A burst is open until its turn starts, and each speaker has at most one
 open burst per chat; bursts queue in the order they opened, so speakers take turns
-round-robin: another member waits for at most one turn per other speaker."""
+round-robin: another member waits for at most one turn per other speaker. A burst's turn
+is its speaker's work in the session queue: `~对话 停止` may drop it (sessions.py)."""
 
 from __future__ import annotations
 
@@ -30,6 +31,16 @@ class Burst:
     chars: int = 0
     overflowed: bool = False
     started: bool = False
+    dropped: bool = False
+
+    @property
+    def message_count(self) -> int:
+        """How many messages its turn answers."""
+        return len(self.messages)
+
+    def drop(self) -> None:
+        """Its turn was dropped (`~对话 停止`): a new message opens a new burst."""
+        self.dropped = True
 
     def has_room_for(self, chars: int) -> bool:
         """Whether one more message of `chars` characters fits this burst's turn (the first
@@ -75,11 +86,12 @@ class OpenBursts:
         return len(self._open)
 
     def find(self, key: str, speaker_id: str) -> Burst | None:
-        """The speaker's burst that has not started yet, if any."""
-        return self._open.get((key, speaker_id))
+        """The speaker's burst that has not started yet (nor was dropped), if any."""
+        burst = self._open.get((key, speaker_id))
+        return burst if burst is not None and not burst.dropped else None
 
     def open(self, key: str, speaker_id: str) -> Burst:
-        """A new burst for the speaker (the caller queues its turn)."""
+        """A new burst for the speaker; the caller queues its turn next, as the burst's."""
         burst = Burst(key, speaker_id)
         self._open[(key, speaker_id)] = burst
         return burst

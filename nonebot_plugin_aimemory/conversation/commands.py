@@ -95,18 +95,31 @@ class DialogCommands:
             await self.clear(key)
             return texts.CLEARED
         if argument == "停止":
-            session = self.sessions.get(key)
-            if session is None:
-                return texts.NOTHING_TO_STOP
-            # Non-short-circuit: what is queued is dropped along with the answer in progress.
-            stopped = session.stop_current() | bool(session.drop_queued())
-            return texts.STOPPED if stopped else texts.NOTHING_TO_STOP
+            return self.stop(key, incoming)
         if argument == "用量":
             # Usage is the chat's, whichever persona spent it.
             if incoming.speaker.is_superuser and incoming.group_id is None:
                 return await self.usage_of_all_chats()
             return await self.usage_of(incoming.key)
         return texts.DIALOG_USAGE
+
+    def stop(self, key: str, incoming: Incoming) -> str:
+        """`~对话 停止`: a member stops their own messages, queued and being answered; a
+        manager (in private chat, the person) everyone's. The reply says how many."""
+        speaker = incoming.speaker
+        session = self.sessions.get(key)
+        if session is None:
+            return texts.NOTHING_TO_STOP
+        stopped = session.stop(None if speaker.is_manager else speaker.user_id)
+        if stopped.messages:
+            return texts.stopped_messages(
+                answering=stopped.answering,
+                queued=stopped.queued,
+                everyone=speaker.is_manager and incoming.group_id is not None,
+            )
+        if not speaker.is_manager and session.busy:
+            return texts.NOTHING_OF_YOURS_TO_STOP
+        return texts.NOTHING_TO_STOP
 
     async def usage_of(self, chat_key: str) -> str:
         """This chat's tokens today and over the last 7 days, by role."""

@@ -51,14 +51,28 @@ class Command:
         return f"~{self.name} {self.action} {self.argument}".strip()
 
 
+# What an anonymous group sender is known by instead of a QQ number: `匿名<QQ's anonymous
+# id>`. OneBot reports one placeholder number (80000000) for every anonymous sender, which
+# names nobody; this tells anonymous senders apart (in a chat's queue, its log and the
+# model's lines) and is never a QQ number, so nobody's personal memories go with it.
+ANONYMOUS_PREFIX = "匿名"
+
+
 @dataclass(frozen=True, slots=True)
 class Speaker:
-    """Who sent the message, and what they may manage (known for commands only)."""
+    """Who sent the message, and what they may manage (known for commands only). An
+    anonymous sender's `user_id` is `匿名<id>`; they manage nothing."""
 
     user_id: str
     name: str
     is_manager: bool = False
     is_superuser: bool = False
+    anonymous: bool = False
+
+    @classmethod
+    def anonymous_sender(cls, anonymous_id: str, name: str) -> Speaker:
+        """An anonymous group sender, known by QQ's anonymous id and name."""
+        return cls(f"{ANONYMOUS_PREFIX}{anonymous_id}", name, anonymous=True)
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,7 +88,8 @@ class Incoming:
     command: Command | None = None
 
     def line_prefix(self, zone: tzinfo) -> str:
-        """`[2026-11-30 14:05] 小明(12345)：` in groups, `[2026-11-30 14:05] ` in private."""
+        """`[2026-11-30 14:05] 小明(12345)：` in groups (an anonymous sender's
+        `大力鬼王(匿名123)：`, as the chat log shows them), `[2026-11-30 14:05] ` in private."""
         sent = self.sent_at.astimezone(zone).strftime("%Y-%m-%d %H:%M")
         if self.group_id is not None:
             return f"[{sent}] {self.speaker.name}({self.speaker.user_id})："
@@ -82,8 +97,10 @@ class Incoming:
 
     @property
     def turn_speaker(self) -> TurnSpeaker:
-        """Who a turn on this message acts for (see engine/turn_context.py)."""
-        return TurnSpeaker(self.speaker.user_id, in_private_chat=self.group_id is None)
+        """Who a turn on this message acts for (see engine/turn_context.py). An anonymous
+        sender has no QQ number there, so no personal memories (memory/personal.py)."""
+        user_id = "" if self.speaker.anonymous else self.speaker.user_id
+        return TurnSpeaker(user_id, in_private_chat=self.group_id is None)
 
 
 def parts_text(parts: list[Part]) -> str:

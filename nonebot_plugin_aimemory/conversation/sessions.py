@@ -1,5 +1,6 @@
-"""Live conversations: one Session per key, a FIFO of work per session, and the janitor
-that evicts idle or least-recently-active sessions from memory."""
+"""Live conversations: one Session per key, a FIFO of work per session (each job maybe
+someone's, so `~对话 停止` can stop one person's work only), and the janitor that evicts
+idle or least-recently-active sessions from memory."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import time
 from collections import deque
 from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from ..engine.background import Background
 from ..engine.chatbot import ChatBot
@@ -25,6 +26,57 @@ class TurnStopped(Exception):
     """The job was cancelled by `~对话 停止`."""
 
 
+class Owner(Protocol):
+    """Whose messages a job answers (a speaker's burst, conversation/bursts.py)."""
+
+    @property
+    def speaker_id(self) -> str:
+        """Who sent them."""
+        ...
+
+    @property
+    def message_count(self) -> int:
+        """How many messages the job answers."""
+        ...
+
+    def drop(self) -> None:
+        """The job will not answer them: take no more."""
+        ...
+
+
+@dataclass(eq=False, slots=True)
+class QueuedJob:
+    """A job, the future its submitter waits on, and whose messages it answers."""
+
+    job: Job
+    future: asyncio.Future[Any]
+    owner: Owner | None = None
+
+    def is_for(self, speaker_id: str | None) -> bool:
+        """Whether the job is `speaker_id`'s (any job is everyone's: None)."""
+        if speaker_id is None:
+            return True
+        return self.owner is not None and self.owner.speaker_id == speaker_id
+
+    @property
+    def message_count(self) -> int:
+        """The messages it answers (a job of nobody's counts as one)."""
+        return self.owner.message_count if self.owner is not None else 1
+
+
+@dataclass(frozen=True, slots=True)
+class Stopped:
+    """What a stop did, in messages: whose answer was in progress, and queued ones."""
+
+    answering: int = 0
+    queued: int = 0
+
+    @property
+    def messages(self) -> int:
+        """Every message stopped."""
+        return self.answering + self.queued
+
+
 @dataclass(eq=False)
 class Session:
     """One conversation in memory: its ChatBot, lock, work queue and last-active time."""
@@ -33,10 +85,10 @@ class Session:
     bot: ChatBot
     last_active: float
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
-    queue: deque[tuple[Job, asyncio.Future[Any]]] = field(default_factory=deque)
+    queue: deque[QueuedJob] = field(default_factory=deque)
     loaded: bool = False
     current: asyncio.Task[Any] | None = None
-    _running: asyncio.Future[Any] | None = None
+    _running: QueuedJob | None = None
     _worker: asyncio.Task[None] | None = None
 
     @property
@@ -44,10 +96,11 @@ class Session:
         """Whether a job is running or waiting."""
         return self.lock.locked() or bool(self.queue)
 
-    def submit(self, job: Job) -> asyncio.Future[Any]:
-        """Queue `job` behind earlier ones (synchronously, so arrival order is kept)."""
+    def submit(self, job: Job, owner: Owner | None = None) -> asyncio.Future[Any]:
+        """Queue `job` behind earlier ones (synchronously, so arrival order is kept); it
+        answers `owner`'s messages (None: nobody's in particular)."""
         future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
-        self.queue.append((job, future))
+        self.queue.append(QueuedJob(job, future, owner))
         if self._worker is None or self._worker.done():
             self._worker = asyncio.get_running_loop().create_task(self._drain())
         return future
@@ -65,32 +118,50 @@ class Session:
         self.current.cancel()
         return True
 
-    def drop_queued(self) -> int:
-        """Drop the work that has not started yet; how many jobs were dropped."""
-        dropped = 0
-        for _, future in self.queue:
-            if future is not self._running and not future.done():
-                future.cancel()
-                dropped += 1
-        return dropped
+    def stop(self, speaker_id: str | None = None) -> Stopped:
+        """Stop `speaker_id`'s work (everyone's with None): the answer in progress when it
+        is theirs, and what of theirs is queued. Others' work goes on in its order."""
+        answering = 0
+        running = self._running
+        if running is not None and running.is_for(speaker_id) and self._stop_running(running):
+            answering = running.message_count
+        queued = 0
+        for work in self.queue:
+            if work is not running and not work.future.done() and work.is_for(speaker_id):
+                queued += work.message_count
+                _drop(work)
+        return Stopped(answering, queued)
+
+    def _stop_running(self, running: QueuedJob) -> bool:
+        """Stop the job that has the session: its task, or, while the window still loads,
+        the job before its task starts."""
+        if self.current is not None:
+            return self.stop_current()
+        if running.future.done():
+            return False
+        _drop(running)
+        return True
 
     async def _drain(self) -> None:
         while self.queue:
-            job, future = self.queue[0]
+            work = self.queue[0]
             try:
-                if future.done():  # dropped before it started
+                if work.future.done():  # dropped before it started
                     continue
                 async with self.lock:
-                    if future.done():
+                    if work.future.done():
                         continue
-                    await self._run(job, future)
+                    await self._run(work)
             finally:
                 self.queue.popleft()
 
-    async def _run(self, job: Job, future: asyncio.Future[Any]) -> None:
-        self._running = future
+    async def _run(self, work: QueuedJob) -> None:
+        job, future = work.job, work.future
+        self._running = work
         try:
             await self.ensure_loaded()
+            if future.done():  # stopped while the window loaded
+                return
             self.current = asyncio.get_running_loop().create_task(job(self.bot))
             await asyncio.wait({self.current})
             _settle(future, self.current)
@@ -131,8 +202,14 @@ class Session:
             with contextlib.suppress(asyncio.CancelledError):
                 await self._worker
         while self.queue:
-            _, future = self.queue.popleft()
-            future.cancel()
+            self.queue.popleft().future.cancel()
+
+
+def _drop(work: QueuedJob) -> None:
+    """The job will not run: its submitter is told, and its burst takes no more messages."""
+    work.future.cancel()
+    if work.owner is not None:
+        work.owner.drop()
 
 
 def _settle(future: asyncio.Future[Any], task: asyncio.Task[Any]) -> None:

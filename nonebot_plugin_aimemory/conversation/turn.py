@@ -188,7 +188,8 @@ class Conversation:
             with speaking(incoming.turn_speaker), attributed_to(incoming.key):
                 await self._answer_burst(chatbot, burst)
 
-        finished = self.sessions.get_or_create(self.window_key(incoming.key)).submit(job)
+        session = self.sessions.get_or_create(self.window_key(incoming.key))
+        finished = session.submit(job, owner=burst)
         finished.add_done_callback(lambda done: self._after_burst(burst, done))
         return await waiter
 

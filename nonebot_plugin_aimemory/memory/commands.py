@@ -1,7 +1,7 @@
 """`~记忆` commands: people see, search, delete and restore what the bot remembers. The
 review actions (开启 / 关闭 / 间隔 / 立即生成) go to the chat log's reviewer. `~记忆 我的 …`
-acts on the sender's own personal memories (personal.py), in any chat, for anyone; the
-other actions on the chat's memories only."""
+acts on the sender's own personal memories (personal.py), in any chat, for anyone but an
+anonymous sender (who has none); the other actions on the chat's memories only."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from typing import Protocol
 
 from .. import texts
 from ..engine.turn_context import TurnSpeaker
-from .personal import MemoryView, personal_view, someones_memories
+from .personal import MemoryView, is_anonymous, personal_view, someones_memories
 from .rules import clean_user_id
 from .service import PURGE_DELETED_AFTER_DAYS, MemoryFull, MemoryService
 
@@ -119,6 +119,8 @@ class MemoryCommands:
         see them (in a group the public ones only); a SUPERUSER may delete anyone's."""
         if not self.personal:
             return texts.PERSONAL_MEMORY_OFF
+        if is_anonymous(caller):
+            return texts.PERSONAL_MEMORY_ANONYMOUS
         view = personal_view(scope, caller)
         if caller is None or view is None:
             return texts.PERSONAL_MEMORY_NO_CALLER

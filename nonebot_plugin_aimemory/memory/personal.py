@@ -3,7 +3,8 @@ persona's under `u:<QQ号>#<persona>`, see scopes.py) and used wherever that per
 the speaker. One saved in a group is public: used in any chat where its owner speaks. One
 saved in the owner's private chat is private: used only there, until its owner makes it
 public. A chat sees only its current speaker's personal memories, and the speaker comes from
-the turn (engine/turn_context.py), never from an argument the model or a person types."""
+the turn (engine/turn_context.py), never from an argument the model or a person types. An
+anonymous group sender has none: their turn has no QQ number (conversation/incoming.py)."""
 
 from __future__ import annotations
 
@@ -41,9 +42,17 @@ def personal_scope(chat_scope: str, user_id: str) -> str:
     return str(Scope.parse(chat_scope).personal(user_id))
 
 
+def is_anonymous(speaker: TurnSpeaker | None) -> bool:
+    """Whether the turn's speaker is an anonymous group sender: there is a speaker, but no
+    QQ number to keep personal memories under (the one OneBot reports is shared by every
+    anonymous sender)."""
+    return speaker is not None and not speaker.user_id
+
+
 def personal_view(chat_scope: str, speaker: TurnSpeaker | None) -> MemoryView | None:
     """The speaker's personal memories as the chat `chat_scope` may use them: all of them in
-    the speaker's own private chat, the public ones anywhere else; None without a speaker."""
+    the speaker's own private chat, the public ones anywhere else; None without a speaker
+    or for an anonymous one."""
     if speaker is None or not speaker.user_id:
         return None
     chat = Scope.parse(chat_scope)

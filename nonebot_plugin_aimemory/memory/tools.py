@@ -7,13 +7,15 @@ the message, and search, update and forget see that person's memories visible he
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from .. import prompts, texts
-from ..engine.tools import MAX_TOOL_RESULT_CHARS, Tool, ToolError
+from ..engine.tools import MAX_TOOL_RESULT_CHARS, Tool, ToolError, ToolText
 from ..engine.turn_context import current_speaker
+from ..scopes import Scope
 from ..text.fit import fit_lines
-from .personal import MemoryView, personal_view
+from .personal import MemoryView, is_anonymous, personal_view
 from .rules import MISSING, Missing, clean_user_id
 from .service import MemoryService, SaveOutcome, UpdateOutcome
 
@@ -25,6 +27,13 @@ SEARCH_LIMIT_MAX = 50  # with a query; without one the model may list every entr
 # Room left under the engine's cap on tool results for the paging note, so it is never cut.
 SEARCH_RESULT_MAX_CHARS = MAX_TOOL_RESULT_CHARS - 500
 USER_ID_PROBLEM = "user_id 必须是 QQ 号（纯数字）；要清空请传空字符串"
+ANONYMOUS_SPEAKER_NOT_SAVED = (
+    "未保存：这条消息是匿名发的，匿名消息没有个人记忆（认不出是谁）。"
+    '关于整个聊天的事仍可用 about="chat" 保存。'
+)
+# What a group's window keeps of a result that showed its speaker's personal memories.
+PERSONAL_RESULT_KEPT = "（这里是发言人的个人记忆，只在那一轮可见，已隐去）"
+PERSONAL_HITS_KEPT = "（另有 {count} 条发言人的个人记忆，只在那一轮可见，已隐去）"
 
 
 def memory_tools(memory: MemoryService, scope: str, *, personal: bool = True) -> Iterable[Tool]:
@@ -79,12 +88,15 @@ def _speakers_view(scope: str, personal: bool) -> MemoryView | None:
 
 
 def _saver(memory: MemoryService, scope: str, personal: bool):
-    async def save(arguments: dict[str, Any]) -> str:
+    async def save(arguments: dict[str, Any]) -> str | ToolText:
         """The `memory_save` tool: store a new memory in this scope, or with
         `about="speaker"` in the speaker's personal memories."""
         content = _content_argument(arguments.get("content"))
         if isinstance(content, Missing) or not content.strip():
             raise ToolError("缺少参数 content")
+        speaker_asked = personal and arguments.get("about") == prompts.ABOUT_SPEAKER
+        if speaker_asked and is_anonymous(current_speaker()):
+            return ANONYMOUS_SPEAKER_NOT_SAVED  # nobody to keep it for (personal.py)
         target, note = _save_target(scope, arguments.get("about"), personal)
         user_id = _user_id_argument(arguments.get("user_id"))
         if target is not None and arguments.get("user_id") is None:
@@ -102,7 +114,8 @@ def _saver(memory: MemoryService, scope: str, personal: bool):
             result = describe_save(outcome, memory.max_entries)
         else:
             result = describe_personal_save(outcome, memory.personal_max_entries, target)
-        return f"{result}\n{note}" if note else result
+        result = f"{result}\n{note}" if note else result
+        return _personal_in_shared(result, scope) if target is not None else result
 
     return save
 
@@ -130,7 +143,7 @@ def _save_target(scope: str, about: Any, personal: bool) -> tuple[MemoryView | N
 
 
 def _searcher(memory: MemoryService, scope: str, personal: bool):
-    async def search(arguments: dict[str, Any]) -> str:
+    async def search(arguments: dict[str, Any]) -> str | ToolText:
         """The `memory_search` tool: this scope's memories and the speaker's visible
         personal ones, ranked together, by query or newest first."""
         query = _optional_text(arguments.get("query"))
@@ -149,13 +162,36 @@ def _searcher(memory: MemoryService, scope: str, personal: bool):
             return "没有找到相关记忆。" if has_query else "当前会话还没有任何记忆。"
         if offset >= len(hits):
             return f"offset={offset} 超出了范围：一共只有 {len(hits)} 条。"
-        return search_page(hits, offset)
+        page = search_page(hits, offset)
+        return _for_shared_window(page) if _is_shared(scope) else page.text
 
     return search
 
 
+def _personal_in_shared(result: str, scope: str) -> str | ToolText:
+    """A result about the speaker's personal memories, kept as a note in a shared window."""
+    return ToolText(result, PERSONAL_RESULT_KEPT) if _is_shared(scope) else result
+
+
+def _is_shared(scope: str) -> bool:
+    """Whether several people share the window of `scope` (a group, any persona): one
+    person's memories shown there stay in the turn that asked for them."""
+    return Scope.parse(scope).is_group
+
+
+def _for_shared_window(page: SearchPage) -> str | ToolText:
+    """A search page as a shared window keeps it: the chat's lines, and a note in place of
+    the speaker's personal ones."""
+    personal = sum(1 for hit in page.shown if hit.personal)
+    if not personal:
+        return page.text
+    lines = [line for line, hit in zip(page.lines, page.shown, strict=True) if not hit.personal]
+    lines.insert(0, PERSONAL_HITS_KEPT.format(count=personal))
+    return ToolText(page.text, "\n".join([*lines, *page.notes]))
+
+
 def _updater(memory: MemoryService, scope: str, personal: bool):
-    async def update(arguments: dict[str, Any]) -> str:
+    async def update(arguments: dict[str, Any]) -> str | ToolText:
         """The `memory_update` tool: change only the fields that were given, of a memory of
         this scope or else of the speaker's visible personal ones."""
         memory_id = _text_argument(arguments, "id")
@@ -174,7 +210,7 @@ def _updater(memory: MemoryService, scope: str, personal: bool):
         outcome = await memory.update(
             speakers.scope, memory_id, **fields, include_private=speakers.include_private
         )
-        return describe_update(outcome, memory_id, view=speakers)
+        return _personal_in_shared(describe_update(outcome, memory_id, view=speakers), scope)
 
     return update
 
@@ -200,7 +236,21 @@ def _forgetter(memory: MemoryService, scope: str, personal: bool):
     return forget
 
 
-def search_page(hits: Sequence[SearchHit], offset: int) -> str:
+@dataclass(frozen=True, slots=True)
+class SearchPage:
+    """The hits a search result shows, their lines, and the paging note (if any)."""
+
+    shown: list[SearchHit]
+    lines: list[str]
+    notes: list[str]
+
+    @property
+    def text(self) -> str:
+        """The result as the model reads it."""
+        return "\n".join([*self.lines, *self.notes])
+
+
+def search_page(hits: Sequence[SearchHit], offset: int) -> SearchPage:
     """Hits from `offset` on, one per line, as many as fit the result size; when some do
     not fit, a last line says how many are left and which offset shows them."""
     fitted = fit_lines(
@@ -210,12 +260,13 @@ def search_page(hits: Sequence[SearchHit], offset: int) -> str:
         # characters), so paging always moves on.
         shorten=lambda line, _room, rank: line if rank == 0 else None,
     )
-    lines = fitted.lines
-    left = len(hits) - offset - len(lines)
+    shown = [hits[offset + index] for index in fitted.indices]
+    left = len(hits) - offset - len(fitted.lines)
+    notes = []
     if left > 0:
-        next_offset = offset + len(lines)
-        lines.append(f"（还有 {left} 条没有显示，用 offset={next_offset} 继续查看）")
-    return "\n".join(lines)
+        next_offset = offset + len(fitted.lines)
+        notes.append(f"（还有 {left} 条没有显示，用 offset={next_offset} 继续查看）")
+    return SearchPage(shown, fitted.lines, notes)
 
 
 def describe_save(outcome: SaveOutcome, max_entries: int) -> str:

@@ -18,6 +18,7 @@ from nonebot.adapters.onebot.v11 import (
 
 from ..engine.messages import Part, TextPart
 from ..media.images import ImageReader, marker, short_hash_of
+from ..store.sent_messages import SentMessages
 from ..text.lines import LINE_BREAK_MARK
 from .members import MemberNames, call_quietly
 from .quotes import HIDDEN_QUOTE, QuotedMessage
@@ -72,11 +73,12 @@ class _LineBudget:
 
 class ContentRenderer:
     """The rich form of an addressed message: images read, names looked up, the quoted
-    message and forwarded records fetched."""
+    message and forwarded records fetched. `sent` places the bot's own quoted messages."""
 
-    def __init__(self, images: ImageReader, members: MemberNames) -> None:
+    def __init__(self, images: ImageReader, members: MemberNames, sent: SentMessages) -> None:
         self.images = images
         self.members = members
+        self.sent = sent
 
     async def render(
         self, bot: Bot, event: MessageEvent, segments: Iterable[MessageSegment]
@@ -153,7 +155,8 @@ class ContentRenderer:
     async def quote(self, reading: _Reading) -> list[Part]:
         """`[引用 小明(12345)：…]` when the message replies to another one (nothing otherwise);
         images and @s in the quote are read like those of the user's own message. A quote
-        said in another chat is HIDDEN_QUOTE, its content never read."""
+        said in another chat, or of the bot and not recorded as sent here, is HIDDEN_QUOTE,
+        its content never read."""
         event = reading.event
         reply = getattr(event, "reply", None)
         if reply is not None:
@@ -162,11 +165,12 @@ class ContentRenderer:
             segment = next((s for s in event.original_message if s.type == "reply"), None)
             if segment is None:
                 return []
-            fetched = await self._fetch_quoted(reading.bot, data_of(segment))
+            data = data_of(segment)
+            fetched = await self._fetch_quoted(reading.bot, data)
             if fetched is None:
                 return [TextPart(UNAVAILABLE_QUOTE)]
-            quoted = QuotedMessage.from_get_msg(fetched)
-        if not quoted.belongs_to_chat_of(event):
+            quoted = QuotedMessage.from_get_msg(fetched, data.get("id"))
+        if not await quoted.shown_in_chat_of(event, self.sent):
             logger.info(
                 "hid a quote from another chat (here %s, the quote's %s %s)",
                 getattr(event, "group_id", None) or f"private {event.user_id}",

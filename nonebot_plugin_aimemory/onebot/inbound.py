@@ -11,7 +11,7 @@ from nonebot.adapters.onebot.v11 import Bot, GroupMessageEvent, Message, Message
 from nonebot.internal.adapter import Event
 
 from ..config import Config
-from ..conversation.incoming import Command, Incoming, Speaker
+from ..conversation.incoming import ANONYMOUS_PREFIX, Command, Incoming, Speaker
 from ..engine.messages import Part, TextPart
 from ..scopes import Scope
 from ..text.encodable import encodable
@@ -53,9 +53,26 @@ def speaker_name(event: MessageEvent) -> str:
     """The sender's group card, else nickname, else QQ number; on one line, with the marks
     of a speaker line neutralised."""
     sender = event.sender
-    raw = encodable(getattr(sender, "card", None) or sender.nickname or "")
-    name = " ".join(raw.split()).translate(_LINE_MARKS)
-    return name or str(event.user_id)
+    return _one_line(getattr(sender, "card", None) or sender.nickname or "") or str(event.user_id)
+
+
+def _one_line(raw: str) -> str:
+    """A name on one line, the marks of a speaker line written the full-width way."""
+    return " ".join(encodable(raw).split()).translate(_LINE_MARKS)
+
+
+def speaker_of(event: MessageEvent) -> Speaker:
+    """Who sent the message. An anonymous group message (`sub_type` "anonymous") comes
+    from QQ's anonymous identity, not from the placeholder QQ number every anonymous
+    sender shares: `匿名<id>`, called by its anonymous name."""
+    if not isinstance(event, GroupMessageEvent) or (
+        event.anonymous is None and event.sub_type != "anonymous"
+    ):
+        return Speaker(str(event.user_id), speaker_name(event))
+    anonymous = event.anonymous
+    anonymous_id = str(anonymous.id) if anonymous is not None else ""
+    name = _one_line(anonymous.name) if anonymous is not None else ""
+    return Speaker.anonymous_sender(anonymous_id, name or ANONYMOUS_PREFIX)
 
 
 def command_text(message: Message) -> str:
@@ -157,6 +174,29 @@ class Inbound:
         self.config = config
         self.renderer = renderer
 
+    async def _speaker(
+        self, bot: Bot, event: MessageEvent, *, command: Command | None, addressed: bool
+    ) -> Speaker:
+        """The sender, with what they may manage when it matters. An anonymous sender
+        manages nothing: nobody can tell who they are (the group's owner, perhaps)."""
+        speaker = speaker_of(event)
+        if speaker.anonymous:
+            return speaker
+        if command is not None:
+            return Speaker(
+                speaker.user_id,
+                speaker.name,
+                is_manager=await is_manager(bot, event),
+                is_superuser=await is_superuser(bot, event),
+            )
+        if addressed and self.config.aimemory_daily_tokens_per_chat > 0:
+            # SUPERUSERS are exempt from the daily quota, the one use of knowing it here
+            # (NoneBot's permission check costs a dependency resolution per message).
+            return Speaker(
+                speaker.user_id, speaker.name, is_superuser=await is_superuser(bot, event)
+            )
+        return speaker
+
     async def translate(self, bot: Bot, event: Event) -> Incoming | None:
         """The message, or None when the bot must ignore it (its own, a group it does not
         serve, a private chat it may not answer). Nothing here waits on I/O before the
@@ -182,24 +222,10 @@ class Inbound:
             # `/status` is the status plugin's, answered or not: not a message for us (in a
             # group it is an ordinary chat line, in private chat nothing).
             addressed = False
-        speaker = Speaker(str(event.user_id), speaker_name(event))
-        if command is not None:
-            speaker = Speaker(
-                speaker.user_id,
-                speaker.name,
-                is_manager=await is_manager(bot, event),
-                is_superuser=await is_superuser(bot, event),
-            )
-        elif addressed and self.config.aimemory_daily_tokens_per_chat > 0:
-            # SUPERUSERS are exempt from the daily quota, the one use of knowing it here
-            # (NoneBot's permission check costs a dependency resolution per message).
-            speaker = Speaker(
-                speaker.user_id, speaker.name, is_superuser=await is_superuser(bot, event)
-            )
         return Incoming(
             key=session_key_for(event),
             group_id=group_id,
-            speaker=speaker,
+            speaker=await self._speaker(bot, event, command=command, addressed=addressed),
             sent_at=datetime.fromtimestamp(event.time, timezone.utc),
             addressed=addressed,
             content=EventContent(bot, event, self.renderer),

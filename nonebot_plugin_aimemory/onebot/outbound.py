@@ -1,13 +1,15 @@
 """What the bot sends: an `Outcome` as OneBot v11 messages. The model's text is made to read
 well in QQ (Markdown marks dropped, long replies split), image links it writes become QQ
-images (only safe, size-capped downloads) and `@QQ号` of a group member becomes a real @."""
+images (only safe, size-capped downloads) and `@QQ号` of a group member becomes a real @.
+Each sent message's id is recorded with its chat, so a quote of it is shown only there."""
 
 from __future__ import annotations
 
 import asyncio
 import logging
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
 
 import nonebot
 from nonebot.adapters.onebot.v11 import (
@@ -21,8 +23,12 @@ from nonebot.adapters.onebot.v11 import (
 from .. import texts
 from ..conversation.incoming import Outcome
 from ..media.images import ImageReader, download_image
+from ..scopes import Scope
+from ..store.database import utc_now_text
+from ..store.sent_messages import SentMessage, SentMessages, message_key
 from .inbound import session_key_for
 from .members import MemberNames
+from .quotes import chat_scope
 
 logger = logging.getLogger("nonebot_plugin_aimemory")
 
@@ -125,58 +131,102 @@ class ReplyBuilder:
         return segments
 
 
+@dataclass
+class SentRecords:
+    """What one outcome sent, by the bot account `account`: recorded in one write after
+    its last send (a record is about what went out, so nothing waits for it before)."""
+
+    account: str
+    records: list[SentMessage] = field(default_factory=list)
+
+    def add(self, chat: Scope, answer: object) -> None:
+        """Note the message a send API answered `answer` for, sent to `chat`; an answer
+        without an id (some implementations) leaves it unrecorded: quotes of it stay hidden."""
+        message_id = sent_message_id(answer)
+        if message_id is None:
+            logger.debug("a message sent to %s came back without an id: %r", chat, answer)
+            return
+        self.records.append(SentMessage(self.account, message_id, str(chat), utc_now_text()))
+
+
+def sent_message_id(answer: object) -> str | None:
+    """The id a send API answered with, in any implementation's shape: `{"message_id": 1}`
+    (OneBot v11), a bare id, or none at all."""
+    if isinstance(answer, Mapping):
+        answer = answer.get("message_id")
+    return message_key(answer)
+
+
 class Outbound:
     """Sends outcomes: the model's replies through the ReplyBuilder, other texts as text,
     notices for the SUPERUSERS as private messages (to NoneBot's SUPERUSERS unless
-    `superusers` is given)."""
+    `superusers` is given); records each sent message's chat in `sent`."""
 
     def __init__(
         self,
         replies: ReplyBuilder,
+        sent: SentMessages,
         *,
         max_chars: int,
         max_parts: int,
         superusers: Iterable[str] | None = None,
     ) -> None:
         self.replies = replies
+        self.sent = sent
         self.max_chars = max_chars
         self.max_parts = max_parts
         self.superusers = None if superusers is None else frozenset(superusers)
 
     async def send(self, bot: Bot, event: MessageEvent, outcome: Outcome) -> None:
-        """Send the outcome's messages in order, then let its session go on. A failed send
-        is logged: the answer is already in the history."""
+        """Send the outcome's messages in order, record where they went, then let its
+        session go on. A failed send is logged: the answer is already in the history."""
+        records = SentRecords(str(bot.self_id))
         try:
             if outcome.from_model:
-                await self._send_model_text(bot, event, outcome.texts)
+                await self._send_model_text(bot, event, outcome.texts, records)
             elif outcome.texts:
-                await send_texts(bot, event, outcome.texts)
+                await send_texts(bot, event, outcome.texts, records)
         except Exception:
             logger.exception("could not send the reply in %s", session_key_for(event))
         finally:
             if outcome.notify_superusers:
-                await self._notify_superusers(bot, outcome.notify_superusers)
+                await self._notify_superusers(bot, outcome.notify_superusers, records)
+            await self._record(records)
             outcome.mark_delivered()
 
-    async def _notify_superusers(self, bot: Bot, text: str) -> None:
+    async def _record(self, records: SentRecords) -> None:
+        """Keep where the sent messages went; a failure is logged (their quotes stay
+        hidden), never raised: the messages are out."""
+        try:
+            await self.sent.record(records.records)
+        except Exception:
+            chats = sorted({record.chat_key for record in records.records})
+            logger.exception("could not record %d sent messages of %s", len(records.records), chats)
+
+    async def _notify_superusers(self, bot: Bot, text: str, records: SentRecords) -> None:
         """The notice as a private message to each SUPERUSER; a failed send is logged."""
         superusers = self.superusers
         if superusers is None:
             superusers = frozenset(nonebot.get_driver().config.superusers)
         for user_id in sorted(qq_ids(superusers)):
             try:
-                await bot.send_private_msg(
+                answer = await bot.send_private_msg(
                     user_id=user_id, message=Message(MessageSegment.text(text))
                 )
             except Exception:
                 logger.exception("could not send a notice to superuser %s", user_id)
+            else:
+                records.add(Scope.friend(user_id), answer)
 
-    async def _send_model_text(self, bot: Bot, event: MessageEvent, replies: list[str]) -> None:
+    async def _send_model_text(
+        self, bot: Bot, event: MessageEvent, replies: list[str], records: SentRecords
+    ) -> None:
         for reply in replies:
             pieces = split_reply(
                 plain_for_qq(reply), max_chars=self.max_chars, max_parts=self.max_parts
             )
-            await send_segments(bot, event, await self.replies.build(bot, event, pieces))
+            messages = await self.replies.build(bot, event, pieces)
+            await send_segments(bot, event, messages, records)
 
 
 def reply_image_links(pieces: Iterable[str]) -> list[str]:
@@ -200,20 +250,24 @@ def qq_ids(superusers: Iterable[str]) -> set[int]:
     return ids
 
 
-async def send_texts(bot: Bot, event: MessageEvent, replies: list[str]) -> None:
+async def send_texts(
+    bot: Bot, event: MessageEvent, replies: list[str], records: SentRecords
+) -> None:
     """Send texts in order as text segments, so CQ-code lookalikes stay literal."""
-    await send_segments(bot, event, [[MessageSegment.text(text)] for text in replies])
+    await send_segments(bot, event, [[MessageSegment.text(text)] for text in replies], records)
 
 
 async def send_segments(
-    bot: Bot, event: MessageEvent, messages: list[list[MessageSegment]]
+    bot: Bot, event: MessageEvent, messages: list[list[MessageSegment]], records: SentRecords
 ) -> None:
-    """Send messages in order; in groups the first one quotes the triggering message."""
+    """Send messages in order, each noted in `records` as sent to the event's chat; in
+    groups the first one quotes the triggering message."""
+    chat = chat_scope(event)
     for index, segments in enumerate(messages):
         if index == 0 and isinstance(event, GroupMessageEvent):
             # Built in one go: `segment + message` deep-copies the message.
             segments = [MessageSegment.reply(event.message_id), *segments]
-        await bot.send(event, Message(segments))
+        records.add(chat, await bot.send(event, Message(segments)))
 
 
 # Prefer to cut at a paragraph, then a line, then a sentence end, then anywhere.

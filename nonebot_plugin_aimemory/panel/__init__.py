@@ -24,11 +24,14 @@ def panel_router(
 ) -> tuple[APIRouter, PanelData]:
     """The panel's routes for this configuration (FastAPI must be importable), and the
     data they read, whose background work is closed at shutdown."""
-    from .auth import PanelAuth
+    from .auth import ClientAddresses, PanelAuth
     from .routes import build_router
 
     data = PanelData(names)
-    auth = PanelAuth(config.aimemory_panel_token.get_secret_value())
+    auth = PanelAuth(
+        config.aimemory_panel_token.get_secret_value(),
+        ClientAddresses(config.panel_trusted_proxies),
+    )
     return build_router(config.aimemory_panel_path, auth, data, runtime), data
 
 

@@ -13,8 +13,17 @@ from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Resp
 
 from .. import texts
 from .auth import CSRF_COOKIE, SESSION_COOKIE, SESSION_SECONDS, PanelAuth
-from .dependencies import client_address
+from .dependencies import (
+    CLOSE_CONNECTION,
+    BodyTooLarge,
+    RuntimeGetter,
+    bounded_body,
+    client_of,
+)
 from .scopes import BadScope, Scope, parse_scope
+from .views.errors import PanelError
+from .views.known_chats import scope_is_known
+from .views.time_zone import page_zone
 
 # The files of static/ the router serves, with their types; nothing else is reachable.
 STATIC_TYPES = {
@@ -23,7 +32,7 @@ STATIC_TYPES = {
     "overview.js": "text/javascript; charset=utf-8",
     "chat.js": "text/javascript; charset=utf-8",
 }
-PAGES = ("login.html", "overview.html", "chat.html")
+PAGES = ("login.html", "overview.html", "chat.html", "error.html")
 # The login form's body is a few dozen bytes; anything much longer is not one.
 MAX_LOGIN_BODY_BYTES = 4096
 SECURITY_HEADERS = {
@@ -51,9 +60,10 @@ def static_text(name: str) -> str:
 class PanelPages:
     """The page handlers, bound to one token and one base path."""
 
-    def __init__(self, base: str, auth: PanelAuth) -> None:
+    def __init__(self, base: str, auth: PanelAuth, runtime: RuntimeGetter) -> None:
         self.base = base
         self.auth = auth
+        self.runtime = runtime
         self._files = {name: static_text(name) for name in (*PAGES, *STATIC_TYPES)}
 
     def router(self) -> APIRouter:
@@ -70,8 +80,15 @@ class PanelPages:
         return router
 
     def page(self, name: str, status: int = 200, error: str = "") -> HTMLResponse:
-        """A page with the base path (and maybe an error) filled in."""
+        """A page with the base path, the time zone its times are shown in (and maybe an
+        error) filled in."""
+        # The zone the runtime counts days in (empty before it started: the page's own
+        # API calls then say the bot is not running).
+        runtime = self.runtime()
+        zone = page_zone(runtime.config.zone) if runtime is not None else None
         body = self._files[name].replace("{{base}}", html.escape(self.base))
+        body = body.replace("{{zone}}", html.escape(zone.name if zone else ""))
+        body = body.replace("{{zone_label}}", html.escape(zone.label if zone else ""))
         body = body.replace("{{error}}", html.escape(error))
         return HTMLResponse(body, status_code=status, headers=SECURITY_HEADERS)
 
@@ -84,15 +101,17 @@ class PanelPages:
     async def chat_page(
         self, scope: str, session_id: str | None = Cookie(None, alias=SESSION_COOKIE)
     ) -> Response:
-        """One scope's page (its data comes from the API)."""
+        """One scope's page (its data comes from the API); a chat the overview would not
+        list is a 404 page saying so (views/known_chats.py decides which)."""
         if self.auth.session(session_id) is None:
             return self.page("login.html", 401, texts.PANEL_UNAUTHORIZED)
         try:
-            parse_scope(scope)
+            parsed = parse_scope(scope)
         except BadScope:
-            return HTMLResponse(
-                html.escape(texts.PANEL_BAD_SCOPE), status_code=400, headers=SECURITY_HEADERS
-            )
+            return self.page("error.html", 400, texts.PANEL_BAD_SCOPE)
+        runtime = self.runtime()
+        if runtime is not None and not await scope_is_known(runtime, parsed):
+            return self.page("error.html", 404, texts.panel_chat_not_found(str(parsed)))
         return self.page("chat.html")
 
     async def person_page(self, qq: str) -> Response:
@@ -101,9 +120,7 @@ class PanelPages:
         try:
             scope = Scope.person(qq)
         except ValueError:
-            return HTMLResponse(
-                html.escape(texts.PANEL_BAD_SCOPE), status_code=400, headers=SECURITY_HEADERS
-            )
+            return self.page("error.html", 400, texts.PANEL_BAD_SCOPE)
         return RedirectResponse(f"{self.base}/chats/{quote(str(scope), safe='')}", status_code=303)
 
     async def bare_path(self) -> Response:
@@ -112,11 +129,18 @@ class PanelPages:
 
     async def login(self, request: Request) -> Response:
         """Trade the token from the form for a session (cookie) and its CSRF token."""
-        client = client_address(request)
+        try:
+            raw = await bounded_body(request, MAX_LOGIN_BODY_BYTES)
+        except PanelError as refused:
+            response = self.page("login.html", refused.status, refused.body["reason"])
+            if isinstance(refused, BodyTooLarge):
+                response.headers.update(CLOSE_CONNECTION)
+            return response
+        # No `await` from the check to the count: concurrent guesses cannot all pass first.
+        client = client_of(self.auth, request)
         if self.auth.limited(client):
             return self.page("login.html", 429, texts.PANEL_TOO_MANY_ATTEMPTS)
-        raw = await request.body()
-        form = parse_qs(raw[:MAX_LOGIN_BODY_BYTES].decode("utf-8", "replace"))
+        form = parse_qs(raw.decode("utf-8", "replace"))
         token = (form.get("token") or [""])[0]
         if not self.auth.token_matches(token):
             self.auth.note_failure(client)

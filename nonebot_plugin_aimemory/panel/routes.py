@@ -36,13 +36,18 @@ def build_router(
     """Every route of the panel under `base_path`."""
     base = base_path.rstrip("/")
     deps = api_dependencies(auth, runtime)
-    api = APIRouter(prefix=f"{base}/api", route_class=ApiRoute, include_in_schema=False)
+    api = APIRouter(
+        prefix=f"{base}/api",
+        route_class=ApiRoute,
+        include_in_schema=False,
+        dependencies=[deps.body_size],
+    )
     _add_overview_routes(api, deps, data)
     _add_memory_reads(api, deps)
     _add_memory_writes(api, deps)
     _add_chat_routes(api, deps)
     router = APIRouter()
-    router.include_router(PanelPages(base, auth).router())
+    router.include_router(PanelPages(base, auth, runtime).router())
     router.include_router(api)
     return router
 

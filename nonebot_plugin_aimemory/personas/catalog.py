@@ -1,12 +1,15 @@
 """The personas an operator defined: one `.md` file each in the personas folder (the file
 name is the persona's name, the text its system prompt, an optional `---` front matter with
 `model: …` picks another main model), plus the built-in `默认` (AIMEMORY_SYSTEM_PROMPT).
-A bad file is skipped with a log line naming it; the others still load."""
+A bad file is skipped with a log line naming it; the others still load. The catalog is
+kept in memory and read again only when the folder's listing changed."""
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import os
+import time
 import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,6 +22,14 @@ MAX_PERSONA_NAME_CHARS = 32
 PERSONA_SUFFIX = ".md"
 # Front-matter keys a persona file may set; anything else is logged and ignored.
 FRONT_MATTER_KEYS = frozenset({"model"})
+# A file written this recently is read again next time even if its listing looks the same:
+# filesystems that keep times to the second (FAT: two) show an edit made within the same
+# tick as the last read with unchanged times.
+RECENT_CHANGE_SECONDS = 2.0
+
+# What the folder's listing says of each persona file: name, size, modification and change
+# times (ns), inode. A file edited, added, removed or replaced changes it.
+Listing = tuple[tuple[str, int, int, int, int], ...]
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,13 +94,17 @@ def _split_front_matter(text: str) -> tuple[str, str | None]:
 
 
 class PersonaCatalog:
-    """The personas in `directory` plus `默认`; `reload` re-reads the folder (at startup
-    and when a persona command runs, so a new file needs no restart)."""
+    """The personas in `directory` plus `默认`; `reload` brings them up to date with the
+    folder (at startup and when a persona command runs, so a new file needs no restart),
+    reading the files only when the folder's listing changed."""
 
     def __init__(self, directory: Path | None, default_prompt: str) -> None:
         self.directory = directory
         self._default = Persona(DEFAULT_PERSONA, default_prompt)
         self._personas: dict[str, Persona] = {DEFAULT_PERSONA: self._default}
+        # The listing the personas were read from; None: read the files next time.
+        self._listing: Listing | None = None
+        self._reloading = asyncio.Lock()
 
     @property
     def default(self) -> Persona:
@@ -106,25 +121,64 @@ class PersonaCatalog:
         return self._personas.get(name)
 
     async def reload(self) -> None:
-        """Re-read the folder off the event loop; a bad file is skipped and logged."""
-        loaded = await asyncio.to_thread(self._read_folder)
-        self._personas = {DEFAULT_PERSONA: self._default, **loaded}
-
-    def _read_folder(self) -> dict[str, Persona]:
+        """Re-read the folder off the event loop if its listing changed since the last
+        read (a listing costs a stat per file, a read ~10 times that); a bad file is
+        skipped and logged. One reload at a time, so an older read never wins."""
         if self.directory is None:
-            return {}
-        try:
-            self.directory.mkdir(parents=True, exist_ok=True)
-            paths = sorted(self.directory.glob(f"*{PERSONA_SUFFIX}"))
-        except OSError:
-            logger.exception("cannot read the personas folder %s", self.directory)
-            return {}
-        personas: dict[str, Persona] = {}
-        for path in paths:
-            persona = _read_file(path)
-            if persona is not None:
-                personas[persona.name] = persona
-        return personas
+            return
+        async with self._reloading:
+            listing, loaded = await asyncio.to_thread(
+                _read_if_changed, self.directory, self._listing
+            )
+            if loaded is not None:
+                self._personas = {DEFAULT_PERSONA: self._default, **loaded}
+            self._listing = listing
+
+
+def _read_if_changed(
+    directory: Path, last: Listing | None
+) -> tuple[Listing | None, dict[str, Persona] | None]:
+    """The folder's listing, to keep (None: not to be trusted next time), and its personas,
+    or None when the listing is `last`: nothing changed."""
+    listing = _listing(directory)
+    if listing is not None and listing == last:
+        return listing, None
+    personas: dict[str, Persona] = {}
+    for name, *_ in listing or ():
+        persona = _read_file(directory / name)
+        if persona is not None:
+            personas[persona.name] = persona
+    return (listing if listing is not None and _settled(listing) else None), personas
+
+
+def _listing(directory: Path) -> Listing | None:
+    """Each persona file's name, size, times and inode, by name (the folder is made if
+    missing); None when the folder cannot be read."""
+    entries: list[tuple[str, int, int, int, int]] = []
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+        with os.scandir(directory) as scan:
+            for entry in scan:
+                if entry.name.endswith(PERSONA_SUFFIX):
+                    entries.append(_listed(entry))
+    except OSError:
+        logger.exception("cannot read the personas folder %s", directory)
+        return None
+    return tuple(sorted(entries))
+
+
+def _listed(entry: os.DirEntry[str]) -> tuple[str, int, int, int, int]:
+    try:
+        stat = entry.stat()  # through a symlink: an edit of its target counts
+    except OSError:
+        return (entry.name, -1, -1, -1, -1)  # a dangling link: reading it says why
+    return (entry.name, stat.st_size, stat.st_mtime_ns, stat.st_ctime_ns, stat.st_ino)
+
+
+def _settled(listing: Listing) -> bool:
+    """Whether no file was written within RECENT_CHANGE_SECONDS (see there)."""
+    recent_ns = time.time_ns() - int(RECENT_CHANGE_SECONDS * 1e9)
+    return all(mtime < recent_ns for _, _, mtime, _, _ in listing)
 
 
 def _read_file(path: Path) -> Persona | None:

@@ -13,6 +13,7 @@ from ..text.encodable import encodable
 from .chat_log_index import ChatLogIndex, index_rows, row_terms, unindex_rows
 from .chat_log_vectors import ChatLogVectorStore, forget_vectors
 from .database import Database
+from .sent_messages import forget_sent_before
 
 
 @dataclass(frozen=True, slots=True)
@@ -211,11 +212,12 @@ class ChatLogStore:
 
     async def delete_older_than(self, cutoff: str) -> int:
         """Remove rows logged before `cutoff` (fixed-width UTC text), their index rows and
-        their vectors."""
+        their vectors, and the records of the bot's messages sent before it."""
 
         def work(connection: sqlite3.Connection) -> int:
             unindex_rows(connection, "c.created_at < ?", (cutoff,))
             forget_vectors(connection, "created_at < ?", (cutoff,))
+            forget_sent_before(connection, cutoff)
             cursor = connection.execute("DELETE FROM chat_log WHERE created_at < ?", (cutoff,))
             return cursor.rowcount
 

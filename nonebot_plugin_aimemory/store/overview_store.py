@@ -1,6 +1,7 @@
-"""What the web panel's overview reads: every stored conversation window and every chat
-with a chat log, in a few statements that read no message bodies and no log text (with a
-thousand chats the overview answers in milliseconds)."""
+"""What the web panel's overview reads: every stored conversation window, every chat with a
+chat log, memories, token usage or a persona choice, in a few statements that read no
+message bodies and no log text (with a thousand chats the overview answers in
+milliseconds); and, for one chat's page, whether anything of it is stored at all."""
 
 from __future__ import annotations
 
@@ -20,6 +21,68 @@ WITH RECURSIVE chats(key) AS (
 SELECT key, (SELECT MAX(created_at) FROM chat_log WHERE session_key = chats.key)
 FROM chats WHERE key IS NOT NULL
 """
+
+
+def _distinct(table: str, column: str, below: str) -> str:
+    """Every distinct value of `column` (the leading column of `table`'s primary key) that
+    sorts below `below`, one index seek per value (the skip-scan above). Only called with
+    the literal names below."""
+    return f"""
+WITH RECURSIVE found(value) AS (
+    SELECT MIN({column}) FROM {table} WHERE {column} < '{below}'
+    UNION ALL
+    SELECT (SELECT MIN({column}) FROM {table} WHERE {column} > found.value AND {column} < '{below}')
+    FROM found WHERE found.value IS NOT NULL
+)
+SELECT value FROM found WHERE value IS NOT NULL
+"""
+
+
+# Chats' keys (`f:…`, `g:…`) sort below every person's (`u:…`).
+_CHAT_KEYS_BELOW = "u:"
+_MEMORY_SCOPES = (
+    f"SELECT * FROM ({_distinct('memories', 'scope', _CHAT_KEYS_BELOW)})"
+    f" UNION SELECT * FROM ({_distinct('memory_tombstones', 'scope', _CHAT_KEYS_BELOW)})"
+)
+_ACTIVE_CHATS = (
+    f"SELECT * FROM ({_distinct('token_usage', 'chat_key', _CHAT_KEYS_BELOW)})"
+    " UNION SELECT chat_key FROM persona_choices"
+)
+# One scope's stored traces: under its own key (a window, memories, tombstones), under any
+# key of its chat (`g:1` or `g:1#<persona>`: `#` sorts just before `$`), and of the chat
+# itself (chat-log rows, usage, a persona choice); ?1 is the key, ?2 the chat's. Every test
+# is a primary-key or index seek.
+_OWN = (
+    "EXISTS (SELECT 1 FROM sessions WHERE key = ?1)"
+    " OR EXISTS (SELECT 1 FROM memories WHERE scope = ?1)"
+    " OR EXISTS (SELECT 1 FROM memory_tombstones WHERE scope = ?1)"
+)
+_IN_CHAT = " OR ".join(
+    f"EXISTS (SELECT 1 FROM {table} WHERE {column} = ?2"
+    f" OR ({column} >= ?2 || '#' AND {column} < ?2 || '$'))"
+    for table, column in (
+        ("sessions", "key"),
+        ("memories", "scope"),
+        ("memory_tombstones", "scope"),
+    )
+)
+_OF_CHAT = (
+    "EXISTS (SELECT 1 FROM chat_log WHERE session_key = ?2)"
+    " OR EXISTS (SELECT 1 FROM token_usage WHERE chat_key = ?2)"
+    " OR EXISTS (SELECT 1 FROM persona_choices WHERE chat_key = ?2)"
+)
+_TRACES = f"SELECT {_OWN}, {_IN_CHAT}, {_OF_CHAT}"
+
+
+@dataclass(frozen=True, slots=True)
+class ScopeTraces:
+    """What is stored of one scope: under its own key (`own`: a window, memories or
+    tombstones), under any scope of its chat (`in_chat`), and of the chat as a whole
+    (`of_chat`: chat-log rows, token usage or a persona choice)."""
+
+    own: bool
+    in_chat: bool
+    of_chat: bool
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,6 +153,21 @@ class OverviewStore:
         )
         found, newest = _split_newest(rows)
         return found, max(newest, after_id)
+
+    async def memory_scopes(self) -> set[str]:
+        """Every chat's scope (not a person's) with memories, live or deleted, or tombstones."""
+        return {str(value) for (value,) in await self.database.read(_MEMORY_SCOPES)}
+
+    async def active_chats(self) -> set[str]:
+        """Every chat key with token usage or a persona choice (the empty key of calls made
+        for no chat included: the caller keeps only scopes)."""
+        return {str(value) for (value,) in await self.database.read(_ACTIVE_CHATS)}
+
+    async def traces(self, key: str, chat_key: str) -> ScopeTraces:
+        """What is stored of scope `key`, of chat `chat_key`."""
+        rows = await self.database.read(_TRACES, (key, chat_key))
+        own, in_chat, of_chat = rows[0]
+        return ScopeTraces(bool(own), bool(in_chat), bool(of_chat))
 
     async def personal_scopes(self) -> list[PersonalScope]:
         """Every person with live personal memories, by scope."""

@@ -201,6 +201,19 @@ MIGRATIONS: tuple[str, ...] = (
     ) WITHOUT ROWID;
     CREATE INDEX IF NOT EXISTS token_usage_by_day ON token_usage (day);
     """,
+    # Which chat each message the bot sent went to (store/sent_messages.py), by the bot
+    # account and the id its implementation gave the message, so a quote of the bot's own
+    # message is shown only there; removed with the chat log's rows (by `sent_at`).
+    """
+    CREATE TABLE IF NOT EXISTS sent_messages (
+        account TEXT NOT NULL,
+        message_id TEXT NOT NULL,
+        chat_key TEXT NOT NULL,
+        sent_at TEXT NOT NULL,
+        PRIMARY KEY (account, message_id)
+    ) WITHOUT ROWID;
+    CREATE INDEX IF NOT EXISTS sent_messages_by_time ON sent_messages (sent_at);
+    """,
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)
@@ -328,6 +341,14 @@ CREATE TABLE IF NOT EXISTS token_usage (
     PRIMARY KEY (chat_key, day, role)
 ) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS token_usage_by_day ON token_usage (day);
+CREATE TABLE IF NOT EXISTS sent_messages (
+    account TEXT NOT NULL,
+    message_id TEXT NOT NULL,
+    chat_key TEXT NOT NULL,
+    sent_at TEXT NOT NULL,
+    PRIMARY KEY (account, message_id)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS sent_messages_by_time ON sent_messages (sent_at);
 """
 
 # The tables LATEST_SCHEMA creates (FTS5 adds its shadow tables on its own): a file holding

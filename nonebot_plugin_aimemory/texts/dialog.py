@@ -3,6 +3,20 @@
 from __future__ import annotations
 
 DIALOG_USAGE = "用法：~对话 状态 | ~对话 清空 | ~对话 停止 | ~对话 用量"
+# `~对话 停止` from a member with nothing of their own running or queued, while others have.
+NOTHING_OF_YOURS_TO_STOP = "你没有正在回答或排队中的消息；别人的只有群主、管理员能停止。"
+
+
+def stopped_messages(*, answering: int, queued: int, everyone: bool) -> str:
+    """`~对话 停止`: how many messages were stopped (the one being answered, those waiting)
+    and whose: the sender's own, or everyone's (a manager in a group)."""
+    stopped = []
+    if answering:
+        stopped.append(f"正在回答的 {answering} 条")
+    if queued:
+        stopped.append(f"排队中的 {queued} 条")
+    whose = "所有人" if everyone else "你"
+    return f"已停止{whose}的消息：{'，'.join(stopped)}。"
 
 
 def dialog_status(

@@ -137,6 +137,7 @@ PERSONAL_MEMORY_USAGE = (
 )
 PERSONAL_MEMORY_OFF = "个人记忆功能没有开启。"
 PERSONAL_MEMORY_NO_CALLER = "认不出是谁发的命令，无法查看个人记忆。"
+PERSONAL_MEMORY_ANONYMOUS = "匿名消息没有个人记忆：认不出匿名的是谁。"
 PERSONAL_MEMORY_EMPTY = "你还没有个人记忆。"
 PERSONAL_MEMORY_EMPTY_HERE = "你在这里还没有可见的个人记忆（私密的只在私聊里显示）。"
 PERSONAL_MEMORY_OTHERS_DENIED = "只有机器人超级用户可以删除别人的个人记忆。"

@@ -13,7 +13,6 @@ TOO_LONG = "这条消息太长了，超出了模型能处理的长度，请缩�
 LLM_EMPTY = "AI 这次没有给出回答，换个说法再试试吧。"
 TURN_FAILED = "出了点问题，这条消息没能回答，请稍后再试。"
 COMMAND_FAILED = "命令执行失败了，请稍后再试。"
-STOPPED = "已停止当前回答。"
 NOTHING_TO_STOP = "当前没有正在进行的回答。"
 # One notice per burst when one person sends more than one turn answers.
 BURST_TOO_LONG = "消息太多啦，我先回答前面的。"
@@ -21,6 +20,8 @@ CLEARED = "已清空本会话的上下文。"
 PERMISSION_DENIED = "只有群主、群管理员或机器人超级用户可以这样做。"
 REPLY_TRUNCATED = "……（回复过长，已省略后续内容）"
 EMPTY_MESSAGE = "你好像什么也没说～"
+# In place of a quote said in another chat, or a quote of the bot that it cannot place.
+QUOTE_HIDDEN = "[引用 无法显示]"
 
 
 def account_problem_for_superusers(

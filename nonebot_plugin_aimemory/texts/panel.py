@@ -9,6 +9,8 @@ PANEL_TOO_MANY_ATTEMPTS = "尝试次数太多，请一分钟后再试。"
 PANEL_CSRF_REJECTED = "请求缺少有效的 CSRF 令牌，请刷新页面后重试。"
 PANEL_BAD_SCOPE = "会话无效：只接受 g:<群号>、f:<QQ号>、u:<QQ号>（可加 #人设）。"
 PANEL_BAD_JSON = "请求内容不是有效的 JSON 对象。"
+PANEL_BODY_TOO_LARGE = "请求内容太长，面板不接收。"
+PANEL_BODY_INCOMPLETE = "请求内容没有传完整。"
 PANEL_CONTENT_NEEDED = "请填写记忆内容。"
 PANEL_TAGS_LIST = "标签应是列表或以逗号分隔的文字。"
 PANEL_PRIVATE_ONLY = "只有个人记忆可以设为私密。"
@@ -19,6 +21,14 @@ MEMORY_UNAVAILABLE_PANEL = "长期记忆不可用：数据库无法打开。"
 def panel_not_found(what: str) -> str:
     """An id or a page the panel does not know (in this scope)."""
     return f"找不到 {what[:40]}。"
+
+
+def panel_chat_not_found(key: str) -> str:
+    """The page or API row of a chat the panel holds nothing of."""
+    return (
+        f"找不到会话 {key}：机器人还没有在这里说过话，也没有存下它的记忆、聊天记录或用量。"
+        "请从总览里选择会话。"
+    )
 
 
 def panel_memory_full(max_entries: int) -> str:

@@ -1,5 +1,5 @@
 """Bursts: one speaker's quick messages are answered together, speakers take turns, a
-flood is capped with one notice, `~对话 停止` drops what is queued."""
+flood is capped with one notice, a manager's `~对话 停止` drops what is queued."""
 
 from __future__ import annotations
 
@@ -142,7 +142,7 @@ async def test_another_speaker_waits_behind_at_most_one_turn_of_the_flooder(plug
     assert [u.rsplit("：", 1)[-1] for u in users] == ["一", "二", "我也问一下", "三"]
 
 
-async def test_stop_drops_the_queued_messages_too(plugin) -> None:
+async def test_a_managers_stop_drops_the_queued_messages_too(plugin) -> None:
     plugin.llm.script(delay(5, text("慢")), text("不该有"), text("之后的回答"))
     bot = RecordingBot()
     first = asyncio.create_task(bot.receive(group_message("一", user_id=5, to_me=True)))
@@ -156,9 +156,9 @@ async def test_stop_drops_the_queued_messages_too(plugin) -> None:
         )
     ]
     await wait_until(lambda: len(plugin.runtime.conversation.bursts) == 2)  # both queued
-    await bot.receive(group_message("~对话 停止", user_id=7))
+    await bot.receive(group_message("~对话 停止", user_id=7, role="admin"))
     await asyncio.wait_for(asyncio.gather(first, *queued), 2)
-    assert bot.sent_texts == ["已停止当前回答。"]
+    assert bot.sent_texts == ["已停止所有人的消息：正在回答的 1 条，排队中的 2 条。"]
     assert plugin.llm.pending == 2  # neither queued message reached the model
     assert await logged_texts(plugin, "g:111") == ["一", "二", "插一句"]
     plugin.llm.reset()

@@ -103,8 +103,6 @@ async def test_private_user_clears_their_own_conversation(plugin) -> None:
 
 
 async def test_stop_cancels_the_answer_in_progress(plugin) -> None:
-    from nonebot_plugin_aimemory import texts
-
     plugin.llm.script(delay(1.5, text("很慢的回答")))
     bot = RecordingBot()
     asking = asyncio.create_task(bot.receive(private_message("慢慢说", user_id=25)))
@@ -114,7 +112,7 @@ async def test_stop_cancels_the_answer_in_progress(plugin) -> None:
             break
     await bot.receive(private_message("~对话 停止", user_id=25))
     await asyncio.wait_for(asking, 2)
-    assert bot.sent_texts == [texts.STOPPED]
+    assert bot.sent_texts == ["已停止你的消息：正在回答的 1 条。"]
     rows = await plugin.runtime.database.read(
         "SELECT role FROM messages WHERE session_key = 'f:25' ORDER BY seq"
     )

@@ -15,6 +15,7 @@ from tests.fakes.bots import RecordingBot
 from tests.fakes.openai_server import text, tool_calls
 
 if TYPE_CHECKING:
+    from nonebot_plugin_aimemory.engine.tools import ToolText
     from nonebot_plugin_aimemory.store.memory_store import MemoryRecord
 
 _SAVED_ID = re.compile(r"^已保存记忆 #([0-9a-z]+) ")
@@ -80,3 +81,8 @@ async def wait_for(check, timeout_seconds: float = 2.0) -> bool:
             return False
         await asyncio.sleep(0.02)
     return True
+
+
+def read_result(result: str | ToolText) -> str:
+    """A tool handler's result as the turn's request carries it."""
+    return result if isinstance(result, str) else result.text

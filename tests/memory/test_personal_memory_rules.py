@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from tests.fakes.bots import RecordingBot
-from tests.memory.helpers import command, model_calls_one, saved_id, stored
+from tests.memory.helpers import command, model_calls_one, read_result, saved_id, stored
 from tests.memory.personal_helpers import (
     BIRTHDAY,
     BOB,
@@ -293,7 +293,7 @@ async def test_each_persona_keeps_its_own_personal_memories(plugin) -> None:
     async def call(scope: str, name: str, arguments: dict[str, Any]) -> str:
         (tool,) = [t for t in runtime.memory.tools(scope) if t.name == name]
         with speaking(bob):
-            return await tool.handler(arguments)
+            return read_result(await tool.handler(arguments))
 
     saved = await call(f"g:{GROUP_A}#猫娘", "memory_save", {"content": CAKE, "about": "speaker"})
     as_cat = await call(f"g:{GROUP_B}#猫娘", "memory_search", {"query": "草莓蛋糕"})
@@ -316,8 +316,10 @@ async def test_outside_a_turn_the_tools_see_no_personal_memories(plugin) -> None
     await plugin.runtime.memory.service.save(BOB_SCOPE, CAKE)
     tools = {t.name: t for t in plugin.runtime.memory.tools(f"g:{GROUP_A}")}
 
-    searched = await tools["memory_search"].handler({"query": "草莓蛋糕"})
-    saved = await tools["memory_save"].handler({"content": "群里周五约饭", "about": "speaker"})
+    searched = read_result(await tools["memory_search"].handler({"query": "草莓蛋糕"}))
+    saved = read_result(
+        await tools["memory_save"].handler({"content": "群里周五约饭", "about": "speaker"})
+    )
 
     assert searched == "没有找到相关记忆。"
     assert saved.splitlines()[-1] == prompts.ABOUT_SPEAKER_UNKNOWN_NOTE

@@ -1,6 +1,8 @@
 """Quoted replies: the quoted message (fetched with `get_msg`, as nonebug skips the
 adapter's own lookup) is shown to the model as a short quote before the user's text; a
-quoted message said in another chat is shown as `[引用 无法显示]`, never its content."""
+quoted message said in another chat is shown as `[引用 无法显示]`, never its content. (The
+bot's own messages, placed by the record of where each was sent:
+test_quotes_of_bot_messages.py.)"""
 
 from __future__ import annotations
 
@@ -66,6 +68,15 @@ def adapter_reply(said: str, **fields: Any):
     return type_validate_python(Reply, answer)
 
 
+async def sent_by_the_bot(plugin, message_id: int, chat_key: str) -> None:
+    """The plugin's record that the bot sent `message_id` to the chat `chat_key`."""
+    from nonebot_plugin_aimemory.store.database import utc_now_text
+    from nonebot_plugin_aimemory.store.sent_messages import SentMessage
+
+    record = SentMessage(str(SELF_ID), str(message_id), chat_key, utc_now_text())
+    await plugin.runtime.outbound.sent.record([record])
+
+
 async def assert_never_shown(plugin, said: str) -> None:
     """`said` reached no model request and nothing stored."""
     assert said not in json.dumps(plugin.llm.chat_requests, ensure_ascii=False)
@@ -110,6 +121,7 @@ async def test_unavailable_quoted_message_is_marked_and_the_chat_goes_on(plugin,
 
 async def test_reply_to_the_bots_own_message_is_quoted_as_the_bot(plugin, qq: QQBot) -> None:
     qq.store_message(55, user_id=SELF_ID, card="", said="我之前的回答")
+    await sent_by_the_bot(plugin, 55, f"g:{GROUP}")
 
     await qq.receive(group_message(content(MessageSegment.reply(55), "为什么"), to_me=True))
 
@@ -257,6 +269,8 @@ async def test_private_message_of_another_user_quoted_in_a_private_chat_is_hidde
 async def test_bots_own_private_message_to_another_user_is_hidden(plugin, qq: QQBot) -> None:
     said_privately(qq, 90, user_id=SELF_ID, said=SECRET, target_id=3002)
     said_privately(qq, 91, user_id=SELF_ID, said="给你的回答", target_id=PRIVATE_USER)
+    await sent_by_the_bot(plugin, 90, "f:3002")
+    await sent_by_the_bot(plugin, 91, f"f:{PRIVATE_USER}")
 
     await qq.receive(private_message(content(MessageSegment.reply(90), "这个呢")))
     await qq.receive(private_message(content(MessageSegment.reply(91), "那这个呢")))

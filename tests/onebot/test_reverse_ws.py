@@ -92,13 +92,15 @@ async def test_group_at_bot_at_the_end_is_answered(app: App, plugin: PluginHarne
 
 
 async def test_group_reply_to_a_bot_message_is_answered(app: App, plugin: PluginHarness) -> None:
-    plugin.llm.script(text("就是字面意思"))
-    bot_message_id = 555
+    plugin.llm.script(text("之前的消息"), text("就是字面意思"))
+    bot_message_id = 9000  # the fake implementation's id for the bot's first send
     event = group_message(
         segments(MessageSegment.reply(bot_message_id), MessageSegment.text("这是什么意思"))
     )
     async with connect_onebot(app, access_token=ACCESS_TOKEN) as onebot:
-        onebot.quoted_senders[bot_message_id] = SELF_ID
+        # The bot said something in this group first: only that can be quoted here.
+        await onebot.send_event(group_message("小忆，说点什么"))
+        await onebot.next_send()
         await onebot.send_event(event)
         call = await onebot.next_send()
 

@@ -1,6 +1,7 @@
 """A real headless Chromium driven over the DevTools protocol with `websockets` (no browser
-automation package needed): launch it, open a page, type, press keys, click where an
-element is, read the page with JavaScript and take screenshots. The panel itself is served
+automation package needed): launch it (in a time zone of the test's choosing), open a page
+and read its HTTP status, type, press keys, click where an element is, read the page with
+JavaScript and take screenshots. The panel itself is served
 by uvicorn on 127.0.0.1 from the test's event loop, so the browser, the panel and the bot
 share one runtime."""
 
@@ -99,6 +100,23 @@ class Page:
             f"location.href === {json.dumps(url)} && document.readyState === 'complete'"
         )
 
+    async def goto_status(self, url: str) -> int:
+        """Open `url`; the HTTP status its document was served with."""
+        await self.send("Network.enable")
+        seen = len(self._events)
+        await self.goto(url)
+        statuses = [
+            int(event["params"]["response"]["status"])
+            for event in self._events[seen:]
+            if event["method"] == "Network.responseReceived"
+            and event["params"].get("type") == "Document"
+            and event["params"]["response"]["url"] == url
+        ]
+        await self.send("Network.disable")
+        if not statuses:
+            raise BrowserError(f"no response seen for {url}")
+        return statuses[-1]
+
     async def click(self, selector: str) -> None:
         """A real mouse click in the middle of the element."""
         box = await self.wait_for(
@@ -153,8 +171,11 @@ class Page:
 
 
 @contextlib.asynccontextmanager
-async def chromium_page(binary: str, width: int = 420, height: int = 900) -> AsyncIterator[Page]:
-    """A fresh headless Chromium (own profile, phone-sized window) and its first tab."""
+async def chromium_page(
+    binary: str, width: int = 420, height: int = 900, time_zone: str | None = None
+) -> AsyncIterator[Page]:
+    """A fresh headless Chromium (own profile, phone-sized window) and its first tab; with
+    `time_zone`, its clock runs in that zone (`TZ`), whatever the machine's is."""
     profile = tempfile.mkdtemp(prefix="aimemory-chromium-")
     process = await asyncio.create_subprocess_exec(
         binary,
@@ -173,6 +194,7 @@ async def chromium_page(binary: str, width: int = 420, height: int = 900) -> Asy
         "about:blank",
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
+        env={**os.environ, "TZ": time_zone} if time_zone else None,
     )
     try:
         browser_url = await _devtools_url(process)

@@ -423,11 +423,15 @@ async def test_the_memory_the_model_saved_is_what_the_panel_shows(plugin, panel_
 
 
 async def test_security_headers_forbid_framing_and_inline_scripts(panel_client) -> None:
-    page = await panel_client.get(f"{BASE}/chats/{GROUP}")
+    await panel_client.post(api(GROUP, "/memories"), json={"content": "群里周五聚餐"})
 
-    assert page.status_code == 200
-    assert "frame-ancestors 'none'" in page.headers["content-security-policy"]
-    assert "script-src 'self'" in page.headers["content-security-policy"]
+    page = await panel_client.get(f"{BASE}/chats/{GROUP}")
+    missing = await panel_client.get(f"{BASE}/chats/{OTHER_GROUP}")
+
+    assert (page.status_code, missing.status_code) == (200, 404)
+    for response in (page, missing):
+        assert "frame-ancestors 'none'" in response.headers["content-security-policy"]
+        assert "script-src 'self'" in response.headers["content-security-policy"]
 
 
 async def test_looking_a_person_up_redirects_to_their_page(panel_client) -> None:

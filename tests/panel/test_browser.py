@@ -5,6 +5,12 @@ QQ then no longer shows it, `~记忆 恢复` brings it back and the page shows i
 usage chart is drawn. Screenshots of both pages are saved (AIMEMORY_SCREENSHOTS_DIR, or a
 folder in the system temp directory), never committed.
 
+And the polish, in one browser session: chats titled with the name the bots report (looked
+up in the background after the first read) and the key beside it; the header's count
+following every delete, restore and edit; an unknown chat's 404 page; each empty list
+saying what will appear there; times in AIMEMORY_TIMEZONE with its name, in a browser
+whose own clock runs in UTC.
+
 Skipped only when no Chromium binary is installed (Debian: `apt-get install chromium`)."""
 
 from __future__ import annotations
@@ -13,13 +19,14 @@ import json
 import os
 import tempfile
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from tests.fakes.bots import RecordingBot
 from tests.fakes.events import group_message
 from tests.memory.helpers import command, model_calls_one, saved_id
-from tests.panel.browser import chromium_binary, chromium_page, serving
+from tests.panel.browser import Page, chromium_binary, chromium_page, serving
 from tests.panel.conftest import BASE, PANEL_TOKEN, build_panel_app
 
 CHROMIUM = chromium_binary()
@@ -151,3 +158,159 @@ async def test_log_in_edit_delete_and_restore_a_memory_in_a_real_browser(plugin)
     await panel.data.close()
     assert (shots / "overview.png").stat().st_size > 1000
     assert (shots / "chat.png").stat().st_size > 1000
+
+
+PANEL_ZONE = "Asia/Shanghai"
+FRIEND_ID = 3001
+FRIEND_NAME = "小红"
+
+
+class ListingBot(RecordingBot):
+    """A connected bot whose group and friend lists name the group and the friend."""
+
+    async def call_api(self, api: str, **data: Any) -> Any:
+        answer = await super().call_api(api, **data)
+        if api == "get_group_list":
+            return [{"group_id": GROUP_ID, "group_name": GROUP_NAME}]
+        if api == "get_friend_list":
+            return [{"user_id": FRIEND_ID, "nickname": FRIEND_NAME, "remark": ""}]
+        return answer
+
+
+async def log_in(page: Page, root: str) -> None:
+    await page.goto(f"{root}{BASE}/")
+    await page.type_into('input[name="token"]', PANEL_TOKEN)
+    await page.press_enter()
+    await page.wait_for("document.body.dataset.loaded === '1'")
+
+
+def text_of(selector: str) -> str:
+    return (
+        f"(() => {{ const el = document.querySelector({json.dumps(selector)});"
+        " return el ? el.textContent : null; })()"
+    )
+
+
+def empty_note(list_name: str, case: str) -> str:
+    """The note of an empty list, if shown."""
+    selector = f'.empty[data-list="{list_name}"][data-case="{case}"]'
+    return (
+        f"(() => {{ const el = document.querySelector({json.dumps(selector)});"
+        " return el && !el.hidden ? el.textContent : null; })()"
+    )
+
+
+def shown_in_zone(utc_text: str) -> str:
+    from zoneinfo import ZoneInfo
+
+    from nonebot_plugin_aimemory.store.database import parse_utc_text
+
+    return parse_utc_text(utc_text).astimezone(ZoneInfo(PANEL_ZONE)).strftime("%Y-%m-%d %H:%M")
+
+
+async def test_names_counts_not_found_empty_lists_and_times_in_a_real_browser(
+    plugin, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import nonebot
+
+    from nonebot_plugin_aimemory.onebot.names import ChatNames
+
+    assert CHROMIUM is not None
+    await plugin.restart(aimemory_timezone=PANEL_ZONE)
+    bot = ListingBot()
+    monkeypatch.setattr(nonebot, "get_bots", lambda: {bot.self_id: bot})
+    names = ChatNames()
+    panel = build_panel_app(plugin, names)
+    service = plugin.runtime.memory.service
+    group = f"g:{GROUP_ID}"
+    shots = screenshots_dir()
+
+    async with serving(panel.app) as root, chromium_page(CHROMIUM, time_zone="UTC") as page:
+        assert await page.evaluate("Intl.DateTimeFormat().resolvedOptions().timeZone") == "UTC"
+
+        # Nothing yet: both lists of the overview say what will appear there.
+        await log_in(page, root)
+        assert "还没有会话" in await page.wait_for(empty_note("chats", "none"))
+        assert "个人记忆" in await page.wait_for(empty_note("people", "none"))
+        await page.screenshot(shots / "overview-empty.png")
+
+        # The model saves a memory in the group; the overview names the group once the
+        # bots' lists have been read in the background.
+        memory_id = saved_id(
+            await model_calls_one(
+                plugin, bot, in_group("记住我喜欢爬山"), "memory_save", {"content": SAVED}
+            )
+        )
+        await page.goto(f"{root}{BASE}/")
+        chat = f'li.chat[data-scope="{group}"]'
+        await page.wait_for(f"({text_of(chat)} || '').includes({json.dumps(GROUP_NAME)})")
+        assert group in await page.evaluate(text_of(chat))
+        assert await page.evaluate(empty_note("chats", "none")) is None
+        assert PANEL_ZONE in await page.evaluate(text_of("h2 .zone-note"))
+
+        # The chat's page: titled by the name, the key beside it.
+        await page.click(f"{chat} a")
+        await page.wait_for(
+            "location.pathname.includes('/chats/') && document.body.dataset.loaded === '1'"
+        )
+        assert await page.evaluate(text_of("#title-name")) == GROUP_NAME
+        assert await page.evaluate(text_of("#title-key")) == group
+        assert await page.evaluate("document.title") == f"AI 记忆面板 · {GROUP_NAME}（{group}）"
+
+        # Times in AIMEMORY_TIMEZONE, labelled, though the browser's clock says UTC.
+        record = await service.get(group, memory_id)
+        assert record is not None
+        memory_time = f'li.memory[data-id="{memory_id}"] time'
+        assert await page.evaluate(text_of(memory_time)) == shown_in_zone(record.updated_at)
+        assert PANEL_ZONE in await page.evaluate(text_of("#memories-card h2 .zone-note"))
+        assert f"（{PANEL_ZONE}）" in await page.evaluate(text_of("#last-active"))
+        assert "没有删除过的记忆" in await page.evaluate(empty_note("tombstones", "none"))
+        await page.screenshot(shots / "chat-named.png")
+
+        # Delete: the header's count, the list's and the deleted list follow.
+        await page.click(f'li.memory[data-id="{memory_id}"] button.delete')
+        await page.wait_for(f"({text_of('#memory-total')} || '').startsWith('记忆 0 /')")
+        assert await page.evaluate(text_of("#memory-count")) == "（0）"
+        assert await page.evaluate(text_of("#tombstone-count")) == "（1）"
+        assert "还没有记忆" in await page.evaluate(empty_note("memories", "chat"))
+        assert await page.evaluate(empty_note("tombstones", "none")) is None
+
+        # Restore: back to one.
+        await page.click(f'li.tombstone[data-id="{memory_id}"] button.restore')
+        await page.wait_for(f"({text_of('#memory-total')} || '').startsWith('记忆 1 /')")
+        assert await page.evaluate(text_of("#tombstone-count")) == "（0）"
+
+        # A memory saved in QQ meanwhile: the next edit on the page brings the count along.
+        await service.save(group, "小明养了一只猫")
+        await page.click(f'li.memory[data-id="{memory_id}"] button.edit')
+        await page.type_into(f'li.memory[data-id="{memory_id}"] textarea', EDITED)
+        await page.click(f'li.memory[data-id="{memory_id}"] button.save')
+        await page.wait_for(f"({text_of('#memory-total')} || '').startsWith('记忆 2 /')")
+        assert await page.evaluate(text_of("#memory-count")) == "（2）"
+
+        # A chat known only by its memories: its chat log and usage say what they will show;
+        # no name is known, so the key is the title.
+        await service.save("g:222", "二群周六去爬山")
+        await page.goto(f"{root}{BASE}/chats/g:222")
+        await page.wait_for("document.body.dataset.loaded === '1'")
+        assert await page.evaluate(text_of("#title-name")) == "g:222"
+        assert await page.evaluate(text_of("#title-key")) == ""
+        assert "还没有聊天记录" in await page.evaluate(empty_note("chatlog", "none"))
+        assert "近 30 天没有用量" in await page.evaluate(empty_note("usage", "none"))
+        await page.screenshot(shots / "chat-empty.png")
+
+        # A chat the panel holds nothing of: a 404 page saying so.
+        assert await page.goto_status(f"{root}{BASE}/chats/g:999") == 404
+        assert "找不到会话 g:999" in await page.evaluate("document.body.innerText")
+        await page.screenshot(shots / "not-found.png")
+
+        # A person without memories: the page opens, named by the friend's nickname, and
+        # says it is empty.
+        await page.goto(f"{root}{BASE}/chats/u:{FRIEND_ID}")
+        await page.wait_for("document.body.dataset.loaded === '1'")
+        await page.wait_for(f"{text_of('#title-name')} === {json.dumps(FRIEND_NAME)}")
+        assert await page.evaluate(text_of("#title-key")) == f"u:{FRIEND_ID}"
+        assert "还没有个人记忆" in await page.evaluate(empty_note("memories", "personal"))
+
+    await names.close()
+    await panel.data.close()

@@ -30,10 +30,11 @@ PERSONA_CHOICES = 12
 CHAT_LOG_VECTORS = 13
 PRIVATE_MEMORIES = 14
 TOKEN_USAGE = 15
+SENT_MESSAGES = 16
 # The schema version these tests were written for: the parametrised cases below are fixed
 # at collection, before the plugin can be imported; a guard test keeps it equal to
 # SCHEMA_VERSION, so a new migration is not left without its cases.
-LATEST_VERSION = 15
+LATEST_VERSION = 16
 
 AT = "2026-11-30T00:00:00.000000Z"
 IMAGE_HASH = "ab" * 32
@@ -43,6 +44,8 @@ VECTOR_MODEL = "multilingual-e5-small"
 PACKED_VECTOR = (127 * 127).to_bytes(4, "little") + bytes([128 + 127, 128, 128, 128])
 LAST_REVIEWED_ROW = 5  # beyond the last chat-log id, so the id counter must start after it
 USAGE_DAY = "2026-11-30"
+BOT_ACCOUNT = "42"
+SENT_MESSAGE_ID = "-2147480000"  # NapCat's ids are signed 32-bit numbers
 
 Schema = tuple[list[tuple[str, str, str, str | None]], dict[str, list[tuple[object, ...]]]]
 
@@ -222,6 +225,12 @@ def write_sample_rows(path: Path, version: int) -> None:
             "cached_tokens, calls) VALUES ('g:1', ?, 'main', 1200, 80, 1000, 3)",
             (USAGE_DAY,),
         )
+    if version >= SENT_MESSAGES:
+        connection.execute(
+            "INSERT INTO sent_messages (account, message_id, chat_key, sent_at) "
+            "VALUES (?, ?, 'g:1', ?)",
+            (BOT_ACCOUNT, SENT_MESSAGE_ID, AT),
+        )
     connection.commit()
     connection.close()
 
@@ -236,6 +245,7 @@ async def assert_sample_rows_readable(database: Database, version: int) -> None:
     from nonebot_plugin_aimemory.store.memory_store import MemoryStore
     from nonebot_plugin_aimemory.store.persona_store import PersonaStore
     from nonebot_plugin_aimemory.store.review_store import ReviewStore
+    from nonebot_plugin_aimemory.store.sent_messages import SentMessageStore
     from nonebot_plugin_aimemory.store.usage_store import UsageStore
 
     history = SqliteHistoryStore(database)
@@ -304,6 +314,10 @@ async def assert_sample_rows_readable(database: Database, version: int) -> None:
         assert list(usage) == ["main"]
     else:
         assert usage == {}
+
+    # Messages sent before records were kept have none: quotes of them stay hidden.
+    sent_to = await SentMessageStore(database).chat_of(BOT_ACCOUNT, SENT_MESSAGE_ID)
+    assert sent_to == ("g:1" if version >= SENT_MESSAGES else None)
 
 
 async def test_a_new_database_has_the_schema_every_migration_builds(tmp_path) -> None:
@@ -390,6 +404,7 @@ async def test_migrated_rows_stay_writable(tmp_path, version: int) -> None:
     from nonebot_plugin_aimemory.store.chat_log_store import ChatLogStore, ChatRow
     from nonebot_plugin_aimemory.store.database import Database
     from nonebot_plugin_aimemory.store.history_store import SqliteHistoryStore
+    from nonebot_plugin_aimemory.store.sent_messages import SentMessage, SentMessageStore
 
     path = tmp_path / "old.db"
     write_old_database(path, version)
@@ -403,12 +418,16 @@ async def test_migrated_rows_stay_writable(tmp_path, version: int) -> None:
         # Clearing a session removes its messages through the trigger of version 7.
         await SqliteHistoryStore(database).clear("g:1")
         messages = await database.read("SELECT COUNT(*) FROM messages")
+        sent = SentMessageStore(database)
+        await sent.record([SentMessage(BOT_ACCOUNT, "7", "f:10001", AT)])
+        sent_to = await sent.chat_of(BOT_ACCOUNT, "7")
     finally:
         await database.close()
 
     next_id = LAST_REVIEWED_ROW + 1 if version >= CHAT_LOG else 1
     assert (next_id, "周六去爬山") in found
     assert messages == [(0,)]
+    assert sent_to == "f:10001"
 
 
 async def test_a_version_zero_file_with_our_tables_is_migrated_in_place(

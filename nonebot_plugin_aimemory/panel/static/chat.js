@@ -1,9 +1,10 @@
 // One chat (or one person's memories): memories with search, edit, delete and restore, the
-// tombstones, the background reviewer, the chat log and the usage chart.
+// tombstones, the background reviewer, the chat log and the usage chart. After every change
+// the summary and both lists are read again, so their counts agree with the server.
 "use strict";
 
 (() => {
-  const { base, api, el, when, number, ring, notice } = Panel;
+  const { base, api, el, whenLabelled, time, empty, again, number, ring, notice } = Panel;
   const prefix = base + "/chats/";
   const scope = decodeURIComponent(location.pathname.slice(location.pathname.indexOf(prefix) + prefix.length));
   const path = "/chats/" + encodeURIComponent(scope);
@@ -17,20 +18,27 @@
     }
   }
 
+  // The name the bots report (a group's name, a friend's nickname) with the key beside it;
+  // the key alone while no name is known.
+  function showTitle() {
+    document.getElementById("title-name").textContent = info.name || scope;
+    document.getElementById("title-key").textContent = info.name ? scope : "";
+    document.title = "AI 记忆面板 · " + (info.name ? info.name + "（" + scope + "）" : scope);
+  }
+
   async function loadSummary() {
     info = await api("GET", path);
     const personal = info.personal;
-    document.getElementById("title").textContent = info.name ? info.name : scope;
-    document.title = "AI 记忆面板 · " + (info.name || scope);
+    showTitle();
     const summary = document.getElementById("summary");
     const facts = [
-      el("div", { class: "chat-scope", text: scope + (info.persona ? " · 人设 " + info.persona : "") }),
+      info.persona ? el("div", { class: "chat-scope", text: "人设 " + info.persona }) : null,
       el("div", { class: "chat-facts" },
-        el("span", { text: "记忆 " + info.memories + " / " + info.max_memories }),
+        el("span", { id: "memory-total", text: "记忆 " + info.memories + " / " + info.max_memories }),
         personal ? null : el("span", { text: "消息 " + info.messages }),
         personal ? null : el("span", { text: "压缩 " + info.compressions }),
         personal ? null : el("span", { text: "今日 " + number(info.tokens_today) + " tokens" }),
-        personal ? null : el("span", { text: "活跃 " + when(info.last_active) })),
+        personal ? null : el("span", { id: "last-active", text: "活跃 " + whenLabelled(info.last_active) })),
     ];
     summary.replaceChildren(...(personal ? [] : [ring(info.context_tokens, info.budget_tokens, info.context_estimated)]),
       el("div", { class: "chat-main" }, ...facts));
@@ -47,7 +55,7 @@
           el("code", { text: "#" + memory.id }),
           memory.private ? el("span", { class: "badge", text: "私密" }) : null,
           memory.user_id ? el("span", { class: "hint", text: "QQ " + memory.user_id }) : null,
-          el("span", { class: "hint", text: when(memory.updated_at) })),
+          time(memory.updated_at, { class: "hint" })),
         el("p", { class: "content", text: memory.content }),
         el("div", { class: "tags" }, ...memory.tags.map((t) => el("span", { class: "tag", text: t }))),
         el("div", { class: "actions" },
@@ -57,7 +65,7 @@
             onclick: () => guarded(async () => {
               await api("PATCH", path + "/memories/" + memory.id, { private: !memory.private });
               notice("已更新 #" + memory.id);
-              await loadMemories();
+              await refresh();
             }),
           }) : null,
           el("button", { type: "button", class: "delete danger", text: "删除", onclick: remove })));
@@ -72,7 +80,7 @@
           const updated = await api("PATCH", path + "/memories/" + memory.id,
             { content: content.value, tags: tags.value });
           notice("已保存 #" + updated.id + (updated.truncated ? "（内容过长已截断）" : ""));
-          await loadMemories();
+          await refresh();
         }) }),
         el("button", { type: "button", class: "cancel", text: "取消", onclick: show })));
       content.focus();
@@ -80,7 +88,7 @@
     const remove = () => guarded(async () => {
       await api("DELETE", path + "/memories/" + memory.id);
       notice("已删除 #" + memory.id + "，可在“已删除”中恢复");
-      await Promise.all([loadMemories(), loadTombstones()]);
+      await refresh();
     });
     show();
     return item;
@@ -90,7 +98,14 @@
     const q = document.getElementById("memory-q").value.trim();
     const memories = await api("GET", path + "/memories" + (q ? "?q=" + encodeURIComponent(q) : ""));
     document.getElementById("memories").replaceChildren(...memories.map(memoryItem));
-    document.getElementById("memory-count").textContent = "（" + memories.length + "）";
+    document.getElementById("memory-count").textContent =
+      q ? "（相符 " + memories.length + " 条）" : "（" + memories.length + "）";
+    empty("memories", memories.length ? null : (q ? "search" : (info.personal ? "personal" : "chat")));
+  }
+
+  // After a change: the summary's counts and both lists, as the server now has them.
+  async function refresh() {
+    await Promise.all([loadSummary(), loadMemories(), loadTombstones()]);
   }
 
   async function loadTombstones() {
@@ -98,14 +113,16 @@
     document.getElementById("tombstones").replaceChildren(...stones.map((stone) =>
       el("li", { class: "tombstone", "data-id": stone.id },
         el("code", { text: "#" + stone.id }), " ",
+        stone.deleted_at ? el("span", { class: "hint" }, "删除于 ", time(stone.deleted_at), " ") : null,
         el("span", { class: "content", text: stone.content }), " ",
         stone.restorable ? el("button", { type: "button", class: "restore", text: "恢复",
           onclick: () => guarded(async () => {
             await api("POST", path + "/memories/" + stone.id + "/restore");
             notice("已恢复 #" + stone.id);
-            await Promise.all([loadMemories(), loadTombstones()]);
+            await refresh();
           }) }) : el("span", { class: "hint", text: "（已清除，仅阻止再次保存）" }))));
     document.getElementById("tombstone-count").textContent = "（" + stones.length + "）";
+    empty("tombstones", stones.length ? null : "none");
   }
 
   async function loadReview() {
@@ -120,7 +137,7 @@
     box.replaceChildren(el("div", { class: "chat-facts" },
       el("span", { text: review.enabled ? "自动整理：开" : "自动整理：关" }),
       el("span", { text: "间隔 " + review.interval_seconds + " 秒" }),
-      el("span", { text: "上次 " + when(review.last_review_at) }),
+      el("span", {}, "上次 ", time(review.last_review_at)),
       el("span", { text: review.running ? "正在整理" : (review.pending ? "有新消息待整理" : "无待整理") })));
   }
 
@@ -129,10 +146,10 @@
     const rows = await api("GET", path + "/chatlog?limit=100" + (q ? "&q=" + encodeURIComponent(q) : ""));
     document.getElementById("chatlog").replaceChildren(...rows.map((row) =>
       el("li", { class: "line " + row.role + (row.refused ? " refused" : "") },
-        el("span", { class: "hint", text: when(row.created_at) + " " }),
+        time(row.created_at, { class: "hint" }), " ",
         el("b", { text: (row.role === "assistant" ? "机器人" : (row.speaker_name || row.speaker_id || "?")) + "：" }),
         el("span", { text: row.text }))));
-    if (!rows.length) document.getElementById("chatlog").replaceChildren(el("li", { class: "hint", text: "没有记录。" }));
+    empty("chatlog", rows.length ? null : (q ? "search" : "none"));
   }
 
   // A bar per day, drawn on the canvas: prompt tokens and completion tokens stacked.
@@ -173,6 +190,7 @@
     const total = days.reduce((sum, d) => sum + d.total_tokens, 0);
     document.getElementById("usage-total").textContent =
       "合计 " + number(total) + " tokens（蓝：输入，橙：输出）";
+    empty("usage", total ? null : "none");
   }
 
   async function loadUsage() {
@@ -200,7 +218,7 @@
         content.value = "";
         tags.value = "";
       } finally {
-        await loadMemories();
+        await refresh();
       }
     });
   });
@@ -210,7 +228,7 @@
     try {
       const result = await api("POST", path + "/review");
       notice("整理完成：新增 " + result.created + " 条，更新 " + result.updated + " 条");
-      await Promise.all([loadMemories(), loadReview()]);
+      await Promise.all([refresh(), loadReview()]);
     } finally {
       button.disabled = false;
     }
@@ -222,5 +240,7 @@
     if (!info.personal) parts.push(loadReview(), loadChatLog(), loadUsage());
     await Promise.all(parts);
     document.body.dataset.loaded = "1";
+    // The name is looked up in the background when the server did not know it yet.
+    again(() => !info.name, loadSummary, [1500, 5000]);
   });
 })();

@@ -2,7 +2,7 @@
 "use strict";
 
 (() => {
-  const { base, api, el, when, number, ring } = Panel;
+  const { base, api, el, time, empty, again, number, ring } = Panel;
   let chats = [];
 
   function chatLink(scope) {
@@ -10,20 +10,19 @@
   }
 
   function chatItem(chat) {
-    const title = chat.name ? chat.name : chat.scope;
     return el("li", { class: "chat", "data-scope": chat.scope },
       el("a", { href: chatLink(chat.scope), class: "chat-link" },
         ring(chat.context_tokens, chat.budget_tokens, chat.context_estimated),
         el("div", { class: "chat-main" },
           el("div", { class: "chat-title" },
-            el("span", { class: "name", text: title }),
+            el("span", { class: "name", text: chat.name || chat.scope }),
             chat.persona ? el("span", { class: "badge", text: chat.persona }) : null),
-          el("div", { class: "chat-scope", text: chat.scope }),
+          chat.name ? el("div", { class: "chat-scope", text: chat.scope }) : null,
           el("div", { class: "chat-facts" },
             el("span", { text: "消息 " + chat.messages }),
             el("span", { text: "压缩 " + chat.compressions }),
             el("span", { text: "今日 " + number(chat.tokens_today) + " tokens" }),
-            el("span", { text: "活跃 " + when(chat.last_active) })))));
+            el("span", {}, "活跃 ", time(chat.last_active))))));
   }
 
   function render() {
@@ -32,22 +31,40 @@
       c.scope.toLowerCase().includes(filter) || (c.name || "").toLowerCase().includes(filter));
     document.getElementById("chats").replaceChildren(...shown.map(chatItem));
     document.getElementById("chat-count").textContent = "（" + chats.length + "）";
-    document.getElementById("chats-status").textContent = chats.length ? "" : "还没有会话。";
+    document.getElementById("chats-status").textContent = "";
+    empty("chats", !chats.length ? "none" : (!shown.length ? "filter" : null));
+  }
+
+  async function loadChats() {
+    chats = await api("GET", "/chats");
+    render();
+  }
+
+  async function loadPeople() {
+    const people = await api("GET", "/people");
+    document.getElementById("people").replaceChildren(...people.map((p) =>
+      el("li", { class: "person", "data-scope": p.scope },
+        el("a", { href: chatLink(p.scope), text: (p.name ? p.name + " · " : "") + p.scope }),
+        el("span", { class: "hint", text: " " + p.memories + " 条" }))));
+    document.getElementById("people-count").textContent = "（" + people.length + "）";
+    empty("people", people.length ? null : "none");
   }
 
   async function load() {
     try {
-      chats = await api("GET", "/chats");
-      render();
+      await loadChats();
     } catch (error) {
       document.getElementById("chats-status").textContent = error.message;
+      return;
     }
     try {
-      const people = await api("GET", "/people");
-      document.getElementById("people").replaceChildren(...people.map((p) =>
-        el("li", {}, el("a", { href: chatLink(p.scope), text: (p.name ? p.name + " · " : "") + p.scope }),
-          el("span", { class: "hint", text: " " + p.memories + " 条" }))));
+      await loadPeople();
     } catch (error) { /* the chats' message already says what is wrong */ }
+    document.body.dataset.loaded = "1";
+    // Names and the sizes of windows not in memory are looked up in the background: look
+    // again shortly while some are missing.
+    const missing = () => chats.some((c) => c.context_tokens === null || !c.name);
+    again(missing, () => Promise.all([loadChats(), loadPeople()]), [1500, 5000]);
   }
 
   document.getElementById("chat-filter").addEventListener("input", render);
@@ -57,6 +74,4 @@
     if (/^[1-9][0-9]*$/.test(qq)) location.href = base + "/people/" + encodeURIComponent(qq);
   });
   load();
-  // Sizes of windows not in memory are measured in the background: look again shortly.
-  setTimeout(() => { if (chats.some((c) => c.context_tokens === null)) load(); }, 3000);
 })();

@@ -1,6 +1,7 @@
-// Shared helpers of the panel's pages: the API client (CSRF header from the cookie), time
-// and number formats, and the context ring. Data is always put in the page as text
-// (textContent), never as HTML.
+// Shared helpers of the panel's pages: the API client (CSRF header from the cookie), times
+// in AIMEMORY_TIMEZONE (the server names the zone in the page; the browser's own zone does
+// not matter), number formats, the context ring and the lists' empty notes. Data is always
+// put in the page as text (textContent), never as HTML.
 "use strict";
 
 const Panel = (() => {
@@ -51,13 +52,72 @@ const Panel = (() => {
     return node;
   }
 
+  function clock(timeZone) {
+    return new Intl.DateTimeFormat("en-GB", {
+      timeZone, year: "numeric", month: "2-digit", day: "2-digit",
+      hour: "2-digit", minute: "2-digit", hourCycle: "h23",
+    });
+  }
+
+  // The zone the server counts in, as the page names it; the browser's own (so labelled)
+  // when the page names none (the bot had not started) or one this browser does not know.
+  function pageZone() {
+    const meta = document.querySelector('meta[name="panel-zone"]');
+    if (meta && meta.content) {
+      try {
+        return { formatter: clock(meta.content), label: meta.dataset.label || meta.content };
+      } catch (error) { /* an unknown zone: the browser's own below */ }
+    }
+    const own = Intl.DateTimeFormat().resolvedOptions().timeZone;
+    return { formatter: clock(own), label: own };
+  }
+  const { formatter, label: zoneLabel } = pageZone();
+
+  // `YYYY-MM-DD HH:MM` in the server's zone, for a stored UTC time; "—" for none.
   function when(text) {
     if (!text) return "—";
     const moment = new Date(text);
     if (isNaN(moment)) return text;
-    const pad = (n) => String(n).padStart(2, "0");
-    return moment.getFullYear() + "-" + pad(moment.getMonth() + 1) + "-" + pad(moment.getDate()) +
-      " " + pad(moment.getHours()) + ":" + pad(moment.getMinutes());
+    const part = {};
+    for (const { type, value } of formatter.formatToParts(moment)) part[type] = value;
+    return part.year + "-" + part.month + "-" + part.day + " " + part.hour + ":" + part.minute;
+  }
+
+  // A time on its own, with its zone: `2024-05-01 20:34（Asia/Shanghai）`.
+  function whenLabelled(text) {
+    return text ? when(text) + "（" + zoneLabel + "）" : when(text);
+  }
+
+  // A time in a list whose heading names the zone: the instant in `datetime`, the zone in
+  // the tooltip.
+  function time(text, attrs) {
+    return el("time", { datetime: text || undefined, title: text ? zoneLabel : undefined, ...attrs }, when(text));
+  }
+
+  // Every heading's zone note names the zone its list's times are in.
+  for (const note of document.querySelectorAll(".zone-note")) {
+    note.textContent = "（" + zoneLabel + " 时间）";
+  }
+
+  // Show the list's note for `which` (its data-case), hide the others; none for null.
+  function empty(list, which) {
+    for (const note of document.querySelectorAll('.empty[data-list="' + list + '"]')) {
+      note.hidden = note.dataset.case !== which;
+    }
+  }
+
+  // Run `action` again after each delay while `wanted()` says so: names and context sizes
+  // the server is still looking up in the background.
+  function again(wanted, action, delays) {
+    const [first, ...rest] = delays;
+    if (first === undefined || !wanted()) return;
+    setTimeout(async () => {
+      if (!wanted()) return;
+      try {
+        await action();
+      } catch (error) { /* the page already shows what it has */ }
+      again(wanted, action, rest);
+    }, first);
   }
 
   function number(n) {
@@ -104,5 +164,5 @@ const Panel = (() => {
     box.className = "notice" + (bad ? " bad" : " good");
   }
 
-  return { base, api, el, when, number, ring, notice };
+  return { base, api, el, when, whenLabelled, time, zoneLabel, empty, again, number, ring, notice };
 })();

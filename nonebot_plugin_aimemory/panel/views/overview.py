@@ -1,25 +1,23 @@
-"""The overview: every chat with a stored window, a chat log or a resident session, its
-context against the budget and today's tokens; one scope's row with its memory count;
-the people with personal memories. Names come from a ChatNameSource, never waiting for
-the OneBot API."""
+"""The overview: every chat the database holds anything of (known_chats.py decides which),
+its context against the budget and today's tokens; one scope's row with its memory count
+(404 for a chat the overview would not list); the people with personal memories. Names
+come from a ChatNameSource, never waiting for the OneBot API."""
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol
 
+from ... import texts
 from ...store.overview_store import OverviewStore, StoredWindow
 from ..scopes import Scope
 from .chat_log import recorded_chat
 from .context_sizes import ContextSizes
+from .errors import refusal
+from .known_chats import ChatsWithData, LoggedChats, listed_scopes, scope_is_known
 from .memories import memory_service
 
 if TYPE_CHECKING:
     from ...runtime import Runtime
-
-# How often the overview reads the chat log's chats in full (in between: only new rows).
-LOGGED_CHATS_FULL_READ_SECONDS = 300.0
 
 
 class ChatNameSource(Protocol):
@@ -38,55 +36,29 @@ class NoNames:
         return None
 
 
-class LoggedChats:
-    """Every logged chat and its newest row's time, read in full now and then and otherwise
-    from the rows added since the last read (the log only grows between retention runs,
-    which the next full read catches up with)."""
-
-    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
-        self._clock = clock
-        self._chats: dict[str, str] = {}
-        self._through = 0
-        self._full_at = float("-inf")
-
-    async def read(self, store: OverviewStore) -> dict[str, str]:
-        """Every logged chat and the time of its newest row."""
-        if self._clock() - self._full_at > LOGGED_CHATS_FULL_READ_SECONDS:
-            self._chats, self._through = await store.logged_chats()
-            self._full_at = self._clock()
-        else:
-            added, self._through = await store.logged_since(self._through)
-            for chat, last in added.items():
-                if last > self._chats.get(chat, ""):
-                    self._chats[chat] = last
-        return self._chats
-
-
 class PanelData:
     """The overview's answers for the runtime in use, and what it keeps between them (chat
-    names, measured context sizes, the logged chats); closed at shutdown."""
+    names, measured context sizes, the logged chats, the chats with other data); closed at
+    shutdown."""
 
     def __init__(self, names: ChatNameSource) -> None:
         self.names = names
         self.sizes = ContextSizes()
         self.logged = LoggedChats()
+        self.with_data = ChatsWithData()
 
     async def chats(self, runtime: Runtime) -> list[dict[str, Any]]:
-        """Every chat with a stored window, a chat log or a resident session."""
+        """Every chat scope the database holds anything of (see `listed_scopes`)."""
         windows: dict[str, StoredWindow] = {}
         logged: dict[str, str] = {}
+        memory_scopes: set[str] = set()
+        active: set[str] = set()
         if runtime.persistent:
             store = OverviewStore(runtime.database)
             windows = {w.key: w for w in await store.windows()}
             logged = await self.logged.read(store)
-        # A key that names no scope (none is written so) has no row to show.
-        scopes = {scope for key in windows if (scope := Scope.parse_or_none(key)) is not None}
-        chats_with_windows = {scope.chat_key for scope in scopes}
-        scopes.update(
-            Scope.parse(runtime.personas.window_key(chat))
-            for chat in logged
-            if chat not in chats_with_windows and Scope.parse_or_none(chat) is not None
-        )
+            memory_scopes, active = await self.with_data.read(store)
+        scopes = listed_scopes(runtime.personas, [*windows, *memory_scopes], [*logged, *active])
         today = runtime.usage.today_totals()
         defined = runtime.personas.defined
         rows = [
@@ -100,8 +72,10 @@ class PanelData:
         return rows
 
     async def chat(self, runtime: Runtime, scope: Scope) -> dict[str, Any]:
-        """One scope's row of the overview (an empty one for a chat never seen), with its
-        memory count and cap."""
+        """One scope's row of the overview, with its memory count and cap; 404 for a chat
+        the overview does not list (a person's row is always there, maybe empty)."""
+        if not await scope_is_known(runtime, scope):
+            raise refusal(404, "not_found", texts.panel_chat_not_found(str(scope)))
         window: StoredWindow | None = None
         last_logged: str | None = None
         if runtime.persistent and not scope.is_personal:
@@ -154,7 +128,7 @@ class PanelData:
         return {
             "scope": key,
             "chat_key": chat_key,
-            "name": self.names.name(chat_key),
+            "name": self.name(scope),
             "persona": persona,
             "context_tokens": context,
             "context_estimated": estimated,
@@ -166,6 +140,11 @@ class PanelData:
             "resident": session is not None,
         }
 
+    def name(self, scope: Scope) -> str | None:
+        """The chat's name, or for a person the nickname of their private chat, if known."""
+        chat = Scope.friend(scope.id) if scope.is_personal else scope.chat
+        return self.names.name(str(chat))
+
     async def people(self, runtime: Runtime) -> list[dict[str, Any]]:
         """Every person with personal memories."""
         if not runtime.persistent:
@@ -175,7 +154,7 @@ class PanelData:
             {
                 "scope": person.scope,
                 "user_id": scope.id,
-                "name": self.names.name(str(Scope.friend(scope.id))),
+                "name": self.name(scope),
                 "persona": scope.persona,
                 "memories": person.memories,
             }
