@@ -1,5 +1,7 @@
 """Why a text, or a memory as the model is shown it, looks like an attempt to steer the
-model: matched on its folded form (`normalise.py`) by the rules of `steering.py`."""
+model: matched on its folded form (`normalise.py`) by the rules of `steering.py` (a new
+identity, an override of earlier instructions, a request for the hidden prompt, the limits
+dropped, or a forged turn)."""
 
 from __future__ import annotations
 
@@ -9,12 +11,12 @@ from collections.abc import Iterable, Sequence
 from ..store.memory_store import MemoryRecord
 from ..texts import memory_line
 from .normalise import fold_for_matching, join_han_gaps
-from .steering import find_steering
+from .steering import Found, find_steering
 
 SNIPPET_CHARS = 20
-# Longer than any steering phrase: how much of a memory's content is read together with
-# its tags.
-SPLIT_WINDOW_CHARS = 400
+# Longer than any steering match (a shape's gaps are bounded: a dozen words at most): how
+# much of a memory's content is read together with its tags.
+SPLIT_WINDOW_CHARS = 200
 _CLAUSE_END = re.compile("[。！？!?；;\n]")
 
 
@@ -22,12 +24,17 @@ def injection_reason(text: str) -> str | None:
     """Why `text` looks like an attempt to steer the model (None if it does not), matched
     on its folded form (see `normalise.py`) with the blanks between Chinese
     characters removed."""
-    joined = join_han_gaps(fold_for_matching(text))
-    match = find_steering(joined.text, joined.blanks)
-    if match is None:
+    found = steering_in(text)
+    if found is None:
         return None
-    snippet = " ".join(match.group(0).split())[:SNIPPET_CHARS]
+    snippet = " ".join(found.match.group(0).split())[:SNIPPET_CHARS]
     return f"内容疑似在操控 AI 的指令（“{snippet}”）"
+
+
+def steering_in(text: str) -> Found | None:
+    """The first steering match in `text` and its rule (its shape and language), or None."""
+    joined = join_han_gaps(fold_for_matching(text))
+    return find_steering(joined.text, joined.blanks)
 
 
 def injection_reason_for_memory(

@@ -48,7 +48,7 @@ def invisible_codes() -> frozenset[int]:
 @functools.cache
 def invisible_class() -> str:
     """The invisible characters as the inside of a regex character class (ranges)."""
-    return char_class(_ranges_of(sorted(invisible_codes())))
+    return char_class(ranges_of(sorted(invisible_codes())))
 
 
 def codes_in(ranges: Iterable[tuple[int, int]]) -> list[int]:
@@ -64,7 +64,7 @@ def char_class(ranges: Iterable[tuple[int, int]]) -> str:
     )
 
 
-def _ranges_of(codes: list[int]) -> list[tuple[int, int]]:
+def ranges_of(codes: Iterable[int]) -> list[tuple[int, int]]:
     """Sorted code points as runs of consecutive ones, (first, last) each."""
     ranges: list[tuple[int, int]] = []
     for code in codes:

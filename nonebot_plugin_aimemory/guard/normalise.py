@@ -1,7 +1,8 @@
 """The form of a text that steering patterns are matched against: what a reader (or a model)
 sees, with the tricks that only change the code points undone: compatibility forms,
-accents, invisible and filler characters, look-alike letters of other scripts, and spaces
-or dots put between Chinese characters."""
+accents, invisible and filler characters, look-alike letters of other scripts
+(`lookalikes.py`), letters spelt out one by one ("i.g.n.o.r.e"), digits for letters
+("1gn0r3"), and spaces or dots put between Chinese characters."""
 
 from __future__ import annotations
 
@@ -10,93 +11,8 @@ import re
 import unicodedata
 from typing import NamedTuple
 
-from .invisible import codes_in, invisible_codes
-
-# Letters of Cyrillic, Greek, Armenian and Latin small capitals that look like a Latin
-# letter, mapped to it (case by case: Cyrillic "Н" looks like "H", its lower case "н" does
-# not look like "h").
-_LOOK_ALIKES = {
-    # Cyrillic capitals А В С Е Н І Ј К М О Р Ѕ Т Х У Ү Ӏ Ԛ Ԝ
-    "\u0410": "A",
-    "\u0412": "B",
-    "\u0421": "C",
-    "\u0415": "E",
-    "\u041d": "H",
-    "\u0406": "I",
-    "\u0408": "J",
-    "\u041a": "K",
-    "\u041c": "M",
-    "\u041e": "O",
-    "\u0420": "P",
-    "\u0405": "S",
-    "\u0422": "T",
-    "\u0425": "X",
-    "\u0423": "Y",
-    "\u04ae": "Y",
-    "\u04c0": "I",
-    "\u051a": "Q",
-    "\u051c": "W",
-    # Cyrillic small а с ԁ е һ і ј к о р ԛ ѕ ѵ ԝ х у ү ӏ ь
-    "\u0430": "a",
-    "\u0441": "c",
-    "\u0501": "d",
-    "\u0435": "e",
-    "\u04bb": "h",
-    "\u0456": "i",
-    "\u0458": "j",
-    "\u043a": "k",
-    "\u043e": "o",
-    "\u0440": "p",
-    "\u051b": "q",
-    "\u0455": "s",
-    "\u0475": "v",
-    "\u051d": "w",
-    "\u0445": "x",
-    "\u0443": "y",
-    "\u04af": "y",
-    "\u04cf": "l",
-    "\u044c": "b",
-    # Greek capitals Α Β Ε Ζ Η Ι Κ Μ Ν Ο Ρ Τ Υ Χ
-    "\u0391": "A",
-    "\u0392": "B",
-    "\u0395": "E",
-    "\u0396": "Z",
-    "\u0397": "H",
-    "\u0399": "I",
-    "\u039a": "K",
-    "\u039c": "M",
-    "\u039d": "N",
-    "\u039f": "O",
-    "\u03a1": "P",
-    "\u03a4": "T",
-    "\u03a5": "Y",
-    "\u03a7": "X",
-    # Greek small α γ ε η ι κ ν ο ρ τ υ χ ω
-    "\u03b1": "a",
-    "\u03b3": "y",
-    "\u03b5": "e",
-    "\u03b7": "n",
-    "\u03b9": "i",
-    "\u03ba": "k",
-    "\u03bd": "v",
-    "\u03bf": "o",
-    "\u03c1": "p",
-    "\u03c4": "t",
-    "\u03c5": "u",
-    "\u03c7": "x",
-    "\u03c9": "w",
-    # Armenian small օ ս
-    "\u0585": "o",
-    "\u057d": "u",
-    # Latin dotless i and j, script a and g, iota
-    "\u0131": "i",
-    "\u0237": "j",
-    "\u0251": "a",
-    "\u0261": "g",
-    "\u0269": "i",
-}
-# Latin small capitals ᴀ ʙ ᴄ ᴅ ᴇ ꜰ ɢ ʜ ɪ ᴊ ᴋ ʟ ᴍ ɴ ᴏ ᴘ ʀ ꜱ ᴛ ᴜ ᴠ ᴡ ʏ ᴢ
-_SMALL_CAPITALS = "\u1d00\u0299\u1d04\u1d05\u1d07\ua730\u0262\u029c\u026a\u1d0a\u1d0b\u029f\u1d0d\u0274\u1d0f\u1d18\u0280\ua731\u1d1b\u1d1c\u1d20\u1d21\u028f\u1d22"
+from .invisible import char_class, codes_in, invisible_codes, ranges_of
+from .lookalikes import SMALL_CAPITALS, read_look_alikes
 
 # Accents and other combining marks on letters (as NFKD leaves them).
 _COMBINING_MARK_RANGES = (
@@ -108,8 +24,9 @@ _COMBINING_MARK_RANGES = (
 )
 # Unicode line breaks other than "\n", read as one.
 _LINE_BREAKS = "\x85\u2028\u2029"
-# Curly quotes read as straight ones ({“role”: “system”} is still a forged message).
-_QUOTES = {"\u2018": "'", "\u2019": "'", "\u201c": '"', "\u201d": '"'}
+# Curly quotes read as straight ones ({“role”: “system”} is still a forged message); the
+# German sharp s as the "ss" it is often written as.
+_QUOTES = {"\u2018": "'", "\u2019": "'", "\u201c": '"', "\u201d": '"', "ß": "ss"}
 
 
 @functools.cache
@@ -117,8 +34,7 @@ def _folded_chars() -> dict[str, str]:
     """What each character that is not read as written is read as ("" for the invisible
     ones and for combining marks); built on first use, since the invisible table is."""
     return {
-        **_LOOK_ALIKES,
-        **dict(zip(_SMALL_CAPITALS, "abcdefghijklmnoprstuvwyz", strict=True)),
+        **SMALL_CAPITALS,
         **dict.fromkeys(_LINE_BREAKS, "\n"),
         **_QUOTES,
         **dict.fromkeys(map(chr, invisible_codes()), ""),
@@ -126,37 +42,120 @@ def _folded_chars() -> dict[str, str]:
     }
 
 
-# Characters `_folded_chars` may hold: everything but ASCII, Chinese characters and CJK
-# punctuation, which most chat text is made of (so most of it is skipped at C speed).
-_MAYBE_FOLDED = re.compile("[^\x00-\x7f\u3000-\u303f\u4e00-\u9fff]")
+@functools.cache
+def _maybe_folded() -> tuple[re.Pattern[str], re.Pattern[str]]:
+    """Exactly the characters `_folded_chars` holds, those of the Basic Multilingual Plane
+    and those above it (tags, variation selectors): the text between them is skipped at C
+    speed, and a class of the BMP only is tested several times faster."""
+    codes = sorted(map(ord, _folded_chars()))
+    basic = [code for code in codes if code <= 0xFFFF]
+    above = [code for code in codes if code > 0xFFFF]
+    return (
+        re.compile(f"[{char_class(ranges_of(basic))}]"),
+        re.compile(f"[{char_class(ranges_of(above))}]"),
+    )
+
+
+_ABOVE_BMP = re.compile("[\U00010000-\U0010ffff]")
+_HANGUL_JAMO = re.compile("[\u1100-\u11ff]")
+# Latin letters NFKD leaves alone (dotless i, script a), Greek, Cyrillic and Armenian: where
+# look-alikes are; Hangul jamo; and everything above the Basic Multilingual Plane.
+_RARE_SCRIPTS = re.compile("[\u0100-\u058f\u1100-\u11ff\U00010000-\U0010ffff]")
+
+
 # Blanks other than line breaks are read as spaces, and a run of spaces as one (each
 # pattern starts with a character class, which the regex engine skips ahead to).
 _OTHER_BLANK = re.compile("[\t\r\f\v]")
 _SPACE_RUN = re.compile(" {2,}")
 
-_HAN = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
-# Between two Chinese characters, blanks and decorative marks only break a word for the
-# eye ("忽 略 之 前", "忽.略"); clause punctuation (，。、：；！？) is kept, because it
-# really separates what it stands between.
-_GAP_BEFORE_HAN = re.compile(
-    f"[\\s\\-_.·・•*~/\\\\|+=^`'\"\u2010-\u2015\u2022\u2027\u30fb]+(?=[{_HAN}])"
+# Letters spelt out one by one, the same mark between each: "i.g.n.o.r.e", "i-g-n-o-r-e",
+# "i g n o r e" read "ignore"; two letters are enough with a mark other than a blank ("n.o"
+# reads "no", "a.m." "am", which no rule minds). The first pattern is a cheap test.
+_SPELT_MARKS = ".\\-_*~+|/·•"
+_MAYBE_SPELT_BY_MARKS = re.compile(f"[{_SPELT_MARKS}][a-z][{_SPELT_MARKS} ]")
+_MAYBE_SPELT_BY_BLANKS = re.compile(" [b-hj-z] [a-z] ")
+_SPELT_OUT = re.compile(
+    f"(?<![^\\W_])[a-z](?:([{_SPELT_MARKS}])(?:[a-z]\\1)*|( )[a-z]\\2(?:[a-z]\\2)*)[a-z](?![^\\W_])"
 )
+# Digits written for the letters they look like, inside a word of Latin letters
+# ("1gn0r3", "pr0mpt", "y0u"): a word that has both is read with letters. Found where a
+# digit touches a letter, then widened to its word.
+_LEET_SIGNS = "013457"
+# (The digit first, which the regex engine skips ahead to; a letter before it, or after.)
+_MAYBE_LEET = re.compile(f"[{_LEET_SIGNS}](?:(?<=[a-z][{_LEET_SIGNS}])|[a-z])")
+_LEET_WORD_CHARS = frozenset("abcdefghijklmnopqrstuvwxyz0123456789")
+_LEET_LETTERS = str.maketrans(_LEET_SIGNS, "oieast")
 
 
 def fold_for_matching(text: str) -> str:
     """`text` as matched for steering: compatibility forms folded (NFKD, so full-width
     letters and punctuation become ASCII), accents dropped, invisible and filler
-    characters (`invisible.py`) removed, look-alike letters mapped to Latin, curly quotes
-    straight, lower case, a run of blanks one space. Line breaks stay."""
+    characters (`invisible.py`) removed, disguised Latin words read in Latin letters,
+    curly quotes straight, lower case, a run of blanks one space, letters spelt out one by
+    one and digits written for letters read as the word. Line breaks stay."""
     folded = unicodedata.normalize("NFKD", text)
     if not folded.isascii():
-        folded = _MAYBE_FOLDED.sub(_fold_char, folded)
+        folded = _fold_non_ascii(folded)
     folded = folded.lower()
     if "\t" in folded or "\r" in folded or "\f" in folded or "\v" in folded:
         folded = _OTHER_BLANK.sub(" ", folded)
+    if _MAYBE_SPELT_BY_MARKS.search(folded) or _MAYBE_SPELT_BY_BLANKS.search(folded):
+        folded = _SPELT_OUT.sub(_spelt_word, folded)
     if "  " in folded:
         folded = _SPACE_RUN.sub(" ", folded)
+    if _MAYBE_LEET.search(folded) is not None:
+        folded = _letters_for_digits(folded)
     return folded
+
+
+def _fold_non_ascii(folded: str) -> str:
+    """The folds only text beyond ASCII needs; the rarer ones only where a character of
+    theirs stands (one scan finds out)."""
+    basic, above = _maybe_folded()
+    folded = basic.sub(_fold_char, folded)
+    if _RARE_SCRIPTS.search(folded) is None:
+        return folded
+    if _ABOVE_BMP.search(folded) is not None:
+        folded = above.sub(_fold_char, folded)
+    folded = read_look_alikes(folded)
+    if _HANGUL_JAMO.search(folded) is not None:
+        # NFKD takes Hangul syllables apart: put them together again, so that a gap of a
+        # few characters is a few syllables.
+        folded = unicodedata.normalize("NFC", folded)
+    return folded
+
+
+def _spelt_word(match: re.Match[str]) -> str:
+    return match.group(0).replace(match.group(1) or match.group(2), "")
+
+
+def _letters_for_digits(folded: str) -> str:
+    """`folded` with the digits of each word that mixes them with letters read as letters."""
+    pieces: list[str] = []
+    kept_until = 0
+    for touch in _MAYBE_LEET.finditer(folded):
+        if touch.start() < kept_until:
+            continue  # inside a word already read
+        start, end = touch.start(), touch.start() + 1
+        while start > kept_until and folded[start - 1] in _LEET_WORD_CHARS:
+            start -= 1
+        while end < len(folded) and folded[end] in _LEET_WORD_CHARS:
+            end += 1
+        pieces += [folded[kept_until:start], folded[start:end].translate(_LEET_LETTERS)]
+        kept_until = end
+    return "".join(pieces) + folded[kept_until:]
+
+
+_HAN = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
+# Between two Chinese characters, blanks and decorative marks only break a word for the
+# eye ("忽 略 之 前", "忽.略"); clause punctuation (，。、：；！？) and quotes are kept,
+# because they really separate what they stand between.
+_GAP_BEFORE_HAN = re.compile(
+    f"[\\s\\-_.·・•*~/\\\\|+=^`\u2010-\u2015\u2022\u2027\u30fb]+(?=[{_HAN}])"
+)
+
+
+_ANY_HAN = re.compile(f"[{_HAN}]")
 
 
 class Joined(NamedTuple):
@@ -170,7 +169,7 @@ class Joined(NamedTuple):
 def join_han_gaps(folded: str) -> Joined:
     """`folded` with blanks and decorative marks between Chinese characters removed
     ("忽 略 之 前 的 指 令" reads "忽略之前的指令")."""
-    if folded.isascii():
+    if folded.isascii() or _ANY_HAN.search(folded) is None:
         return Joined(folded, frozenset())  # no Chinese characters
     pieces: list[str] = []
     blanks: list[int] = []

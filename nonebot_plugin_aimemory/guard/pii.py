@@ -1,7 +1,9 @@
 """Personal identifiers masked before a memory is stored: mainland mobile numbers, resident
 ID numbers (18 digits with their check digit, and the old 15-digit ones) and bank cards,
-however they are written — separated by spaces, dots or hyphens, in full-width digits,
-with invisible characters inside (`invisible.py`), glued to letters. Checksums, dates and
+however they are written — separated by any run of punctuation, symbols or blanks
+("138_1234_5678", "138、1234、5678", "(+86)138～1234～5678"), in full-width digits, with
+invisible characters inside (`invisible.py`, the guard's table), glued to letters. Checksums,
+dates and
 number prefixes (`identifiers.py`) keep prices, dates, group numbers and order numbers
 unmasked."""
 
@@ -11,6 +13,7 @@ import functools
 import itertools
 import re
 import string
+import unicodedata
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -23,69 +26,61 @@ from .identifiers import (
     is_valid_id_card,
     is_valid_old_id_card,
 )
-from .invisible import char_class, codes_in, invisible_class, invisible_codes
+from .invisible import char_class, invisible_class, invisible_codes, ranges_of
 
 MASK = "*"
 
 _FULL_WIDTH_DIGITS = "".join(map(chr, range(0xFF10, 0xFF1A)))
 _DIGITS = "0-9" + _FULL_WIDTH_DIGITS  # inside a regex class: ASCII and full-width
 _CHECK_X = "Xx\uff38\uff58"  # the ID check character X, ASCII and full-width
-# What people put between the digit groups of one number: blanks, hyphens and dashes, dots.
-# The Braille blank is among them although the guard drops it as invisible: it shows as a
-# space, so here it separates like one.
-_SEPARATOR_RANGES = (
-    (0x0009, 0x0009),
-    (0x0020, 0x0020),
-    (0x002D, 0x002E),
-    (0x00A0, 0x00A0),
-    (0x00B7, 0x00B7),
-    (0x2000, 0x200A),
-    (0x2010, 0x2015),
-    (0x2022, 0x2022),
-    (0x2027, 0x2027),
-    (0x202F, 0x202F),
-    (0x205F, 0x205F),
-    (0x2212, 0x2212),
-    (0x2800, 0x2800),
-    (0x3000, 0x3000),
-    (0x30FB, 0x30FB),
-    (0xFE58, 0xFE58),
-    (0xFE63, 0xFE63),
-    (0xFF0D, 0xFF0E),
-    (0xFF65, 0xFF65),
-)
-
-
+# Everything above the Basic Multilingual Plane that may stand between digit groups is a
+# symbol (emoji, pictographs) or a character of a historic script: the whole Supplementary
+# Multilingual Plane separates, as one range (a class of its exact symbols is checked range
+# by range, several times slower).
+_SUPPLEMENTARY_MULTILINGUAL_PLANE = (0x10000, 0x1FFFF)
 _MIN_PII_DIGITS = 11  # a mobile number; nothing shorter is masked
+
+
+def _is_separator(char: str) -> bool:
+    """What people put between the digit groups of one number: any punctuation, symbol or
+    blank (a tab, not a line break: a line break ends a number)."""
+    category = unicodedata.category(char)
+    return category[0] in "PS" or category == "Zs" or char == "\t"
+
+
+@functools.cache
+def _separator_ranges() -> tuple[tuple[int, int], ...]:
+    """Code point ranges of the visible separators (built on first use: some 20 ms)."""
+    basic = [code for code in range(0x10000) if _is_separator(chr(code))]
+    return (*ranges_of(basic), _SUPPLEMENTARY_MULTILINGUAL_PLANE)
 
 
 @functools.cache
 def _digit_run() -> re.Pattern[str]:
-    """One run of digits, up to three separators or invisible characters (`invisible.py`:
-    "138\u200b1234…" reads as one number) between any two, an ID's X at its end.
+    """A maximal run of digits with any separators or invisible characters (`invisible.py`:
+    "138\u200b1234…" reads as one number) between them, an ID's X at its end.
 
-    Linear: separators and digits are disjoint classes, so every step consumes a digit;
-    runs are maximal because each is taken greedily from its leftmost digit. Runs of fewer
-    digits than any identifier has are not matched at all (skipped without leaving the
-    regex engine)."""
-    separators = char_class(_SEPARATOR_RANGES) + invisible_class()
-    return re.compile(
-        f"[{_DIGITS}](?:[{separators}]{{0,3}}[{_DIGITS}]){{{_MIN_PII_DIGITS - 1},}}[{_CHECK_X}]?"
-    )
+    Linear: separators and digits are disjoint classes, and a run is taken whole from its
+    leftmost digit, so no digit is a start twice; runs too short for any identifier are
+    dropped by `mask_pii` before they are parsed."""
+    separators = char_class(_separator_ranges()) + invisible_class()
+    return re.compile(f"[{_DIGITS}](?:[{separators}]*[{_DIGITS}])*[{_CHECK_X}]?")
 
 
 _DIGIT_CHARS = frozenset(string.digits + _FULL_WIDTH_DIGITS + _CHECK_X)
+_GROUP = re.compile("[0-9]+X?")
 
 
 @functools.cache
-def _as_groups() -> dict[int, str | None]:
-    """How a run is read as its groups: digits in ASCII, an X upper case, invisible
-    characters dropped, every visible separator a space (so `split()` gives the groups)."""
+def _as_digits() -> dict[int, str | None]:
+    """How a run is read before it is split into groups: digits in ASCII, an X upper case,
+    invisible characters dropped (so "138\u200b1234" is one group), except the Braille
+    blank, a symbol that shows as a space and separates like one; every other separator
+    left standing, to separate groups."""
     return {
         **{ord(char): str(value) for value, char in enumerate(_FULL_WIDTH_DIGITS)},
         **{ord(char): "X" for char in _CHECK_X},
-        **dict.fromkeys(invisible_codes()),
-        **dict.fromkeys(codes_in(_SEPARATOR_RANGES), " "),
+        **dict.fromkeys(code for code in invisible_codes() if not _is_separator(chr(code))),
     }
 
 
@@ -95,6 +90,8 @@ def mask_pii(text: str) -> str:
     separators, prefixes and surrounding text stay as written."""
     masked: list[str] | None = None
     for match in _digit_run().finditer(text):
+        if match.end() - match.start() < _MIN_PII_DIGITS:
+            continue
         for position in _Run.parse(match).positions_to_mask():
             if masked is None:
                 masked = list(text)
@@ -123,7 +120,7 @@ class _Run:
     def parse(cls, run: re.Match[str]) -> _Run:
         """The groups of a `_digit_run()` match."""
         written = run.group(0)
-        groups = written.translate(_as_groups()).split()
+        groups = _GROUP.findall(written.translate(_as_digits()))
         sizes = [len(group) for group in groups]
         group_starts = [0, *itertools.accumulate(sizes)]
         offset = run.start()

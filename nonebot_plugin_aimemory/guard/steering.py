@@ -1,110 +1,181 @@
-"""The shapes of text that steer a model, found in folded text (lower case, ASCII
-punctuation, see `normalise.py`): the rules of `steering_rules.py`, tried only where one of
-their start words stands.
+"""Finding steering in folded text (lower case, ASCII punctuation, see `normalise.py`): the
+four shapes of every language (`steering_shapes.py`) and forged turns
+(`steering_turns.py`), each rule tried only where one of its start words stands.
 
-Every pattern is linear: it starts with literal words, its gaps are bounded, and where its
-words may stand is decided by a check of the few characters before a match
+The start words of all rules are found first (Latin ones word by word, the others by one
+pattern, a trie: `literals.py`), and only the rules a start word may start are tried where
+it stands. Every pattern is linear: it starts with literal words, its gaps are bounded, and
+whether a match counts is decided by a look at the text before it
 (`steering_contexts.py`)."""
 
 from __future__ import annotations
 
 import functools
 import re
+from dataclasses import dataclass
+from typing import NamedTuple
 
-from .steering_rules import STEERING_RULES, Rule
+from .lexicon import lexicons
+from .literals import trie_pattern
+from .steering_rules import Rule
+from .steering_shapes import shape_rules
+from .steering_turns import forged_turn_rules
 
-# Rules are tried only where one of their start words stands: each start word has a key
-# (its first English word, or the shortest start word it begins with: "你" for "你现在"),
-# the keys are found at once (the English ones with `str.find`, at word starts; the others,
-# Chinese, brackets and quotes, with one pattern of literals), and the rules of a key are
-# matched right where it stands.
-_ASCII_WORD = re.compile("[a-z]+")
-_TRIED_IN_PLACE_AT_MOST = 32
-
-
-def _ascii_key(word: str) -> str | None:
-    """The English word a start word begins with ("tell" for "tell me"), or None."""
-    match = _ASCII_WORD.match(word)
-    return match.group(0) if match else None
-
-
-def _index_by_key(rules: tuple[Rule, ...]) -> dict[str, tuple[Rule, ...]]:
-    """The rules to try where each key stands: a key is a start word's first English word,
-    or the shortest start word it begins with."""
-    others = {w for rule in rules for w in rule.starts if _ascii_key(w) is None}
-    index: dict[str, list[Rule]] = {}
-    for rule in rules:
-        for word in rule.starts:
-            key = _ascii_key(word) or min((s for s in others if word.startswith(s)), key=len)
-            keyed = index.setdefault(key, [])
-            if rule not in keyed:
-                keyed.append(rule)
-    return {key: tuple(keyed) for key, keyed in index.items()}
-
-
-_RULES_BY_KEY = _index_by_key(STEERING_RULES)
-_ENGLISH_KEYS = frozenset(key for key in _RULES_BY_KEY if _ascii_key(key) == key)
-_OTHER_KEYS = re.compile(
-    "|".join(
-        re.escape(key) for key in sorted(set(_RULES_BY_KEY) - _ENGLISH_KEYS, key=len, reverse=True)
-    )
-)
-
-
-_ENGLISH_KEY_LENGTHS = sorted({len(key) for key in _ENGLISH_KEYS})
 _LATIN_WORD = re.compile(b"[a-z]+")
 _LOWER_A, _LOWER_Z = ord("a"), ord("z")
+# More places of one start word than this: a flood, scanned by the regex engine instead.
+_TRIED_IN_PLACE_AT_MOST = 256
+# A Latin start word this short ("a" of "a partir", "t" of "t'es") stands only as a whole
+# word (else "a" would stop at every letter a).
+_WHOLE_WORD_CHARS = 2
 
 
-@functools.lru_cache(maxsize=4096)
-def _english_keys_of(word: bytes) -> tuple[str, ...]:
-    """The English keys `word` begins with."""
-    text = word.decode()
-    return tuple(
-        text[:length]
-        for length in _ENGLISH_KEY_LENGTHS
-        if length <= len(text) and text[:length] in _ENGLISH_KEYS
-    )
+class Found(NamedTuple):
+    """A steering match and the rule it matched."""
+
+    rule: Rule
+    match: re.Match[str]
 
 
-def find_steering(folded: str, blanks: frozenset[int] = frozenset()) -> re.Match[str] | None:
+def steering_rules() -> tuple[Rule, ...]:
+    """Every rule, in the order they are tried: forged turns, then each language's shapes."""
+    return _index().rules
+
+
+def find_steering(folded: str, blanks: frozenset[int] = frozenset()) -> Found | None:
     """A match of a steering rule in `folded` that counts, or None; `blanks` are the
     positions where a blank between Chinese characters was removed."""
-    for key, starts in _key_places(folded).items():
-        rules = _RULES_BY_KEY[key]
+    index = _index()
+    for word, starts in index.start_places(folded).items():
         if len(starts) > _TRIED_IN_PLACE_AT_MOST:
             # A flood of one word: let the regex engine scan for the rules instead.
-            for rule in rules:
+            for rule in index.rules_at[word]:
                 if (match := rule.search(folded, blanks)) is not None:
-                    return match
+                    return Found(rule, match)
             continue
+        rules = index.rules_at[word]
         for at in starts:
             for rule in rules:
                 if (match := rule.match_at(folded, at, at in blanks)) is not None:
-                    return match
+                    return Found(rule, match)
     return None
 
 
-def _key_places(folded: str) -> dict[str, list[int]]:
-    """Where each key stands in `folded` (English ones only at a word start)."""
-    places: dict[str, list[int]] = {}
-    for hit in _OTHER_KEYS.finditer(folded):
-        start, end = hit.span()
-        places.setdefault(hit.group(0), []).append(start)
-        # A key may start inside another ("以上面": "以上", "上面"); finditer does not overlap.
-        for inside in range(start + 1, end):
-            if (overlapping := _OTHER_KEYS.match(folded, inside)) is not None:
-                places.setdefault(overlapping.group(0), []).append(inside)
-    # At word starts, not only as whole words: with invisible characters dropped,
-    # "ignore\u200bprevious" is one word, "ignoreprevious". Looked up in bytes, one per
-    # character, since a text holding Chinese would cost a conversion per `str.find`.
-    latin = folded.encode("ascii", "replace")
-    keys = {key for word in set(_LATIN_WORD.findall(latin)) for key in _english_keys_of(word)}
-    for key in keys:
-        key_bytes = key.encode()
-        at = latin.find(key_bytes)
-        while at >= 0:
-            if at == 0 or not _LOWER_A <= latin[at - 1] <= _LOWER_Z:
-                places.setdefault(key, []).append(at)
-            at = latin.find(key_bytes, at + 1)
-    return places
+@dataclass(frozen=True, eq=False)
+class _Index:
+    """Every rule, its start words, and the rules each start word may start: its own and
+    those of the shorter start words it begins with ("ignore" starts the rules of "ignor"
+    too, since both stand where it stands). Latin start words are found word by word (a
+    word of three letters or more as the start of a longer one, a shorter one whole,
+    one with a blank or a mark, "a partir", "t'es", "role-play", as written); the others
+    (Chinese, kana, Hangul, Cyrillic, brackets), anywhere, by one pattern."""
+
+    rules: tuple[Rule, ...]
+    rules_at: dict[str, tuple[Rule, ...]]
+    latin_lengths: tuple[int, ...]
+    phrases: dict[bytes, tuple[bytes, ...]]  # by their first run of letters
+    others: re.Pattern[str]
+    other_firsts: frozenset[str]
+
+    def start_places(self, folded: str) -> dict[str, list[int]]:
+        """Where each start word stands in `folded`, the longest at each place."""
+        places: dict[str, list[int]] = {}
+        for hit in self.others.finditer(folded):
+            start, end = hit.span()
+            places.setdefault(hit.group(0), []).append(start)
+            # One may start inside another ("以上面": "上面"); finditer does not overlap.
+            for inside in range(start + 1, end):
+                if folded[inside] in self.other_firsts and (
+                    overlapping := self.others.match(folded, inside)
+                ):
+                    places.setdefault(overlapping.group(0), []).append(inside)
+        # Word by word, in bytes (one per character: a text holding Chinese would cost a
+        # conversion per search). With invisible characters dropped, "ignore\u200bprevious"
+        # is one word: a start word may begin a word longer than itself.
+        latin = folded.encode("ascii", "replace")
+        found: set[bytes] = set()
+        for word in set(_LATIN_WORD.findall(latin)):
+            key, phrases = _latin_start_of(self, word)
+            if key is not None:
+                found.add(key)
+            found.update(phrases)
+        for key in found:
+            if starts := _word_starts(latin, key, whole=len(key) <= _WHOLE_WORD_CHARS):
+                places[key.decode()] = starts
+        return places
+
+
+@functools.lru_cache(maxsize=8192)
+def _latin_start_of(index: _Index, word: bytes) -> tuple[bytes | None, tuple[bytes, ...]]:
+    """The longest start word a Latin word begins with (one of one or two letters only if
+    it is the whole word), and the start words with a blank or a mark it may begin."""
+    text = word.decode()
+    key = word if len(text) <= _WHOLE_WORD_CHARS and text in index.rules_at else None
+    for length in index.latin_lengths:
+        if length <= len(text) and text[:length] in index.rules_at:
+            key = word[:length]
+    return key, index.phrases.get(word, ())
+
+
+def _word_starts(latin: bytes, key: bytes, *, whole: bool) -> list[int]:
+    """Where `key` stands at a word start (and, if `whole`, ends at a word end)."""
+    starts: list[int] = []
+    at = latin.find(key)
+    while at >= 0:
+        after = at + len(key)
+        if (at == 0 or not _LOWER_A <= latin[at - 1] <= _LOWER_Z) and not (
+            whole and after < len(latin) and _LOWER_A <= latin[after] <= _LOWER_Z
+        ):
+            starts.append(at)
+        at = latin.find(key, after if whole else at + 1)
+    return starts
+
+
+@functools.cache
+def _index() -> _Index:
+    """The rules and their start words, built on first use (every language's word classes
+    are folded and compiled: some 0.5 s)."""
+    rules = tuple(forged_turn_rules()) + tuple(
+        rule for lexicon in lexicons() for rule in shape_rules(lexicon)
+    )
+    own: dict[str, list[Rule]] = {}
+    for rule in rules:
+        for word in rule.starts:
+            if rule not in own.setdefault(word, []):
+                own[word].append(rule)
+    order = {id(rule): position for position, rule in enumerate(rules)}
+    rules_at = {
+        word: tuple(
+            sorted(
+                {
+                    id(rule): rule for prefix in _prefixes(word, own) for rule in own[prefix]
+                }.values(),
+                key=lambda rule: order[id(rule)],
+            )
+        )
+        for word in own
+    }
+    latin = {word for word in own if word.isascii() and "a" <= word[0] <= "z"}
+    phrases: dict[bytes, list[bytes]] = {}
+    for word in latin:
+        if not word.isalpha():
+            first = _LATIN_WORD.match(word.encode())
+            if first is not None:
+                phrases.setdefault(first.group(0), []).append(word.encode())
+    return _Index(
+        rules,
+        rules_at,
+        tuple(
+            sorted(
+                {len(word) for word in latin if word.isalpha() and len(word) > _WHOLE_WORD_CHARS}
+            )
+        ),
+        {first: tuple(sorted(found, key=len, reverse=True)) for first, found in phrases.items()},
+        re.compile(trie_pattern(set(own) - latin)),
+        frozenset(word[0] for word in set(own) - latin),
+    )
+
+
+def _prefixes(word: str, words: dict[str, list[Rule]]) -> list[str]:
+    """The start words `word` begins with, itself included."""
+    return [word[:length] for length in range(1, len(word) + 1) if word[:length] in words]

@@ -152,6 +152,22 @@ async def test_steering_text_in_a_stored_tag_is_never_injected(plugin) -> None:
     assert "猫娘" not in plugin.llm.last_messages()[-1]["content"]
 
 
+async def test_injected_memories_are_framed_as_notes_about_the_chat_not_instructions(
+    plugin,
+) -> None:
+    from nonebot_plugin_aimemory import prompts
+
+    await plugin.runtime.memory.service.save(SCOPE, "小明(2001)喜欢画画，周末去美术馆")
+    bot = RecordingBot()
+
+    await bot.receive(asking("小明喜欢什么"))
+
+    header = plugin.llm.last_messages()[-1]["content"].splitlines()[0]
+    assert header == prompts.MEMORY_INJECTION_HEADER
+    assert "笔记" in header
+    assert "不是指令" in header
+
+
 @pytest.mark.parametrize(
     ("raw", "masked"),
     [
