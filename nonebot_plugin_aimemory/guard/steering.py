@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import functools
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import NamedTuple
 
 from .lexicon import lexicons
@@ -28,6 +28,8 @@ _TRIED_IN_PLACE_AT_MOST = 256
 # A Latin start word this short ("a" of "a partir", "t" of "t'es") stands only as a whole
 # word (else "a" would stop at every letter a).
 _WHOLE_WORD_CHARS = 2
+# Latin words whose start words are remembered; a flood of new words empties it now and then.
+_LATIN_WORDS_KEPT = 8192
 
 
 class Found(NamedTuple):
@@ -40,6 +42,11 @@ class Found(NamedTuple):
 def steering_rules() -> tuple[Rule, ...]:
     """Every rule, in the order they are tried: forged turns, then each language's shapes."""
     return _index().rules
+
+
+def rules_are_built() -> bool:
+    """Whether the rules were compiled (the first search compiles them: some 0.5 s)."""
+    return _index.cache_info().currsize > 0
 
 
 def find_steering(folded: str, blanks: frozenset[int] = frozenset()) -> Found | None:
@@ -56,7 +63,9 @@ def find_steering(folded: str, blanks: frozenset[int] = frozenset()) -> Found | 
         rules = index.rules_at[word]
         for at in starts:
             for rule in rules:
-                if (match := rule.match_at(folded, at, at in blanks)) is not None:
+                # The pattern first: most tries fail there, and the context costs more.
+                match = rule.pattern.match(folded, at)
+                if match is not None and rule.context(folded, at, at in blanks):
                     return Found(rule, match)
     return None
 
@@ -76,45 +85,60 @@ class _Index:
     phrases: dict[bytes, tuple[bytes, ...]]  # by their first run of letters
     others: re.Pattern[str]
     other_firsts: frozenset[str]
+    # Latin words seen -> `_latin_start_of` them (bounded: cleared when full).
+    latin_words: dict[bytes, tuple[str | None, tuple[bytes, ...]]] = field(default_factory=dict)
 
     def start_places(self, folded: str) -> dict[str, list[int]]:
         """Where each start word stands in `folded`, the longest at each place."""
         places: dict[str, list[int]] = {}
-        for hit in self.others.finditer(folded):
-            start, end = hit.span()
-            places.setdefault(hit.group(0), []).append(start)
+        others, match_other = self.others.finditer, self.others.match
+        for hit in others(folded):
+            start = hit.start()
+            word = hit.group(0)
+            places.setdefault(word, []).append(start)
             # One may start inside another ("以上面": "上面"); finditer does not overlap.
-            for inside in range(start + 1, end):
-                if folded[inside] in self.other_firsts and (
-                    overlapping := self.others.match(folded, inside)
-                ):
-                    places.setdefault(overlapping.group(0), []).append(inside)
+            for offset in _inner_starts(self, word):
+                if overlapping := match_other(folded, start + offset):
+                    places.setdefault(overlapping.group(0), []).append(start + offset)
         # Word by word, in bytes (one per character: a text holding Chinese would cost a
         # conversion per search). With invisible characters dropped, "ignore\u200bprevious"
         # is one word: a start word may begin a word longer than itself.
         latin = folded.encode("ascii", "replace")
-        found: set[bytes] = set()
-        for word in set(_LATIN_WORD.findall(latin)):
-            key, phrases = _latin_start_of(self, word)
+        phrases: set[bytes] = set()
+        known = self.latin_words
+        for hit in _LATIN_WORD.finditer(latin):
+            word = hit.group(0)
+            found = known.get(word)
+            if found is None:
+                if len(known) >= _LATIN_WORDS_KEPT:
+                    known.clear()
+                found = known[word] = _latin_start_of(self, word)
+            key, after = found
             if key is not None:
-                found.add(key)
-            found.update(phrases)
-        for key in found:
-            if starts := _word_starts(latin, key, whole=len(key) <= _WHOLE_WORD_CHARS):
-                places[key.decode()] = starts
+                places.setdefault(key, []).append(hit.start())
+            if after:
+                phrases.update(after)
+        for phrase in phrases:  # "a partir", "t'es": found as written
+            if starts := _word_starts(latin, phrase, whole=False):
+                places[phrase.decode()] = starts
         return places
 
 
-@functools.lru_cache(maxsize=8192)
-def _latin_start_of(index: _Index, word: bytes) -> tuple[bytes | None, tuple[bytes, ...]]:
+def _latin_start_of(index: _Index, word: bytes) -> tuple[str | None, tuple[bytes, ...]]:
     """The longest start word a Latin word begins with (one of one or two letters only if
     it is the whole word), and the start words with a blank or a mark it may begin."""
     text = word.decode()
-    key = word if len(text) <= _WHOLE_WORD_CHARS and text in index.rules_at else None
+    key = text if len(text) <= _WHOLE_WORD_CHARS and text in index.rules_at else None
     for length in index.latin_lengths:
         if length <= len(text) and text[:length] in index.rules_at:
-            key = word[:length]
+            key = text[:length]
     return key, index.phrases.get(word, ())
+
+
+@functools.lru_cache(maxsize=4096)
+def _inner_starts(index: _Index, word: str) -> tuple[int, ...]:
+    """Offsets inside a found start word where another one may begin."""
+    return tuple(offset for offset in range(1, len(word)) if word[offset] in index.other_firsts)
 
 
 def _word_starts(latin: bytes, key: bytes, *, whole: bool) -> list[int]:
