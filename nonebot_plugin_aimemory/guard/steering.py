@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import functools
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import NamedTuple
 
 from .lexicon import lexicons
@@ -21,15 +21,11 @@ from .steering_rules import Rule
 from .steering_shapes import shape_rules
 from .steering_turns import forged_turn_rules
 
-_LATIN_WORD = re.compile(b"[a-z]+")
-_LOWER_A, _LOWER_Z = ord("a"), ord("z")
 # More places of one start word than this: a flood, scanned by the regex engine instead.
 _TRIED_IN_PLACE_AT_MOST = 256
 # A Latin start word this short ("a" of "a partir", "t" of "t'es") stands only as a whole
 # word (else "a" would stop at every letter a).
 _WHOLE_WORD_CHARS = 2
-# Latin words whose start words are remembered; a flood of new words empties it now and then.
-_LATIN_WORDS_KEPT = 8192
 
 
 class Found(NamedTuple):
@@ -74,85 +70,35 @@ def find_steering(folded: str, blanks: frozenset[int] = frozenset()) -> Found | 
 class _Index:
     """Every rule, its start words, and the rules each start word may start: its own and
     those of the shorter start words it begins with ("ignore" starts the rules of "ignor"
-    too, since both stand where it stands). Latin start words are found word by word (a
-    word of three letters or more as the start of a longer one, a shorter one whole,
-    one with a blank or a mark, "a partir", "t'es", "role-play", as written); the others
-    (Chinese, kana, Hangul, Cyrillic, brackets), anywhere, by one pattern."""
+    too, since both stand where it stands). Latin start words are found at word starts by
+    one pattern (a word of three letters or more as the start of a longer one, a shorter
+    one whole, one with a blank or a mark, "a partir", "t'es", "role-play", as written);
+    the others (Chinese, kana, Hangul, Cyrillic, brackets), anywhere, by another."""
 
     rules: tuple[Rule, ...]
     rules_at: dict[str, tuple[Rule, ...]]
-    latin_lengths: tuple[int, ...]
-    phrases: dict[bytes, tuple[bytes, ...]]  # by their first run of letters
+    latin: re.Pattern[str]
     others: re.Pattern[str]
-    other_firsts: frozenset[str]
-    # Latin words seen -> `_latin_start_of` them (bounded: cleared when full).
-    latin_words: dict[bytes, tuple[str | None, tuple[bytes, ...]]] = field(default_factory=dict)
+    # Each other start word -> the offsets inside it where another one may begin.
+    inner_starts: dict[str, tuple[int, ...]]
 
     def start_places(self, folded: str) -> dict[str, list[int]]:
         """Where each start word stands in `folded`, the longest at each place."""
         places: dict[str, list[int]] = {}
-        others, match_other = self.others.finditer, self.others.match
-        for hit in others(folded):
+        match_other, inner = self.others.match, self.inner_starts
+        for hit in self.others.finditer(folded):
             start = hit.start()
             word = hit.group(0)
             places.setdefault(word, []).append(start)
             # One may start inside another ("以上面": "上面"); finditer does not overlap.
-            for offset in _inner_starts(self, word):
+            for offset in inner[word]:
                 if overlapping := match_other(folded, start + offset):
                     places.setdefault(overlapping.group(0), []).append(start + offset)
-        # Word by word, in bytes (one per character: a text holding Chinese would cost a
-        # conversion per search). With invisible characters dropped, "ignore\u200bprevious"
-        # is one word: a start word may begin a word longer than itself.
-        latin = folded.encode("ascii", "replace")
-        phrases: set[bytes] = set()
-        known = self.latin_words
-        for hit in _LATIN_WORD.finditer(latin):
-            word = hit.group(0)
-            found = known.get(word)
-            if found is None:
-                if len(known) >= _LATIN_WORDS_KEPT:
-                    known.clear()
-                found = known[word] = _latin_start_of(self, word)
-            key, after = found
-            if key is not None:
-                places.setdefault(key, []).append(hit.start())
-            if after:
-                phrases.update(after)
-        for phrase in phrases:  # "a partir", "t'es": found as written
-            if starts := _word_starts(latin, phrase, whole=False):
-                places[phrase.decode()] = starts
+        # Latin ones at word starts only (a start word may begin a longer word: with
+        # invisible characters dropped, "ignore\u200bprevious" is one word).
+        for hit in self.latin.finditer(folded):
+            places.setdefault(hit.group(0), []).append(hit.start())
         return places
-
-
-def _latin_start_of(index: _Index, word: bytes) -> tuple[str | None, tuple[bytes, ...]]:
-    """The longest start word a Latin word begins with (one of one or two letters only if
-    it is the whole word), and the start words with a blank or a mark it may begin."""
-    text = word.decode()
-    key = text if len(text) <= _WHOLE_WORD_CHARS and text in index.rules_at else None
-    for length in index.latin_lengths:
-        if length <= len(text) and text[:length] in index.rules_at:
-            key = text[:length]
-    return key, index.phrases.get(word, ())
-
-
-@functools.lru_cache(maxsize=4096)
-def _inner_starts(index: _Index, word: str) -> tuple[int, ...]:
-    """Offsets inside a found start word where another one may begin."""
-    return tuple(offset for offset in range(1, len(word)) if word[offset] in index.other_firsts)
-
-
-def _word_starts(latin: bytes, key: bytes, *, whole: bool) -> list[int]:
-    """Where `key` stands at a word start (and, if `whole`, ends at a word end)."""
-    starts: list[int] = []
-    at = latin.find(key)
-    while at >= 0:
-        after = at + len(key)
-        if (at == 0 or not _LOWER_A <= latin[at - 1] <= _LOWER_Z) and not (
-            whole and after < len(latin) and _LOWER_A <= latin[after] <= _LOWER_Z
-        ):
-            starts.append(at)
-        at = latin.find(key, after if whole else at + 1)
-    return starts
 
 
 @functools.cache
@@ -180,24 +126,22 @@ def _index() -> _Index:
         for word in own
     }
     latin = {word for word in own if word.isascii() and "a" <= word[0] <= "z"}
-    phrases: dict[bytes, list[bytes]] = {}
-    for word in latin:
-        if not word.isalpha():
-            first = _LATIN_WORD.match(word.encode())
-            if first is not None:
-                phrases.setdefault(first.group(0), []).append(word.encode())
+    others = set(own) - latin
+    firsts = frozenset(word[0] for word in others)
+    short = lambda word: len(word) <= _WHOLE_WORD_CHARS  # noqa: E731
     return _Index(
         rules,
         rules_at,
-        tuple(
-            sorted(
-                {len(word) for word in latin if word.isalpha() and len(word) > _WHOLE_WORD_CHARS}
-            )
-        ),
-        {first: tuple(sorted(found, key=len, reverse=True)) for first, found in phrases.items()},
-        re.compile(trie_pattern(set(own) - latin)),
-        frozenset(word[0] for word in set(own) - latin),
+        re.compile("(?<![a-z])" + trie_pattern(latin, whole_word=short)),
+        re.compile(trie_pattern(others)),
+        {word: _inner_offsets(word, firsts) for word in others},
     )
+
+
+def _inner_offsets(word: str, firsts: frozenset[str]) -> tuple[int, ...]:
+    """Offsets inside `word` where another start word may begin (its first character is
+    one of `firsts`)."""
+    return tuple(offset for offset in range(1, len(word)) if word[offset] in firsts)
 
 
 def _prefixes(word: str, words: dict[str, list[Rule]]) -> list[str]:
