@@ -132,10 +132,18 @@ def _index() -> _Index:
     return _Index(
         rules,
         rules_at,
-        re.compile("(?<![a-z])" + trie_pattern(latin, whole_word=short)),
+        re.compile(_at_word_start(trie_pattern(latin, whole_word=short))),
         re.compile(trie_pattern(others)),
         {word: _inner_offsets(word, firsts) for word in others},
     )
+
+
+def _at_word_start(pattern: str) -> str:
+    """A trie pattern of Latin words (it starts with the class of their first letters)
+    that matches only at a word start. The check comes after that class, so the regex
+    engine still skips ahead to a first letter instead of trying every place."""
+    first_class_end = pattern.index("]") + 1  # the first letters are a-z: no "]" inside
+    return pattern[:first_class_end] + "(?<![a-z][a-z])" + pattern[first_class_end:]
 
 
 def _inner_offsets(word: str, firsts: frozenset[str]) -> tuple[int, ...]:
