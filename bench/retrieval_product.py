@@ -1,7 +1,7 @@
-"""The retrieval bench's use of the plugin: conversations written through the chat log's and
-the memory store's write paths, questions asked of a session's tools as the model calls them,
-and the answers read back: a chat-log line by its minute (turn i of a date is logged at
-20:00 + 2i, its reply a minute later), a memory line by its `#id`.
+"""The retrieval bench's use of the plugin: conversations written through its write paths,
+questions asked of a session's tools as the model calls them, and the answers read back: a
+chat-log line by its minute (turn i of a date at 20:00 + 2i, its reply a minute later), a
+memory line by its `#id`.
 """
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import re
 import time
-from collections import Counter, defaultdict
+from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from datetime import datetime, timedelta, timezone, tzinfo
 from typing import TYPE_CHECKING, Literal, TypeVar
@@ -61,10 +61,9 @@ def chat_rows(conversation: Conversation) -> list[tuple[RowKey, str]]:
 
 async def write_conversation(
     runtime: Runtime, conversation: Conversation, qq: int
-) -> tuple[dict[str, frozenset[TurnKey]], Counter[str]]:
-    """Log a conversation in the user's private chat through the batched writer, then save each
-    utterance as a memory about them on the day it was said; the turns each memory holds (a
-    duplicate joins the one it repeats) and the count of each outcome of the memory rules."""
+) -> dict[str, frozenset[TurnKey]]:
+    """Log a conversation in the user's private chat, then save each utterance as a memory on
+    the day it was said; the turns each memory holds (a duplicate joins the one it repeats)."""
     writer, service = chat_log_writer(runtime), memory_service(runtime)
     key, zone = session_key(qq), ZoneInfo(runtime.config.aimemory_timezone)
     for row, text in chat_rows(conversation):
@@ -72,42 +71,23 @@ async def write_conversation(
         writer.add(chat_row(key, row_minute(row, zone), row[1], text, speaker))
     await writer.flush()
     held: defaultdict[str, set[TurnKey]] = defaultdict(set)
-    statuses: Counter[str] = Counter()
     real_clock = service.clock
     try:
         for turn in conversation.turns:
             said_at = row_minute((turn.key, "user"), zone)
             service.clock = lambda said_at=said_at: said_at
             outcome = await service.save(key, turn.utterance, user_id=str(qq), source="tool")
-            statuses[outcome.status] += 1
             if outcome.status in ("saved", "duplicate") and outcome.memory is not None:
                 held[outcome.memory.id].add(turn.key)
     finally:
         service.clock = real_clock
-    return {memory_id: frozenset(turns) for memory_id, turns in held.items()}, statuses
+    return {memory_id: frozenset(turns) for memory_id, turns in held.items()}
 
 
-async def embed_backlog(runtime: Runtime, qqs: Iterable[int] = ()) -> tuple[int, int]:
-    """Wait until every chat-log row and memory has its vector (the backfills find what the
-    background embedding missed); how many rows, and memories of these users, have none."""
-    from nonebot_plugin_aimemory.chatlog.vectors import ChatLogVectors
-
-    writer, service = chat_log_writer(runtime), memory_service(runtime)
-    await writer.vectors.backfill()
-    rows_left = 0
-    if isinstance(writer.vectors, ChatLogVectors):
-        rows_left = len(await writer.store.vectors.unembedded(writer.vectors.model, limit=10**6))
-    await service.backfill_embeddings()
-    records = [record for qq in qqs for record in await service.list(session_key(qq))]
-    return rows_left, sum(1 for record in records if not record.embedding)
-
-
-async def vector_scan_rows(runtime: Runtime) -> int:
-    """How many vectors a hybrid chat-log search scans at most, for the model in use."""
-    from nonebot_plugin_aimemory.chatlog.vectors import scan_rows
-
-    vector = await chat_log_writer(runtime).vectors.query_vector("scan bound")
-    return scan_rows(len(vector)) if vector else 0
+async def embed_backlog(runtime: Runtime) -> None:
+    """Embed what the background embedding of chat-log rows and memories left out."""
+    await chat_log_writer(runtime).vectors.backfill()
+    await memory_service(runtime).backfill_embeddings()
 
 
 class SessionTools:
