@@ -243,20 +243,23 @@ async def _drain(stream: asyncio.StreamReader) -> None:
 
 
 @contextlib.asynccontextmanager
-async def serving(app: Any) -> AsyncIterator[str]:
-    """`app` served by uvicorn on 127.0.0.1 from this event loop; yields its root URL."""
+async def serving(app: Any, **options: Any) -> AsyncIterator[str]:
+    """`app` served by uvicorn on 127.0.0.1 from this event loop (uvicorn's defaults, as
+    NoneBot runs it, logging warnings only, unless `options` say otherwise); yields its
+    root URL."""
     import uvicorn
 
     port = free_port()
+    settings = {"log_level": "warning", **options}
     server = uvicorn.Server(
-        uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="off")
+        uvicorn.Config(app, host="127.0.0.1", port=port, lifespan="off", **settings)
     )
     task = asyncio.get_running_loop().create_task(server.serve())
     try:
         while not server.started:
             if task.done():
                 task.result()
-            await asyncio.sleep(0.02)
+            await asyncio.sleep(0.01)
         yield f"http://127.0.0.1:{port}"
     finally:
         server.should_exit = True

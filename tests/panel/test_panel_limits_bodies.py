@@ -19,8 +19,9 @@ import pytest
 
 from tests.fakes.bot_process import bot_process
 from tests.fakes.openai_server import FakeOpenAI
+from tests.panel.browser import serving
 from tests.panel.conftest import BASE, PANEL_TOKEN
-from tests.panel.test_panel_limits_login import panel_app, uvicorn_serving
+from tests.panel.test_panel_limits_login import panel_app
 
 LOGIN = f"{BASE}/login"
 MEMORIES = f"{BASE}/api/chats/g:111/memories"
@@ -123,7 +124,7 @@ async def metered(plugin) -> AsyncIterator[MeteredPanel]:
         return holder[0]
 
     app, data = panel_app(wrap=wrap)
-    async with uvicorn_serving(app) as url:
+    async with serving(app, log_config=None) as url:
         yield MeteredPanel(int(url.rsplit(":", 1)[1]), holder[0])
     await data.close()
 

@@ -16,7 +16,7 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.fakes.bot_process import free_port
+from tests.panel.browser import serving
 from tests.panel.conftest import BASE, PANEL_TOKEN
 
 WRONG = "not-the-panel-token"
@@ -73,30 +73,6 @@ class ServedPanel:
         return response.status_code
 
 
-@contextlib.asynccontextmanager
-async def uvicorn_serving(app: Any, **options: Any) -> AsyncIterator[str]:
-    """`app` served by uvicorn on 127.0.0.1 from this event loop (uvicorn's defaults, as
-    NoneBot runs it, unless `options` say otherwise; its log left to the test's logging,
-    not configured by uvicorn); yields its root URL."""
-    import uvicorn
-
-    port = free_port()
-    config = uvicorn.Config(
-        app, host="127.0.0.1", port=port, log_config=None, lifespan="off", **options
-    )
-    server = uvicorn.Server(config)
-    task = asyncio.get_running_loop().create_task(server.serve())
-    try:
-        while not server.started:
-            if task.done():
-                task.result()
-            await asyncio.sleep(0.01)
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        server.should_exit = True
-        await asyncio.wait_for(task, 10)
-
-
 def panel_app(
     trusted_proxies: tuple[str, ...] = (),
     server_trusted: str | None = None,
@@ -128,7 +104,7 @@ async def served_panel(
     """The panel on a real uvicorn server; its failure clock is the test's."""
     clock = FakeClock()
     app, data = panel_app(trusted_proxies, server_trusted, clock)
-    async with uvicorn_serving(app, **options) as url:
+    async with serving(app, log_config=None, **options) as url:
         served = ServedPanel(url, clock)
         try:
             yield served
@@ -329,7 +305,7 @@ async def test_the_configured_trusted_proxies_reach_the_mounted_panel(plugin) ->
     router, data = panel_router(config, NoNames(), current_runtime)  # type: ignore[arg-type]
     app = FastAPI()
     app.include_router(router)
-    async with uvicorn_serving(app) as url:
+    async with serving(app, log_config=None) as url:
         panel = ServedPanel(url, FakeClock())
         for _ in range(5):
             await panel.login(WRONG, **{"X-Forwarded-For": "198.51.100.7"})
