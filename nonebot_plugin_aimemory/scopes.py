@@ -7,7 +7,7 @@ those key strings; the stores receive `str(scope)`."""
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from enum import Enum
 
 from .personas.catalog import DEFAULT_PERSONA, is_valid_persona_name
@@ -35,6 +35,9 @@ class Scope:
     id: str
     persona: str | None = None
     account: str | None = None
+    # The keys, made once: the panel's overview derives them for every chat it lists.
+    _chat_key: str = field(init=False, repr=False, compare=False)
+    _key: str = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if not isinstance(self.kind, ScopeKind):
@@ -46,6 +49,10 @@ class Scope:
             self.persona == DEFAULT_PERSONA or not is_valid_persona_name(self.persona)
         ):
             raise ValueError(f"not a persona name for a key: {self.persona!r}")
+        chat_key = f"{self.kind.value}:{self.id}"
+        key = chat_key if self.persona is None else f"{chat_key}{PERSONA_SEPARATOR}{self.persona}"
+        object.__setattr__(self, "_chat_key", chat_key)
+        object.__setattr__(self, "_key", key)
 
     @classmethod
     def group(cls, group_id: int | str, persona: str | None = None) -> Scope:
@@ -85,8 +92,7 @@ class Scope:
         if self.account is not None:
             # No key grammar for accounts yet: fail loudly rather than collide.
             raise ValueError("a scope with a bot account has no key yet")
-        key = f"{self.kind.value}:{self.id}"
-        return key if self.persona is None else f"{key}{PERSONA_SEPARATOR}{self.persona}"
+        return self._key
 
     @property
     def key(self) -> str:
@@ -96,12 +102,14 @@ class Scope:
     @property
     def chat(self) -> Scope:
         """The scope without its persona: the chat a log and usage belong to."""
-        return replace(self, persona=None)
+        return self if self.persona is None else Scope(self.kind, self.id, account=self.account)
 
     @property
     def chat_key(self) -> str:
         """The key of the scope without its persona."""
-        return str(self.chat)
+        if self.account is not None:
+            raise ValueError("a scope with a bot account has no key yet")
+        return self._chat_key
 
     @property
     def persona_name(self) -> str:
