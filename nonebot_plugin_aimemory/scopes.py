@@ -6,6 +6,7 @@ those key strings; the stores receive `str(scope)`."""
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass, field, replace
 from enum import Enum
@@ -72,13 +73,9 @@ class Scope:
     @classmethod
     def parse(cls, text: str) -> Scope:
         """The scope the key `text` names; ValueError on anything else."""
-        found = _KEY.fullmatch(text) if isinstance(text, str) else None
-        if found is None:
+        if not isinstance(text, str):
             raise ValueError(f"not a scope key: {text!r}")
-        persona = found["persona"]
-        if persona is not None and persona in ("", DEFAULT_PERSONA):
-            raise ValueError(f"not a scope key: {text!r}")
-        return cls(ScopeKind(found["kind"]), found["id"], persona)
+        return _parsed(text)
 
     @classmethod
     def parse_or_none(cls, text: str) -> Scope | None:
@@ -146,3 +143,16 @@ class Scope:
     def is_private_chat_of(self, user_id: int | str) -> bool:
         """Whether this is `user_id`'s private chat with the bot (any persona)."""
         return self.is_friend and self.id == str(user_id)
+
+
+@functools.lru_cache(maxsize=4096)
+def _parsed(text: str) -> Scope:
+    """`Scope.parse`, remembered: a scope is immutable, and the same keys come back on
+    every turn and every overview of the panel (a bad key raises, which is not cached)."""
+    found = _KEY.fullmatch(text)
+    if found is None:
+        raise ValueError(f"not a scope key: {text!r}")
+    persona = found["persona"]
+    if persona is not None and persona in ("", DEFAULT_PERSONA):
+        raise ValueError(f"not a scope key: {text!r}")
+    return Scope(ScopeKind(found["kind"]), found["id"], persona)
