@@ -151,12 +151,12 @@ class ChatBot:
         is appended to `progress.pending` and its text returned. `may_call` is asked before
         each step that calls the model, so a limit is passed by one call at most."""
         pending = progress.pending
-        check_allowance(may_call, self.key)
         if self._over_threshold():
+            check_allowance(may_call, self.key)
             progress.add(await self._compact(reason="threshold"))
         while True:
-            check_allowance(may_call, self.key)
             if self._request_over_budget(message, pending) and self._can_fold():
+                check_allowance(may_call, self.key)
                 progress.add(
                     await self._compact(
                         reason="request over budget",
@@ -166,7 +166,7 @@ class ChatBot:
             force_answer = progress.rounds >= self.max_tool_rounds or not self._room_for_a_round(
                 message, pending
             )
-            check_allowance(may_call, self.key)  # a fold may just have called the model
+            check_allowance(may_call, self.key)
             completion = await self._call_recovering(message, pending, force_answer, progress)
             progress.accepted = len(pending)
             progress.usage += completion.usage or Usage()

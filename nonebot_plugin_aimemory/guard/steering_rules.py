@@ -38,11 +38,6 @@ class Rule:
     pattern: re.Pattern[str]
     context: Context
 
-    def match_at(self, folded: str, start: int, blank: bool) -> re.Match[str] | None:
-        """The rule's match starting at `start` if it counts there, else None."""
-        match = self.pattern.match(folded, start)
-        return match if match is not None and self.context(folded, start, blank) else None
-
     def search(self, folded: str, blanks: frozenset[int]) -> re.Match[str] | None:
         """The first match in `folded` that counts, or None."""
         position = 0
