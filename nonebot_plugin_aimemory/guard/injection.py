@@ -43,13 +43,13 @@ def injection_reason_for_memory(
     """Why a memory looks like steering (None if it does not): its content alone, or the
     line the model is shown (content, tags and user id together, so that a phrase split
     between the content and a tag is read whole, as the model reads it)."""
-    reason = injection_reason(content)
     tag_texts = [str(tag) for tag in tags]
-    if reason is not None or not (tag_texts or user_id):
-        return reason
-    # What lies wholly inside the content was checked above: only its end can take part
-    # in a phrase that goes on in the tags.
-    return injection_reason(_rendered_line(_content_tail(content), tag_texts, user_id))
+    if not (tag_texts or user_id):
+        return injection_reason(content)
+    # The line starts with the content and only adds after it, and a rule decides by what
+    # stands before its match: one pass over the line finds whatever the content alone
+    # holds too.
+    return injection_reason(_rendered_line(content, tag_texts, user_id))
 
 
 def _rendered_line(content: str, tags: Sequence[str], user_id: str | None) -> str:

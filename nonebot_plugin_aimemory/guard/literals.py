@@ -20,10 +20,13 @@ def trie_pattern(
     *,
     latin_word_end: bool = False,
     whole_word: Callable[[str], bool] | None = None,
+    second_char_check: bool = False,
 ) -> str:
     """A pattern matching any of `words`, longest first. With `latin_word_end`, a word that
     ends in a Latin letter matches only at a word end, and an apostrophe may be left out
-    ("lets" for "let's"); with `whole_word`, only the words it names end at a word end."""
+    ("lets" for "let's"); with `whole_word`, only the words it names end at a word end;
+    with `second_char_check`, a place is turned away at once unless the next character
+    can go on with some word (`_second_char_check`)."""
     trie: dict[str, dict] = {}
     for word in words:
         spellings = {word, word.replace("'", "")} if latin_word_end else {word}
@@ -39,7 +42,21 @@ def trie_pattern(
     # The first character taken by one class; which word it starts, told by lookbehinds.
     firsts = "".join(re.escape(char) for char, _ in children)
     rests = [(re.escape(char), _node_pattern(child, char)) for char, child in children]
-    return f"[{firsts}]{_dispatch(rests)}"
+    check = _second_char_check(trie) if second_char_check else ""
+    return f"[{firsts}]{check}{_dispatch(rests)}"
+
+
+def _second_char_check(trie: dict[str, dict]) -> str:
+    """A lookahead for the characters a word's second one can be (a one-character word
+    passes by a lookbehind): in Chinese text most places whose character starts some word
+    ("你", "不") are not followed by one that goes on with any, and two class tests turn
+    them away where the lookbehinds of `_dispatch` would take some eight."""
+    seconds = sorted({char for child in trie.values() for char in child if char})
+    singles = sorted(char for char, child in trie.items() if char and "" in child)
+    ahead = f"(?=[{''.join(map(re.escape, seconds))}])" if seconds else "(?!)"
+    if not singles:
+        return ahead
+    return f"(?:{ahead}|(?<=[{''.join(map(re.escape, singles))}]))"
 
 
 def _node_pattern(node: dict[str, dict], last: str) -> str:

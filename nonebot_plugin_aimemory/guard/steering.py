@@ -133,7 +133,8 @@ def _index() -> _Index:
         rules,
         rules_at,
         re.compile(_at_word_start(trie_pattern(latin, whole_word=short))),
-        re.compile(trie_pattern(others)),
+        # Most Chinese characters that start a word are not followed by one going on with it.
+        re.compile(trie_pattern(others, second_char_check=True)),
         {word: _inner_offsets(word, firsts) for word in others},
     )
 
