@@ -5,7 +5,6 @@ dropped, or a forged turn)."""
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Sequence
 
 from ..store.memory_store import MemoryRecord
@@ -14,10 +13,6 @@ from .normalise import fold_for_matching, join_han_gaps
 from .steering import Found, find_steering
 
 SNIPPET_CHARS = 20
-# Longer than any steering match (a shape's gaps are bounded: a dozen words at most): how
-# much of a memory's content is read together with its tags.
-SPLIT_WINDOW_CHARS = 200
-_CLAUSE_END = re.compile("[。！？!?；;\n]")
 
 
 def injection_reason(text: str) -> str | None:
@@ -40,9 +35,9 @@ def steering_in(text: str) -> Found | None:
 def injection_reason_for_memory(
     content: str, tags: Iterable[object] = (), user_id: str | None = None
 ) -> str | None:
-    """Why a memory looks like steering (None if it does not): its content alone, or the
-    line the model is shown (content, tags and user id together, so that a phrase split
-    between the content and a tag is read whole, as the model reads it)."""
+    """Why a memory looks like steering (None if it does not), read as the line the model
+    is shown (content, tags and user id together, so that a phrase split between the
+    content and a tag is read whole, as the model reads it)."""
     tag_texts = [str(tag) for tag in tags]
     if not (tag_texts or user_id):
         return injection_reason(content)
@@ -56,13 +51,3 @@ def _rendered_line(content: str, tags: Sequence[str], user_id: str | None) -> st
     """A memory as `texts.memory_line` shows it to the model, without its id."""
     record = MemoryRecord(id="", content=content, normalized="", tags=list(tags), user_id=user_id)
     return memory_line(record).removeprefix("# ")
-
-
-def _content_tail(content: str) -> str:
-    """The last `SPLIT_WINDOW_CHARS` of `content` (all of it when shorter), starting after a
-    clause end, so that the cut does not make a clause start where there is none."""
-    if len(content) <= SPLIT_WINDOW_CHARS:
-        return content
-    tail = content[-SPLIT_WINDOW_CHARS:]
-    clause_end = _CLAUSE_END.search(tail, 0, SPLIT_WINDOW_CHARS // 4)
-    return tail[clause_end.end() :] if clause_end else tail
