@@ -6,6 +6,8 @@ import logging
 from pathlib import Path
 
 from nonebot import get_driver, get_plugin_config, logger, require
+from nonebot.adapters import Bot as BaseBot
+from nonebot.adapters.onebot.v11 import Bot as OneBotBot
 from nonebot.log import LoguruHandler
 from nonebot.plugin import PluginMetadata
 from pydantic import ValidationError
@@ -155,6 +157,15 @@ def _mount_panel_once() -> None:
     if not _panel_mounted:
         _panel_mounted = True
         _panel = mount_panel(plugin_config, _panel_names, current_runtime)
+
+
+@driver.on_bot_connect
+async def _account_connected(bot: BaseBot) -> None:
+    """The first account to connect to a database becomes its home account (its keys stay
+    bare: onebot/accounts.py), before any message of any account is stored."""
+    runtime = current_runtime()
+    if runtime is not None and isinstance(bot, OneBotBot):
+        await runtime.inbound.account_connected(bot.self_id)
 
 
 @driver.on_shutdown

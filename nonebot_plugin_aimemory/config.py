@@ -19,7 +19,8 @@ from pydantic import (
     field_validator,
 )
 
-from .config_errors import ConfigError, describe_errors, secret_keys
+from .config_errors import ConfigError as ConfigError  # re-exported: raised for bad values
+from .config_errors import describe_errors, secret_keys
 from .config_lists import Network, comma_list, network_list, networks
 from .engine.compressor import CompressionPolicy
 from .engine.embeddings import EmbeddingRoles
@@ -135,6 +136,13 @@ class Config(BaseModel):
     aimemory_group_denylist: list[int] | str = Field(default_factory=list)
     # False: private chats are answered for SUPERUSERS only.
     aimemory_private_chat: bool = True
+    # The bot accounts (QQ numbers) the plugin answers as when several are connected to one
+    # NoneBot; empty: every connected OneBot v11 account. `| str` as for the group lists.
+    # Read `served_accounts`.
+    aimemory_accounts: list[int] | str = Field(default_factory=list)
+    # Memories are the chat's and the person's, whichever account heard them; False gives
+    # each account memories of its own (the home account keeps the ones it had).
+    aimemory_accounts_share_memory: bool = True
     # Another plugin's command (text starting with a COMMAND_START prefix, not ~对话/~记忆/
     # ~人设) is left to that plugin: not answered, not added to the conversation.
     aimemory_ignore_other_commands: bool = True
@@ -168,6 +176,12 @@ class Config(BaseModel):
     def allowed_groups(self) -> frozenset[int]:
         """`aimemory_group_allowlist` as a set (empty: every group)."""
         return frozenset(self.aimemory_group_allowlist)  # type: ignore[arg-type]
+
+    @cached_property
+    def served_accounts(self) -> frozenset[str]:
+        """`aimemory_accounts` as QQ numbers in text, as NoneBot names bots (empty: every
+        account)."""
+        return frozenset(str(account) for account in self.aimemory_accounts)
 
     @cached_property
     def denied_groups(self) -> frozenset[int]:
@@ -272,10 +286,12 @@ class Config(BaseModel):
             or min(compressor_window // 2, max(budget * 7 // 10, 256)),
         )
 
-    @field_validator("aimemory_group_allowlist", "aimemory_group_denylist", mode="before")
+    @field_validator(
+        "aimemory_group_allowlist", "aimemory_group_denylist", "aimemory_accounts", mode="before"
+    )
     @classmethod
-    def _group_list(cls, value: object) -> object:
-        """`123,456` or `123` in .env (not JSON) as a list; empty as no groups."""
+    def _number_list(cls, value: object) -> object:
+        """`123,456` or `123` in .env (not JSON) as a list; empty as none."""
         return comma_list(value)
 
     @field_validator(
@@ -354,36 +370,6 @@ def _preset(info: ValidationInfo) -> ProviderPreset:
 
 # Keys whose value neither a dump of the config nor an error message shows.
 SECRET_KEYS = secret_keys(Config.model_fields)
-
-
-# What every request carries before the conversation (the system prompt and the tool
-# definitions) should leave most of the budget to the conversation.
-FIXED_PROMPT_WARN_SHARE = 0.4
-
-
-def check_prompt_budget(system_tokens: int, tools_tokens: int, budget_tokens: int) -> str | None:
-    """The startup check of the budget against the system prompt and tool definitions sent
-    with every request: a warning when they take over 40 % of it, a ConfigError naming
-    `aimemory_max_context_tokens` when they do not fit at all."""
-    fixed_tokens = system_tokens + tools_tokens
-    figures = (
-        f"the system prompt ({system_tokens} tokens) and tool definitions ({tools_tokens} "
-        f"tokens) sent with every request"
-    )
-    if fixed_tokens > budget_tokens:
-        raise ConfigError(
-            "nonebot-plugin-aimemory: invalid configuration: aimemory_max_context_tokens: "
-            f"a budget of {budget_tokens} tokens is smaller than {figures}; allowed: at "
-            f"least {fixed_tokens} (without the warning: over "
-            f"{int(fixed_tokens / FIXED_PROMPT_WARN_SHARE)}), or shorten aimemory_system_prompt"
-        )
-    if fixed_tokens > FIXED_PROMPT_WARN_SHARE * budget_tokens:
-        return (
-            f"aimemory: {figures} take {fixed_tokens / budget_tokens:.0%} of the budget of "
-            f"{budget_tokens} tokens (aimemory_max_context_tokens), leaving "
-            f"{budget_tokens - fixed_tokens} for the conversation"
-        )
-    return None
 
 
 def describe_validation_error(error: ValidationError) -> str:

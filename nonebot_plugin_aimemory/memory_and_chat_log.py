@@ -3,6 +3,8 @@ exist only with one; without it the tools are off, the commands say so, and chat
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from .chatlog.commands import ReviewCommands, ReviewsUnavailable
 from .chatlog.feature import ChatLogOff, RecordedChat, ReviewsOff
 from .chatlog.reviewer import MemoryReviewer
@@ -32,8 +34,10 @@ def memory_and_chat_log(
     database: Database | None,
     compressor: Compressor,
     personas: Personas,
+    memory_key: Callable[[str], str],
 ) -> tuple[LongTermMemory | MemoryOff, RecordedChat | ChatLogOff]:
-    """Long-term memory and the chat log, or both off without a database."""
+    """Long-term memory and the chat log, or both off without a database; `memory_key`
+    places a window's memories (memory/placement.py)."""
     if database is None:
         return MemoryOff(), ChatLogOff()
     service = memory_service(config, clients, database)
@@ -58,7 +62,7 @@ def memory_and_chat_log(
         reviews = review_scheduler(config, clients, service, writer, review_store, personas)
         review_commands = ReviewCommands(reviews, writer, config.zone)
     chat_log = RecordedChat(writer, config.zone, reviews, review_commands)
-    return long_term_memory(config, service, compressor, review_commands), chat_log
+    return long_term_memory(config, service, compressor, review_commands, memory_key), chat_log
 
 
 def long_term_memory(
@@ -66,6 +70,7 @@ def long_term_memory(
     service: MemoryService,
     compressor: Compressor,
     review_commands: ReviewCommands | ReviewsUnavailable,
+    memory_key: Callable[[str], str],
 ) -> LongTermMemory:
     """The memory tools and commands, auto-injection and extraction on compaction, as
     configured."""
@@ -86,7 +91,7 @@ def long_term_memory(
         )
         if config.aimemory_memory_auto_inject
         else NoRelevantMemories(),
-        extractor=FactExtractor(compressor.llm.for_role("extractor"), service)
+        extractor=FactExtractor(compressor.llm.for_role("extractor"), service, memory_key)
         if config.aimemory_memory_extract_on_compact
         else NoExtraction(),
         personal=config.aimemory_personal_memory,

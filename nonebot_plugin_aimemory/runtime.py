@@ -34,11 +34,12 @@ from .extensions import Extensions as Extensions
 from .extensions import ToolProvider as ToolProvider
 from .media.images import ImageReader, NoDescriptionCache, NoVision
 from .memory.feature import LongTermMemory, MemoryOff
+from .memory.placement import memory_key_for
 from .memory_and_chat_log import memory_and_chat_log
-from .onebot.content import ContentRenderer
+from .onebot.accounts import Accounts
 from .onebot.inbound import Inbound
-from .onebot.members import MemberNames
-from .onebot.outbound import Outbound, ReplyBuilder
+from .onebot.outbound import Outbound
+from .onebot.parts import onebot_parts
 from .personas.catalog import PersonaCatalog
 from .personas.choices import Personas, UnsavedChoices
 from .personas.commands import PersonaCommands
@@ -48,7 +49,8 @@ from .store.database import Database, open_database
 from .store.history_store import MemoryOnlyHistoryStore, SqliteHistoryStore
 from .store.image_store import ImageDescriptionStore
 from .store.persona_store import PersonaStore
-from .store.sent_messages import MemoryOnlySentMessages, SentMessages, SentMessageStore
+from .store.plugin_state import MemoryOnlyPluginState, PluginStateStore
+from .store.sent_messages import MemoryOnlySentMessages, SentMessageStore
 from .store.usage_store import MemoryOnlyUsageStore, UsageStore
 from .text import jieba_cuts
 
@@ -114,9 +116,9 @@ class Runtime:
         """The system prompt of window `key` (see ChatBotFactory.system_prompt_for)."""
         return self.chatbots.system_prompt_for(key, builtin_names)
 
-    def group_cleared_in_memory(self, group_id: str) -> AbstractAsyncContextManager[str]:
+    def group_cleared_in_memory(self, chat_key: str) -> AbstractAsyncContextManager[str]:
         """Clear a group's current window in memory, holding its session (group_windows.py)."""
-        return group_cleared_in_memory(self.sessions, self.personas.window_key, group_id)
+        return group_cleared_in_memory(self.sessions, self.personas.window_key, chat_key)
 
     @classmethod
     async def start(
@@ -164,6 +166,8 @@ class _Builder:
         # Both set first thing in `build`, before any client is made.
         self.usage: UsageRecorder
         self.clients: ModelClients
+        self.accounts: Accounts
+        self.memory_key = memory_key_for(shared=config.aimemory_accounts_share_memory)
 
     async def build(self, db_path: str, personas_dir: Path | None = None) -> Runtime:
         """Open the database, build every part over it, check the prompt budget and start
@@ -171,6 +175,11 @@ class _Builder:
         config = self.config
         database = await open_database(db_path)
         await self.count_usage(database)
+        self.accounts = Accounts(
+            PluginStateStore(database) if database else MemoryOnlyPluginState(),
+            config.served_accounts,
+        )
+        await self.accounts.load()
         personas = Personas(
             PersonaCatalog(
                 self.personas_folder(db_path, personas_dir), config.aimemory_system_prompt
@@ -191,7 +200,9 @@ class _Builder:
         images = self.image_reader(database)
         if database is not None and jieba_cuts.needs_a_slow_load():
             jieba_cuts.load_in_background()
-        memory, chat_log = memory_and_chat_log(config, self.clients, database, compressor, personas)
+        memory, chat_log = memory_and_chat_log(
+            config, self.clients, database, compressor, personas, self.memory_key
+        )
         pre_compact.register(memory.extractor.on_pre_compact)
         runtime = self.assemble(database, personas, counter, compressor, images, memory, chat_log)
         await self.started(runtime)
@@ -235,6 +246,7 @@ class _Builder:
             chat_log=chat_log,
             personas=personas,
             add_tools=lambda tools, key: self.extensions.add_tools(tools, runtime, key),
+            memory_key=self.memory_key,
             max_tool_rounds=config.aimemory_max_tool_rounds,
             send_images=config.aimemory_multimodal,
         )
@@ -242,10 +254,10 @@ class _Builder:
         autoclear = GroupAutoClear(
             config.aimemory_group_autoclear_after,
             GroupCounterStore(database) if database else MemoryOnlyCounterStore(),
-            lambda group_id: group_cleared_in_memory(sessions, personas.window_key, group_id),
+            lambda chat_key: group_cleared_in_memory(sessions, personas.window_key, chat_key),
         )
         sent = SentMessageStore(database) if database else MemoryOnlySentMessages()
-        inbound, outbound = self.onebot(images, sent)
+        inbound, outbound = onebot_parts(config, images, sent, self.accounts)
         runtime = Runtime(
             config=config,
             extensions=self.extensions,
@@ -279,22 +291,6 @@ class _Builder:
             max_sessions=self.config.aimemory_session_max_sessions,
         )
 
-    def onebot(self, images: ImageReader, sent: SentMessages) -> tuple[Inbound, Outbound]:
-        """OneBot events to model input and replies to OneBot messages, sharing what they
-        know of group members' names and where the bot's messages were sent (for quotes)."""
-        config = self.config
-        members = MemberNames()
-        inbound = Inbound(config, ContentRenderer(images, members, sent))
-        outbound = Outbound(
-            ReplyBuilder(
-                images, members, public_only=not config.aimemory_reply_image_allow_private
-            ),
-            sent,
-            max_chars=config.aimemory_reply_max_chars,
-            max_parts=config.aimemory_reply_max_parts,
-        )
-        return inbound, outbound
-
     def conversation(
         self,
         sessions: SessionCache,
@@ -323,13 +319,16 @@ class _Builder:
             autoclear=autoclear,
             chat_log=chat_log,
             memories=memory.relevant,
-            commands=Commands(dialog, memory.commands, PersonaCommands(personas), personas),
+            commands=Commands(
+                dialog, memory.commands, PersonaCommands(personas), personas, self.memory_key
+            ),
             zone=config.zone,
             configured=config.configured,
             log_ambient=config.aimemory_chat_log_ambient,
             usage=self.usage,
             daily_quota_tokens=config.aimemory_daily_tokens_per_chat,
             window_key=personas.window_key,
+            memory_key=self.memory_key,
             prepare=lambda: text_tools_ready(counter),
         )
 

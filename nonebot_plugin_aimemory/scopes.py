@@ -1,7 +1,9 @@
 """The scope everything is stored under, as a value: a group (`g:<群号>`), a private chat
-with a friend (`f:<QQ号>`) or a person's memories (`u:<QQ号>`), each maybe one persona's
-part (`#<persona>`; the default persona keeps the bare key, so existing windows and
-memories stay where they are). This module is the only one that prints or takes apart
+with a friend (`f:<QQ号>`) or a person's memories (`u:<QQ号>`), each maybe as seen by one
+bot account (`@<QQ号>`) and maybe one persona's part (`#<persona>`): `g:123@10001#猫娘`.
+The default persona keeps the bare key, and so does the home account (the first one that
+ran on the database, `onebot/accounts.py`): an install that had one account keeps every
+window and memory where it was. This module is the only one that prints or takes apart
 those key strings; the stores receive `str(scope)`."""
 
 from __future__ import annotations
@@ -14,9 +16,12 @@ from enum import Enum
 from .personas.catalog import DEFAULT_PERSONA, is_valid_persona_name
 
 PERSONA_SEPARATOR = "#"
+ACCOUNT_SEPARATOR = "@"
 # QQ numbers and group numbers are at most 10 digits today; 20 leaves room, not abuse.
 _ID = re.compile(r"[1-9][0-9]{0,19}")
-_KEY = re.compile(r"(?P<kind>[gfu]):(?P<id>[^#]*)(?:#(?P<persona>.*))?", re.DOTALL)
+_KEY = re.compile(
+    r"(?P<kind>[gfu]):(?P<id>[^#@]*)(?:@(?P<account>[^#]*))?(?:#(?P<persona>.*))?", re.DOTALL
+)
 
 
 class ScopeKind(str, Enum):
@@ -29,8 +34,8 @@ class ScopeKind(str, Enum):
 
 @dataclass(frozen=True, slots=True)
 class Scope:
-    """A group, a private chat or a person, maybe one persona's part of it. `account`
-    (the bot account) is reserved and not part of any key yet."""
+    """A group, a private chat or a person, maybe as one bot account sees it (`account`,
+    None for the home account) and maybe one persona's part of it."""
 
     kind: ScopeKind
     id: str
@@ -45,12 +50,18 @@ class Scope:
             raise ValueError(f"not a scope kind: {self.kind!r}")
         if not isinstance(self.id, str) or not _ID.fullmatch(self.id):
             raise ValueError(f"not a QQ or group number: {self.id!r}")
+        if self.account is not None and (
+            not isinstance(self.account, str) or not _ID.fullmatch(self.account)
+        ):
+            raise ValueError(f"not a bot account: {self.account!r}")
         # The default persona keeps the chat's own key: `#默认` names nothing that exists.
         if self.persona is not None and (
             self.persona == DEFAULT_PERSONA or not is_valid_persona_name(self.persona)
         ):
             raise ValueError(f"not a persona name for a key: {self.persona!r}")
         chat_key = f"{self.kind.value}:{self.id}"
+        if self.account is not None:
+            chat_key += f"{ACCOUNT_SEPARATOR}{self.account}"
         key = chat_key if self.persona is None else f"{chat_key}{PERSONA_SEPARATOR}{self.persona}"
         object.__setattr__(self, "_chat_key", chat_key)
         object.__setattr__(self, "_key", key)
@@ -86,9 +97,6 @@ class Scope:
             return None
 
     def __str__(self) -> str:
-        if self.account is not None:
-            # No key grammar for accounts yet: fail loudly rather than collide.
-            raise ValueError("a scope with a bot account has no key yet")
         return self._key
 
     @property
@@ -98,15 +106,28 @@ class Scope:
 
     @property
     def chat(self) -> Scope:
-        """The scope without its persona: the chat a log and usage belong to."""
+        """The scope without its persona: the chat as one account has it, which usage,
+        quotas and persona choices belong to."""
         return self if self.persona is None else Scope(self.kind, self.id, account=self.account)
 
     @property
     def chat_key(self) -> str:
         """The key of the scope without its persona."""
-        if self.account is not None:
-            raise ValueError("a scope with a bot account has no key yet")
         return self._chat_key
+
+    @property
+    def shared(self) -> Scope:
+        """The scope as every account has it (persona kept): memories shared by the
+        accounts live here."""
+        return self if self.account is None else replace(self, account=None)
+
+    @property
+    def log_chat(self) -> Scope:
+        """The chat itself, without account or persona: what its chat log belongs to (one
+        log, whichever account heard a message)."""
+        if self.account is None and self.persona is None:
+            return self
+        return Scope(self.kind, self.id)
 
     @property
     def persona_name(self) -> str:
@@ -137,8 +158,8 @@ class Scope:
         return Scope.person(user_id, self.persona).with_account(self.account)
 
     def with_account(self, account: str | None) -> Scope:
-        """This scope as seen by the bot `account` (reserved for multi-account keys)."""
-        return replace(self, account=account)
+        """This scope as seen by the bot `account` (None: the home account)."""
+        return self if account == self.account else replace(self, account=account)
 
     def is_private_chat_of(self, user_id: int | str) -> bool:
         """Whether this is `user_id`'s private chat with the bot (any persona)."""
@@ -155,4 +176,4 @@ def _parsed(text: str) -> Scope:
     persona = found["persona"]
     if persona is not None and persona in ("", DEFAULT_PERSONA):
         raise ValueError(f"not a scope key: {text!r}")
-    return Scope(ScopeKind(found["kind"]), found["id"], persona)
+    return Scope(ScopeKind(found["kind"]), found["id"], persona, found["account"])

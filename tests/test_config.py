@@ -240,13 +240,13 @@ def test_a_hosted_provider_needs_a_key_and_a_local_server_does_not(
 
 
 def test_a_fixed_prompt_within_40_percent_of_the_budget_is_fine() -> None:
-    from nonebot_plugin_aimemory.config import check_prompt_budget
+    from nonebot_plugin_aimemory.prompt_budget import check_prompt_budget
 
     assert check_prompt_budget(system_tokens=300, tools_tokens=500, budget_tokens=2000) is None
 
 
 def test_a_fixed_prompt_over_40_percent_of_the_budget_is_warned_with_the_figures() -> None:
-    from nonebot_plugin_aimemory.config import check_prompt_budget
+    from nonebot_plugin_aimemory.prompt_budget import check_prompt_budget
 
     warning = check_prompt_budget(system_tokens=400, tools_tokens=600, budget_tokens=2000)
 
@@ -256,7 +256,8 @@ def test_a_fixed_prompt_over_40_percent_of_the_budget_is_warned_with_the_figures
 
 
 def test_a_budget_smaller_than_the_fixed_prompt_is_a_config_error_naming_the_key() -> None:
-    from nonebot_plugin_aimemory.config import ConfigError, check_prompt_budget
+    from nonebot_plugin_aimemory.config import ConfigError
+    from nonebot_plugin_aimemory.prompt_budget import check_prompt_budget
 
     with pytest.raises(ConfigError, match="aimemory_max_context_tokens") as caught:
         check_prompt_budget(system_tokens=400, tools_tokens=700, budget_tokens=1024)

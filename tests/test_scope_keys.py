@@ -155,10 +155,33 @@ def test_a_scope_knows_its_kind_and_chat() -> None:
     assert scope.account is None
 
 
-def test_a_scope_with_an_account_has_no_key_yet() -> None:
+@given(old_keys, ids)
+def test_an_account_goes_between_the_chat_and_the_persona(key: str, account: int) -> None:
     Scope = scope_type()
-    with pytest.raises(ValueError, match="no key yet"):
-        str(Scope.group(1).with_account("10000"))
+    scope = Scope.parse(key).with_account(str(account))
+    chat, persona = old_chat_key_of(key), old_persona_of(key)
+    expected = old_persona_key(f"{chat}@{account}", persona)
+    assert str(scope) == expected
+    assert Scope.parse(expected) == scope
+    assert scope.chat_key == f"{chat}@{account}"
+    assert scope.shared == Scope.parse(key)
+    assert str(scope.log_chat) == chat
+    assert scope.with_account(None) == Scope.parse(key)
+
+
+def test_the_home_account_keeps_the_bare_key() -> None:
+    Scope = scope_type()
+    assert str(Scope.group(1).with_account(None)) == "g:1"
+    assert Scope.parse("g:1").account is None
+    assert str(Scope.parse("g:1@10001#a@b")) == "g:1@10001#a@b"
+    assert Scope.parse("g:1#a@b").persona == "a@b"  # a persona name may hold "@"
+
+
+@pytest.mark.parametrize("garbage", ["g:1@", "g:1@0", "g:1@x", "g:1@1@2", "g:1@12#", "g:@1"])
+def test_parse_rejects_malformed_accounts(garbage: str) -> None:
+    Scope = scope_type()
+    with pytest.raises(ValueError, match=r"^not a "):
+        Scope.parse(garbage)
 
 
 PACKAGE_DIR = Path(__file__).resolve().parent.parent / "nonebot_plugin_aimemory"

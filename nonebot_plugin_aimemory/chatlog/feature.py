@@ -41,6 +41,10 @@ class RecordedChat:
         """Mark a row added earlier as refused by the model service (never awaits)."""
         self.writer.mark_refused(row)
 
+    def replace(self, queued: ChatRow, row: ChatRow) -> bool:
+        """Put `row` in place of `queued` if that is still waiting to be written."""
+        return self.writer.replace(queued, row)
+
     async def flush(self) -> None:
         """Write what is queued."""
         await self.writer.flush()
@@ -71,6 +75,10 @@ class ChatLogOff:
 
     def mark_refused(self, row: ChatRow) -> None:
         """Nothing was logged."""
+
+    def replace(self, queued: ChatRow, row: ChatRow) -> bool:
+        """Nothing was logged."""
+        return False
 
     async def flush(self) -> None:
         """Nothing to write."""

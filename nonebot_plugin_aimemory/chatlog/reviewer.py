@@ -64,9 +64,9 @@ class MemoryReviewer:
             return await self._review(scope, after_row)
 
     async def _review(self, scope: str, after_row: int) -> ReviewOutcome:
-        # A persona's scope reviews its chat's log (shared by every persona) on its own:
-        # its own last reviewed row, its own memories, its own prompt.
-        chat = Scope.parse(scope).chat
+        # A persona's scope reviews its chat's log (shared by every persona and account) on
+        # its own: its own last reviewed row, its own memories, its own prompt.
+        chat = Scope.parse(scope).log_chat
         chat_key = str(chat)
         fetched = await self.chat_log.since(chat_key, after_row, MAX_ROWS)
         # A refused row would have the review refused too, again and again.

@@ -95,6 +95,15 @@ class ChatLog:
                 return
         self._refusals.append(row)
 
+    def replace(self, queued: ChatRow, row: ChatRow) -> bool:
+        """Put `row` in place of `queued` if that is still waiting to be written (never
+        awaits); whether it was."""
+        for index in range(len(self._buffer) - 1, -1, -1):
+            if self._buffer[index] is queued:
+                self._buffer[index] = row
+                return True
+        return False
+
     async def flush(self) -> None:
         """Write everything queued so far in one transaction. On failure (disk full, file
         locked) the rows go back to the queue and the next flush tries again."""

@@ -1,5 +1,6 @@
 """Group auto-clear: after N consecutive messages that do not address the bot, the group's
-context window is cleared. Counting is the hot path of a busy group: a dict update. What
+context window is cleared; each bot account counts for its own window (a group is counted
+by its chat key as that account has it, `g:123` or `g:123@10001`). Counting is the hot path of a busy group: a dict update. What
 must be written (counters every 10 messages, the windows to clear) goes into one batched
 transaction a moment later, because under load every trip to the database thread costs
 the event loop several milliseconds."""
@@ -27,9 +28,10 @@ HoldCleared = Callable[[str], AbstractAsyncContextManager[str]]
 
 
 def groups_of(window_keys: set[str]) -> set[str]:
-    """The group numbers the window keys belong to (a persona's window is its group's)."""
+    """The group chats (as each account has them) the window keys belong to (a persona's
+    window is its chat's)."""
     scopes = (Scope.parse_or_none(key) for key in window_keys)
-    return {scope.id for scope in scopes if scope is not None and scope.is_group}
+    return {scope.chat_key for scope in scopes if scope is not None and scope.is_group}
 
 
 class GroupAutoClear:
@@ -66,42 +68,42 @@ class GroupAutoClear:
         self.counts = await self._store.load_all()
         self.with_context = groups_of(await self._store.load_group_window_keys())
 
-    def note_unaddressed(self, group_id: str) -> None:
+    def note_unaddressed(self, chat_key: str) -> None:
         """Count one message that did not address the bot; never awaits."""
         if not self.enabled:
             return
-        count = self.counts.get(group_id, 0) + 1
-        self.counts[group_id] = count
-        if group_id not in self.with_context:
+        count = self.counts.get(chat_key, 0) + 1
+        self.counts[chat_key] = count
+        if chat_key not in self.with_context:
             # Nothing to clear, so nothing to persist: the next addressed message resets the
             # count anyway. A group that never talks to the bot costs no write at all.
             return
-        self._dirty.add(group_id)
+        self._dirty.add(chat_key)
         if count >= self.threshold:
-            self.with_context.discard(group_id)
-            self._background.spawn(self._clear(group_id))
+            self.with_context.discard(chat_key)
+            self._background.spawn(self._clear(chat_key))
         elif count % PERSIST_EVERY_MESSAGES == 0:
             self._next_batch()
 
-    def note_addressed(self, group_id: str) -> None:
+    def note_addressed(self, chat_key: str) -> None:
         """A message addressed to the bot resets the group's count."""
-        self.with_context.add(group_id)
-        if self.counts.get(group_id):
-            self.counts[group_id] = 0
-            self._dirty.add(group_id)
+        self.with_context.add(chat_key)
+        if self.counts.get(chat_key):
+            self.counts[chat_key] = 0
+            self._dirty.add(chat_key)
             self._next_batch()
 
-    async def _clear(self, group_id: str) -> None:
+    async def _clear(self, chat_key: str) -> None:
         try:
-            async with self._hold_cleared(group_id) as window_key:
+            async with self._hold_cleared(chat_key) as window_key:
                 self._to_clear.add(window_key)
                 await asyncio.shield(self._next_batch())
             self.clears_done += 1
             logger.info(
-                "group %s: context cleared after %d unaddressed messages", group_id, self.threshold
+                "%s: context cleared after %d unaddressed messages", chat_key, self.threshold
             )
         except Exception:
-            logger.exception("auto-clear of group %s failed", group_id)
+            logger.exception("auto-clear of group %s failed", chat_key)
 
     def _next_batch(self) -> asyncio.Task[None]:
         """The batch that will carry what is due now (started if none is waiting)."""
@@ -116,7 +118,7 @@ class GroupAutoClear:
 
     async def flush(self) -> None:
         """Write the changed counters and the windows to clear, now, in one transaction."""
-        counts = {group_id: self.counts.get(group_id, 0) for group_id in self._dirty}
+        counts = {chat_key: self.counts.get(chat_key, 0) for chat_key in self._dirty}
         clears, self._to_clear = self._to_clear, set()
         self._dirty.clear()
         if not counts and not clears:

@@ -26,9 +26,9 @@ class ToolSource(Protocol):
 
 
 class ChatBotFactory:
-    """Builds the ChatBot of a window `key` (a chat's, or a persona's part of it: see
-    scopes.py). Memory tools are bound to the persona's memories, chat-log tools to
-    the chat's log; `add_tools` registers the extensions' tools of a session."""
+    """Builds the ChatBot of a window `key` (a chat's as one account has it, or a persona's
+    part of it: see scopes.py). Memory tools are bound to the persona's memories, chat-log
+    tools to the chat's log; `add_tools` registers the extensions' tools of a session."""
 
     def __init__(
         self,
@@ -43,6 +43,7 @@ class ChatBotFactory:
         add_tools: Callable[[ToolRegistry, str], None],
         max_tool_rounds: int,
         send_images: bool,
+        memory_key: Callable[[str], str] = lambda window_key: window_key,
     ) -> None:
         self.clients = clients
         self.history = history
@@ -52,6 +53,7 @@ class ChatBotFactory:
         self.chat_log = chat_log
         self.personas = personas
         self.add_tools = add_tools
+        self.memory_key = memory_key
         self.max_tool_rounds = max_tool_rounds
         self.send_images = send_images
 
@@ -73,8 +75,10 @@ class ChatBotFactory:
         )
 
     def builtin_tools(self, key: str) -> list[Tool]:
-        """The memory tools of window `key` and the chat-log tools of its chat."""
-        return [*self.memory.tools(key), *self.chat_log.tools(Scope.parse(key).chat_key)]
+        """The tools of window `key`'s memories (the chat's, whichever account: see
+        memory/placement.py) and of its chat's one log."""
+        memory_tools = self.memory.tools(self.memory_key(key))
+        return [*memory_tools, *self.chat_log.tools(Scope.parse(key).log_chat.key)]
 
     def system_prompt_for(self, key: str, builtin_names: Sequence[str] | None = None) -> str:
         """The persona's prompt, where the chat happens and the rules of the built-in tools

@@ -5,6 +5,7 @@ memories (see scopes.py)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import tzinfo
 from typing import Protocol
 
@@ -88,7 +89,9 @@ class DialogCommands:
         key = self.personas.window_key(incoming.key)
         if argument == "状态":
             status = await self.status(key, show_sessions=incoming.speaker.is_superuser)
-            return _with_persona(status, self.personas.shown_name(incoming.key))
+            return _with_account(
+                _with_persona(status, self.personas.shown_name(incoming.key)), incoming
+            )
         if argument == "清空":
             if not incoming.speaker.is_manager:
                 return texts.PERMISSION_DENIED
@@ -100,7 +103,7 @@ class DialogCommands:
             # Usage is the chat's, whichever persona spent it.
             if incoming.speaker.is_superuser and incoming.group_id is None:
                 return await self.usage_of_all_chats()
-            return await self.usage_of(incoming.key)
+            return _with_account(await self.usage_of(incoming.key), incoming)
         return texts.DIALOG_USAGE
 
     def stop(self, key: str, incoming: Incoming) -> str:
@@ -180,11 +183,14 @@ class Commands:
         memory: MemoryCommandHandler,
         personas: PersonaCommandHandler,
         current: CurrentPersonas,
+        memory_key: Callable[[str], str] = lambda window_key: window_key,
     ) -> None:
         self.dialog = dialog
         self.memory = memory
         self.personas = personas
         self.current = current
+        # `~记忆` acts on the window's memories, shared by the accounts (memory/placement.py).
+        self.memory_key = memory_key
 
     async def run(self, incoming: Incoming, command: Command) -> str:
         """The answer to `~对话 …`, `~记忆 …` or `~人设 …`."""
@@ -199,7 +205,7 @@ class Commands:
             )
         current = self.current
         answer = await self.memory.run(
-            current.window_key(incoming.key),
+            self.memory_key(current.window_key(incoming.key)),
             command.action,
             command.argument,
             is_manager=speaker.is_manager,
@@ -213,6 +219,14 @@ class Commands:
 
 def _period(title: str, by_role: dict[str, TokenCounts]) -> str:
     return texts.usage_period(title, summed(by_role.values()), in_role_order(by_role))
+
+
+def _with_account(report: str, incoming: Incoming) -> str:
+    """A report of one account's window or usage names the account when several answer
+    here (each has its own)."""
+    if len(incoming.peers) <= 1:
+        return report
+    return f"{texts.account_line(incoming.account)}\n{report}"
 
 
 def _with_persona(status: str, persona: str | None) -> str:

@@ -5,13 +5,15 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, tzinfo
 from typing import Protocol
 
 from ..engine.messages import Part, TextPart
 from ..engine.timeouts import within
 from ..engine.turn_context import TurnSpeaker
+from ..scopes import Scope
+from .copies import ReceivedMessage
 
 logger = logging.getLogger("nonebot_plugin_aimemory")
 
@@ -77,15 +79,35 @@ class Speaker:
 
 @dataclass(frozen=True, slots=True)
 class Incoming:
-    """One QQ message as the conversation needs it."""
+    """One QQ message as the conversation needs it, as the bot account it came through
+    received it."""
 
-    key: str  # the session: `g:<群号>` or `f:<QQ号>`
+    key: str  # the chat as this account has it: `g:<群号>`, `f:<QQ号>`, `g:<群号>@<账号>`
     group_id: str | None
     speaker: Speaker
     sent_at: datetime  # timezone-aware
     addressed: bool
     content: Content
     command: Command | None = None
+    # The bot account (QQ number) it came through; the accounts the plugin answers as that
+    # are connected now (this one among them).
+    account: str = ""
+    peers: frozenset[str] = frozenset()
+    # What was said, read alike by every account (copies.py); in groups only.
+    fingerprint: str = ""
+    # Addressed (or a command) without naming an account: by the nickname they all share.
+    names_no_account: bool = False
+    # The group message this is a copy of, once the conversation has matched it.
+    received: ReceivedMessage | None = None
+
+    @property
+    def log_key(self) -> str:
+        """The chat's own key, which its one chat log is kept under (whichever account)."""
+        return Scope.parse(self.key).log_chat.key
+
+    def ignored_here(self) -> Incoming:
+        """This message as one another account answers: an ordinary chat line here."""
+        return replace(self, addressed=False, command=None)
 
     def line_prefix(self, zone: tzinfo) -> str:
         """`[2026-11-30 14:05] 小明(12345)：` in groups (an anonymous sender's

@@ -12,6 +12,7 @@ import asyncio
 import logging
 import time
 from collections.abc import Awaitable, Callable
+from dataclasses import replace
 from datetime import tzinfo
 from typing import Protocol
 
@@ -23,13 +24,13 @@ from ..engine.messages import Message, Part, TextPart
 from ..engine.turn_context import TurnSpeaker, speaking
 from ..engine.turn_outcome import AllowanceUsedUp
 from ..engine.usage import UsageRecorder, attributed_to
-from ..scopes import Scope
 from ..store.chat_log_store import ChatRow
-from ..store.database import utc_now_text, utc_text
 from .autoclear import GroupAutoClear
 from .bursts import Burst, OpenBursts
+from .copies import ReceivedCopies
 from .failures import failure_text, log_failure
 from .incoming import Command, Incoming, Outcome, nothing, parts_text, say
+from .log_rows import assistant_row, user_row
 from .notices import NoticeTimes
 from .sessions import SessionCache, TurnStopped
 
@@ -46,6 +47,10 @@ class ChatLogSink(Protocol):
 
     def mark_refused(self, row: ChatRow) -> None:
         """Mark a row added earlier as refused by the model service."""
+        ...
+
+    def replace(self, queued: ChatRow, row: ChatRow) -> bool:
+        """Put `row` in place of `queued` if that is still waiting to be written."""
         ...
 
 
@@ -89,6 +94,8 @@ class Conversation:
         usage: UsageRecorder,
         daily_quota_tokens: int = 0,
         window_key: Callable[[str], str] = lambda chat_key: chat_key,
+        memory_key: Callable[[str], str] = lambda window_key: window_key,
+        copies: ReceivedCopies | None = None,
         prepare: Callable[[], Awaitable[None]] = nothing_to_prepare,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
@@ -97,6 +104,9 @@ class Conversation:
         self.daily_quota_tokens = daily_quota_tokens
         # A chat's turns go to its current persona's window (personas/choices.py).
         self.window_key = window_key
+        # A window's memories: the chat's, shared by the accounts (memory/placement.py).
+        self.memory_key = memory_key
+        self.copies = copies or ReceivedCopies()
         # What a turn needs loaded (tokenizer, segmenter), loaded off the event loop before
         # the first one rather than at start-up.
         self.prepare = prepare
@@ -114,21 +124,45 @@ class Conversation:
 
     async def answer(self, incoming: Incoming) -> Outcome:
         """What to send for this message (often nothing: it was not for the bot)."""
+        incoming = self._matched(incoming)
         if incoming.command is not None:
             return await self._command(incoming, incoming.command)
         if not incoming.addressed:
             self._note_ambient(incoming)
             return nothing()
         if incoming.group_id is not None:
-            self.autoclear.note_addressed(incoming.group_id)
+            self.autoclear.note_addressed(incoming.key)
         if not self.configured:
             return say(texts.NOT_CONFIGURED)
         content = incoming.content
         if not parts_text(content.plain()) and not content.quotes_a_message:
             return say(texts.EMPTY_MESSAGE)
         if self._over_quota(incoming):
-            return self._quota_notice([incoming])
+            return self._quota_notice(incoming, [incoming])
         return await self._queued_turn(incoming)
+
+    def _matched(self, incoming: Incoming) -> Incoming:
+        """A group message matched to the copies other accounts received (logged once); one
+        that names no account is answered by one account only (copies.py)."""
+        if incoming.group_id is None:
+            return incoming
+        chat = incoming.log_key
+        received = self.copies.receive(
+            chat,
+            incoming.speaker.user_id,
+            incoming.fingerprint,
+            incoming.sent_at.timestamp(),
+            incoming.account,
+        )
+        incoming = replace(incoming, received=received)
+        for_the_bot = incoming.addressed or incoming.command is not None
+        if (
+            for_the_bot
+            and incoming.names_no_account
+            and not self.copies.may_answer(received, chat, incoming.account, incoming.peers)
+        ):
+            return incoming.ignored_here()
+        return incoming
 
     def _over_quota(self, incoming: Incoming) -> bool:
         """Whether the chat used its daily quota (SUPERUSERS may always go on)."""
@@ -137,17 +171,16 @@ class Conversation:
             return False
         return self.usage.today_total(incoming.key) >= quota
 
-    def _quota_notice(self, unanswered: list[Incoming], key: str | None = None) -> Outcome:
+    def _quota_notice(self, first: Incoming, unanswered: list[Incoming]) -> Outcome:
         """The quota notice at most once per chat an hour (and again on a new day); the
         `unanswered` messages are logged, not answered."""
         for incoming in unanswered:
             self._log_plain(incoming)
-        key = key or unanswered[0].key
         now, day = self.clock(), self.usage.today()
-        if not self.notices.quota_notice_due(key, day, now):
+        if not self.notices.quota_notice_due(first.key, day, now):
             return nothing()
-        logger.info("daily token quota used up in %s", key)
-        return self._apology(key, texts.DAILY_QUOTA_USED_UP)
+        logger.info("daily token quota used up in %s", first.key)
+        return self._apology(first, texts.DAILY_QUOTA_USED_UP)
 
     async def _command(self, incoming: Incoming, command: Command) -> Outcome:
         try:
@@ -163,11 +196,11 @@ class Conversation:
         without downloads or API calls."""
         if incoming.group_id is None:
             return
-        self.autoclear.note_unaddressed(incoming.group_id)
+        self.autoclear.note_unaddressed(incoming.key)
         if self.log_ambient:
             text = parts_text(incoming.content.plain())
             if text:
-                self._log(user_row(incoming, text, addressed=False))
+                self._log_user(incoming, user_row(incoming, text, addressed=False))
 
     async def _queued_turn(self, incoming: Incoming) -> Outcome:
         """Join the speaker's open burst, or open one and queue its turn. Nothing awaits
@@ -200,7 +233,7 @@ class Conversation:
             await self._keep_unanswered(chatbot, messages)
             return
         if self._over_quota(messages[0]):  # checked again now that its turn has come
-            outcome = self._quota_notice(messages)
+            outcome = self._quota_notice(messages[0], messages)
         else:
             outcome = await self._turn(chatbot, messages)
         burst.answer(outcome)
@@ -233,19 +266,18 @@ class Conversation:
     def _log_plain(self, incoming: Incoming) -> None:
         text = parts_text(incoming.content.plain())
         if text:
-            self._log(user_row(incoming, text))
+            self._log_user(incoming, user_row(incoming, text))
 
     async def _turn(self, chatbot: ChatBot, messages: list[Incoming]) -> Outcome:
         """Read the messages in full, run one turn on them; a short apology when it fails."""
-        # The chat log and the apologies are the chat's, whichever persona answers.
-        chat_key = Scope.parse(chatbot.key).chat_key
+        # The apologies are the chat's, whichever persona answers.
+        first = messages[0]
         rows: list[ChatRow] = []
         try:
             await self.prepare()
             parts, text = await self._read_all(messages, rows)
-            first = messages[0]
             message, persist_text = await self.memories.prepend(
-                chatbot.key,
+                self.memory_key(chatbot.key),
                 user_message(first.line_prefix(self.zone), parts),
                 text,
                 first.turn_speaker,
@@ -256,18 +288,19 @@ class Conversation:
                 may_call=lambda: not self._over_quota(first),
             )
         except AllowanceUsedUp:  # its messages are logged and kept in the window
-            return self._quota_notice([], chat_key)
+            return self._quota_notice(first, [])
         except LLMError as exc:
             log_failure(chatbot.key, chatbot.llm.model, exc)
-            return self._failed(chat_key, chatbot.llm.model, exc, rows)
+            return self._failed(first, chatbot.llm.model, exc, rows)
         except StoreError as exc:  # a locked file, a full disk: its message says it all
             logger.error("turn failed in %s: %s", chatbot.key, exc)
-            return self._apology(chat_key, texts.TURN_FAILED)
+            return self._apology(first, texts.TURN_FAILED)
         except Exception:
             logger.exception("turn failed in %s", chatbot.key)
-            return self._apology(chat_key, texts.TURN_FAILED)
-        # The review the row asks for is the persona's (its window key), reading the chat's log.
-        self._log(assistant_row(chat_key, result.reply), review_for=chatbot.key)
+            return self._apology(first, texts.TURN_FAILED)
+        # The review the row asks for is of the window's memories (a persona's, the chat's
+        # whichever account), reading the chat's log: once, however many accounts answer.
+        self._log(assistant_row(first, result.reply), review_for=self.memory_key(chatbot.key))
         return Outcome([result.reply], from_model=True)
 
     async def _read_all(
@@ -281,8 +314,8 @@ class Conversation:
             content = await incoming.content.rich()
             line = parts_text(content)
             row = user_row(incoming, line)
-            self._log(row)
-            rows.append(row)
+            if self._log_user(incoming, row):
+                rows.append(row)
             if parts:
                 parts.append(TextPart("\n"))
             parts += content
@@ -308,32 +341,49 @@ class Conversation:
         self._closing = True
         await self.sessions.settle(grace_seconds)
 
-    def _failed(self, key: str, model: str, error: LLMError, rows: list[ChatRow]) -> Outcome:
+    def _failed(self, first: Incoming, model: str, error: LLMError, rows: list[ChatRow]) -> Outcome:
         """What to send after a failed turn; refused messages are marked in the chat log."""
         if error.kind == "refused":
             for row in rows:
                 self.chat_log.mark_refused(row)
         if error.kind == "account":
-            return self._account_problem(key, model, error)
-        return self._apology(key, failure_text(error))
+            return self._account_problem(first, model, error)
+        return self._apology(first, failure_text(error))
 
-    def _account_problem(self, key: str, model: str, error: LLMError) -> Outcome:
+    def _account_problem(self, first: Incoming, model: str, error: LLMError) -> Outcome:
         """The key or balance notice at most once per chat in ten minutes (nothing in
         between), and what the service said for the SUPERUSERS at most once an hour."""
         now = self.clock()
         outcome = nothing()
-        if self.notices.account_notice_due(key, now):
-            outcome = self._apology(key, texts.LLM_ACCOUNT_PROBLEM)
+        if self.notices.account_notice_due(first.key, now):
+            outcome = self._apology(first, texts.LLM_ACCOUNT_PROBLEM)
         if self.notices.superusers_notice_due(now):
             outcome.notify_superusers = texts.account_problem_for_superusers(
                 model=model, status=error.status, code=error.code, message=error.provider_message
             )
         return outcome
 
-    def _apology(self, key: str, apology: str) -> Outcome:
+    def _apology(self, first: Incoming, apology: str) -> Outcome:
         """The chat log keeps an apology like any reply the bot sent."""
-        self._log(assistant_row(key, apology))
+        self._log(assistant_row(first, apology))
         return say(apology)
+
+    def _log_user(self, incoming: Incoming, row: ChatRow) -> bool:
+        """Queue a person's message, once for all the accounts that received it (the copy
+        an account was addressed with, read in full, over a plain one still queued);
+        whether this row is the one logged."""
+        received = incoming.received
+        if received is not None:
+            logged = received.logged_row
+            if logged is not None and not (
+                row.addressed and not logged.addressed and self.chat_log.replace(logged, row)
+            ):
+                return False
+            received.logged_row = row
+            if logged is not None:
+                return True
+        self._log(row)
+        return True
 
     def _log(self, row: ChatRow, *, review_for: str | None = None) -> None:
         """Queue a chat-log row. A flush it starts writes (and embeds) every chat's rows; it
@@ -347,21 +397,3 @@ def user_message(prefix: str, parts: list[Part]) -> Message:
     if all(isinstance(p, TextPart) for p in content):
         return Message("user", "".join(p.text for p in content if isinstance(p, TextPart)))
     return Message("user", tuple(content))
-
-
-def user_row(incoming: Incoming, text: str, *, addressed: bool = True) -> ChatRow:
-    """A person's message as a chat-log row."""
-    return ChatRow(
-        session_key=incoming.key,
-        created_at=utc_text(incoming.sent_at),
-        role="user",
-        text=text,
-        speaker_id=incoming.speaker.user_id,
-        speaker_name=incoming.speaker.name,
-        addressed=addressed,
-    )
-
-
-def assistant_row(key: str, reply: str) -> ChatRow:
-    """The chat-log row of what the bot said."""
-    return ChatRow(session_key=key, created_at=utc_now_text(), role="assistant", text=reply)

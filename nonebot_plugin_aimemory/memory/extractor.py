@@ -4,7 +4,7 @@ messages and save them as memories, in the background, never delaying a reply.""
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from ..engine.background import Background
 from ..engine.errors import LLMError
@@ -29,9 +29,16 @@ DRAIN_GRACE_SECONDS = 3.0
 class FactExtractor:
     """A PreCompact listener; saving goes through the memory rules like any other write."""
 
-    def __init__(self, llm: LLMClient, memory: MemoryService) -> None:
+    def __init__(
+        self,
+        llm: LLMClient,
+        memory: MemoryService,
+        memory_key: Callable[[str], str] = lambda window_key: window_key,
+    ) -> None:
         self.llm = llm
         self.memory = memory
+        # A window's facts go to its memories, the chat's whichever account (placement.py).
+        self.memory_key = memory_key
         self._background = Background("fact extraction")
 
     async def on_pre_compact(self, key: str, messages: Sequence[Message]) -> None:
@@ -47,7 +54,9 @@ class FactExtractor:
         saved = 0
         with attributed_to(Scope.parse(scope).chat_key):
             for index, chunk in enumerate(chunks, 1):
-                saved += await self._extract_chunk(scope, chunk, f"{index}/{len(chunks)}")
+                saved += await self._extract_chunk(
+                    self.memory_key(scope), chunk, f"{index}/{len(chunks)}"
+                )
         logger.info("saved %d memories from messages folded in %s", saved, scope)
         return saved
 

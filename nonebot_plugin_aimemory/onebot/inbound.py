@@ -4,6 +4,7 @@ linear in the message's length, and a long paste is cut before anything reads it
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterable
 from datetime import datetime, timezone
 
@@ -15,33 +16,76 @@ from ..conversation.incoming import ANONYMOUS_PREFIX, Command, Incoming, Speaker
 from ..engine.messages import Part, TextPart
 from ..scopes import Scope
 from ..text.encodable import encodable
+from .accounts import Accounts
 from .content import ContentRenderer
 from .pastes import MAX_PASTE_CHARS, KeptSegments, keep_within_limit, omission_note
 from .permissions import is_manager, is_served_group, is_superuser, private_chat_served
 from .segments import merge_text
 
+logger = logging.getLogger("nonebot_plugin_aimemory")
+
 # `~记忆 搜索 …` (`~对话`, `~人设` too) whatever COMMAND_START is; `/` and `～` work too.
 COMMAND_PREFIXES = ("~", "～", "/")
 COMMAND_NAMES = ("对话", "记忆", "人设")
+# Enough of a message to tell two apart; a paste is cut anyway.
+MAX_FINGERPRINT_CHARS = 2000
+
+
+def chat_of(event: MessageEvent) -> Scope:
+    """The event's group, or the user's private chat (as every account has it)."""
+    if isinstance(event, GroupMessageEvent):
+        return Scope.group(event.group_id)
+    return Scope.friend(event.user_id)
 
 
 def session_key_for(event: MessageEvent) -> str:
-    """The session key of the event's group, or of the user in private chat."""
-    if isinstance(event, GroupMessageEvent):
-        return str(Scope.group(event.group_id))
-    return str(Scope.friend(event.user_id))
+    """The key of the event's chat itself (its log's; the home account's window)."""
+    return str(chat_of(event))
 
 
-def is_addressed(event: MessageEvent) -> bool:
-    """Private messages always; in groups an @bot anywhere (the adapter only sees the first
-    and last segment), a reply to the bot, or the nickname at the start (`to_me`)."""
-    if event.to_me or not isinstance(event, GroupMessageEvent):
+def named_accounts(event: MessageEvent, accounts: frozenset[str]) -> frozenset[str]:
+    """Which of `accounts` a group message names: @ anywhere (the adapter sees only the
+    first and last segment), or a reply to one of their messages."""
+    named = {
+        str(segment.data.get("qq", ""))
+        for segment in event.original_message
+        if segment.type == "at"
+    }
+    reply = getattr(event, "reply", None)
+    if reply is not None and reply.sender.user_id is not None:
+        named.add(str(reply.sender.user_id))
+    return frozenset(named & accounts)
+
+
+def is_addressed(event: MessageEvent, named: frozenset[str] = frozenset()) -> bool:
+    """Private messages always; in groups one that names this account (`named`: @, a reply
+    to it), or the nickname at the start when it names no connected account (`to_me`)."""
+    if not isinstance(event, GroupMessageEvent):
         return True
-    self_id = str(event.self_id)
-    for segment in event.original_message:
-        if segment.type == "at" and str(segment.data.get("qq", "")) == self_id:
-            return True
-    return False
+    if str(event.self_id) in named:
+        return True
+    if named:
+        return False  # for another account; a shared nickname in it does not change that
+    return event.to_me or any(
+        segment.type == "at" and str(segment.data.get("qq", "")) == str(event.self_id)
+        for segment in event.original_message
+    )
+
+
+def fingerprint_of(message: Message) -> str:
+    """What a message says, as every account reads it: texts, @s and emoji; pictures and
+    the like by their kind only (their links and ids are each account's own)."""
+    pieces: list[str] = []
+    for segment in message:
+        if segment.type == "text":
+            pieces.append(" ".join(str(segment.data.get("text", "")).split()))
+        elif segment.type == "at":
+            pieces.append(f"@{segment.data.get('qq', '')}")
+        elif segment.type == "face":
+            pieces.append(f"[face {segment.data.get('id', '')}]")
+        elif segment.type != "reply":
+            pieces.append(f"[{segment.type}]")
+    return "".join(pieces)[:MAX_FINGERPRINT_CHARS]
 
 
 # A name is shown inside `[时间] 名字(QQ号)：`: the marks of that line, written the
@@ -170,9 +214,11 @@ def _finished(parts: list[Part], cut_chars: int) -> list[Part]:
 class Inbound:
     """Turns the events the bot should look at into `Incoming` messages."""
 
-    def __init__(self, config: Config, renderer: ContentRenderer) -> None:
+    def __init__(self, config: Config, renderer: ContentRenderer, accounts: Accounts) -> None:
         self.config = config
         self.renderer = renderer
+        self.accounts = accounts
+        self._mismatches_logged: set[tuple[str, str]] = set()
 
     async def _speaker(
         self, bot: Bot, event: MessageEvent, *, command: Command | None, addressed: bool
@@ -197,22 +243,56 @@ class Inbound:
             )
         return speaker
 
+    async def account_connected(self, account: str) -> None:
+        """An account connected: the first the plugin answers as becomes the home account
+        of a database that has none (a failure is logged; the next message retries)."""
+        if self.accounts.serves(account):
+            await self.accounts.key_account(account)
+
+    def _is_for_us(self, bot: Bot, event: Event) -> bool:
+        """Whether the plugin looks at the event at all: a message, received by an account
+        it answers as, from a person (not a bot account connected here: no bot answers
+        another, or its own messages, which some implementations report)."""
+        if not isinstance(event, MessageEvent) or not self.accounts.serves(bot.self_id):
+            return False
+        if str(event.self_id) != bot.self_id:
+            self._log_mismatch(bot.self_id, str(event.self_id))
+            return False
+        sender = str(event.user_id)
+        return sender != bot.self_id and sender not in self.accounts.connected()
+
+    def _log_mismatch(self, connection: str, claimed: str) -> None:
+        """An event that names another account than the connection it came through names
+        nobody the plugin can answer as: dropped, logged once per pair."""
+        if (connection, claimed) not in self._mismatches_logged:
+            self._mismatches_logged.add((connection, claimed))
+            logger.warning(
+                "ignoring events of account %s that came through the connection of %s",
+                claimed,
+                connection,
+            )
+
     async def translate(self, bot: Bot, event: Event) -> Incoming | None:
-        """The message, or None when the bot must ignore it (its own, a group it does not
-        serve, a private chat it may not answer). Nothing here waits on I/O before the
-        message is queued, so one chat's messages keep their order."""
-        if not isinstance(event, MessageEvent) or event.user_id == event.self_id:
-            # Implementations set to report the bot's own messages (LLOneBot, NapCat) would
-            # otherwise have it answer itself, forever, in a private chat.
+        """The message, or None when the bot must ignore it (not for an account it answers
+        as, a bot's, a group it does not serve, a private chat it may not answer).
+        Nothing here waits on I/O before the message is queued, so one chat's messages
+        keep their order (but the home account's one write, once per database)."""
+        if not self._is_for_us(bot, event) or not isinstance(event, MessageEvent):
             return None
-        group_id = str(event.group_id) if isinstance(event, GroupMessageEvent) else None
         if not is_served_group(event, self.config):
             return None
-        if group_id is None and not await private_chat_served(bot, event, self.config):
+        in_group = isinstance(event, GroupMessageEvent)
+        if not in_group and not await private_chat_served(bot, event, self.config):
             return None
+        peers = self.accounts.peers(bot.self_id)
+        named = (
+            named_accounts(event, self.accounts.connected() | peers) if in_group else frozenset()
+        )
         message = event.get_message()
         command = parse_command(command_text(message))
-        addressed = is_addressed(event)
+        if command is not None and named and bot.self_id not in named:
+            command = None  # a command for another account: a chat line here
+        addressed = is_addressed(event, named)
         if (
             addressed
             and command is None
@@ -222,12 +302,17 @@ class Inbound:
             # `/status` is the status plugin's, answered or not: not a message for us (in a
             # group it is an ordinary chat line, in private chat nothing).
             addressed = False
+        key_account = await self.accounts.key_account(bot.self_id)
         return Incoming(
-            key=session_key_for(event),
-            group_id=group_id,
+            key=str(chat_of(event).with_account(key_account)),
+            group_id=str(event.group_id) if isinstance(event, GroupMessageEvent) else None,
             speaker=await self._speaker(bot, event, command=command, addressed=addressed),
             sent_at=datetime.fromtimestamp(event.time, timezone.utc),
             addressed=addressed,
             content=EventContent(bot, event, self.renderer),
             command=command,
+            account=bot.self_id,
+            peers=peers,
+            fingerprint=fingerprint_of(event.original_message) if in_group else "",
+            names_no_account=in_group and not named,
         )

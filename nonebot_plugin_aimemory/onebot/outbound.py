@@ -187,7 +187,11 @@ class Outbound:
             elif outcome.texts:
                 await send_texts(bot, event, outcome.texts, records)
         except Exception:
-            logger.exception("could not send the reply in %s", session_key_for(event))
+            logger.exception(
+                "account %s could not send its reply in %s (the answer stays in the window)",
+                bot.self_id,
+                session_key_for(event),
+            )
         finally:
             if outcome.notify_superusers:
                 await self._notify_superusers(bot, outcome.notify_superusers, records)

@@ -1,4 +1,5 @@
-"""Per-group count of consecutive messages that did not address the bot (for auto-clear)."""
+"""Per-chat count of consecutive group messages that did not address the bot (for auto-clear),
+keyed by the chat as one account has it (`g:123`, `g:123@10001`)."""
 
 from __future__ import annotations
 
@@ -17,9 +18,9 @@ class GroupCounterStore:
         self.database = database
 
     async def load_all(self) -> dict[str, int]:
-        """The unaddressed-message count of every group."""
-        rows = await self.database.read("SELECT group_id, unaddressed FROM group_counters")
-        return {str(group_id): int(count) for group_id, count in rows}
+        """The unaddressed-message count of every group chat, by its key."""
+        rows = await self.database.read("SELECT chat_key, unaddressed FROM chat_counters")
+        return {str(chat_key): int(count) for chat_key, count in rows}
 
     async def load_group_window_keys(self) -> set[str]:
         """The keys of every stored group window, a persona's too (the groups an auto-clear
@@ -30,8 +31,8 @@ class GroupCounterStore:
         return {str(key) for (key,) in rows}
 
     async def save(self, counts: Mapping[str, int], clear_windows: Collection[str] = ()) -> None:
-        """Persist counters and delete the stored windows `clear_windows` (session keys), in
-        one transaction: one trip to the database for a whole batch of groups."""
+        """Persist counters (by chat key) and delete the stored windows `clear_windows`
+        (session keys), in one transaction: one trip to the database for a whole batch."""
         if not counts and not clear_windows:
             return
         now = utc_now_text()
@@ -44,11 +45,11 @@ class GroupCounterStore:
             for start in range(0, len(items), ROWS_PER_STATEMENT):
                 chunk = items[start : start + ROWS_PER_STATEMENT]
                 connection.execute(
-                    "INSERT INTO group_counters (group_id, unaddressed, updated_at) VALUES "
+                    "INSERT INTO chat_counters (chat_key, unaddressed, updated_at) VALUES "
                     + ", ".join("(?, ?, ?)" for _ in chunk)
-                    + " ON CONFLICT (group_id) DO UPDATE SET "
+                    + " ON CONFLICT (chat_key) DO UPDATE SET "
                     "unaddressed = excluded.unaddressed, updated_at = excluded.updated_at",
-                    [value for group_id, count in chunk for value in (group_id, count, now)],
+                    [value for chat_key, count in chunk for value in (chat_key, count, now)],
                 )
 
         await self.database.write(work)

@@ -214,6 +214,23 @@ MIGRATIONS: tuple[str, ...] = (
     ) WITHOUT ROWID;
     CREATE INDEX IF NOT EXISTS sent_messages_by_time ON sent_messages (sent_at);
     """,
+    # Several bot accounts (onebot/accounts.py): facts about the plugin's own state, the
+    # home account first (its keys stay bare); the auto-clear counters keyed by the chat as
+    # one account has it (`g:123`, `g:123@10001`), the home account's rows kept as they were.
+    """
+    CREATE TABLE IF NOT EXISTS plugin_state (
+        name TEXT PRIMARY KEY,
+        value TEXT NOT NULL
+    ) WITHOUT ROWID;
+    CREATE TABLE IF NOT EXISTS chat_counters (
+        chat_key TEXT PRIMARY KEY,
+        unaddressed INTEGER NOT NULL,
+        updated_at TEXT NOT NULL
+    ) WITHOUT ROWID;
+    INSERT OR IGNORE INTO chat_counters (chat_key, unaddressed, updated_at)
+        SELECT 'g:' || group_id, unaddressed, updated_at FROM group_counters;
+    DROP TABLE IF EXISTS group_counters;
+    """,
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)
@@ -242,11 +259,11 @@ CREATE TRIGGER IF NOT EXISTS sessions_delete_messages AFTER DELETE ON sessions
 BEGIN
     DELETE FROM messages WHERE session_key = OLD.key;
 END;
-CREATE TABLE IF NOT EXISTS group_counters (
-    group_id TEXT PRIMARY KEY,
+CREATE TABLE IF NOT EXISTS chat_counters (
+    chat_key TEXT PRIMARY KEY,
     unaddressed INTEGER NOT NULL,
     updated_at TEXT NOT NULL
-);
+) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS memories (
     scope TEXT NOT NULL,
     id TEXT NOT NULL,
@@ -349,6 +366,10 @@ CREATE TABLE IF NOT EXISTS sent_messages (
     PRIMARY KEY (account, message_id)
 ) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS sent_messages_by_time ON sent_messages (sent_at);
+CREATE TABLE IF NOT EXISTS plugin_state (
+    name TEXT PRIMARY KEY,
+    value TEXT NOT NULL
+) WITHOUT ROWID;
 """
 
 # The tables LATEST_SCHEMA creates (FTS5 adds its shadow tables on its own): a file holding

@@ -6,6 +6,7 @@ from __future__ import annotations
 from .dialog import (
     DIALOG_USAGE,
     NOTHING_OF_YOURS_TO_STOP,
+    account_line,
     dialog_status,
     stopped_messages,
 )
@@ -168,6 +169,7 @@ __all__ = [
     "TOO_LONG",
     "TURN_FAILED",
     "USAGE_ROLE_NAMES",
+    "account_line",
     "account_problem_for_superusers",
     "dialog_status",
     "memory_clear_confirm",

@@ -19,6 +19,11 @@ def stopped_messages(*, answering: int, queued: int, everyone: bool) -> str:
     return f"已停止{whose}的消息：{'，'.join(stopped)}。"
 
 
+def account_line(account: str) -> str:
+    """Which bot account a `~对话 状态` or `~对话 用量` report is about."""
+    return f"账号：{account}（每个账号的上下文和用量分开计算）"
+
+
 def dialog_status(
     *,
     context_tokens: int,

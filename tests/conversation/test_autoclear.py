@@ -84,13 +84,13 @@ async def test_counters_are_written_in_batches_not_per_message(plugin) -> None:
         await bot.receive(group_message("闲聊", group_id=10))
     await wait_for_background(plugin)
     rows = await plugin.runtime.database.read(
-        "SELECT unaddressed FROM group_counters WHERE group_id = '10'"
+        "SELECT unaddressed FROM chat_counters WHERE chat_key = 'g:10'"
     )
     assert rows == []
     await bot.receive(group_message("闲聊", group_id=10))
     await wait_for_background(plugin)
     rows = await plugin.runtime.database.read(
-        "SELECT unaddressed FROM group_counters WHERE group_id = '10'"
+        "SELECT unaddressed FROM chat_counters WHERE chat_key = 'g:10'"
     )
     assert [r[0] for r in rows] == [10]
 
@@ -111,7 +111,7 @@ async def test_a_group_that_never_addressed_the_bot_costs_no_write(plugin) -> No
     for _ in range(12):
         await bot.receive(group_message("闲聊", group_id=12))
     await wait_for_background(plugin)
-    rows = await plugin.runtime.database.read("SELECT COUNT(*) FROM group_counters")
+    rows = await plugin.runtime.database.read("SELECT COUNT(*) FROM chat_counters")
     assert rows[0][0] == 0
     assert plugin.runtime.sessions.get("g:12") is None
 

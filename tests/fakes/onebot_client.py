@@ -46,19 +46,39 @@ class OneBotClient:
     def start(self) -> None:
         self._server = asyncio.create_task(self._serve())
 
+    async def hang_up(self) -> None:
+        """Drop the connection, as an implementation that crashed or logged out does, and
+        wait until NoneBot has dropped the bot."""
+        await self.stop()
+        await self.ws.close()
+        await _wait_until_disconnected(str(self.self_id))
+
     async def stop(self) -> None:
         if self._server is not None:
             self._server.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._server
 
-    async def send_event(self, event: GroupMessageEvent | PrivateMessageEvent) -> None:
-        """Push `event` as the JSON a OneBot implementation sends (message as segments)."""
-        await self.ws.send_json(onebot_payload(event))
+    async def send_event(
+        self, event: GroupMessageEvent | PrivateMessageEvent, *, self_id: int | None = None
+    ) -> None:
+        """Push `event` as the JSON a OneBot implementation sends (message as segments),
+        naming this connection's account as `self_id` (or the one given: a confused
+        implementation)."""
+        payload = onebot_payload(event)
+        payload["self_id"] = self.self_id if self_id is None else self_id
+        await self.ws.send_json(payload)
 
     async def next_send(self, timeout: float = REPLY_TIMEOUT_SECONDS) -> ApiCall:
         """The next `send_msg` call, or TimeoutError after `timeout` seconds."""
         return await asyncio.wait_for(self._sends.get(), timeout)
+
+    def sent_so_far(self) -> list[ApiCall]:
+        """The `send_msg` calls not taken by `next_send` yet, taken now."""
+        calls: list[ApiCall] = []
+        while not self._sends.empty():
+            calls.append(self._sends.get_nowait())
+        return calls
 
     async def assert_nothing_sent(self, wait_seconds: float = 0.5) -> None:
         with contextlib.suppress(asyncio.TimeoutError):
@@ -125,6 +145,38 @@ async def connect_onebot(
             finally:
                 await client.stop()
         await _wait_until_disconnected(str(self_id))
+
+
+@contextlib.asynccontextmanager
+async def connect_onebots(
+    app: App, *, access_token: str, self_ids: tuple[int, ...]
+) -> AsyncIterator[tuple[OneBotClient, ...]]:
+    """Connect several accounts to one bot, as NapCat or Lagrange running several QQ
+    accounts does: one reverse WebSocket each. On exit, wait until NoneBot dropped them."""
+    async with app.test_server() as ctx, contextlib.AsyncExitStack() as stack:
+        clients: list[OneBotClient] = []
+        for self_id in self_ids:
+            session = ctx.get_client().websocket_connect(
+                WS_PATH, headers=ws_headers(self_id=self_id, access_token=access_token)
+            )
+            ws = await stack.enter_async_context(session)
+            client = OneBotClient(ws, self_id=self_id)
+            client.start()
+            stack.push_async_callback(client.stop)
+            clients.append(client)
+        await _wait_until_connected({str(self_id) for self_id in self_ids})
+        yield tuple(clients)
+    for self_id in self_ids:
+        await _wait_until_disconnected(str(self_id))
+
+
+async def _wait_until_connected(self_ids: set[str]) -> None:
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + DISCONNECT_TIMEOUT_SECONDS
+    while not self_ids <= set(nonebot.get_bots()):
+        if loop.time() > deadline:
+            raise TimeoutError(f"bots {self_ids - set(nonebot.get_bots())} did not connect")
+        await asyncio.sleep(0.01)
 
 
 async def handshake_answer(app: App, headers: dict[str, str]) -> dict[str, Any]:

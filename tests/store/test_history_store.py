@@ -227,12 +227,12 @@ async def test_write_finishes_even_if_the_caller_is_cancelled(database: Database
 
     def slow_insert(connection: sqlite3.Connection) -> None:
         connection.execute(
-            "INSERT INTO group_counters VALUES ('1', 1, '2024-01-01T00:00:00.000000Z')"
+            "INSERT INTO chat_counters VALUES ('g:1', 1, '2024-01-01T00:00:00.000000Z')"
         )
         started.set()
         time.sleep(0.05)  # on the database thread, not the event loop
         connection.execute(
-            "INSERT INTO group_counters VALUES ('2', 2, '2024-01-01T00:00:00.000000Z')"
+            "INSERT INTO chat_counters VALUES ('g:2', 2, '2024-01-01T00:00:00.000000Z')"
         )
 
     caller = asyncio.create_task(database.write(slow_insert))
@@ -242,8 +242,8 @@ async def test_write_finishes_even_if_the_caller_is_cancelled(database: Database
     with pytest.raises(asyncio.CancelledError):
         await caller
     # then the whole transaction still commits
-    rows = await database.read("SELECT group_id FROM group_counters ORDER BY group_id")
-    assert [group_id for (group_id,) in rows] == ["1", "2"]
+    rows = await database.read("SELECT chat_key FROM chat_counters ORDER BY chat_key")
+    assert [chat_key for (chat_key,) in rows] == ["g:1", "g:2"]
 
 
 async def test_close_waits_for_a_write_whose_caller_was_cancelled(db_path: Path) -> None:
@@ -271,7 +271,7 @@ async def test_close_waits_for_a_write_whose_caller_was_cancelled(db_path: Path)
 
 def half_then_fail(connection: sqlite3.Connection) -> None:
     """A write that breaks halfway: one row in, then an error."""
-    connection.execute("INSERT INTO group_counters VALUES ('1', 1, '2024-01-01T00:00:00.000000Z')")
+    connection.execute("INSERT INTO chat_counters VALUES ('g:1', 1, '2024-01-01T00:00:00.000000Z')")
     raise RuntimeError("a write that breaks halfway")
 
 
@@ -281,7 +281,7 @@ async def test_failed_write_rolls_back_entirely(
     with pytest.raises(RuntimeError):
         await database.write(half_then_fail)
 
-    assert await database.read("SELECT * FROM group_counters") == []
+    assert await database.read("SELECT * FROM chat_counters") == []
     await history.append(ALICE, exchange(1))  # and the connection is still usable
     assert await history.load(ALICE) == exchange(1)
 
@@ -335,20 +335,20 @@ async def test_group_counters_are_saved_and_loaded(database: Database) -> None:
 
     counters = GroupCounterStore(database)
 
-    await counters.save({"20002": 3, "30003": 0})
+    await counters.save({"g:20002": 3, "g:30003": 0})
 
-    assert await counters.load_all() == {"20002": 3, "30003": 0}
+    assert await counters.load_all() == {"g:20002": 3, "g:30003": 0}
 
 
 async def test_saving_a_group_counter_again_overwrites_it(database: Database) -> None:
     from nonebot_plugin_aimemory.store.counters import GroupCounterStore
 
     counters = GroupCounterStore(database)
-    await counters.save({"20002": 3, "30003": 1})
+    await counters.save({"g:20002": 3, "g:30003": 1})
 
-    await counters.save({"20002": 7})
+    await counters.save({"g:20002": 7})
 
-    assert await counters.load_all() == {"20002": 7, "30003": 1}
+    assert await counters.load_all() == {"g:20002": 7, "g:30003": 1}
 
 
 async def test_group_counters_survive_a_restart(db_path: Path) -> None:
@@ -356,12 +356,12 @@ async def test_group_counters_survive_a_restart(db_path: Path) -> None:
     from nonebot_plugin_aimemory.store.database import Database
 
     first = await Database.open(db_path)
-    await GroupCounterStore(first).save({"20002": 5})
+    await GroupCounterStore(first).save({"g:20002": 5})
     await first.close()
 
     second = await Database.open(db_path)
     try:
-        assert await GroupCounterStore(second).load_all() == {"20002": 5}
+        assert await GroupCounterStore(second).load_all() == {"g:20002": 5}
     finally:
         await second.close()
 

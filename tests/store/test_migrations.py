@@ -31,10 +31,11 @@ CHAT_LOG_VECTORS = 13
 PRIVATE_MEMORIES = 14
 TOKEN_USAGE = 15
 SENT_MESSAGES = 16
+ACCOUNTS = 17
 # The schema version these tests were written for: the parametrised cases below are fixed
 # at collection, before the plugin can be imported; a guard test keeps it equal to
 # SCHEMA_VERSION, so a new migration is not left without its cases.
-LATEST_VERSION = 16
+LATEST_VERSION = 17
 
 AT = "2026-11-30T00:00:00.000000Z"
 IMAGE_HASH = "ab" * 32
@@ -136,10 +137,12 @@ def write_sample_rows(path: Path, version: int) -> None:
                 "VALUES ('g:1', ?, ?, ?, ?)",
                 (seq, role, json.dumps({"role": role, "content": text}), AT),
             )
-        connection.execute(
-            "INSERT INTO group_counters (group_id, unaddressed, updated_at) VALUES ('1', 4, ?)",
-            (AT,),
+        counters = (
+            "INSERT INTO group_counters (group_id, unaddressed, updated_at) VALUES ('1', 4, ?)"
+            if version < ACCOUNTS
+            else "INSERT INTO chat_counters (chat_key, unaddressed, updated_at) VALUES ('g:1', 4, ?)"
         )
+        connection.execute(counters, (AT,))
     if version >= MEMORIES:
         for memory_id, content, deleted_at in (
             ("m1", "小明喜欢爬山", None),
@@ -251,7 +254,8 @@ async def assert_sample_rows_readable(database: Database, version: int) -> None:
     history = SqliteHistoryStore(database)
     if version >= SESSIONS_AND_MESSAGES:
         assert [m.text for m in await history.load("g:1")] == ["周五去爬山吗", "好呀"]
-        assert await GroupCounterStore(database).load_all() == {"1": 4}
+        # The auto-clear counter is the home account's (its chat key is the bare one).
+        assert await GroupCounterStore(database).load_all() == {"g:1": 4}
     assert (await history.load_stats("g:1")).count == (3 if version >= COMPRESSION_STATS else 0)
 
     memories = MemoryStore(database)

@@ -1,0 +1,104 @@
+"""The same group message received through several bot accounts. Implementations number
+messages per account, so one message can arrive with different ids: copies are told by
+the chat, the sender, what was said (`fingerprint`, read the same by every account) and
+when QQ says it was sent. A message is logged once, by whichever copy comes first, and
+answered at most once when no account is named in it (the shared nickname, a command):
+by the lowest account present in the group, or by the first to claim it."""
+
+from __future__ import annotations
+
+import time
+from collections import OrderedDict, deque
+from collections.abc import Callable, Collection
+from dataclasses import dataclass, field
+
+from ..store.chat_log_store import ChatRow
+
+# Copies of one message carry the same send time; this much apart are two messages.
+SAME_MESSAGE_SECONDS = 60.0
+# Recent messages remembered per chat (a copy arrives seconds after the first).
+MESSAGES_PER_CHAT = 64
+CHATS_REMEMBERED = 4096
+# An account that received one of a group's messages this recently is taken to be in it.
+PRESENT_SECONDS = 600.0
+
+
+@dataclass(eq=False)
+class ReceivedMessage:
+    """One group message and the accounts it reached."""
+
+    sender: str
+    fingerprint: str
+    sent_at: float
+    receivers: set[str] = field(default_factory=set)
+    answered_by: str | None = None
+    # The one chat-log row of it, once a copy was logged.
+    logged_row: ChatRow | None = None
+
+
+class ReceivedCopies:
+    """The recent group messages of each chat, and which accounts are present where."""
+
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+        self.clock = clock
+        self._chats: OrderedDict[str, deque[ReceivedMessage]] = OrderedDict()
+        self._present: OrderedDict[tuple[str, str], float] = OrderedDict()
+
+    def receive(
+        self, chat: str, sender: str, fingerprint: str, sent_at: float, account: str
+    ) -> ReceivedMessage:
+        """The message `account` received: an earlier copy another account received, or a
+        new one. The same person saying the same thing twice is two messages: a copy is
+        matched only to a message this account has not received yet."""
+        self._note_present(chat, account)
+        recent = self._recent(chat)
+        for message in recent:
+            if (
+                account not in message.receivers
+                and message.sender == sender
+                and message.fingerprint == fingerprint
+                and abs(message.sent_at - sent_at) <= SAME_MESSAGE_SECONDS
+            ):
+                message.receivers.add(account)
+                return message
+        message = ReceivedMessage(sender, fingerprint, sent_at, {account})
+        recent.append(message)
+        return message
+
+    def may_answer(
+        self, message: ReceivedMessage, chat: str, account: str, peers: Collection[str]
+    ) -> bool:
+        """Whether `account` answers a message that names no account: the one that claimed
+        it already, else the lowest of `peers` present in the chat (`account` always is)."""
+        if message.answered_by is not None:
+            return message.answered_by == account
+        present = [peer for peer in peers if peer == account or self._is_present(chat, peer)]
+        if min(present, key=_as_number, default=account) != account:
+            return False
+        message.answered_by = account
+        return True
+
+    def _recent(self, chat: str) -> deque[ReceivedMessage]:
+        recent = self._chats.get(chat)
+        if recent is None:
+            recent = self._chats[chat] = deque(maxlen=MESSAGES_PER_CHAT)
+            if len(self._chats) > CHATS_REMEMBERED:
+                self._chats.popitem(last=False)
+        else:
+            self._chats.move_to_end(chat)
+        return recent
+
+    def _note_present(self, chat: str, account: str) -> None:
+        key = (chat, account)
+        self._present[key] = self.clock()
+        self._present.move_to_end(key)
+        if len(self._present) > CHATS_REMEMBERED * 2:
+            self._present.popitem(last=False)
+
+    def _is_present(self, chat: str, account: str) -> bool:
+        seen = self._present.get((chat, account))
+        return seen is not None and self.clock() - seen <= PRESENT_SECONDS
+
+
+def _as_number(account: str) -> int:
+    return int(account) if account.isdigit() else 0

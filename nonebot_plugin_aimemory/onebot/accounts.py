@@ -1,0 +1,78 @@
+"""The bot accounts: which OneBot v11 accounts are connected to this NoneBot, which of them
+the plugin answers as (`aimemory_accounts`), and the home account, whose keys stay bare
+(`g:123`, not `g:123@10001`: scopes.py). The home account is the first one that spoke to
+the plugin on this database, recorded once; an install that ran with one account keeps
+every window, persona choice, counter and usage row for it after an upgrade, and an
+account added later starts with empty windows of its own."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Protocol
+
+import nonebot
+from nonebot.adapters.onebot.v11 import Bot
+
+logger = logging.getLogger("nonebot_plugin_aimemory")
+
+HOME_ACCOUNT = "home_account"
+
+
+class StateStore(Protocol):
+    """Facts set once (store/plugin_state.py)."""
+
+    async def get(self, name: str) -> str | None:
+        """The value of `name`, or None."""
+        ...
+
+    async def set_once(self, name: str, value: str) -> str:
+        """Set `name` unless it is set; the value it holds afterwards."""
+        ...
+
+
+class Accounts:
+    """The accounts the plugin knows of, and how each one's keys are written."""
+
+    def __init__(self, state: StateStore, served: frozenset[str] = frozenset()) -> None:
+        self.state = state
+        self.served = served
+        self.home: str | None = None
+        self._claiming = asyncio.Lock()
+
+    async def load(self) -> None:
+        """Read the home account (none yet on a new database)."""
+        self.home = await self.state.get(HOME_ACCOUNT)
+
+    def serves(self, account: str) -> bool:
+        """Whether the plugin answers as `account`."""
+        return not self.served or account in self.served
+
+    def connected(self) -> frozenset[str]:
+        """Every OneBot v11 account connected to this NoneBot now."""
+        return frozenset(
+            self_id for self_id, bot in nonebot.get_bots().items() if isinstance(bot, Bot)
+        )
+
+    def peers(self, receiving: str) -> frozenset[str]:
+        """The accounts the plugin answers as that are connected now, `receiving` (the one
+        an event came through) always among them."""
+        return frozenset(
+            account for account in self.connected() | {receiving} if self.serves(account)
+        )
+
+    async def key_account(self, account: str) -> str | None:
+        """What `account`'s keys carry: None for the home account (claimed by the first
+        account that asks, and written before anything is stored under it)."""
+        if self.home is None:
+            async with self._claiming:
+                if self.home is None:
+                    try:
+                        self.home = await self.state.set_once(HOME_ACCOUNT, account)
+                    except Exception:
+                        # The database failing: the message is still answered (as the home
+                        # account's), and the next one tries again.
+                        logger.exception("could not record the home bot account")
+                        return None
+                    logger.info("bot account %s keeps the keys of this database", self.home)
+        return None if account == self.home else account

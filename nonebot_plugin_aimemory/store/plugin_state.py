@@ -1,0 +1,49 @@
+"""Facts about the plugin's own state that outlive a restart (`plugin_state`): each is set
+once and then read, so two processes racing to set one agree on the first."""
+
+from __future__ import annotations
+
+import sqlite3
+
+from .database import Database
+
+
+class PluginStateStore:
+    """SQL for the `plugin_state` table."""
+
+    def __init__(self, database: Database) -> None:
+        self.database = database
+
+    async def get(self, name: str) -> str | None:
+        """The value of `name`, or None when it was never set."""
+        rows = await self.database.read("SELECT value FROM plugin_state WHERE name = ?", (name,))
+        return str(rows[0][0]) if rows else None
+
+    async def set_once(self, name: str, value: str) -> str:
+        """Set `name` unless it is set already; the value it holds afterwards."""
+
+        def work(connection: sqlite3.Connection) -> str:
+            connection.execute(
+                "INSERT OR IGNORE INTO plugin_state (name, value) VALUES (?, ?)", (name, value)
+            )
+            (held,) = connection.execute(
+                "SELECT value FROM plugin_state WHERE name = ?", (name,)
+            ).fetchone()
+            return str(held)
+
+        return await self.database.write(work)
+
+
+class MemoryOnlyPluginState:
+    """No database: the facts last until the bot stops."""
+
+    def __init__(self) -> None:
+        self._values: dict[str, str] = {}
+
+    async def get(self, name: str) -> str | None:
+        """The value of `name`, or None."""
+        return self._values.get(name)
+
+    async def set_once(self, name: str, value: str) -> str:
+        """Set `name` unless it is set already; the value it holds afterwards."""
+        return self._values.setdefault(name, value)
