@@ -16,9 +16,10 @@ from ..store.chat_log_store import ChatRow
 
 # Copies of one message carry the same send time; this much apart are two messages.
 SAME_MESSAGE_SECONDS = 60.0
-# Recent messages remembered per chat (a copy arrives seconds after the first).
-MESSAGES_PER_CHAT = 64
-CHATS_REMEMBERED = 4096
+# Recent messages remembered per chat (a copy arrives seconds after the first), and chats:
+# some 10 MB at most.
+MESSAGES_PER_CHAT = 32
+CHATS_REMEMBERED = 2048
 # An account that received one of a group's messages this recently is taken to be in it.
 PRESENT_SECONDS = 600.0
 
@@ -28,7 +29,7 @@ class ReceivedMessage:
     """One group message and the accounts it reached."""
 
     sender: str
-    fingerprint: str
+    fingerprint: int  # the hash of what was said: this process only compares them
     sent_at: float
     receivers: set[str] = field(default_factory=set)
     answered_by: str | None = None
@@ -52,16 +53,17 @@ class ReceivedCopies:
         matched only to a message this account has not received yet."""
         self._note_present(chat, account)
         recent = self._recent(chat)
+        said = hash(fingerprint)
         for message in recent:
             if (
                 account not in message.receivers
                 and message.sender == sender
-                and message.fingerprint == fingerprint
+                and message.fingerprint == said
                 and abs(message.sent_at - sent_at) <= SAME_MESSAGE_SECONDS
             ):
                 message.receivers.add(account)
                 return message
-        message = ReceivedMessage(sender, fingerprint, sent_at, {account})
+        message = ReceivedMessage(sender, said, sent_at, {account})
         recent.append(message)
         return message
 

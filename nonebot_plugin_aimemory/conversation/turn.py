@@ -143,8 +143,9 @@ class Conversation:
 
     def _matched(self, incoming: Incoming) -> Incoming:
         """A group message matched to the copies other accounts received (logged once); one
-        that names no account is answered by one account only (copies.py)."""
-        if incoming.group_id is None:
+        that names no account is answered by one account only (copies.py). With one
+        account there is nothing to match: nothing is kept."""
+        if incoming.group_id is None or len(incoming.peers) <= 1:
             return incoming
         chat = incoming.log_key
         received = self.copies.receive(

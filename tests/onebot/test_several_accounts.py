@@ -88,6 +88,18 @@ async def test_a_group_message_is_answered_by_the_account_it_names(
     assert await replies(two, 1) == {HOME: [], SECOND: ["我是第二个"]}
 
 
+async def test_a_reply_to_one_accounts_message_is_answered_by_it(
+    plugin: PluginHarness, two: tuple[OneBotClient, ...]
+) -> None:
+    for account in two:  # each implementation reports who sent the quoted message
+        account.quoted_senders[5555] = SECOND
+    plugin.llm.script(text("对，是我说的"))
+    quoting = Message([MessageSegment.reply(5555), MessageSegment.text("你刚才说什么")])
+    await both_receive(two, group_message(quoting, group_id=GROUP))
+
+    assert await replies(two, 1) == {HOME: [], SECOND: ["对，是我说的"]}
+
+
 async def test_each_account_keeps_its_own_window(
     plugin: PluginHarness, two: tuple[OneBotClient, ...]
 ) -> None:
@@ -234,6 +246,22 @@ async def test_memories_are_shared_by_the_accounts(
     search_result = plugin.llm.chat_requests[-1]["messages"][-1]
     assert search_result["role"] == "tool"
     assert "本群周五晚上聚餐" in search_result["content"]
+
+
+async def test_the_chat_is_reviewed_once_whichever_accounts_answered(
+    plugin: PluginHarness, two: tuple[OneBotClient, ...]
+) -> None:
+    plugin.llm.script(text("一"), text("二"))
+    await both_receive(two, group_message(at(HOME, "周末去哪"), group_id=GROUP))
+    await replies(two, 1)
+    await both_receive(two, group_message(at(SECOND, "去爬山吧"), group_id=GROUP))
+    await replies(two, 1)
+    await plugin.runtime.chat_log.writer.flush()
+
+    pending = await plugin.runtime.database.read(
+        "SELECT session_key FROM review_state WHERE pending > 0"
+    )
+    assert pending == [(f"g:{GROUP}",)]
 
 
 async def test_memories_stay_with_their_account_when_not_shared(
