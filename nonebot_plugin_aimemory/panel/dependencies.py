@@ -26,7 +26,7 @@ from ..runtime import Runtime
 from .auth import CSRF_HEADER, SESSION_COOKIE, PanelAuth, csrf_matches
 from .scopes import BadScope, Scope, parse_scope
 from .views.errors import PanelError, bad_request, refusal
-from .views.memories import existing_memory, require_service
+from .views.memories import existing_memory, memories_of, require_service
 from .views.memory_bodies import MemoryCreate, MemoryPatch, read_body
 
 RuntimeGetter = Callable[[], "Runtime | None"]
@@ -182,6 +182,7 @@ class ApiDependencies:
     read: Any
     write: Any
     runtime: Any
+    memory_scope: Any
     service: Any
     creation: Any
     patch: Any
@@ -190,15 +191,17 @@ class ApiDependencies:
 def api_dependencies(auth: PanelAuth, runtime_getter: RuntimeGetter) -> ApiDependencies:
     """Every dependency of the API, bound to `auth` and `runtime_getter`."""
     runtime = Depends(_running(runtime_getter))
+    memory_scope = Depends(_memory_scope(runtime))
     service = Depends(_service(runtime))
     return ApiDependencies(
         body_size=Depends(body_size_within(MAX_API_BODY_BYTES)),
         read=Depends(api_access(auth, write=False)),
         write=Depends(api_access(auth, write=True)),
         runtime=runtime,
+        memory_scope=memory_scope,
         service=service,
         creation=Depends(_creation(runtime, service)),
-        patch=Depends(_patch(runtime, service)),
+        patch=Depends(_patch(memory_scope, service)),
     )
 
 
@@ -210,6 +213,14 @@ def _running(runtime_getter: RuntimeGetter) -> Callable[[], Coroutine[Any, Any, 
         return runtime
 
     return running
+
+
+def _memory_scope(runtime: Any) -> Callable[..., Coroutine[Any, Any, Scope]]:
+    # The scope in the URL (400), then the running bot (503): the memories its page shows.
+    async def memory_scope(scope: Scope = Depends(chat_scope), running: Runtime = runtime) -> Scope:
+        return memories_of(running, scope)
+
+    return memory_scope
 
 
 def _service(runtime: Any) -> Callable[..., Coroutine[Any, Any, MemoryService]]:
@@ -232,12 +243,11 @@ def _creation(runtime: Any, service: Any) -> Callable[..., Coroutine[Any, Any, M
     return creation
 
 
-def _patch(runtime: Any, service: Any) -> Callable[..., Coroutine[Any, Any, MemoryPatch]]:
+def _patch(memory_scope: Any, service: Any) -> Callable[..., Coroutine[Any, Any, MemoryPatch]]:
     # As for a creation, and an unknown memory is 404 before the body's fields are read.
     async def patch(
         memory_id: str,
-        scope: Scope = Depends(chat_scope),
-        _running: Runtime = runtime,
+        scope: Scope = memory_scope,
         body: dict[str, Any] = Depends(json_object),
         memories: MemoryService = service,
     ) -> MemoryPatch:

@@ -2,7 +2,8 @@
 under one base path. Every page and API call needs a logged-in session (cookie) or, for the
 API, `Authorization: Bearer <token>`; a write through the cookie also needs the session's
 CSRF token in `X-CSRF-Token`: those checks, and the rest, are the dependencies of
-dependencies.py. FastAPI is imported only here and in the modules this imports, and only
+dependencies.py. The memory routes act on the memories the scope's page shows (an
+account's window shows the memories the accounts share: `memories_of`). FastAPI is imported only here and in the modules this imports, and only
 when the panel is switched on (it is not a dependency of the plugin)."""
 
 from __future__ import annotations
@@ -72,14 +73,14 @@ def _add_memory_reads(api: APIRouter, deps: ApiDependencies) -> None:
     @api.get("/chats/{scope}/memories", dependencies=[deps.read])
     async def get_memories(
         q: str | None = None,
-        scope: Scope = Depends(chat_scope),
+        scope: Scope = deps.memory_scope,
         service: MemoryService = deps.service,
     ) -> JSONResponse:
         return api_json(await memories.list_memories(service, scope, q))
 
     @api.get("/chats/{scope}/tombstones", dependencies=[deps.read])
     async def get_tombstones(
-        scope: Scope = Depends(chat_scope), service: MemoryService = deps.service
+        scope: Scope = deps.memory_scope, service: MemoryService = deps.service
     ) -> JSONResponse:
         return api_json(await memories.tombstones(service, scope))
 
@@ -87,7 +88,7 @@ def _add_memory_reads(api: APIRouter, deps: ApiDependencies) -> None:
 def _add_memory_writes(api: APIRouter, deps: ApiDependencies) -> None:
     @api.post("/chats/{scope}/memories", dependencies=[deps.write])
     async def post_memory(
-        scope: Scope = Depends(chat_scope),
+        scope: Scope = deps.memory_scope,
         body: MemoryCreate = deps.creation,
         service: MemoryService = deps.service,
     ) -> JSONResponse:
@@ -96,7 +97,7 @@ def _add_memory_writes(api: APIRouter, deps: ApiDependencies) -> None:
     @api.patch("/chats/{scope}/memories/{memory_id}", dependencies=[deps.write])
     async def patch_memory(
         memory_id: str,
-        scope: Scope = Depends(chat_scope),
+        scope: Scope = deps.memory_scope,
         body: MemoryPatch = deps.patch,
         service: MemoryService = deps.service,
     ) -> JSONResponse:
@@ -105,7 +106,7 @@ def _add_memory_writes(api: APIRouter, deps: ApiDependencies) -> None:
     @api.delete("/chats/{scope}/memories/{memory_id}", dependencies=[deps.write])
     async def delete_memory(
         memory_id: str,
-        scope: Scope = Depends(chat_scope),
+        scope: Scope = deps.memory_scope,
         service: MemoryService = deps.service,
     ) -> JSONResponse:
         return api_json(await memories.delete_memory(service, scope, memory_id))
@@ -113,7 +114,7 @@ def _add_memory_writes(api: APIRouter, deps: ApiDependencies) -> None:
     @api.post("/chats/{scope}/memories/{memory_id}/restore", dependencies=[deps.write])
     async def post_restore(
         memory_id: str,
-        scope: Scope = Depends(chat_scope),
+        scope: Scope = deps.memory_scope,
         service: MemoryService = deps.service,
     ) -> JSONResponse:
         return api_json(await memories.restore_memory(service, scope, memory_id))

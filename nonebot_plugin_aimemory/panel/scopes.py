@@ -1,5 +1,6 @@
 """The scope in a panel URL: a group's (`g:<群号>`), a private chat's (`f:<QQ号>`) or a
-person's memories (`u:<QQ号>`), each maybe a persona's part (`#<persona>`). Anything else
+person's memories (`u:<QQ号>`), each maybe as one bot account has it (`@<QQ号>`) and maybe
+a persona's part (`#<persona>`). Anything else
 is refused before any store is asked, and every action of a request is bound to the one
 scope its URL names. The grammar is `Scope`'s (scopes.py)."""
 

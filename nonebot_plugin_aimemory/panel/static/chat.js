@@ -4,7 +4,7 @@
 "use strict";
 
 (() => {
-  const { base, api, el, whenLabelled, time, empty, again, number, ring, notice } = Panel;
+  const { base, api, el, whenLabelled, time, empty, again, number, ring, accountLabel, notice } = Panel;
   const prefix = base + "/chats/";
   const scope = decodeURIComponent(location.pathname.slice(location.pathname.indexOf(prefix) + prefix.length));
   const path = "/chats/" + encodeURIComponent(scope);
@@ -41,10 +41,45 @@
         personal ? null : el("span", { id: "last-active", text: "活跃 " + whenLabelled(info.last_active) })),
     ];
     summary.replaceChildren(...(personal ? [] : [ring(info.context_tokens, info.budget_tokens, info.context_estimated)]),
-      el("div", { class: "chat-main" }, ...facts));
+      el("div", { class: "chat-main" }, ...(info.several_accounts ? [accountLine()] : []), ...facts));
     for (const id of ["review-card", "chatlog-card", "usage-card"]) {
       document.getElementById(id).hidden = personal;
     }
+    showOwners();
+  }
+
+  // Whose the memories shown are: the accounts share the chat's (and a person's) unless
+  // each account keeps its own.
+  function memoryOwner() {
+    return info.memory_shared ? "各账号共用" : (info.memory_account ? "账号 " + info.memory_account : "首个账号");
+  }
+
+  // With several accounts: which one this page's window and usage are.
+  function accountLine() {
+    const text = info.personal ? "个人记忆：" + memoryOwner() : accountLabel(info) + " 的对话和用量";
+    return el("div", { class: "chat-account", id: "account", text });
+  }
+
+  // Each card says whose it is: the window's account, or every account of the chat.
+  function showOwners() {
+    const owners = {
+      "memory-owner": memoryOwner(),
+      "tombstone-owner": memoryOwner(),
+      "review-owner": memoryOwner(),
+      "chatlog-owner": "各账号共用",
+      "usage-owner": accountLabel(info),
+    };
+    for (const [id, text] of Object.entries(owners)) {
+      const badge = document.getElementById(id);
+      badge.textContent = text;
+      badge.hidden = !info.several_accounts;
+    }
+  }
+
+  // The bot's own lines name the account that said them, once there are several.
+  function speaker(row) {
+    if (row.role !== "assistant") return row.speaker_name || row.speaker_id || "?";
+    return info.several_accounts && row.speaker_id ? "机器人 " + row.speaker_id : "机器人";
   }
 
   function memoryItem(memory) {
@@ -147,7 +182,7 @@
     document.getElementById("chatlog").replaceChildren(...rows.map((row) =>
       el("li", { class: "line " + row.role + (row.refused ? " refused" : "") },
         time(row.created_at, { class: "hint" }), " ",
-        el("b", { text: (row.role === "assistant" ? "机器人" : (row.speaker_name || row.speaker_id || "?")) + "：" }),
+        el("b", { text: speaker(row) + "：" }),
         el("span", { text: row.text }))));
     empty("chatlog", rows.length ? null : (q ? "search" : "none"));
   }

@@ -2,21 +2,24 @@
 "use strict";
 
 (() => {
-  const { base, api, el, time, empty, again, number, ring } = Panel;
+  const { base, api, el, time, empty, again, number, ring, accountLabel } = Panel;
   let chats = [];
 
   function chatLink(scope) {
     return base + "/chats/" + encodeURIComponent(scope);
   }
 
+  // Several accounts in one chat: a row each (its window, usage and persona), labelled.
   function chatItem(chat) {
-    return el("li", { class: "chat", "data-scope": chat.scope },
+    const account = chat.several_accounts ? accountLabel(chat) : null;
+    return el("li", { class: "chat", "data-scope": chat.scope, "data-account": chat.account || undefined },
       el("a", { href: chatLink(chat.scope), class: "chat-link" },
         ring(chat.context_tokens, chat.budget_tokens, chat.context_estimated),
         el("div", { class: "chat-main" },
           el("div", { class: "chat-title" },
             el("span", { class: "name", text: chat.name || chat.scope }),
-            chat.persona ? el("span", { class: "badge", text: chat.persona }) : null),
+            chat.persona ? el("span", { class: "badge", text: chat.persona }) : null,
+            account ? el("span", { class: "badge account", text: account }) : null),
           chat.name ? el("div", { class: "chat-scope", text: chat.scope }) : null,
           el("div", { class: "chat-facts" },
             el("span", { text: "消息 " + chat.messages }),
@@ -27,8 +30,8 @@
 
   function render() {
     const filter = document.getElementById("chat-filter").value.trim().toLowerCase();
-    const shown = chats.filter((c) => !filter ||
-      c.scope.toLowerCase().includes(filter) || (c.name || "").toLowerCase().includes(filter));
+    const shown = chats.filter((c) => !filter || c.scope.toLowerCase().includes(filter) ||
+      (c.name || "").toLowerCase().includes(filter) || (c.several_accounts && (c.account || "").includes(filter)));
     document.getElementById("chats").replaceChildren(...shown.map(chatItem));
     document.getElementById("chat-count").textContent = "（" + chats.length + "）";
     document.getElementById("chats-status").textContent = "";
@@ -42,10 +45,12 @@
 
   async function loadPeople() {
     const people = await api("GET", "/people");
+    // With several accounts, whose the memories are: one account's, or shared by them all.
+    const owner = (p) => !p.several_accounts ? "" : (p.account ? " · 账号 " + p.account : " · 各账号共用");
     document.getElementById("people").replaceChildren(...people.map((p) =>
       el("li", { class: "person", "data-scope": p.scope },
         el("a", { href: chatLink(p.scope), text: (p.name ? p.name + " · " : "") + p.scope }),
-        el("span", { class: "hint", text: " " + p.memories + " 条" }))));
+        el("span", { class: "hint", text: " " + p.memories + " 条" + owner(p) }))));
     document.getElementById("people-count").textContent = "（" + people.length + "）";
     empty("people", people.length ? null : "none");
   }

@@ -157,6 +157,14 @@ const Panel = (() => {
     return svg;
   }
 
+  // Which bot account a row's window and usage are: its QQ number, and for the home
+  // account (the first that ran on this database; its keys carry no number) a note saying
+  // so. Shown only when the server says several accounts have been seen.
+  function accountLabel(row) {
+    if (!row.home_account) return "账号 " + row.account;
+    return row.account ? "账号 " + row.account + "（首个账号）" : "首个账号";
+  }
+
   function notice(text, bad) {
     const box = document.getElementById("notice");
     if (!box) return;
@@ -164,5 +172,5 @@ const Panel = (() => {
     box.className = "notice" + (bad ? " bad" : " good");
   }
 
-  return { base, api, el, when, whenLabelled, time, zoneLabel, empty, again, number, ring, notice };
+  return { base, api, el, when, whenLabelled, time, zoneLabel, empty, again, number, ring, accountLabel, notice };
 })();

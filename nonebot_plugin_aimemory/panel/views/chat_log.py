@@ -1,5 +1,6 @@
 """A chat's log as the panel shows it: the newest rows, or the best matches of a search.
-A person's memories have no chat log."""
+The log is the chat's (`g:123`), whichever account or persona a page is of; the bot's rows
+name the account that spoke. A person's memories have no chat log."""
 
 from __future__ import annotations
 
@@ -44,9 +45,9 @@ async def chat_log_rows(
         return []
     limit = max(1, min(limit, CHAT_LOG_MAX_LIMIT))
     await recorded.flush()
-    store = recorded.writer.store
+    store, chat_key = recorded.writer.store, scope.log_chat.key
     if query and query.strip():
-        rows = await store.search(scope.chat_key, query, limit)
+        rows = await store.search(chat_key, query, limit)
     else:
-        rows = await store.recent(scope.chat_key, limit)
+        rows = await store.recent(chat_key, limit)
     return [chat_row_json(row) for row in rows]

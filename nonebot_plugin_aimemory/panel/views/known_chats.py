@@ -1,11 +1,15 @@
 """Which chats the panel knows: the chat scopes the overview lists, and so the chat pages
 that open (any other chat's page is a 404 saying so).
 
-Listed: every scope with a stored window, memories or tombstones under its own key; and for
-a chat with only chat-log rows, token usage or a persona choice (no scope of it stored
-under its own key), the scope of the persona it plays now. A person's page (`u:<QQ号>`)
-always opens, empty or not: the overview's look-up form takes any QQ number. Without a
-database nothing is stored, so nothing is listed.
+Listed: every stored window (`g:1`, `g:1@10001#猫娘`: one row per account and persona);
+for a chat as one account has it with only token usage or a persona choice, the window of
+the persona it plays now; every scope with memories or tombstones, but for those a listed
+window's page shows already (shared memories: `g:1`'s are on `g:1@10001`'s page) where no
+usage or persona choice of the scope's own chat key says its account is there too; and
+for a chat with only chat-log rows (the log is the chat's, not an account's), the home
+account's window of the persona it plays. A
+person's page (`u:<QQ号>`) always opens, empty or not: the overview's look-up form takes
+any QQ number. Without a database nothing is stored, so nothing is listed.
 
 A page asks the database each time (`scope_is_known`, a few index seeks). The overview
 reads windows and the chat log each time, but the chats with memories, usage or a persona
@@ -16,6 +20,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ...store.overview_store import OverviewStore
@@ -74,29 +79,57 @@ class ChatsWithData:
         return self._memory_scopes, self._active
 
 
+@dataclass(frozen=True, slots=True)
+class StoredKeys:
+    """The keys the overview lists chats from: stored windows, scopes with memories or
+    tombstones, chats (as one account has them) with usage or a persona choice, and chats
+    with a chat log."""
+
+    windows: Iterable[str]
+    memory_scopes: Iterable[str]
+    active: Iterable[str]
+    logged: Iterable[str]
+
+    def every(self) -> list[str]:
+        """All of them, for what is asked of every key (which accounts they name)."""
+        return [*self.windows, *self.memory_scopes, *self.active, *self.logged]
+
+
 def listed_scopes(
-    personas: Personas, stored_keys: Iterable[str], active_chats: Iterable[str]
+    personas: Personas, keys: StoredKeys, memories_of: Callable[[Scope], Scope]
 ) -> set[Scope]:
-    """The chat scopes the overview lists: each scope stored under its own key (a window,
-    memories, tombstones), and for each active chat (chat log, usage, a persona choice)
-    with none of those, the scope of its current persona."""
-    scopes = {
+    """The chat scopes the overview lists (see the module's docstring); `memories_of`
+    gives the scope whose memories a window's page shows."""
+    listed = set(_chats(keys.windows))
+    memory_scopes = _chats(keys.memory_scopes)
+    active = {scope.chat_key: scope for scope in _chats(keys.active) if scope.persona is None}
+    with_own = {scope.chat_key for scope in (*listed, *memory_scopes)}
+    for chat_key in active.keys() - with_own:
+        listed.add(Scope.parse(personas.window_key(chat_key)))
+    shown = {memories_of(scope) for scope in listed}
+    listed.update(
+        scope for scope in memory_scopes if scope not in shown or scope.chat_key in active
+    )
+    heard = {scope.log_chat for scope in listed}
+    for chat in _chats(keys.logged):
+        if chat == chat.log_chat and chat not in heard:
+            listed.add(Scope.parse(personas.window_key(chat.chat_key)))
+    return listed
+
+
+def _chats(keys: Iterable[str]) -> list[Scope]:
+    """The chats' scopes among `keys` (not a person's, nor a key that is no scope)."""
+    return [
         scope
-        for key in stored_keys
+        for key in keys
         if (scope := Scope.parse_or_none(key)) is not None and not scope.is_personal
-    }
-    with_own = {scope.chat_key for scope in scopes}
-    for chat in active_chats:
-        scope = Scope.parse_or_none(chat)
-        if scope is None or scope.is_personal or scope.persona or chat in with_own:
-            continue
-        scopes.add(Scope.parse(personas.window_key(chat)))
-    return scopes
+    ]
 
 
 async def scope_is_known(runtime: Runtime, scope: Scope) -> bool:
     """Whether the scope's page opens: a person's always, a chat's when the overview lists
-    it, found with one query instead of reading the whole overview."""
+    it (or memories are kept under its key, which the overview may show on an account's
+    page instead), found with one query instead of reading the whole overview."""
     if scope.is_personal:
         return True
     if not runtime.persistent:

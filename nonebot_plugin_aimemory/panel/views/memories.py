@@ -1,13 +1,15 @@
 """One scope's memories as the panel shows and changes them: every read and write goes
 through MemoryService, so through the same rules as the tools and commands (the guard,
-masking, the cap, tombstones, near-duplicate hints). A memory of another scope is not
-found here."""
+masking, the cap, tombstones, near-duplicate hints). A page's memories are where its
+window keeps them (`memories_of`): an account's page shows, and changes, the memories the
+accounts share. A memory of another scope is not found here."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
 from ... import texts
+from ...memory.placement import memory_key_for
 from ...memory.service import MemoryFull, MemoryService, SaveOutcome, UpdateOutcome
 from ..scopes import Scope
 from .errors import PanelError, bad_request, not_found, refusal
@@ -24,6 +26,13 @@ def memory_service(runtime: Runtime) -> MemoryService | None:
     """The memory service; None without a database (memory is off)."""
     service = getattr(runtime.memory, "service", None)
     return service if isinstance(service, MemoryService) else None
+
+
+def memories_of(runtime: Runtime, scope: Scope) -> Scope:
+    """Where the memories `scope`'s page shows live: where its window saves them, the
+    chat's shared by the accounts unless `aimemory_accounts_share_memory` is off."""
+    place = memory_key_for(shared=runtime.config.aimemory_accounts_share_memory)
+    return Scope.parse(place(scope.key))
 
 
 def require_service(runtime: Runtime) -> MemoryService:

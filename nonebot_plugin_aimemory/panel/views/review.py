@@ -1,5 +1,7 @@
 """The background reviewer of a chat as the panel shows it: its state, and a review run
-now (as `~记忆 立即生成` does). Only a chat's scope has one, and only with the chat log on."""
+now (as `~记忆 立即生成` does). Only a chat's scope has one, and only with the chat log on.
+It reviews into the memories a page shows (`memories_of`), so an account's page shows the
+review of the memories the accounts share."""
 
 from __future__ import annotations
 
@@ -12,6 +14,7 @@ from ...engine.errors import LLMError
 from ..scopes import Scope
 from .chat_log import recorded_chat
 from .errors import refusal
+from .memories import memories_of
 
 if TYPE_CHECKING:
     from ...runtime import Runtime
@@ -32,7 +35,8 @@ async def review_state(runtime: Runtime, scope: Scope) -> dict[str, Any]:
     reviews = reviewer(runtime, scope)
     if reviews is None:
         return {"available": False}
-    state = await reviews.store.get(scope.key)
+    kept = memories_of(runtime, scope).key
+    state = await reviews.store.get(kept)
     return {
         "available": True,
         "enabled": reviews.enabled(state),
@@ -40,7 +44,7 @@ async def review_state(runtime: Runtime, scope: Scope) -> dict[str, Any]:
         "last_review_at": state.last_review_at,
         "pending": state.pending,
         "failures": state.failures,
-        "running": scope.key in reviews.running,
+        "running": kept in reviews.running,
     }
 
 
@@ -51,10 +55,11 @@ async def review_now(runtime: Runtime, scope: Scope) -> dict[str, Any]:
     if reviews is None or recorded is None:
         raise refusal(409, "unavailable", texts.REVIEW_NO_EXTERNAL_CONTEXT)
     await recorded.flush()
+    kept = memories_of(runtime, scope).key
     try:
-        outcome = await reviews.run_now(scope.key)
+        outcome = await reviews.run_now(kept)
     except LLMError as exc:
-        logger.warning("panel review of %s failed: %s", scope.key, exc)
+        logger.warning("panel review of %s failed: %s", kept, exc)
         raise refusal(502, "review_failed", texts.REVIEW_FAILED) from None
     return {
         "created": outcome.created if outcome else 0,

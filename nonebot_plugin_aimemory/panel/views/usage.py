@@ -1,5 +1,6 @@
 """A chat's token usage per day and per role, as the panel's chart draws it. Usage is
-counted per chat (its personas share it); a person's memories have none."""
+counted per chat as one bot account has it (`g:1@10001`; its personas share it); a
+person's memories have none."""
 
 from __future__ import annotations
 
