@@ -23,6 +23,7 @@ from tests.fakes.qq import QQBot
 if TYPE_CHECKING:
     from nonebot_plugin_aimemory.store.chat_log_store import ChatLogStore
     from tests.fakes.harness import PluginHarness
+    from tests.fakes.postgres import PostgresServer
 
 SELF_ID = "42"
 SUPERUSER_ID = "10000"
@@ -112,3 +113,21 @@ async def chat_store(tmp_path) -> AsyncIterator[ChatLogStore]:
     database = await Database.open(tmp_path / "chat_log.db")
     yield ChatLogStore(database)
     await database.close()
+
+
+@pytest.fixture(scope="session")
+def postgres_server() -> Iterator[PostgresServer]:
+    """One real PostgreSQL server for the session (initdb and start take about two
+    seconds); tests share it through `postgres_url`, each in a database of its own."""
+    from tests.fakes.postgres import PostgresServer
+
+    with PostgresServer() as server:
+        yield server
+
+
+@pytest.fixture
+def postgres_url(postgres_server: PostgresServer) -> Iterator[str]:
+    """The URL of an empty database of this test's own, dropped afterwards (the server is
+    started again first if the test left it stopped)."""
+    with postgres_server.fresh_database() as url:
+        yield url

@@ -8,13 +8,12 @@ from __future__ import annotations
 
 import asyncio
 import math
-import sqlite3
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ..text import query, segmenter
 from ..text.encodable import encodable
-from .database import Database
+from .connection import Backend, Connection
 
 # bm25() weights of the index's columns: who spoke counts half as much as what was said, so
 # a name in a query ranks that person's rows first among rows with the same words, without
@@ -140,7 +139,7 @@ def row_terms(role: str, speaker_name: str | None, text: str) -> tuple[str, str]
 class ChatLogIndex:
     """Searches of the index, and the re-indexing of rows an older release logged."""
 
-    def __init__(self, database: Database) -> None:
+    def __init__(self, database: Backend) -> None:
         self.database = database
         self._complete = False
         self._catching_up = asyncio.Lock()
@@ -315,7 +314,7 @@ class ChatLogIndex:
             lambda: [row_terms(str(role), speaker, str(text)) for _, role, speaker, text in rows]
         )
 
-        def work(connection: sqlite3.Connection) -> None:
+        def work(connection: Connection) -> None:
             if not rows:
                 connection.execute("DELETE FROM chat_log_reindex")
                 return
@@ -341,7 +340,7 @@ class ChatLogIndex:
         await self.database.write(work)
 
 
-def index_rows(connection: sqlite3.Connection, rows: Sequence[tuple[int, str, str]]) -> None:
+def index_rows(connection: Connection, rows: Sequence[tuple[int, str, str]]) -> None:
     """Index (id, speaker terms, text terms) rows of chat_log: the terms are kept, and the
     index given them with their session's prefix."""
     if not rows:
@@ -360,7 +359,7 @@ def index_rows(connection: sqlite3.Connection, rows: Sequence[tuple[int, str, st
         )
 
 
-def unindex_rows(connection: sqlite3.Connection, where: str, params: Sequence[object]) -> None:
+def unindex_rows(connection: Connection, where: str, params: Sequence[object]) -> None:
     """Take the rows `where` selects (over chat_log_terms t joined to chat_log c) out of the
     index: a contentless index forgets a row when told exactly the texts it was given."""
     selected = f"FROM chat_log_terms t JOIN chat_log c ON c.id = t.id WHERE {where}"

@@ -5,14 +5,13 @@ removed together with their rows."""
 from __future__ import annotations
 
 import asyncio
-import sqlite3
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ..text.encodable import encodable
 from .chat_log_index import ChatLogIndex, index_rows, row_terms, unindex_rows
 from .chat_log_vectors import ChatLogVectorStore, forget_vectors
-from .database import Database
+from .connection import Backend, Connection
 from .sent_messages import forget_sent_before
 
 
@@ -55,7 +54,7 @@ class ChatLogStore:
     """SQL for `chat_log`, its full-text index and its vectors; reads are always bound to
     one session."""
 
-    def __init__(self, database: Database) -> None:
+    def __init__(self, database: Backend) -> None:
         self.database = database
         self.index = ChatLogIndex(database)
         self.vectors = ChatLogVectorStore(database)
@@ -70,16 +69,17 @@ class ChatLogStore:
             lambda: [row_terms(row.role, row.speaker_name, row.text) for row in rows]
         )
 
-        def work(connection: sqlite3.Connection) -> list[int]:
+        def work(connection: Connection) -> list[int]:
+            # The ids are taken by moving the one counter row on: a writer in another process
+            # (PostgreSQL) waits for this transaction's lock on it, so no id is taken twice.
+            # The counter never goes below an id already used (a file from before it).
             (last_id,) = connection.execute(
-                "SELECT MAX((SELECT COALESCE(MAX(id), 0) FROM chat_log), "
-                "(SELECT COALESCE(MAX(last_id), 0) FROM chat_log_ids))"
+                "UPDATE chat_log_ids SET last_id = ? + CASE "
+                "WHEN last_id >= (SELECT COALESCE(MAX(id), 0) FROM chat_log) THEN last_id "
+                "ELSE (SELECT COALESCE(MAX(id), 0) FROM chat_log) END RETURNING last_id",
+                (len(rows),),
             ).fetchone()
-            ids = range(last_id + 1, last_id + 1 + len(rows))
-            connection.execute(
-                "INSERT OR REPLACE INTO chat_log_ids (only_row, last_id) VALUES (1, ?)",
-                (ids[-1],),
-            )
+            ids = range(int(last_id) - len(rows) + 1, int(last_id) + 1)
             connection.executemany(
                 "INSERT INTO chat_log (id, session_key, created_at, speaker_id, speaker_name, "
                 "role, text, addressed, refused) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
@@ -116,7 +116,7 @@ class ChatLogStore:
         if not rows:
             return
 
-        def work(connection: sqlite3.Connection) -> None:
+        def work(connection: Connection) -> None:
             for row in rows:
                 found = connection.execute(
                     "SELECT id FROM chat_log WHERE session_key = ? AND created_at = ? "
@@ -214,7 +214,7 @@ class ChatLogStore:
         """Remove rows logged before `cutoff` (fixed-width UTC text), their index rows and
         their vectors, and the records of the bot's messages sent before it."""
 
-        def work(connection: sqlite3.Connection) -> int:
+        def work(connection: Connection) -> int:
             unindex_rows(connection, "c.created_at < ?", (cutoff,))
             forget_vectors(connection, "created_at < ?", (cutoff,))
             forget_sent_before(connection, cutoff)

@@ -14,12 +14,11 @@ search pays for.
 from __future__ import annotations
 
 import math
-import sqlite3
 import struct
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from .database import Database
+from .connection import Backend, Connection
 
 INT8_MAX = 127
 # Stored components are int8 + 128: bytes 0..255, which math.dist reads as coordinates.
@@ -84,14 +83,14 @@ class Unembedded:
 class ChatLogVectorStore:
     """SQL for `chat_log_vectors`; reads are bound to one session and one model."""
 
-    def __init__(self, database: Database) -> None:
+    def __init__(self, database: Backend) -> None:
         self.database = database
 
     async def put(self, model: str, vectors: Sequence[tuple[int, bytes]]) -> int:
         """Store packed vectors of `model` by row id, replacing older ones; a row removed
         or refused meanwhile gets none. Returns how many were stored."""
 
-        def work(connection: sqlite3.Connection) -> int:
+        def work(connection: Connection) -> int:
             stored = 0
             # In id order: a b-tree filled in descending order (a backfill goes newest
             # first) is left with half-empty pages, 820 bytes a row instead of 460.
@@ -143,7 +142,7 @@ class ChatLogVectorStore:
         return int(rows[0][0])
 
 
-def forget_vectors(connection: sqlite3.Connection, where: str, params: Sequence[object]) -> None:
+def forget_vectors(connection: Connection, where: str, params: Sequence[object]) -> None:
     """Delete the vectors of the chat_log rows `where` selects, in the caller's
     transaction (before the rows themselves go: retention, refusals)."""
     connection.execute(

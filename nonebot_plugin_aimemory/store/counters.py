@@ -3,10 +3,10 @@ keyed by the chat as one account has it (`g:123`, `g:123@10001`)."""
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Collection, Mapping
 
-from .database import Database, utc_now_text
+from .connection import Backend, Connection
+from .database import utc_now_text
 
 ROWS_PER_STATEMENT = 300  # 900 bound values, under SQLite's oldest variable limit
 
@@ -14,7 +14,7 @@ ROWS_PER_STATEMENT = 300  # 900 bound values, under SQLite's oldest variable lim
 class GroupCounterStore:
     """Persists the counters in batches; the hot path only touches a dict."""
 
-    def __init__(self, database: Database) -> None:
+    def __init__(self, database: Backend) -> None:
         self.database = database
 
     async def load_all(self) -> dict[str, int]:
@@ -38,7 +38,7 @@ class GroupCounterStore:
         now = utc_now_text()
         items = list(counts.items())
 
-        def work(connection: sqlite3.Connection) -> None:
+        def work(connection: Connection) -> None:
             for key in clear_windows:
                 # The sessions_delete_messages trigger removes the messages too.
                 connection.execute("DELETE FROM sessions WHERE key = ?", (key,))

@@ -15,6 +15,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any, TypeVar
 
+from .connection import Connection
 from .schema import LATEST_SCHEMA, MIGRATIONS, SCHEMA_VERSION, TABLES
 
 logger = logging.getLogger("nonebot_plugin_aimemory")
@@ -47,6 +48,8 @@ class Database:
     """The plugin's SQLite file. All access goes through `read`, `write` and `write_one`:
     each is one callable run on the database's own thread (a single-worker executor runs
     them first in, first out, one at a time, so they need no lock), in the order asked for."""
+
+    dialect = "sqlite"
 
     def __init__(
         self, connection: sqlite3.Connection, path: str, executor: ThreadPoolExecutor
@@ -81,7 +84,7 @@ class Database:
         values = tuple(params)
         return await self._run(lambda connection: connection.execute(sql, values).fetchall())
 
-    async def write(self, work: Callable[[sqlite3.Connection], T]) -> T:
+    async def write(self, work: Callable[[Connection], T]) -> T:
         """Run the synchronous `work` in one IMMEDIATE transaction, committed when this
         returns, rolled back (nothing of it written) when it raises. A cancelled caller
         does not cancel the write: it finishes (or rolls back) and `close` waits for it."""
@@ -145,7 +148,7 @@ def _execute_only(connection: sqlite3.Connection, sql: str, values: tuple[Any, .
     connection.execute(sql, values)
 
 
-def _in_transaction(connection: sqlite3.Connection, work: Callable[[sqlite3.Connection], T]) -> T:
+def _in_transaction(connection: sqlite3.Connection, work: Callable[[Connection], T]) -> T:
     connection.execute("BEGIN IMMEDIATE")
     try:
         result = work(connection)

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import json
 import logging
-import sqlite3
 from collections.abc import Sequence
 from datetime import datetime
 
 from ..engine.history import CompressionStats
 from ..engine.messages import Message
-from .database import Database, parse_utc_text, utc_now_text, utc_text
+from .connection import Backend, Connection
+from .database import parse_utc_text, utc_now_text, utc_text
 
 logger = logging.getLogger("nonebot_plugin_aimemory")
 
@@ -23,7 +23,7 @@ def persisted_body(message: Message) -> str:
 class SqliteHistoryStore:
     """`HistoryStore` on the `sessions` and `messages` tables."""
 
-    def __init__(self, database: Database) -> None:
+    def __init__(self, database: Backend) -> None:
         self.database = database
 
     async def load(self, key: str) -> list[Message]:
@@ -55,13 +55,13 @@ class SqliteHistoryStore:
         if not rows:
             return
 
-        def work(connection: sqlite3.Connection) -> None:
+        def work(connection: Connection) -> None:
             now = utc_now_text()
             # The counter is bumped inside this transaction, so concurrent appends never
             # reuse a sequence number.
             (next_seq,) = connection.execute(
                 "INSERT INTO sessions (key, next_seq, updated_at) VALUES (?, ?, ?) "
-                "ON CONFLICT (key) DO UPDATE SET next_seq = next_seq + excluded.next_seq, "
+                "ON CONFLICT (key) DO UPDATE SET next_seq = sessions.next_seq + excluded.next_seq, "
                 "updated_at = excluded.updated_at RETURNING next_seq",
                 (key, len(rows), now),
             ).fetchone()
@@ -81,7 +81,7 @@ class SqliteHistoryStore:
         rows = [(m.role, persisted_body(m)) for m in messages]
         compressed_text = utc_text(compressed_at) if compressed_at else None
 
-        def work(connection: sqlite3.Connection) -> None:
+        def work(connection: Connection) -> None:
             now = utc_now_text()
             connection.execute("DELETE FROM messages WHERE session_key = ?", (key,))
             connection.execute(

@@ -2,16 +2,15 @@
 
 from __future__ import annotations
 
-import sqlite3
-
-from .database import Database, utc_now_text
+from .connection import Backend, Connection
+from .database import utc_now_text
 
 
 class ImageDescriptionStore:
     """SQL for `image_descriptions`: vision-model descriptions cached by the image's full
     SHA-256 hex digest. Rows keyed by the old 8-hex short hash are never read again."""
 
-    def __init__(self, database: Database) -> None:
+    def __init__(self, database: Backend) -> None:
         self.database = database
 
     async def get(self, image_hash: str) -> str | None:
@@ -24,10 +23,11 @@ class ImageDescriptionStore:
     async def put(self, image_hash: str, description: str) -> None:
         """Cache (or overwrite) the description of an image."""
 
-        def work(connection: sqlite3.Connection) -> None:
+        def work(connection: Connection) -> None:
             connection.execute(
-                "INSERT OR REPLACE INTO image_descriptions (hash, description, created_at) "
-                "VALUES (?, ?, ?)",
+                "INSERT INTO image_descriptions (hash, description, created_at) "
+                "VALUES (?, ?, ?) ON CONFLICT (hash) DO UPDATE SET "
+                "description = excluded.description, created_at = excluded.created_at",
                 (image_hash, description, utc_now_text()),
             )
 

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import json
-import sqlite3
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from .database import Database, utc_now_text
+from .connection import Backend, Connection
+from .database import utc_now_text
 
 _COLUMNS = (
     "id, content, normalized, tags, user_id, embedding, evidence, source, created_at, "
@@ -97,7 +97,7 @@ def _dump(value: object) -> str:
 class MemoryStore:
     """SQL for the `memories` and `memory_tombstones` tables."""
 
-    def __init__(self, database: Database) -> None:
+    def __init__(self, database: Backend) -> None:
         self.database = database
 
     async def load_scope(self, scope: str) -> list[MemoryRecord]:
@@ -125,7 +125,7 @@ class MemoryStore:
     async def insert(self, scope: str, record: MemoryRecord) -> None:
         """Store a new memory in `scope`."""
 
-        def work(connection: sqlite3.Connection) -> None:
+        def work(connection: Connection) -> None:
             connection.execute(
                 f"INSERT INTO memories (scope, {_COLUMNS}) "
                 "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
@@ -137,7 +137,7 @@ class MemoryStore:
     async def update(self, scope: str, record: MemoryRecord) -> None:
         """Write back every mutable field of a stored memory."""
 
-        def work(connection: sqlite3.Connection) -> None:
+        def work(connection: Connection) -> None:
             connection.execute(
                 "UPDATE memories SET content = ?, normalized = ?, tags = ?, user_id = ?, "
                 "embedding = ?, evidence = ?, updated_at = ?, deleted_at = ?, private = ? "
@@ -164,7 +164,7 @@ class MemoryStore:
     ) -> None:
         """Make one memory private (used only in its owner's private chat) or public."""
 
-        def work(connection: sqlite3.Connection) -> None:
+        def work(connection: Connection) -> None:
             connection.execute(
                 "UPDATE memories SET private = ?, updated_at = ? WHERE scope = ? AND id = ?",
                 (int(private), updated_at, scope, memory_id),
@@ -175,7 +175,7 @@ class MemoryStore:
     async def set_embeddings(self, scope: str, vectors: dict[str, list[float]]) -> None:
         """Store embeddings by memory id."""
 
-        def work(connection: sqlite3.Connection) -> None:
+        def work(connection: Connection) -> None:
             connection.executemany(
                 "UPDATE memories SET embedding = ? WHERE scope = ? AND id = ?",
                 [(_dump(vector), scope, memory_id) for memory_id, vector in vectors.items()],
@@ -187,7 +187,7 @@ class MemoryStore:
         """Mark memories deleted; with `tombstone`, also refuse their content from now on."""
         now = utc_now_text()
 
-        def work(connection: sqlite3.Connection) -> None:
+        def work(connection: Connection) -> None:
             for memory_id in ids:
                 connection.execute(
                     "UPDATE memories SET deleted_at = ?, updated_at = ? "
@@ -211,7 +211,7 @@ class MemoryStore:
     async def lift_tombstone(self, scope: str, normalized: str) -> None:
         """Remove the tombstone so this content may be saved again."""
 
-        def work(connection: sqlite3.Connection) -> None:
+        def work(connection: Connection) -> None:
             connection.execute(
                 "DELETE FROM memory_tombstones WHERE scope = ? AND normalized = ?",
                 (scope, normalized),
@@ -236,7 +236,7 @@ class MemoryStore:
         when the memory is no longer stored (purged meanwhile)."""
         now = utc_now_text()
 
-        def work(connection: sqlite3.Connection) -> bool:
+        def work(connection: Connection) -> bool:
             cursor = connection.execute(
                 "UPDATE memories SET deleted_at = NULL, updated_at = ? WHERE scope = ? AND id = ?",
                 (now, scope, memory_id),
@@ -255,7 +255,7 @@ class MemoryStore:
         """Delete for good, in every scope, the memories deleted before `before` (vector
         included: it is a column); tombstones stay. Returns (scope, id) of each."""
 
-        def work(connection: sqlite3.Connection) -> list[tuple[str, str]]:
+        def work(connection: Connection) -> list[tuple[str, str]]:
             rows = connection.execute(
                 "DELETE FROM memories WHERE deleted_at IS NOT NULL AND deleted_at < ? "
                 "RETURNING scope, id",

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .database import Database
+from .connection import Backend
 
 # Every distinct chat of the log, one index seek per chat instead of a scan of every row
 # (a recursive skip-scan over chat_log_by_session_time), each with its newest row's time.
@@ -108,7 +108,7 @@ class PersonalScope:
 class OverviewStore:
     """Read-only SQL for the panel's overview."""
 
-    def __init__(self, database: Database) -> None:
+    def __init__(self, database: Backend) -> None:
         self.database = database
 
     async def windows(self) -> list[StoredWindow]:

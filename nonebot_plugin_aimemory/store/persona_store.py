@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from .database import Database
+from .connection import Backend
 
 
 class PersonaStore:
     """SQL for the `persona_choices` table."""
 
-    def __init__(self, database: Database) -> None:
+    def __init__(self, database: Backend) -> None:
         self.database = database
 
     async def load_all(self) -> dict[str, str]:

@@ -3,15 +3,13 @@ once and then read, so two processes racing to set one agree on the first."""
 
 from __future__ import annotations
 
-import sqlite3
-
-from .database import Database
+from .connection import Backend, Connection
 
 
 class PluginStateStore:
     """SQL for the `plugin_state` table."""
 
-    def __init__(self, database: Database) -> None:
+    def __init__(self, database: Backend) -> None:
         self.database = database
 
     async def get(self, name: str) -> str | None:
@@ -22,9 +20,10 @@ class PluginStateStore:
     async def set_once(self, name: str, value: str) -> str:
         """Set `name` unless it is set already; the value it holds afterwards."""
 
-        def work(connection: sqlite3.Connection) -> str:
+        def work(connection: Connection) -> str:
             connection.execute(
-                "INSERT OR IGNORE INTO plugin_state (name, value) VALUES (?, ?)", (name, value)
+                "INSERT INTO plugin_state (name, value) VALUES (?, ?) ON CONFLICT DO NOTHING",
+                (name, value),
             )
             (held,) = connection.execute(
                 "SELECT value FROM plugin_state WHERE name = ?", (name,)

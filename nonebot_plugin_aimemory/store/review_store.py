@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from .database import Database
+from .connection import Backend, Connection
 
 _COLUMNS = (
     "session_key, enabled, interval_seconds, last_review_at, last_reviewed_row, pending, "
@@ -45,7 +44,7 @@ def _state(raw: tuple) -> ReviewState:
 class ReviewStore:
     """SQL for `review_state`."""
 
-    def __init__(self, database: Database) -> None:
+    def __init__(self, database: Backend) -> None:
         self.database = database
 
     async def get(self, session_key: str) -> ReviewState:
@@ -68,7 +67,7 @@ class ReviewStore:
         if not keys:
             return
 
-        def work(connection: sqlite3.Connection) -> None:
+        def work(connection: Connection) -> None:
             connection.executemany(
                 "INSERT INTO review_state (session_key, pending) VALUES (?, 1) "
                 "ON CONFLICT (session_key) DO UPDATE SET pending = 1",
@@ -88,7 +87,7 @@ class ReviewStore:
     async def finish(self, session_key: str, reviewed_at: str, last_row: int) -> None:
         """Record a review; it stays pending only if rows arrived after the reviewed ones."""
 
-        def work(connection: sqlite3.Connection) -> None:
+        def work(connection: Connection) -> None:
             connection.execute(
                 "INSERT INTO review_state (session_key) VALUES (?) ON CONFLICT DO NOTHING",
                 (session_key,),
@@ -107,7 +106,7 @@ class ReviewStore:
     async def fail(self, session_key: str, failures: int, next_attempt_at: str | None) -> None:
         """Record a failed review and when to retry it."""
 
-        def work(connection: sqlite3.Connection) -> None:
+        def work(connection: Connection) -> None:
             connection.execute(
                 "UPDATE review_state SET failures = ?, next_attempt_at = ? WHERE session_key = ?",
                 (failures, next_attempt_at, session_key),
@@ -118,7 +117,7 @@ class ReviewStore:
     async def _upsert(self, session_key: str, column: str, value: object) -> None:
         assert column in ("enabled", "interval_seconds")  # never user input
 
-        def work(connection: sqlite3.Connection) -> None:
+        def work(connection: Connection) -> None:
             connection.execute(
                 f"INSERT INTO review_state (session_key, {column}) VALUES (?, ?) "
                 f"ON CONFLICT (session_key) DO UPDATE SET {column} = excluded.{column}",

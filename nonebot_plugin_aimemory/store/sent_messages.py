@@ -4,13 +4,12 @@ chat log keeps its rows (removed in the same retention transaction)."""
 
 from __future__ import annotations
 
-import sqlite3
 from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-from .database import Database
+from .connection import Backend, Connection
 
 # Without a database: the newest sends remembered, so a long run cannot grow without end.
 MAX_REMEMBERED_IN_MEMORY = 10_000
@@ -58,7 +57,7 @@ class SentMessages(Protocol):
 class SentMessageStore:
     """SQL for `sent_messages`."""
 
-    def __init__(self, database: Database) -> None:
+    def __init__(self, database: Backend) -> None:
         self.database = database
 
     async def record(self, sent: Sequence[SentMessage]) -> None:
@@ -67,11 +66,12 @@ class SentMessageStore:
             return
         values = [(s.account, s.message_id, s.chat_key, s.sent_at) for s in sent]
 
-        def work(connection: sqlite3.Connection) -> None:
+        def work(connection: Connection) -> None:
             # An implementation may reuse an id after a while: the newest send owns it.
             connection.executemany(
-                "INSERT OR REPLACE INTO sent_messages (account, message_id, chat_key, sent_at) "
-                "VALUES (?, ?, ?, ?)",
+                "INSERT INTO sent_messages (account, message_id, chat_key, sent_at) "
+                "VALUES (?, ?, ?, ?) ON CONFLICT (account, message_id) DO UPDATE SET "
+                "chat_key = excluded.chat_key, sent_at = excluded.sent_at",
                 values,
             )
 
@@ -86,7 +86,7 @@ class SentMessageStore:
         return str(rows[0][0]) if rows else None
 
 
-def forget_sent_before(connection: sqlite3.Connection, cutoff: str) -> None:
+def forget_sent_before(connection: Connection, cutoff: str) -> None:
     """Delete the records of messages sent before `cutoff` (fixed-width UTC text), in the
     caller's transaction (the chat log's retention)."""
     connection.execute("DELETE FROM sent_messages WHERE sent_at < ?", (cutoff,))

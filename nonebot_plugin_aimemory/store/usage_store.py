@@ -4,22 +4,21 @@ database the same figures live in memory until the bot stops."""
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Iterable, Sequence
 from typing import Any
 
 from ..engine.usage import NO_CHAT, TokenCounts, UsageRow
-from .database import Database
+from .connection import Backend, Connection
 
 _ADD = """
 INSERT INTO token_usage
     (chat_key, day, role, prompt_tokens, completion_tokens, cached_tokens, calls)
 VALUES (?, ?, ?, ?, ?, ?, ?)
 ON CONFLICT (chat_key, day, role) DO UPDATE SET
-    prompt_tokens = prompt_tokens + excluded.prompt_tokens,
-    completion_tokens = completion_tokens + excluded.completion_tokens,
-    cached_tokens = cached_tokens + excluded.cached_tokens,
-    calls = calls + excluded.calls
+    prompt_tokens = token_usage.prompt_tokens + excluded.prompt_tokens,
+    completion_tokens = token_usage.completion_tokens + excluded.completion_tokens,
+    cached_tokens = token_usage.cached_tokens + excluded.cached_tokens,
+    calls = token_usage.calls + excluded.calls
 """
 _SUMS = "SUM(prompt_tokens), SUM(completion_tokens), SUM(cached_tokens), SUM(calls)"
 
@@ -27,7 +26,7 @@ _SUMS = "SUM(prompt_tokens), SUM(completion_tokens), SUM(cached_tokens), SUM(cal
 class UsageStore:
     """The `token_usage` table."""
 
-    def __init__(self, database: Database) -> None:
+    def __init__(self, database: Backend) -> None:
         self.database = database
 
     async def add(self, rows: Sequence[UsageRow]) -> None:
@@ -47,7 +46,7 @@ class UsageStore:
         if not values:
             return
 
-        def work(connection: sqlite3.Connection) -> None:
+        def work(connection: Connection) -> None:
             connection.executemany(_ADD, values)
 
         await self.database.write(work)

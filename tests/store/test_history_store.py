@@ -7,7 +7,6 @@ import asyncio
 import sqlite3
 import threading
 import time
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -23,17 +22,8 @@ GROUP = "group:20002"
 
 
 @pytest.fixture
-def db_path(tmp_path: Path) -> Path:
-    return tmp_path / "aimemory.db"
-
-
-@pytest.fixture
-async def database(db_path: Path) -> AsyncIterator[Database]:
-    from nonebot_plugin_aimemory.store.database import Database
-
-    database = await Database.open(db_path)
-    yield database
-    await database.close()
+def database(any_database: Database) -> Database:
+    return any_database
 
 
 @pytest.fixture
@@ -286,10 +276,12 @@ async def test_failed_write_rolls_back_entirely(
     assert await history.load(ALICE) == exchange(1)
 
 
+@pytest.mark.parametrize("backend", ["sqlite"], indirect=True)  # SQLite's own
 async def test_database_is_in_wal_mode(database: Database) -> None:
     assert await database.read("PRAGMA journal_mode") == [("wal",)]
 
 
+@pytest.mark.parametrize("backend", ["sqlite"], indirect=True)  # SQLite's own
 async def test_schema_is_at_the_latest_version(database: Database) -> None:
     from nonebot_plugin_aimemory.store.schema import SCHEMA_VERSION
 
@@ -389,9 +381,7 @@ async def test_uses_not_awaited_yet_are_done_in_the_order_asked_for(
 
 
 async def test_every_use_runs_on_the_databases_own_thread(database: Database) -> None:
-    from nonebot_plugin_aimemory.store.database import THREAD_NAME_PREFIX
-
-    def thread_of(connection: sqlite3.Connection) -> threading.Thread:
+    def thread_of(connection: object) -> threading.Thread:
         return threading.current_thread()
 
     first = await database.write(thread_of)
@@ -399,7 +389,7 @@ async def test_every_use_runs_on_the_databases_own_thread(database: Database) ->
 
     assert first is second
     assert first is not threading.current_thread()
-    assert first.name.startswith(THREAD_NAME_PREFIX)
+    assert first.name.startswith("aimemory-")
 
 
 async def test_close_ends_the_databases_thread(db_path: Path) -> None:
@@ -450,6 +440,7 @@ def rows_seen_from_outside(db_path: Path, key: str) -> int:
     return int(count)
 
 
+@pytest.mark.parametrize("backend", ["sqlite"], indirect=True)  # SQLite's own
 async def test_an_append_is_committed_when_it_returns(
     db_path: Path, history: SqliteHistoryStore
 ) -> None:

@@ -3,12 +3,10 @@
 from __future__ import annotations
 
 
-async def test_a_chosen_persona_survives_reopening_and_can_be_forgotten(tmp_path) -> None:
-    from nonebot_plugin_aimemory.store.database import Database
+async def test_a_chosen_persona_survives_reopening_and_can_be_forgotten(open_backend) -> None:
     from nonebot_plugin_aimemory.store.persona_store import PersonaStore
 
-    path = tmp_path / "personas.db"
-    database = await Database.open(path)
+    database = await open_backend()
     try:
         store = PersonaStore(database)
         await store.choose("g:1", "学习助手")
@@ -17,7 +15,7 @@ async def test_a_chosen_persona_survives_reopening_and_can_be_forgotten(tmp_path
     finally:
         await database.close()
 
-    database = await Database.open(path)
+    database = await open_backend()
     try:
         store = PersonaStore(database)
         assert await store.load_all() == {"g:1": "猫娘", "f:2": "学习助手"}

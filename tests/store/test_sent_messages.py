@@ -4,7 +4,6 @@ the chat log's retention; without a database a bounded memory of the newest."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING
 
 import pytest
@@ -27,12 +26,8 @@ def sent(message_id: str, chat_key: str, at: str = NEW, account: str = ACCOUNT) 
 
 
 @pytest.fixture
-async def database(tmp_path) -> AsyncIterator[Database]:
-    from nonebot_plugin_aimemory.store.database import Database
-
-    opened = await Database.open(tmp_path / "sent.db")
-    yield opened
-    await opened.close()
+def database(any_database: Database) -> Database:
+    return any_database
 
 
 @pytest.mark.parametrize(
@@ -88,6 +83,8 @@ async def test_nothing_to_record_writes_nothing(database) -> None:
     assert await database.read("SELECT COUNT(*) FROM sent_messages") == [(0,)]
 
 
+# The chat log's search index is SQLite's FTS5 so far: its retention runs on SQLite only.
+@pytest.mark.parametrize("backend", ["sqlite"], indirect=True)
 async def test_the_chat_logs_retention_removes_older_records_in_its_transaction(
     database,
 ) -> None:

@@ -15,15 +15,20 @@ def row(day: str, chat: str, role: str, prompt: int, completion: int, cached: in
     return UsageRow(day, chat, role, TokenCounts(prompt, completion, cached, 1))
 
 
-@pytest.fixture(params=["sqlite", "memory"])
+@pytest.fixture(params=["sqlite", "postgresql", "memory"])
 async def ledger(request, tmp_path) -> AsyncIterator[Any]:
     from nonebot_plugin_aimemory.store.database import Database
+    from nonebot_plugin_aimemory.store.postgres import PostgresDatabase
     from nonebot_plugin_aimemory.store.usage_store import MemoryOnlyUsageStore, UsageStore
 
     if request.param == "memory":
         yield MemoryOnlyUsageStore()
         return
-    database = await Database.open(tmp_path / "usage.db")
+    database = (
+        await PostgresDatabase.open(request.getfixturevalue("postgres_url"))
+        if request.param == "postgresql"
+        else await Database.open(tmp_path / "usage.db")
+    )
     try:
         yield UsageStore(database)
     finally:

@@ -1,0 +1,70 @@
+"""What a store's work is handed inside a transaction, whichever database holds the data:
+SQLite's own connection, or PostgreSQL's behind the same two calls (postgres.py). The
+stores write their SQL once, with `?` placeholders."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from typing import Any, Protocol, TypeVar
+
+T = TypeVar("T")
+
+
+class Cursor(Protocol):
+    """The rows a statement returned, and how many it changed."""
+
+    @property
+    def rowcount(self) -> int:
+        """Rows the statement changed (-1 where the database does not say)."""
+        ...
+
+    def fetchone(self) -> Any:
+        """The next row as a tuple, or None."""
+        ...
+
+    def fetchall(self) -> list[Any]:
+        """The remaining rows, as tuples."""
+        ...
+
+    def __iter__(self) -> Iterator[Any]:
+        """The remaining rows, one by one."""
+        ...
+
+
+class Connection(Protocol):
+    """One statement at a time, or one statement over many rows of values."""
+
+    def execute(self, sql: str, parameters: Sequence[Any] = ..., /) -> Cursor:
+        """Run `sql` with `?` placeholders."""
+        ...
+
+    def executemany(self, sql: str, seq_of_parameters: Iterable[Sequence[Any]], /) -> Cursor:
+        """Run `sql` once per row of values."""
+        ...
+
+
+class Backend(Protocol):
+    """The database the stores use: the SQLite file (database.py) or a PostgreSQL server
+    (postgres.py). Each call is done in the order asked for; `write` is one transaction."""
+
+    @property
+    def dialect(self) -> str:
+        """`sqlite` or `postgresql`, for the few statements the two write differently."""
+        ...
+
+    async def read(self, sql: str, params: Iterable[Any] = ()) -> list[Any]:
+        """Run one query and return all its rows, as tuples."""
+        ...
+
+    async def write(self, work: Callable[[Connection], T]) -> T:
+        """Run `work` in one transaction: committed when it returns, rolled back when it
+        raises."""
+        ...
+
+    async def write_one(self, sql: str, params: Iterable[Any] = ()) -> None:
+        """One statement, atomic on its own."""
+        ...
+
+    async def close(self) -> None:
+        """Finish what was asked for, then close."""
+        ...

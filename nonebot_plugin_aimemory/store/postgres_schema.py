@@ -1,0 +1,204 @@
+"""The plugin's tables on PostgreSQL, in a schema of their own (`aimemory`): the same tables,
+columns and version numbers as the SQLite file (schema.py), written in PostgreSQL's types.
+A database is created at the latest version in one transaction; one of a newer version than
+this release is refused. The chat log's search has no FTS5 here: a row's segmented terms
+are kept in an array column with a GIN index, filled by the plugin, so a stock server
+needs no extension."""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING
+
+from .schema import SCHEMA_VERSION
+
+if TYPE_CHECKING:
+    from .postgres import PgConnection
+
+logger = logging.getLogger("nonebot_plugin_aimemory")
+
+SCHEMA_NAME = "aimemory"
+# Two processes starting on a new database create the schema one after the other.
+_SCHEMA_LOCK = 0x61696D656D6F7279  # "aimemory"
+
+# Migrations after the first PostgreSQL release go here, keyed by the version they reach;
+# the SQLite migrations up to SCHEMA_VERSION need none (no PostgreSQL database is older).
+MIGRATIONS: dict[int, str] = {}
+
+
+class NewerSchema(RuntimeError):
+    """The database was written by a newer release of the plugin."""
+
+
+LATEST_SCHEMA = """
+CREATE TABLE IF NOT EXISTS sessions (
+    key TEXT PRIMARY KEY,
+    next_seq BIGINT NOT NULL DEFAULT 0,
+    updated_at TEXT NOT NULL,
+    compressions BIGINT NOT NULL DEFAULT 0,
+    last_compressed_at TEXT
+);
+CREATE TABLE IF NOT EXISTS messages (
+    session_key TEXT NOT NULL,
+    seq BIGINT NOT NULL,
+    role TEXT NOT NULL,
+    body TEXT NOT NULL,
+    created_at TEXT NOT NULL,
+    PRIMARY KEY (session_key, seq)
+);
+CREATE OR REPLACE FUNCTION sessions_delete_messages() RETURNS trigger AS $$
+BEGIN
+    DELETE FROM messages WHERE session_key = OLD.key;
+    RETURN OLD;
+END;
+$$ LANGUAGE plpgsql;
+DROP TRIGGER IF EXISTS sessions_delete_messages ON sessions;
+CREATE TRIGGER sessions_delete_messages AFTER DELETE ON sessions
+    FOR EACH ROW EXECUTE FUNCTION sessions_delete_messages();
+CREATE TABLE IF NOT EXISTS chat_counters (
+    chat_key TEXT PRIMARY KEY,
+    unaddressed BIGINT NOT NULL,
+    updated_at TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS memories (
+    scope TEXT NOT NULL,
+    id TEXT NOT NULL,
+    content TEXT NOT NULL,
+    normalized TEXT NOT NULL,
+    tags TEXT NOT NULL DEFAULT '[]',
+    user_id TEXT,
+    embedding TEXT,
+    evidence TEXT NOT NULL DEFAULT '[]',
+    source TEXT NOT NULL DEFAULT 'tool',
+    created_at TEXT NOT NULL,
+    updated_at TEXT NOT NULL,
+    deleted_at TEXT,
+    private INTEGER NOT NULL DEFAULT 0,
+    PRIMARY KEY (scope, id)
+);
+CREATE INDEX IF NOT EXISTS memories_by_normalized ON memories (scope, normalized);
+CREATE TABLE IF NOT EXISTS memory_tombstones (
+    scope TEXT NOT NULL,
+    normalized TEXT NOT NULL,
+    memory_id TEXT NOT NULL,
+    deleted_at TEXT NOT NULL,
+    user_id TEXT,
+    PRIMARY KEY (scope, normalized)
+);
+CREATE TABLE IF NOT EXISTS chat_log (
+    id BIGINT PRIMARY KEY,
+    session_key TEXT NOT NULL,
+    created_at TEXT NOT NULL,
+    speaker_id TEXT,
+    speaker_name TEXT,
+    role TEXT NOT NULL,
+    text TEXT NOT NULL,
+    addressed INTEGER NOT NULL DEFAULT 1,
+    refused INTEGER NOT NULL DEFAULT 0
+);
+CREATE INDEX IF NOT EXISTS chat_log_by_session ON chat_log (session_key, id);
+CREATE INDEX IF NOT EXISTS chat_log_by_time ON chat_log (created_at);
+CREATE INDEX IF NOT EXISTS chat_log_by_session_time ON chat_log (session_key, created_at);
+CREATE TABLE IF NOT EXISTS chat_log_terms (
+    id BIGINT PRIMARY KEY,
+    speaker TEXT NOT NULL,
+    tokens TEXT NOT NULL,
+    session_key TEXT NOT NULL DEFAULT '',
+    terms TEXT[] NOT NULL DEFAULT '{}'
+);
+CREATE INDEX IF NOT EXISTS chat_log_terms_by_term ON chat_log_terms USING GIN (terms);
+CREATE TABLE IF NOT EXISTS chat_log_reindex (
+    only_row INTEGER PRIMARY KEY CHECK (only_row = 1),
+    below_id BIGINT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS chat_log_ids (
+    only_row INTEGER PRIMARY KEY CHECK (only_row = 1),
+    last_id BIGINT NOT NULL
+);
+INSERT INTO chat_log_ids (only_row, last_id) VALUES (1, 0) ON CONFLICT DO NOTHING;
+CREATE TABLE IF NOT EXISTS review_state (
+    session_key TEXT PRIMARY KEY,
+    enabled INTEGER,
+    interval_seconds BIGINT,
+    last_review_at TEXT,
+    last_reviewed_row BIGINT NOT NULL DEFAULT 0,
+    pending INTEGER NOT NULL DEFAULT 0,
+    failures INTEGER NOT NULL DEFAULT 0,
+    next_attempt_at TEXT
+);
+CREATE TABLE IF NOT EXISTS image_descriptions (
+    hash TEXT PRIMARY KEY,
+    description TEXT NOT NULL,
+    created_at TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS persona_choices (
+    chat_key TEXT PRIMARY KEY,
+    persona TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS chat_log_vectors (
+    row_id BIGINT PRIMARY KEY,
+    session_key TEXT NOT NULL,
+    model TEXT NOT NULL,
+    vector BYTEA NOT NULL
+);
+CREATE INDEX IF NOT EXISTS chat_log_vectors_by_session ON chat_log_vectors (session_key);
+CREATE TABLE IF NOT EXISTS token_usage (
+    chat_key TEXT NOT NULL,
+    day TEXT NOT NULL,
+    role TEXT NOT NULL,
+    prompt_tokens BIGINT NOT NULL DEFAULT 0,
+    completion_tokens BIGINT NOT NULL DEFAULT 0,
+    cached_tokens BIGINT NOT NULL DEFAULT 0,
+    calls BIGINT NOT NULL DEFAULT 0,
+    PRIMARY KEY (chat_key, day, role)
+);
+CREATE INDEX IF NOT EXISTS token_usage_by_day ON token_usage (day);
+CREATE TABLE IF NOT EXISTS sent_messages (
+    account TEXT NOT NULL,
+    message_id TEXT NOT NULL,
+    chat_key TEXT NOT NULL,
+    sent_at TEXT NOT NULL,
+    PRIMARY KEY (account, message_id)
+);
+CREATE INDEX IF NOT EXISTS sent_messages_by_time ON sent_messages (sent_at);
+CREATE TABLE IF NOT EXISTS plugin_state (
+    name TEXT PRIMARY KEY,
+    value TEXT NOT NULL
+);
+"""
+
+
+def create_or_check_schema(connection: PgConnection) -> None:
+    """In one transaction: the plugin's schema created at the latest version, or brought to
+    it; NewerSchema for one written by a newer release (left as it is)."""
+    with connection.transaction():
+        connection.execute("SELECT pg_advisory_xact_lock(?)", (_SCHEMA_LOCK,))
+        connection.script(
+            f"CREATE SCHEMA IF NOT EXISTS {SCHEMA_NAME}; SET LOCAL search_path TO {SCHEMA_NAME};"
+            "CREATE TABLE IF NOT EXISTS schema_version ("
+            "only_row INTEGER PRIMARY KEY CHECK (only_row = 1), version INTEGER NOT NULL)"
+        )
+        row = connection.execute("SELECT version FROM schema_version").fetchone()
+        version = int(row[0]) if row else 0
+        if version > SCHEMA_VERSION:
+            raise NewerSchema(
+                f"the database is at schema version {version}, newer than this release's "
+                f"{SCHEMA_VERSION}: upgrade the plugin (nothing was changed)"
+            )
+        if version == SCHEMA_VERSION:
+            return
+        if version == 0:
+            connection.script(LATEST_SCHEMA)
+        else:
+            for target in range(version + 1, SCHEMA_VERSION + 1):
+                connection.script(MIGRATIONS[target])
+        connection.execute(
+            "INSERT INTO schema_version (only_row, version) VALUES (1, ?) "
+            "ON CONFLICT (only_row) DO UPDATE SET version = excluded.version",
+            (SCHEMA_VERSION,),
+        )
+    # Logged once the transaction is committed.
+    if version:
+        logger.info("database migrated from schema version %d to %d", version, SCHEMA_VERSION)
+    else:
+        logger.info("database created at schema version %d", SCHEMA_VERSION)
