@@ -12,13 +12,25 @@ from nonebot.log import LoguruHandler
 from nonebot.plugin import PluginMetadata
 from pydantic import ValidationError
 
+from .tool_process import started_as_migration_tool as _started_as_migration_tool
+
+if _started_as_migration_tool():
+    # `python -m nonebot_plugin_aimemory.migrate` imports this package before the tool runs,
+    # in a process with no bot: NoneBot is set up first, reading the bot's .env, so the
+    # tool finds the database the bot is configured with.
+    import nonebot
+
+    nonebot.init(driver="~none")
+
 require("nonebot_plugin_localstore")
 
 from .config import Config, ConfigError, describe_validation_error  # noqa: E402
+from .deferred_start import deferred_start  # noqa: E402
 from .engine.tools import Tool, ToolError  # noqa: E402
 from .onebot.names import ChatNames  # noqa: E402
 from .panel import PanelData, mount_panel  # noqa: E402
 from .runtime import Extensions, Runtime, current_runtime, install_runtime  # noqa: E402
+from .store.opening import DatabaseUnreachable  # noqa: E402
 from .text import jieba_cuts  # noqa: E402
 
 __all__ = [
@@ -114,13 +126,24 @@ async def _start_runtime() -> None:
     jieba_cuts.use_cache_dir(get_plugin_cache_dir())  # jieba's cache, not in the system temp
     _startup_failure = None
     try:
-        runtime = await Runtime.start(
-            plugin_config, default_db_path(), extensions, default_personas_dir()
-        )
+        runtime = await _runtime_started()
     except ConfigError as error:
         _startup_failure = error
         logger.error("{}; the plugin is off until this is fixed", error)
         return
+    except DatabaseUnreachable as error:
+        # PostgreSQL not there yet: the bot goes on, this plugin starts when it comes.
+        deferred_start().begin(_runtime_started, _install, error)
+        return
+    _install(runtime)
+
+
+async def _runtime_started() -> Runtime:
+    return await Runtime.start(plugin_config, default_db_path(), extensions, default_personas_dir())
+
+
+def _install(runtime: Runtime) -> None:
+    """The started runtime answers from now on; the panel is mounted."""
     install_runtime(runtime)
     logger.info("nonebot-plugin-aimemory started (model {})", plugin_config.aimemory_model)
     if notice := plugin_config.first_start_notice(_env_file_in_use(), _onebot_url()):
@@ -166,10 +189,13 @@ async def _account_connected(bot: BaseBot) -> None:
     runtime = current_runtime()
     if runtime is not None and isinstance(bot, OneBotBot):
         await runtime.inbound.account_connected(bot.self_id)
+        if runtime.inbound.accounts.serves(bot.self_id):
+            runtime.running.serve(bot.self_id)
 
 
 @driver.on_shutdown
 async def _stop_runtime() -> None:
+    await deferred_start().cancel()
     runtime = current_runtime()
     install_runtime(None)
     await _panel_names.close()

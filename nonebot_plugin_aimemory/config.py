@@ -21,7 +21,7 @@ from pydantic import (
 
 from .config_errors import ConfigError as ConfigError  # re-exported: raised for bad values
 from .config_errors import describe_errors, secret_keys
-from .config_lists import Network, comma_list, network_list, networks
+from .config_lists import Network, check_database_url, comma_list, network_list, networks
 from .engine.compressor import CompressionPolicy
 from .engine.embeddings import EmbeddingRoles
 from .engine.llm import Endpoint
@@ -75,6 +75,10 @@ class Config(BaseModel):
     aimemory_janitor_interval_seconds: float = Field(default=60.0, gt=0)
     aimemory_group_autoclear_after: int = Field(default=30, ge=0)
     aimemory_db_path: str = ""
+    # PostgreSQL instead of the SQLite file: `postgresql://user:password@host:port/dbname`
+    # (`postgres://` too, `?sslmode=…` passed through); empty keeps SQLite. Needs the
+    # `[postgres]` extra. Secret, as the password is in it.
+    aimemory_database_url: SecretStr = SecretStr("")
     aimemory_timezone: str = "Asia/Shanghai"
     aimemory_multimodal: bool = False
     aimemory_image_max_bytes: int = Field(default=10 * 1024 * 1024, ge=1024)
@@ -293,6 +297,15 @@ class Config(BaseModel):
     def _number_list(cls, value: object) -> object:
         """`123,456` or `123` in .env (not JSON) as a list; empty as none."""
         return comma_list(value)
+
+    @field_validator("aimemory_database_url")
+    @classmethod
+    def _database_url_is_postgresql(cls, value: SecretStr) -> SecretStr:
+        """Empty, or a PostgreSQL URL with the driver installed."""
+        url = value.get_secret_value().strip()
+        if url:
+            check_database_url(url)
+        return SecretStr(url)
 
     @field_validator(
         "aimemory_api_base",

@@ -1,5 +1,6 @@
-"""Lists written in .env as `a,b` (full-width commas too) rather than JSON: the groups a
-bot serves, the proxies the panel trusts. NoneBot may already have read a lone number."""
+"""Values written in .env as text the plugin reads itself: lists as `a,b` (full-width commas
+too) rather than JSON — the groups a bot serves, the proxies the panel trusts (NoneBot may
+already have read a lone number) —, and the PostgreSQL URL."""
 
 from __future__ import annotations
 
@@ -38,3 +39,23 @@ def network_list(value: object) -> list[str]:
 def networks(texts: list[str] | str) -> tuple[Network, ...]:
     """The networks `network_list` wrote."""
     return tuple(ip_network(text) for text in ([texts] if isinstance(texts, str) else texts))
+
+
+POSTGRES_SCHEMES = ("postgresql", "postgres")
+
+
+def check_database_url(url: str) -> None:
+    """ValueError unless `url` is a PostgreSQL URL and its driver (the `[postgres]` extra)
+    is installed. The message never repeats the URL: it holds the password."""
+    scheme = url.partition("://")[0].lower() if "://" in url else ""
+    if scheme not in POSTGRES_SCHEMES:
+        raise ValueError(
+            "not a PostgreSQL URL; allowed: empty (the SQLite file) or "
+            "postgresql://user:password@host:port/dbname"
+        )
+    try:
+        import psycopg  # noqa: F401 - only whether it can be imported
+    except ImportError:
+        raise ValueError(
+            'PostgreSQL needs the optional driver: pip install "nonebot-plugin-aimemory[postgres]"'
+        ) from None

@@ -23,7 +23,7 @@ from .memory.service import MemoryService
 from .personas.choices import Personas
 from .scopes import Scope
 from .store.chat_log_store import ChatLogStore
-from .store.database import Database
+from .store.connection import Backend
 from .store.memory_store import MemoryStore
 from .store.review_store import ReviewStore
 
@@ -31,7 +31,7 @@ from .store.review_store import ReviewStore
 def memory_and_chat_log(
     config: Config,
     clients: ModelClients,
-    database: Database | None,
+    database: Backend | None,
     compressor: Compressor,
     personas: Personas,
     memory_key: Callable[[str], str],
@@ -98,7 +98,7 @@ def long_term_memory(
     )
 
 
-def memory_service(config: Config, clients: ModelClients, database: Database) -> MemoryService:
+def memory_service(config: Config, clients: ModelClients, database: Backend) -> MemoryService:
     """The memory rules over the database; vectors when an embedding model is set."""
     embedder: Embedder = NoEmbeddings()
     if config.aimemory_embedding_model:

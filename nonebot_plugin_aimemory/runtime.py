@@ -27,7 +27,7 @@ from .engine.history import HistoryStore
 from .engine.llm import LLMClient
 from .engine.model_clients import ModelClients
 from .engine.shared_http import SharedHttp
-from .engine.tokens import EstimatingCounter, TiktokenCounter
+from .engine.tokens import EstimatingCounter, TiktokenCounter, counter_named
 from .engine.tools import Tool
 from .engine.usage import UsageRecorder
 from .extensions import Extensions as Extensions
@@ -44,10 +44,12 @@ from .personas.catalog import PersonaCatalog
 from .personas.choices import Personas, UnsavedChoices
 from .personas.commands import PersonaCommands
 from .prompt_budget import prompt_budget_warning
+from .store.connection import Backend
 from .store.counters import GroupCounterStore, MemoryOnlyCounterStore
-from .store.database import Database, open_database
 from .store.history_store import MemoryOnlyHistoryStore, SqliteHistoryStore
 from .store.image_store import ImageDescriptionStore
+from .store.liveness import RunningMark
+from .store.opening import open_backend
 from .store.persona_store import PersonaStore
 from .store.plugin_state import MemoryOnlyPluginState, PluginStateStore
 from .store.sent_messages import MemoryOnlySentMessages, SentMessageStore
@@ -85,7 +87,11 @@ class Runtime:
     usage: UsageRecorder
     # The ChatBot of each window, as its session is built (conversation/chatbots.py).
     chatbots: ChatBotFactory
-    _database: Database | None = field(default=None, repr=False)
+    # Facts about the plugin in its database (store/plugin_state.py): the home account, the
+    # mark that a bot runs on it (store/liveness.py).
+    state: PluginStateStore | MemoryOnlyPluginState = field(default_factory=MemoryOnlyPluginState)
+    running: RunningMark = field(default_factory=lambda: RunningMark(None))
+    _database: Backend | None = field(default=None, repr=False)
 
     @property
     def persistent(self) -> bool:
@@ -93,7 +99,7 @@ class Runtime:
         return self._database is not None
 
     @property
-    def database(self) -> Database:
+    def database(self) -> Backend:
         """The open database (only when `persistent`)."""
         if self._database is None:
             raise RuntimeError("running without a database")
@@ -146,14 +152,10 @@ class Runtime:
         await self.memory.close()
         # After everything that calls a model, before the database closes.
         await self.usage.close()
+        await self.running.close()
         if self._database is not None:
             await self._database.close()
         await self.http.aclose()
-
-
-def token_counter(tokenizer: str) -> TiktokenCounter | EstimatingCounter:
-    """The counter `aimemory_tokenizer` names; tiktoken's is loaded before the first turn."""
-    return TiktokenCounter() if tokenizer == "cl100k" else EstimatingCounter()
 
 
 class _Builder:
@@ -167,18 +169,17 @@ class _Builder:
         self.usage: UsageRecorder
         self.clients: ModelClients
         self.accounts: Accounts
+        self.state: PluginStateStore | MemoryOnlyPluginState
         self.memory_key = memory_key_for(shared=config.aimemory_accounts_share_memory)
 
     async def build(self, db_path: str, personas_dir: Path | None = None) -> Runtime:
         """Open the database, build every part over it, check the prompt budget and start
         the background work."""
         config = self.config
-        database = await open_database(db_path)
+        database = await open_backend(db_path, config.aimemory_database_url.get_secret_value())
         await self.count_usage(database)
-        self.accounts = Accounts(
-            PluginStateStore(database) if database else MemoryOnlyPluginState(),
-            config.served_accounts,
-        )
+        self.state = PluginStateStore(database) if database else MemoryOnlyPluginState()
+        self.accounts = Accounts(self.state, config.served_accounts)
         await self.accounts.load()
         personas = Personas(
             PersonaCatalog(
@@ -187,7 +188,7 @@ class _Builder:
             PersonaStore(database) if database else UnsavedChoices(),
         )
         await personas.load()
-        counter = token_counter(config.aimemory_tokenizer)
+        counter = counter_named(config.aimemory_tokenizer)
         pre_compact = self.extensions.pre_compact
         pre_compact.wait_seconds = config.aimemory_precompact_wait_seconds
         compressor = Compressor(
@@ -208,7 +209,7 @@ class _Builder:
         await self.started(runtime)
         return runtime
 
-    async def count_usage(self, database: Database | None) -> None:
+    async def count_usage(self, database: Backend | None) -> None:
         """The usage recorder, with today's totals read, and the model clients metered by it."""
         config = self.config
         self.usage = UsageRecorder(
@@ -225,7 +226,7 @@ class _Builder:
 
     def assemble(
         self,
-        database: Database | None,
+        database: Backend | None,
         personas: Personas,
         counter: TiktokenCounter | EstimatingCounter,
         compressor: Compressor,
@@ -251,11 +252,7 @@ class _Builder:
             send_images=config.aimemory_multimodal,
         )
         sessions = self.session_cache(chatbots)
-        autoclear = GroupAutoClear(
-            config.aimemory_group_autoclear_after,
-            GroupCounterStore(database) if database else MemoryOnlyCounterStore(),
-            lambda chat_key: group_cleared_in_memory(sessions, personas.window_key, chat_key),
-        )
+        autoclear = self.group_autoclear(database, sessions, personas)
         sent = SentMessageStore(database) if database else MemoryOnlySentMessages()
         inbound, outbound = onebot_parts(config, images, sent, self.accounts)
         runtime = Runtime(
@@ -279,9 +276,21 @@ class _Builder:
             personas=personas,
             usage=self.usage,
             chatbots=chatbots,
+            state=self.state,
+            running=RunningMark(self.state if database else None),
             _database=database,
         )
         return runtime
+
+    def group_autoclear(
+        self, database: Backend | None, sessions: SessionCache, personas: Personas
+    ) -> GroupAutoClear:
+        """The auto-clear of group windows, its counters kept in the database."""
+        return GroupAutoClear(
+            self.config.aimemory_group_autoclear_after,
+            GroupCounterStore(database) if database else MemoryOnlyCounterStore(),
+            lambda chat_key: group_cleared_in_memory(sessions, personas.window_key, chat_key),
+        )
 
     def session_cache(self, chatbots: ChatBotFactory) -> SessionCache:
         """The live sessions, each with the ChatBot of its window, evicted when idle."""
@@ -300,7 +309,7 @@ class _Builder:
         personas: Personas,
         memory: LongTermMemory | MemoryOff,
         chat_log: RecordedChat | ChatLogOff,
-        database: Database | None,
+        database: Backend | None,
     ) -> Conversation:
         """The turn as a use case, with the `~对话`, `~记忆` and `~人设` commands."""
         config = self.config
@@ -350,6 +359,7 @@ class _Builder:
         runtime.chat_log.start()
         self.usage.start()
         runtime.sessions.start_janitor(config.aimemory_janitor_interval_seconds)
+        runtime.running.start()
         for warning in (config.missing_key_warning(), config.chat_log_embeddings_warning()):
             if warning:
                 logger.warning(warning)
@@ -361,7 +371,7 @@ class _Builder:
             return Path(self.config.aimemory_personas_dir)
         return personas_dir or Path(db_path).parent / "personas"
 
-    def image_reader(self, database: Database | None) -> ImageReader:
+    def image_reader(self, database: Backend | None) -> ImageReader:
         """How QQ images become model input (data URIs or vision descriptions)."""
         config = self.config
         return ImageReader(

@@ -310,6 +310,7 @@ SECRETS = {
     "aimemory_embedding_api_key": "sk-embedding-secret",
     "aimemory_review_api_key": "sk-review-secret",
     "aimemory_panel_token": "panel-token-secret-0123",
+    "aimemory_database_url": "postgresql://aimemory:pg-secret@127.0.0.1:5432/aimemory",
 }
 
 

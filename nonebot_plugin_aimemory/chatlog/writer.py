@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import sqlite3
 from collections.abc import Iterable
 from dataclasses import replace
 from datetime import datetime, timedelta, timezone
@@ -14,6 +13,7 @@ from typing import Protocol
 
 from ..engine.background import Background
 from ..store.chat_log_store import ChatLogStore, ChatRow
+from ..store.connection import database_unavailable
 from ..store.database import utc_text
 from .vectors import NoChatLogVectors, RowVectors
 
@@ -115,14 +115,15 @@ class ChatLog:
                 return
             try:
                 ids = await self.store.insert_many(rows)
-            except sqlite3.OperationalError:
-                # The database itself (disk full, file locked): every row would fail alike.
-                logger.exception("could not write %d chat-log rows; will retry", len(rows))
-                self._failing = True
-                self._requeue(rows, review_keys)
-                self._refusals = [*refusals, *self._refusals]
-                return
-            except Exception:
+            except Exception as error:
+                if database_unavailable(error):
+                    # The database itself (disk full, file locked, server down): every row
+                    # would fail alike.
+                    logger.exception("could not write %d chat-log rows; will retry", len(rows))
+                    self._failing = True
+                    self._requeue(rows, review_keys)
+                    self._refusals = [*refusals, *self._refusals]
+                    return
                 # Something in the rows: write them one by one, so one bad row never blocks
                 # the batch (or every later batch, of every session).
                 logger.exception(
@@ -151,12 +152,12 @@ class ChatLog:
         for index, row in enumerate(rows):
             try:
                 ids = await self.store.insert_many([row])
-            except sqlite3.OperationalError:
-                logger.exception("could not write chat-log rows; will retry")
-                self._failing = True
-                self._requeue(rows[index:], set())
-                return
-            except Exception:
+            except Exception as error:
+                if database_unavailable(error):
+                    logger.exception("could not write chat-log rows; will retry")
+                    self._failing = True
+                    self._requeue(rows[index:], set())
+                    return
                 logger.exception(
                     "dropped a chat-log row of %s that cannot be stored: %r",
                     row.session_key,

@@ -262,3 +262,8 @@ def message_tokens(message: Message, counter: TokenCounter) -> int:
         total += counter.count(call.name) + counter.count(call.arguments) + 3
     message.tokens = total
     return total
+
+
+def counter_named(tokenizer: str) -> TiktokenCounter | EstimatingCounter:
+    """The counter `aimemory_tokenizer` names; tiktoken's is loaded before the first turn."""
+    return TiktokenCounter() if tokenizer == "cl100k" else EstimatingCounter()

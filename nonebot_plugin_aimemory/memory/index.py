@@ -93,6 +93,9 @@ class LoadedScope:
 
     entries: dict[str, IndexedMemory]
     tombstones: dict[str, IndexedTombstone]
+    # What the database held when it was loaded (MemoryStore.scope_stamp): on a database
+    # other processes write to, a different stamp means this index is out of date.
+    stamp: tuple[object, ...] = ()
 
     def live(self) -> list[IndexedMemory]:
         """Entries not deleted."""
@@ -142,9 +145,10 @@ class ScopeIndex:
         self._lock_users: Counter[str] = Counter()
 
     async def get(self, scope: str) -> LoadedScope:
-        """The scope's index, loaded from the store if it is not cached."""
+        """The scope's index, loaded from the store if it is not cached (or, on a database
+        other processes share, if they changed the scope since)."""
         cached = self._scopes.get(scope)
-        if cached is not None:
+        if cached is not None and await self._still_current(scope, cached):
             self._scopes.move_to_end(scope)
             return cached
         pending = self._loading.get(scope)
@@ -153,10 +157,13 @@ class ScopeIndex:
         future: asyncio.Future[LoadedScope] = asyncio.get_running_loop().create_future()
         self._loading[scope] = future
         try:
+            # Stamped first: a write landing during the load makes the next read reload.
+            stamp = await self.store.scope_stamp(scope) if self._shared else ()
             records = await self.store.load_scope(scope)
             tombstones = await self.store.load_tombstone_records(scope)
             # Tokenising thousands of entries takes long enough to stall every chat: off-loop.
             loaded = await asyncio.to_thread(_index_scope, records, tombstones)
+            loaded.stamp = stamp
             self._remember(scope, loaded)
             future.set_result(loaded)
             return loaded
@@ -182,6 +189,24 @@ class ScopeIndex:
             if not self._lock_users[scope]:
                 del self._lock_users[scope]
                 del self._locks[scope]
+
+    @property
+    def _shared(self) -> bool:
+        """Whether other processes may write the scopes (a PostgreSQL database)."""
+        return self.store.database.dialect == "postgresql"
+
+    async def _still_current(self, scope: str, cached: LoadedScope) -> bool:
+        """Whether the cached index still holds what the database does: always with one
+        process on the database; on PostgreSQL, one small query tells."""
+        if not self._shared or scope in self._lock_users:
+            # A writer of this process holds the scope: its index is the one being written.
+            return True
+        return await self.store.scope_stamp(scope) == cached.stamp
+
+    def forget(self, scope: str) -> None:
+        """Stop trusting the cached index of `scope` (the database holds what another
+        process wrote): the next read loads it again."""
+        self._scopes.pop(scope, None)
 
     def drop(self, purged: Iterable[tuple[str, str]]) -> None:
         """Forget purged entries, given as (scope, id), in the scopes that are cached (one

@@ -125,7 +125,12 @@ async def save(
             updated_at=now,
             private=private,
         )
-        await ctx.store.insert(scope, record)
+        stored = await ctx.store.insert(scope, record, cap=cap)
+        if stored != "inserted":
+            # Another process wrote to the scope meanwhile (PostgreSQL): the database's
+            # rules held; this index is reloaded on the next read.
+            ctx.index.forget(scope)
+            return SaveOutcome(stored)
         loaded.entries[record.id] = IndexedMemory.of(record)
     ctx.vectors.note_stored(embedding)
     return SaveOutcome("saved", memory=record, similar=similar[:3], truncated=truncated)
@@ -216,7 +221,10 @@ async def update(
         if not changes:
             return UpdateOutcome("updated", memory=record, changed=False)
         updated = replace(record, **changes, updated_at=ctx.now_text())  # type: ignore[arg-type]
-        await ctx.store.update(scope, updated)
+        stored = await ctx.store.update(scope, updated)
+        if stored != "updated":
+            ctx.index.forget(scope)  # another process's write: see `save`
+            return UpdateOutcome("not_found" if stored == "missing" else stored)
         loaded.entries[updated.id] = IndexedMemory.of(updated)
     if "content" in changes:
         ctx.vectors.note_stored(updated.embedding)

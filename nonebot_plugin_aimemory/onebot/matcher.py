@@ -3,12 +3,18 @@ let the conversation answer, send the outcome."""
 
 from __future__ import annotations
 
+import logging
+
 from nonebot import on_message
 from nonebot.adapters.onebot.v11 import Bot, MessageEvent
 from nonebot.matcher import current_bot, current_event, current_matcher, matchers
 
-from .. import plugin_config
+from .. import plugin_config, texts
+from ..deferred_start import deferred_start
 from ..runtime import current_runtime
+from .inbound import command_text, is_addressed, parse_command, session_key_for
+
+logger = logging.getLogger("nonebot_plugin_aimemory")
 
 # One matcher with a parameter-free handler: every matcher and every injected parameter
 # costs NoneBot ~0.2 ms per message, and unaddressed group messages are the hot path.
@@ -23,7 +29,10 @@ async def handle_message() -> None:
     """Translate, answer, send; commands and messages for the bot stop other matchers."""
     runtime = current_runtime()
     bot, event = current_bot.get(), current_event.get()
-    if runtime is None or not isinstance(bot, Bot) or not isinstance(event, MessageEvent):
+    if not isinstance(bot, Bot) or not isinstance(event, MessageEvent):
+        return
+    if runtime is None:
+        await _waiting_notice(bot, event)
         return
     incoming = await runtime.inbound.translate(bot, event)
     if incoming is None:
@@ -32,6 +41,24 @@ async def handle_message() -> None:
         current_matcher.get().stop_propagation()
     outcome = await runtime.conversation.answer(incoming)
     await runtime.outbound.send(bot, event, outcome)
+
+
+async def _waiting_notice(bot: Bot, event: MessageEvent) -> None:
+    """While the plugin waits for its database, an addressed message (or a command) gets a
+    short notice, once a minute per chat and account; nothing else happens to it."""
+    waiting = deferred_start()
+    if not waiting.waiting:
+        return
+    if (
+        not (event.to_me or is_addressed(event))
+        and parse_command(command_text(event.message)) is None
+    ):
+        return
+    if waiting.notice_due(f"{session_key_for(event)} {bot.self_id}"):
+        try:
+            await bot.send(event, texts.DATABASE_NOT_READY)
+        except Exception:
+            logger.exception("could not send the waiting notice")
 
 
 def _any_matcher_after_ours() -> bool:

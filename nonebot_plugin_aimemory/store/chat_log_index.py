@@ -1,25 +1,33 @@
-"""The chat log's full-text index: FTS5 over each row's search terms (jieba words and
-bigrams, `text.segmenter`; FTS5's own tokenizer does not split Chinese), every term prefixed
-with its session so that a search reads only its own session's postings, ranked by FTS5's
-bm25(). The index is contentless; the terms it was given are kept in `chat_log_terms`, to
-take a row out of it again."""
+"""The chat log's full-text index: searches of a session's rows ranked by FTS5's bm25() over
+each row's search terms (jieba words and bigrams, `text.segmenter`; FTS5's own tokenizer does
+not split Chinese), and the re-indexing of rows an older release logged. On SQLite the index
+is FTS5 (`Fts5Postings`, here): every term prefixed with its session so that a search reads
+only its own session's postings; contentless, the terms it was given kept in
+`chat_log_terms`, to take a row out of it again. On PostgreSQL it is term arrays ranked the
+same way in SQL (chat_log_terms_index.py)."""
 
 from __future__ import annotations
 
 import asyncio
-import math
 from collections.abc import Sequence
-from dataclasses import dataclass
 
-from ..text import query, segmenter
-from ..text.encodable import encodable
+from ..text import query
+from .chat_log_ranking import (
+    SPEAKER_WEIGHT,
+    TEXT_WEIGHT,
+    KeywordRanking,
+    PeriodBoost,
+    Postings,
+    TermMatch,
+    bm25_idf,
+    rarest_within,
+    row_terms,
+)
+from .chat_log_terms_index import TermArrayPostings
 from .connection import Backend, Connection
 
-# bm25() weights of the index's columns: who spoke counts half as much as what was said, so
-# a name in a query ranks that person's rows first among rows with the same words, without
-# turning every row of theirs into a strong match.
-SPEAKER_WEIGHT = 0.5
-TEXT_WEIGHT = 1.0
+__all__ = ["ChatLogIndex", "KeywordRanking", "PeriodBoost", "index_rows", "row_terms"]
+
 # FTS5's bm25() costs a few microseconds a row (about 3 us measured here, where the match
 # itself costs a tenth of that): scoring at most about this many rows keeps a search over
 # 100 000 rows within its 20 ms.
@@ -28,45 +36,6 @@ CANDIDATE_ROWS = 2000
 REINDEX_BATCH_ROWS = 500
 # Ids per `IN (...)` of one statement: SQLite before 3.32 allows 999 variables in all.
 MAX_IDS_PER_STATEMENT = 500
-
-
-# bm25()'s floor for the idf of a term held by half the rows or more (FTS5's own constant).
-FTS5_MIN_IDF = 1e-6
-
-
-@dataclass(frozen=True, slots=True)
-class PeriodBoost:
-    """A period named by a query: the session's rows in it (an id span) and what being said
-    then adds to a row's score."""
-
-    first_id: int
-    last_id: int
-    score: float
-
-
-@dataclass(frozen=True, slots=True)
-class KeywordRanking:
-    """A query's keyword ranking of one session: row ids with their scores, best first;
-    the periods it names that have rows of the session; and how many rows hold each term
-    that was scored, which is what a full match is worth (see `full_match_score`)."""
-
-    scored: list[tuple[int, float]]
-    periods: list[PeriodBoost]
-    term_rows: tuple[int, ...] = ()
-
-    def full_match_score(self, logged_rows: int) -> float:
-        """The score of a row of average length holding each scored term once, said in the
-        best-scoring period named: what bm25() gives a match of the whole query (with
-        `logged_rows`, the N of its idf), against which a match's coverage is measured
-        (memory/fusion.py)."""
-        idf = sum(bm25_idf(logged_rows, rows) for rows in self.term_rows)
-        return idf + max((boost.score for boost in self.periods), default=0.0)
-
-
-def bm25_idf(logged_rows: int, holding_rows: int) -> float:
-    """FTS5's idf of a term held by `holding_rows` of `logged_rows`, with its floor."""
-    idf = math.log((logged_rows - holding_rows + 0.5) / (holding_rows + 0.5))
-    return max(idf, FTS5_MIN_IDF)
 
 
 def session_token(session_key: str) -> str:
@@ -107,33 +76,9 @@ def match_expression(terms: Sequence[str]) -> str:
     return " OR ".join(map(quoted, terms))
 
 
-def rarest_within(
-    document_counts: dict[str, int], terms: Sequence[str], budget_rows: int
-) -> list[str]:
-    """The terms worth scoring: the rarest whose rows, summed, stay within `budget_rows`
-    (at least one term). The rest are held by so many rows that they say little about any
-    one (the lowest idf of the query), and every row they would add costs bm25() time:
-    like a stopword list that adapts to the session and the question. A term the index
-    does not list counts as rare: unknown is not common."""
-    ordered = sorted(terms, key=lambda term: document_counts.get(term, 0))
-    kept: list[str] = []
-    rows = 0
-    for term in ordered:
-        rows += document_counts.get(term, 0)
-        if kept and rows > budget_rows:
-            break
-        kept.append(term)
-    return kept
-
-
-def row_terms(role: str, speaker_name: str | None, text: str) -> tuple[str, str]:
-    """What the index gets of a row: its speaker's name (not the bot's) and its text, as
-    space-joined search terms."""
-    speaker = speaker_name if role != "assistant" and speaker_name else ""
-    return (
-        " ".join(segmenter.terms(encodable(speaker))),
-        " ".join(segmenter.terms(encodable(text))),
-    )
+def fts5_expression(match: TermMatch) -> str:
+    """`match` as an FTS5 query: its phrases in its order, joined by OR (AND, `every`)."""
+    return (" AND " if match.every else " OR ").join(map(quoted, match.terms))
 
 
 class ChatLogIndex:
@@ -141,6 +86,11 @@ class ChatLogIndex:
 
     def __init__(self, database: Backend) -> None:
         self.database = database
+        self.postings: Postings = (
+            TermArrayPostings(database)
+            if database.dialect == "postgresql"
+            else Fts5Postings(database)
+        )
         self._complete = False
         self._catching_up = asyncio.Lock()
 
@@ -184,6 +134,16 @@ class ChatLogIndex:
         )
         return int(rows[0][0])
 
+    def index_rows(self, connection: Connection, rows: Sequence[tuple[int, str, str]]) -> None:
+        """Index (id, speaker terms, text terms) rows of chat_log, in the caller's
+        transaction."""
+        self.postings.index_rows(connection, rows)
+
+    def unindex_rows(self, connection: Connection, where: str, params: Sequence[object]) -> None:
+        """Take the rows `where` selects (over chat_log_terms t joined to chat_log c) out of
+        the index, in the caller's transaction."""
+        self.postings.unindex_rows(connection, where, params)
+
     async def _ranked_matches(
         self, session_key: str, terms: Sequence[str], boosts: Sequence[PeriodBoost], limit: int
     ) -> tuple[list[tuple[int, float]], tuple[int, ...]]:
@@ -192,56 +152,36 @@ class ChatLogIndex:
         each term scored. When the terms' rows would be too many to score, the commonest
         terms are left out (`rarest_within`), or, when even the rarest is too common, the
         rows holding several of them are the ones scored (`_common_terms_match`)."""
-        prefix = term_prefix(session_key)
+        prefix = self.postings.prefix(session_key)
         prefixed = [prefix + term for term in terms]
-        counts = await self._document_counts(prefixed)
+        counts = await self.postings.document_counts(prefixed)
         scored = rarest_within(counts, prefixed, CANDIDATE_ROWS)
-        expressions = [match_expression(scored)]
+        matches = [TermMatch(tuple(scored))]
         if counts.get(scored[0], 0) > CANDIDATE_ROWS and len(prefixed) > 1:
-            expressions, scored = await self._common_terms_match(counts, prefixed, limit)
+            matches, scored = await self._common_terms_match(counts, prefixed, limit)
         best: dict[int, float] = {}
-        for expression in expressions:
-            for row_id, score in await self._scored(expression, boosts, limit):
+        for match in matches:
+            for row_id, score in await self.postings.scored(match, boosts, limit):
                 best[row_id] = max(score, best.get(row_id, score))
-        matches = sorted(best.items(), key=lambda item: (item[1], item[0]), reverse=True)
-        return matches[:limit], tuple(counts.get(term, 0) for term in scored)
-
-    async def _scored(
-        self, expression: str, boosts: Sequence[PeriodBoost], limit: int
-    ) -> list[tuple[int, float]]:
-        """The best `limit` rows of an FTS5 `expression` with their scores."""
-        boosted = "".join(" WHEN rowid BETWEEN ? AND ? THEN ?" for _ in boosts)
-        period_score = f" + CASE{boosted} ELSE 0 END" if boosts else ""
-        ranked = await self.database.read(
-            f"SELECT rowid, -bm25(chat_log_fts, {SPEAKER_WEIGHT}, {TEXT_WEIGHT}){period_score} "
-            "AS score FROM chat_log_fts WHERE chat_log_fts MATCH ? "
-            "ORDER BY score DESC, rowid DESC LIMIT ?",
-            (
-                *(value for b in boosts for value in (b.first_id, b.last_id, b.score)),
-                expression,
-                limit,
-            ),
-        )
-        return [(int(row_id), float(score)) for row_id, score in ranked]
+        ranked = sorted(best.items(), key=lambda item: (item[1], item[0]), reverse=True)
+        return ranked[:limit], tuple(counts.get(term, 0) for term in scored)
 
     async def _common_terms_match(
         self, counts: dict[str, int], terms: Sequence[str], limit: int
-    ) -> tuple[list[str], list[str]]:
-        """The FTS5 expressions to score, and their terms, for a query whose every term the
-        session holds in thousands of rows ("which movies did you share", in a long chat
-        about films): bm25() would score them all, ~3 us a row. Rows holding the rarest
-        terms together score highest under bm25() in all but freak cases, so those are
-        scored: the two rarest, then three, while more rows than can be scored in time
-        hold them. Should fewer than `limit` rows hold even the two rarest, those rows are
-        scored and the rest comes from the rarest term's rows, all of them."""
+    ) -> tuple[list[TermMatch], list[str]]:
+        """The matches to score, and their terms, for a query whose every term the session
+        holds in thousands of rows ("which movies did you share", in a long chat about
+        films): bm25() would score them all, ~3 us a row. Rows holding the rarest terms
+        together score highest under bm25() in all but freak cases, so those are scored:
+        the two rarest, then three, while more rows than can be scored in time hold them.
+        Should fewer than `limit` rows hold even the two rarest, those rows are scored and
+        the rest comes from the rarest term's rows, all of them."""
         ordered = sorted(terms, key=lambda term: counts.get(term, 0))
-        rarest = quoted(ordered[0])
+        rarest = TermMatch((ordered[0],))
         chosen = ([rarest], ordered[:1])
         for width in range(2, len(ordered) + 1):
-            together = " AND ".join(map(quoted, ordered[:width]))
-            ((held,),) = await self.database.read(
-                "SELECT COUNT(*) FROM chat_log_fts WHERE chat_log_fts MATCH ?", (together,)
-            )
+            together = TermMatch(tuple(ordered[:width]), every=True)
+            held = await self.postings.holding(together)
             if held < limit:
                 if width == 2:
                     return [together, rarest], ordered[:2]
@@ -250,14 +190,6 @@ class ChatLogIndex:
             if held <= CANDIDATE_ROWS:
                 return chosen
         return chosen
-
-    async def _document_counts(self, terms: Sequence[str]) -> dict[str, int]:
-        """How many indexed rows hold each term (the session's own: terms carry it)."""
-        placeholders = ", ".join("?" for _ in terms)
-        rows = await self.database.read(
-            f"SELECT term, doc FROM chat_log_fts_vocab WHERE term IN ({placeholders})", terms
-        )
-        return {str(term): int(count) for term, count in rows}
 
     async def _period_boosts(
         self, session_key: str, periods: Sequence[tuple[str, str]]
@@ -313,36 +245,101 @@ class ChatLogIndex:
         terms = await asyncio.to_thread(
             lambda: [row_terms(str(role), speaker, str(text)) for _, role, speaker, text in rows]
         )
-
-        def work(connection: Connection) -> None:
-            if not rows:
-                connection.execute("DELETE FROM chat_log_reindex")
-                return
-            # Rows refused or removed since they were read are left out.
-            still_there = {
-                int(row_id)
-                for (row_id,) in connection.execute(
-                    f"SELECT id FROM chat_log WHERE refused = 0 AND id IN "
-                    f"({', '.join('?' for _ in ids)})",
-                    ids,
-                )
-            }
-            index_rows(
-                connection,
-                [
-                    (row_id, *terms_of_row)
-                    for row_id, terms_of_row in zip(ids, terms, strict=True)
-                    if row_id in still_there
-                ],
+        await self.database.write(
+            lambda connection: self._reindex(
+                connection, below_id, list(zip(ids, terms, strict=True))
             )
-            connection.execute("UPDATE chat_log_reindex SET below_id = ?", (ids[-1],))
+        )
 
-        await self.database.write(work)
+    def _reindex(
+        self, connection: Connection, below_id: int, rows: list[tuple[int, tuple[str, str]]]
+    ) -> None:
+        """Index `rows`, the batch read below `below_id`, and move the marker past them;
+        nothing if another process has moved it meanwhile (it indexed them)."""
+        self.postings.lock(connection)
+        marker = connection.execute("SELECT below_id FROM chat_log_reindex").fetchone()
+        if marker is None or int(marker[0]) != int(below_id):
+            return
+        if not rows:
+            connection.execute("DELETE FROM chat_log_reindex")
+            return
+        ids = [row_id for row_id, _ in rows]
+        # Rows refused or removed since they were read are left out, and rows indexed
+        # already (a copy into PostgreSQL sets the marker again over a live log).
+        still_there = {
+            int(row_id)
+            for (row_id,) in connection.execute(
+                f"SELECT id FROM chat_log c WHERE refused = 0 AND id IN "
+                f"({', '.join('?' for _ in ids)}) "
+                "AND NOT EXISTS (SELECT 1 FROM chat_log_terms t WHERE t.id = c.id)",
+                ids,
+            )
+        }
+        self.postings.index_rows(
+            connection, [(row_id, *terms) for row_id, terms in rows if row_id in still_there]
+        )
+        connection.execute("UPDATE chat_log_reindex SET below_id = ?", (ids[-1],))
+
+
+class Fts5Postings:
+    """The index on SQLite: FTS5 over session-prefixed terms, ranked by its bm25()."""
+
+    def __init__(self, database: Backend) -> None:
+        self.database = database
+
+    def prefix(self, session_key: str) -> str:
+        """The session's FTS token and an `x` (`term_prefix`)."""
+        return term_prefix(session_key)
+
+    async def document_counts(self, terms: Sequence[str]) -> dict[str, int]:
+        """How many indexed rows hold each term (the session's own: terms carry it)."""
+        placeholders = ", ".join("?" for _ in terms)
+        rows = await self.database.read(
+            f"SELECT term, doc FROM chat_log_fts_vocab WHERE term IN ({placeholders})", terms
+        )
+        return {str(term): int(count) for term, count in rows}
+
+    async def holding(self, match: TermMatch) -> int:
+        """How many indexed rows `match` finds."""
+        ((held,),) = await self.database.read(
+            "SELECT COUNT(*) FROM chat_log_fts WHERE chat_log_fts MATCH ?",
+            (fts5_expression(match),),
+        )
+        return int(held)
+
+    async def scored(
+        self, match: TermMatch, boosts: Sequence[PeriodBoost], limit: int
+    ) -> list[tuple[int, float]]:
+        """The best `limit` rows of `match` with their scores."""
+        boosted = "".join(" WHEN rowid BETWEEN ? AND ? THEN ?" for _ in boosts)
+        period_score = f" + CASE{boosted} ELSE 0 END" if boosts else ""
+        ranked = await self.database.read(
+            f"SELECT rowid, -bm25(chat_log_fts, {SPEAKER_WEIGHT}, {TEXT_WEIGHT}){period_score} "
+            "AS score FROM chat_log_fts WHERE chat_log_fts MATCH ? "
+            "ORDER BY score DESC, rowid DESC LIMIT ?",
+            (
+                *(value for b in boosts for value in (b.first_id, b.last_id, b.score)),
+                fts5_expression(match),
+                limit,
+            ),
+        )
+        return [(int(row_id), float(score)) for row_id, score in ranked]
+
+    def lock(self, connection: Connection) -> None:
+        """Nothing: a write transaction of the SQLite file (IMMEDIATE) excludes the others."""
+
+    def index_rows(self, connection: Connection, rows: Sequence[tuple[int, str, str]]) -> None:
+        """See `index_rows`."""
+        index_rows(connection, rows)
+
+    def unindex_rows(self, connection: Connection, where: str, params: Sequence[object]) -> None:
+        """See `unindex_rows`."""
+        unindex_rows(connection, where, params)
 
 
 def index_rows(connection: Connection, rows: Sequence[tuple[int, str, str]]) -> None:
-    """Index (id, speaker terms, text terms) rows of chat_log: the terms are kept, and the
-    index given them with their session's prefix."""
+    """Index (id, speaker terms, text terms) rows of chat_log in FTS5: the terms are kept,
+    and the index given them with their session's prefix."""
     if not rows:
         return
     connection.executemany(
@@ -361,7 +358,7 @@ def index_rows(connection: Connection, rows: Sequence[tuple[int, str, str]]) -> 
 
 def unindex_rows(connection: Connection, where: str, params: Sequence[object]) -> None:
     """Take the rows `where` selects (over chat_log_terms t joined to chat_log c) out of the
-    index: a contentless index forgets a row when told exactly the texts it was given."""
+    FTS5 index: a contentless index forgets a row when told exactly the texts it was given."""
     selected = f"FROM chat_log_terms t JOIN chat_log c ON c.id = t.id WHERE {where}"
     connection.execute(
         "INSERT INTO chat_log_fts (chat_log_fts, rowid, speaker, tokens) "

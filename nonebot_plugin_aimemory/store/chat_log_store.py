@@ -8,8 +8,8 @@ import asyncio
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from ..text.encodable import encodable
-from .chat_log_index import ChatLogIndex, index_rows, row_terms, unindex_rows
+from ..text.encodable import REPLACEMENT, encodable
+from .chat_log_index import ChatLogIndex, row_terms
 from .chat_log_vectors import ChatLogVectorStore, forget_vectors
 from .connection import Backend, Connection
 from .sent_messages import forget_sent_before
@@ -32,6 +32,15 @@ class ChatRow:
     id: int = 0
 
 
+def storable(text: str, dialect: str) -> str:
+    """`text` as the log keeps it: `encodable`, and on PostgreSQL, whose text cannot hold
+    NUL, with U+FFFD for it (a separator to the segmenter, as NUL is: the same terms)."""
+    text = encodable(text)
+    return text.replace("\x00", REPLACEMENT) if dialect == "postgresql" else text
+
+
+# `a IS b` with a parameter for b is SQLite's; PostgreSQL spells it out.
+_NULL_SAFE_EQUALS = {"sqlite": "IS", "postgresql": "IS NOT DISTINCT FROM"}
 _COLUMNS = "id, session_key, created_at, speaker_id, speaker_name, role, text, addressed, refused"
 
 
@@ -69,6 +78,8 @@ class ChatLogStore:
             lambda: [row_terms(row.role, row.speaker_name, row.text) for row in rows]
         )
 
+        dialect = self.database.dialect
+
         def work(connection: Connection) -> list[int]:
             # The ids are taken by moving the one counter row on: a writer in another process
             # (PostgreSQL) waits for this transaction's lock on it, so no id is taken twice.
@@ -89,16 +100,18 @@ class ChatLogStore:
                         row.session_key,
                         row.created_at,
                         row.speaker_id,
-                        encodable(row.speaker_name) if row.speaker_name else row.speaker_name,
+                        storable(row.speaker_name, dialect)
+                        if row.speaker_name
+                        else row.speaker_name,
                         row.role,
-                        encodable(row.text),
+                        storable(row.text, dialect),
                         int(row.addressed),
                         int(row.refused),
                     )
                     for row_id, row in zip(ids, rows, strict=True)
                 ],
             )
-            index_rows(
+            self.index.index_rows(
                 connection,
                 [
                     (row_id, *row_terms)
@@ -115,19 +128,28 @@ class ChatLogStore:
         by what it holds (it was queued before it had an id): the newest unmarked match."""
         if not rows:
             return
+        same = _NULL_SAFE_EQUALS[self.database.dialect]
 
         def work(connection: Connection) -> None:
+            # The index's writers first, then rows: the order every chat-log writer locks in.
+            self.index.postings.lock(connection)
             for row in rows:
                 found = connection.execute(
                     "SELECT id FROM chat_log WHERE session_key = ? AND created_at = ? "
-                    "AND role = ? AND text = ? AND speaker_id IS ? AND refused = 0 "
+                    f"AND role = ? AND text = ? AND speaker_id {same} ? AND refused = 0 "
                     "ORDER BY id DESC LIMIT 1",
-                    (row.session_key, row.created_at, row.role, row.text, row.speaker_id),
+                    (
+                        row.session_key,
+                        row.created_at,
+                        row.role,
+                        storable(row.text, self.database.dialect),
+                        row.speaker_id,
+                    ),
                 ).fetchone()
                 if found is None:
                     continue
                 connection.execute("UPDATE chat_log SET refused = 1 WHERE id = ?", found)
-                unindex_rows(connection, "t.id = ?", found)
+                self.index.unindex_rows(connection, "t.id = ?", found)
                 forget_vectors(connection, "id = ?", found)
 
         await self.database.write(work)
@@ -215,7 +237,7 @@ class ChatLogStore:
         their vectors, and the records of the bot's messages sent before it."""
 
         def work(connection: Connection) -> int:
-            unindex_rows(connection, "c.created_at < ?", (cutoff,))
+            self.index.unindex_rows(connection, "c.created_at < ?", (cutoff,))
             forget_vectors(connection, "created_at < ?", (cutoff,))
             forget_sent_before(connection, cutoff)
             cursor = connection.execute("DELETE FROM chat_log WHERE created_at < ?", (cutoff,))

@@ -18,6 +18,7 @@ import struct
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from .chat_log_terms_index import lock_chat_log
 from .connection import Backend, Connection
 
 INT8_MAX = 127
@@ -91,13 +92,19 @@ class ChatLogVectorStore:
         or refused meanwhile gets none. Returns how many were stored."""
 
         def work(connection: Connection) -> int:
+            if self.database.dialect == "postgresql":
+                # As every writer of the log: a retention run deleting these rows' vectors
+                # meanwhile would otherwise wait for this one while it waits for that.
+                lock_chat_log(connection)
             stored = 0
             # In id order: a b-tree filled in descending order (a backfill goes newest
             # first) is left with half-empty pages, 820 bytes a row instead of 460.
             for row_id, packed in sorted(vectors):
                 cursor = connection.execute(
-                    "INSERT OR REPLACE INTO chat_log_vectors (row_id, session_key, model, vector) "
-                    "SELECT id, session_key, ?, ? FROM chat_log WHERE id = ? AND refused = 0",
+                    "INSERT INTO chat_log_vectors (row_id, session_key, model, vector) "
+                    "SELECT id, session_key, ?, ? FROM chat_log WHERE id = ? AND refused = 0 "
+                    "ON CONFLICT (row_id) DO UPDATE SET session_key = excluded.session_key, "
+                    "model = excluded.model, vector = excluded.vector",
                     (model, packed, row_id),
                 )
                 stored += cursor.rowcount

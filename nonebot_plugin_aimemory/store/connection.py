@@ -4,6 +4,8 @@ stores write their SQL once, with `?` placeholders."""
 
 from __future__ import annotations
 
+import sqlite3
+import sys
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any, Protocol, TypeVar
 
@@ -68,3 +70,14 @@ class Backend(Protocol):
     async def close(self) -> None:
         """Finish what was asked for, then close."""
         ...
+
+
+def database_unavailable(error: BaseException) -> bool:
+    """Whether `error` says the database itself cannot be used now (a full disk, a locked
+    file, a server gone), so every statement would fail alike and the work should wait,
+    rather than something in the data."""
+    if isinstance(error, sqlite3.OperationalError):
+        return True
+    # psycopg only when it is loaded: a bot on SQLite never imports it.
+    psycopg = sys.modules.get("psycopg")
+    return psycopg is not None and isinstance(error, psycopg.OperationalError)

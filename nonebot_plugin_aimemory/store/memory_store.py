@@ -1,97 +1,32 @@
-"""Long-term memories and their tombstones; every query is bound to one scope."""
+"""Long-term memories and their tombstones; every query is bound to one scope. A write that
+must not break the scope's rules whoever else writes (no content twice, none a person
+deleted, no more than the cap) checks them in its own transaction, under the scope's lock."""
 
 from __future__ import annotations
 
-import json
+import hashlib
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from typing import Literal
 
 from .connection import Backend, Connection
 from .database import utc_now_text
+from .memory_records import MemoryRecord as MemoryRecord
+from .memory_records import Tombstone as Tombstone
+from .memory_records import json_text, record_from_row
+
+_SCOPE_STAMP = (
+    "SELECT (SELECT COUNT(*) FROM memories WHERE scope = ?), (SELECT MAX(updated_at) FROM "
+    "memories WHERE scope = ?), (SELECT MAX(deleted_at) FROM memories WHERE scope = ?), "
+    "(SELECT COUNT(*) FROM memory_tombstones WHERE scope = ?), "
+    "(SELECT MAX(deleted_at) FROM memory_tombstones WHERE scope = ?)"
+)
+InsertResult = Literal["inserted", "duplicate", "tombstoned", "full"]
+UpdateResult = Literal["updated", "missing", "duplicate", "tombstoned"]
 
 _COLUMNS = (
     "id, content, normalized, tags, user_id, embedding, evidence, source, created_at, "
     "updated_at, deleted_at, private"
 )
-
-
-@dataclass(slots=True)
-class MemoryRecord:
-    """One stored memory as the table holds it."""
-
-    id: str
-    content: str
-    normalized: str
-    tags: list[str] = field(default_factory=list)
-    user_id: str | None = None
-    embedding: list[float] | None = None
-    evidence: list[int] = field(default_factory=list)
-    source: str = "tool"
-    created_at: str = ""
-    updated_at: str = ""
-    deleted_at: str | None = None
-    # A personal memory told in its owner's private chat: used only there (see
-    # memory/personal.py). Chat memories are never private.
-    private: bool = False
-
-    @property
-    def deleted(self) -> bool:
-        """Whether the memory was deleted (soft delete: `deleted_at` is set)."""
-        return self.deleted_at is not None
-
-
-@dataclass(frozen=True, slots=True)
-class Tombstone:
-    """Content a person deleted, refused from then on; it outlives the purged memory."""
-
-    normalized: str
-    memory_id: str
-    user_id: str | None = None
-
-
-def _record(row: Sequence[object]) -> MemoryRecord:
-    (
-        id_,
-        content,
-        normalized,
-        tags,
-        user_id,
-        embedding,
-        evidence,
-        source,
-        created,
-        updated,
-        deleted,
-        private,
-    ) = row
-    return MemoryRecord(
-        id=str(id_),
-        content=str(content),
-        normalized=str(normalized),
-        tags=_json_list(tags),
-        user_id=str(user_id) if user_id is not None else None,
-        embedding=_json_list(embedding) or None,
-        evidence=[int(x) for x in _json_list(evidence) if isinstance(x, int)],
-        source=str(source),
-        created_at=str(created),
-        updated_at=str(updated),
-        deleted_at=str(deleted) if deleted is not None else None,
-        private=bool(private),
-    )
-
-
-def _json_list(raw: object) -> list:
-    if not raw:
-        return []
-    try:
-        value = json.loads(str(raw))
-    except json.JSONDecodeError:
-        return []
-    return value if isinstance(value, list) else []
-
-
-def _dump(value: object) -> str:
-    return json.dumps(value, ensure_ascii=False)
 
 
 class MemoryStore:
@@ -100,12 +35,15 @@ class MemoryStore:
     def __init__(self, database: Backend) -> None:
         self.database = database
 
+    def _lock(self, connection: Connection, scope: str) -> None:
+        _lock_scope(connection, self.database.dialect, scope)
+
     async def load_scope(self, scope: str) -> list[MemoryRecord]:
         """Every memory of `scope`, deleted ones included."""
         rows = await self.database.read(
             f"SELECT {_COLUMNS} FROM memories WHERE scope = ?", (scope,)
         )
-        return [_record(row) for row in rows]
+        return [record_from_row(row) for row in rows]
 
     async def load_tombstones(self, scope: str) -> dict[str, str]:
         """normalized content -> id of the memory a person deleted."""
@@ -122,22 +60,54 @@ class MemoryStore:
             for normalized, memory_id, user_id in rows
         ]
 
-    async def insert(self, scope: str, record: MemoryRecord) -> None:
-        """Store a new memory in `scope`."""
+    async def scope_stamp(self, scope: str) -> tuple[object, ...]:
+        """Counts and latest times of `scope`'s memories and tombstones: another process's
+        write to the scope shows as a different stamp."""
+        rows = await self.database.read(_SCOPE_STAMP, (scope,) * 5)
+        return tuple(rows[0])
 
-        def work(connection: Connection) -> None:
+    async def insert(
+        self, scope: str, record: MemoryRecord, *, cap: int | None = None
+    ) -> InsertResult:
+        """Store a new memory in `scope`, unless its content is tombstoned or live there
+        already, or the scope holds `cap` live memories: checked in the same transaction,
+        so that concurrent writers (other processes too) never break these rules."""
+
+        def work(connection: Connection) -> InsertResult:
+            self._lock(connection, scope)
+            refusal = _content_refusal(connection, scope, record.normalized, other_than=None)
+            if refusal is not None:
+                return refusal
+            if cap is not None and _live_count(connection, scope) >= cap:
+                return "full"
             connection.execute(
                 f"INSERT INTO memories (scope, {_COLUMNS}) "
                 "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (scope, *_values(record)),
             )
+            return "inserted"
 
-        await self.database.write(work)
+        return await self.database.write(work)
 
-    async def update(self, scope: str, record: MemoryRecord) -> None:
-        """Write back every mutable field of a stored memory."""
+    async def update(self, scope: str, record: MemoryRecord) -> UpdateResult:
+        """Write back every mutable field of a stored memory, unless it is gone or was
+        deleted meanwhile (`missing`: an update never undeletes), or its new content is
+        tombstoned or live in another memory of the scope."""
 
-        def work(connection: Connection) -> None:
+        def work(connection: Connection) -> UpdateResult:
+            self._lock(connection, scope)
+            stored = connection.execute(
+                "SELECT normalized, deleted_at FROM memories WHERE scope = ? AND id = ?",
+                (scope, record.id),
+            ).fetchone()
+            if stored is None or (stored[1] is not None and record.deleted_at is None):
+                return "missing"
+            if stored[0] != record.normalized:
+                refusal = _content_refusal(
+                    connection, scope, record.normalized, other_than=record.id
+                )
+                if refusal is not None:
+                    return refusal
             connection.execute(
                 "UPDATE memories SET content = ?, normalized = ?, tags = ?, user_id = ?, "
                 "embedding = ?, evidence = ?, updated_at = ?, deleted_at = ?, private = ? "
@@ -145,10 +115,10 @@ class MemoryStore:
                 (
                     record.content,
                     record.normalized,
-                    _dump(record.tags),
+                    json_text(record.tags),
                     record.user_id,
-                    _dump(record.embedding) if record.embedding else None,
-                    _dump(record.evidence),
+                    json_text(record.embedding) if record.embedding else None,
+                    json_text(record.evidence),
                     record.updated_at,
                     record.deleted_at,
                     int(record.private),
@@ -156,8 +126,9 @@ class MemoryStore:
                     record.id,
                 ),
             )
+            return "updated"
 
-        await self.database.write(work)
+        return await self.database.write(work)
 
     async def set_private(
         self, scope: str, memory_id: str, private: bool, *, updated_at: str
@@ -165,6 +136,7 @@ class MemoryStore:
         """Make one memory private (used only in its owner's private chat) or public."""
 
         def work(connection: Connection) -> None:
+            self._lock(connection, scope)
             connection.execute(
                 "UPDATE memories SET private = ?, updated_at = ? WHERE scope = ? AND id = ?",
                 (int(private), updated_at, scope, memory_id),
@@ -176,9 +148,10 @@ class MemoryStore:
         """Store embeddings by memory id."""
 
         def work(connection: Connection) -> None:
+            self._lock(connection, scope)
             connection.executemany(
                 "UPDATE memories SET embedding = ? WHERE scope = ? AND id = ?",
-                [(_dump(vector), scope, memory_id) for memory_id, vector in vectors.items()],
+                [(json_text(vector), scope, memory_id) for memory_id, vector in vectors.items()],
             )
 
         await self.database.write(work)
@@ -188,6 +161,7 @@ class MemoryStore:
         now = utc_now_text()
 
         def work(connection: Connection) -> None:
+            self._lock(connection, scope)
             for memory_id in ids:
                 connection.execute(
                     "UPDATE memories SET deleted_at = ?, updated_at = ? "
@@ -212,10 +186,8 @@ class MemoryStore:
         """Remove the tombstone so this content may be saved again."""
 
         def work(connection: Connection) -> None:
-            connection.execute(
-                "DELETE FROM memory_tombstones WHERE scope = ? AND normalized = ?",
-                (scope, normalized),
-            )
+            self._lock(connection, scope)
+            _lift_tombstone(connection, scope, normalized)
 
         await self.database.write(work)
 
@@ -231,22 +203,28 @@ class MemoryStore:
             grouped.setdefault(str(scope), []).append((str(memory_id), str(content)))
         return list(grouped.items())
 
-    async def restore(self, scope: str, memory_id: str, normalized: str) -> bool:
-        """Undelete a memory and lift the tombstone of its content; False (nothing changed)
-        when the memory is no longer stored (purged meanwhile)."""
+    async def restore(
+        self, scope: str, memory_id: str, normalized: str, *, cap: int | None = None
+    ) -> bool:
+        """Undelete a memory and lift the tombstone of its content. False when it was not
+        undeleted: no longer stored (purged meanwhile), its content live again in another
+        memory (the tombstone is lifted all the same), or the scope holds `cap` already."""
         now = utc_now_text()
 
         def work(connection: Connection) -> bool:
+            self._lock(connection, scope)
+            if _live_twin(connection, scope, normalized, other_than=memory_id):
+                _lift_tombstone(connection, scope, normalized)
+                return False
+            if cap is not None and _live_count(connection, scope) >= cap:
+                return False
             cursor = connection.execute(
                 "UPDATE memories SET deleted_at = NULL, updated_at = ? WHERE scope = ? AND id = ?",
                 (now, scope, memory_id),
             )
             if not cursor.rowcount:
                 return False
-            connection.execute(
-                "DELETE FROM memory_tombstones WHERE scope = ? AND normalized = ?",
-                (scope, normalized),
-            )
+            _lift_tombstone(connection, scope, normalized)
             return True
 
         return await self.database.write(work)
@@ -271,13 +249,76 @@ def _values(record: MemoryRecord) -> tuple[object, ...]:
         record.id,
         record.content,
         record.normalized,
-        _dump(record.tags),
+        json_text(record.tags),
         record.user_id,
-        _dump(record.embedding) if record.embedding else None,
-        _dump(record.evidence),
+        json_text(record.embedding) if record.embedding else None,
+        json_text(record.evidence),
         record.source,
         record.created_at,
         record.updated_at,
         record.deleted_at,
         int(record.private),
+    )
+
+
+# Every write of a scope first takes the scope's lock, so that writers checking its rules
+# (a cap is a count, a duplicate an absent row: neither can be locked with FOR UPDATE) go
+# one after the other, in every process. SQLite's BEGIN IMMEDIATE already serialises the
+# writers of the file; PostgreSQL (READ COMMITTED) takes an advisory lock held until the
+# transaction ends, in the two-key space, apart from the schema's one-key lock.
+_SCOPE_LOCK_CLASS = 0x6D656D  # "mem"
+
+
+def _lock_scope(connection: Connection, dialect: str, scope: str) -> None:
+    """Hold the scope's write lock until the transaction ends (SQLite: held already)."""
+    if dialect == "postgresql":
+        connection.execute(
+            "SELECT pg_advisory_xact_lock(CAST(? AS INTEGER), CAST(? AS INTEGER))",
+            (_SCOPE_LOCK_CLASS, _scope_lock_key(scope)),
+        )
+
+
+def _scope_lock_key(scope: str) -> int:
+    """A stable signed 32-bit key of the scope (two scopes sharing one only wait longer)."""
+    digest = hashlib.blake2b(scope.encode("utf-8"), digest_size=4).digest()
+    return int.from_bytes(digest, "big", signed=True)
+
+
+def _content_refusal(
+    connection: Connection, scope: str, normalized: str, *, other_than: str | None
+) -> Literal["duplicate", "tombstoned"] | None:
+    """Why this content may not be stored in the scope now (None if it may)."""
+    tombstoned = connection.execute(
+        "SELECT 1 FROM memory_tombstones WHERE scope = ? AND normalized = ?",
+        (scope, normalized),
+    ).fetchone()
+    if tombstoned is not None:
+        return "tombstoned"
+    if _live_twin(connection, scope, normalized, other_than=other_than):
+        return "duplicate"
+    return None
+
+
+def _live_twin(
+    connection: Connection, scope: str, normalized: str, *, other_than: str | None
+) -> bool:
+    """Whether a live memory of the scope (not `other_than`) has this content."""
+    row = connection.execute(
+        "SELECT 1 FROM memories WHERE scope = ? AND normalized = ? AND deleted_at IS NULL "
+        "AND id <> ? LIMIT 1",
+        (scope, normalized, other_than or ""),
+    ).fetchone()
+    return row is not None
+
+
+def _live_count(connection: Connection, scope: str) -> int:
+    row = connection.execute(
+        "SELECT COUNT(*) FROM memories WHERE scope = ? AND deleted_at IS NULL", (scope,)
+    ).fetchone()
+    return int(row[0])
+
+
+def _lift_tombstone(connection: Connection, scope: str, normalized: str) -> None:
+    connection.execute(
+        "DELETE FROM memory_tombstones WHERE scope = ? AND normalized = ?", (scope, normalized)
     )

@@ -38,40 +38,66 @@ SELECT value FROM found WHERE value IS NOT NULL
 """
 
 
-# Chats' keys (`f:…`, `g:…`) sort below every person's (`u:…`).
+# Chats' keys (`f:…`, `g:…`) sort below every person's (`u:…`) in any collation: their
+# first letters differ.
 _CHAT_KEYS_BELOW = "u:"
 _MEMORY_SCOPES = (
-    f"SELECT * FROM ({_distinct('memories', 'scope', _CHAT_KEYS_BELOW)})"
+    f"SELECT * FROM ({_distinct('memories', 'scope', _CHAT_KEYS_BELOW)}) AS chat_scopes"
     f" UNION SELECT * FROM ({_distinct('memory_tombstones', 'scope', _CHAT_KEYS_BELOW)})"
+    " AS tombstone_scopes"
 )
 _ACTIVE_CHATS = (
-    f"SELECT * FROM ({_distinct('token_usage', 'chat_key', _CHAT_KEYS_BELOW)})"
+    f"SELECT * FROM ({_distinct('token_usage', 'chat_key', _CHAT_KEYS_BELOW)}) AS used"
     " UNION SELECT chat_key FROM persona_choices"
 )
-# One scope's stored traces: under its own key (a window, memories, tombstones), under any
-# key of its chat (`g:1` or `g:1#<persona>`: `#` sorts just before `$`), and of the chat
-# itself (chat-log rows, usage, a persona choice); ?1 is the key, ?2 the chat's. Every test
-# is a primary-key or index seek.
-_OWN = (
-    "EXISTS (SELECT 1 FROM sessions WHERE key = ?1)"
-    " OR EXISTS (SELECT 1 FROM memories WHERE scope = ?1)"
-    " OR EXISTS (SELECT 1 FROM memory_tombstones WHERE scope = ?1)"
+# The ranges below need keys compared byte by byte (`#` before `$`, `:` before `;`):
+# SQLite's only order, but PostgreSQL's follows the database's collation unless told.
+_BYTE_ORDER = {"sqlite": "", "postgresql": ' COLLATE "C"'}
+# Where a scope's own keys are stored, and its chat's.
+_OWN_KEYS = (("sessions", "key"), ("memories", "scope"), ("memory_tombstones", "scope"))
+_CHAT_KEYS = (
+    ("chat_log", "session_key"),
+    ("token_usage", "chat_key"),
+    ("persona_choices", "chat_key"),
 )
-_IN_CHAT = " OR ".join(
-    f"EXISTS (SELECT 1 FROM {table} WHERE {column} = ?2"
-    f" OR ({column} >= ?2 || '#' AND {column} < ?2 || '$'))"
-    for table, column in (
-        ("sessions", "key"),
-        ("memories", "scope"),
-        ("memory_tombstones", "scope"),
+
+
+def _traces_sql(dialect: str) -> str:
+    """One scope's stored traces: under its own key (a window, memories, tombstones), under
+    any key of its chat (`g:1` or `g:1#<persona>`: `#` sorts just before `$`), and of the
+    chat itself (chat-log rows, usage, a persona choice); the parameters are `_traces_params`.
+    Every test is a primary-key or index seek (on SQLite; PostgreSQL scans for the ranges
+    unless its database's collation is C)."""
+    own = " OR ".join(
+        f"EXISTS (SELECT 1 FROM {table} WHERE {column} = ?)" for table, column in _OWN_KEYS
     )
-)
-_OF_CHAT = (
-    "EXISTS (SELECT 1 FROM chat_log WHERE session_key = ?2)"
-    " OR EXISTS (SELECT 1 FROM token_usage WHERE chat_key = ?2)"
-    " OR EXISTS (SELECT 1 FROM persona_choices WHERE chat_key = ?2)"
-)
-_TRACES = f"SELECT {_OWN}, {_IN_CHAT}, {_OF_CHAT}"
+    in_chat = " OR ".join(
+        f"EXISTS (SELECT 1 FROM {table} WHERE {column} = ?"
+        f" OR ({column}{_BYTE_ORDER[dialect]} >= ? || '#'"
+        f" AND {column}{_BYTE_ORDER[dialect]} < ? || '$'))"
+        for table, column in _OWN_KEYS
+    )
+    of_chat = " OR ".join(
+        f"EXISTS (SELECT 1 FROM {table} WHERE {column} = ?)" for table, column in _CHAT_KEYS
+    )
+    return f"SELECT {own}, {in_chat}, {of_chat}"
+
+
+_TRACES = {dialect: _traces_sql(dialect) for dialect in _BYTE_ORDER}
+
+
+def _traces_params(key: str, chat_key: str) -> tuple[str, ...]:
+    """The values of `_traces_sql`'s placeholders, in order (positional on both databases)."""
+    return (key,) * len(_OWN_KEYS) + (chat_key,) * (3 * len(_OWN_KEYS) + len(_CHAT_KEYS))
+
+
+# Personal scopes (`u:…`): the keys from `u:` up to `u;`, the character after `:`.
+_PERSONAL_SCOPES = {
+    dialect: "SELECT scope, COUNT(*) FROM memories "
+    f"WHERE scope{order} >= 'u:' AND scope{order} < 'u;' "
+    f"AND deleted_at IS NULL GROUP BY scope ORDER BY scope{order}"
+    for dialect, order in _BYTE_ORDER.items()
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -139,8 +165,10 @@ class OverviewStore:
     async def logged_chats(self) -> tuple[dict[str, str], int]:
         """Chat key → time of its newest chat-log row (UTC text), for every logged chat, and
         the newest row's id (to read only what came after it next time)."""
+        # The newest id as text: a column of a UNION has one type on PostgreSQL.
         rows = await self.database.read(
-            f"SELECT * FROM ({_LOGGED_CHATS}) UNION ALL SELECT NULL, MAX(id) FROM chat_log"
+            f"SELECT * FROM ({_LOGGED_CHATS}) AS logged"
+            " UNION ALL SELECT NULL, CAST(MAX(id) AS TEXT) FROM chat_log"
         )
         return _split_newest(rows)
 
@@ -148,7 +176,8 @@ class OverviewStore:
         """`logged_chats` of the rows after row `after_id` only (a primary-key range)."""
         rows = await self.database.read(
             "SELECT session_key, MAX(created_at) FROM chat_log WHERE id > ? "
-            "GROUP BY session_key UNION ALL SELECT NULL, MAX(id) FROM chat_log WHERE id > ?",
+            "GROUP BY session_key "
+            "UNION ALL SELECT NULL, CAST(MAX(id) AS TEXT) FROM chat_log WHERE id > ?",
             (after_id, after_id),
         )
         found, newest = _split_newest(rows)
@@ -165,16 +194,15 @@ class OverviewStore:
 
     async def traces(self, key: str, chat_key: str) -> ScopeTraces:
         """What is stored of scope `key`, of chat `chat_key`."""
-        rows = await self.database.read(_TRACES, (key, chat_key))
+        rows = await self.database.read(
+            _TRACES[self.database.dialect], _traces_params(key, chat_key)
+        )
         own, in_chat, of_chat = rows[0]
         return ScopeTraces(bool(own), bool(in_chat), bool(of_chat))
 
     async def personal_scopes(self) -> list[PersonalScope]:
         """Every person with live personal memories, by scope."""
-        rows = await self.database.read(
-            "SELECT scope, COUNT(*) FROM memories WHERE scope >= 'u:' AND scope < 'u;' "
-            "AND deleted_at IS NULL GROUP BY scope ORDER BY scope"
-        )
+        rows = await self.database.read(_PERSONAL_SCOPES[self.database.dialect])
         return [PersonalScope(str(scope), int(count)) for scope, count in rows]
 
 

@@ -32,6 +32,18 @@ class PluginStateStore:
 
         return await self.database.write(work)
 
+    async def put(self, name: str, value: str) -> None:
+        """Set `name` to `value`, whatever it held."""
+        await self.database.write_one(
+            "INSERT INTO plugin_state (name, value) VALUES (?, ?) "
+            "ON CONFLICT (name) DO UPDATE SET value = excluded.value",
+            (name, value),
+        )
+
+    async def forget(self, name: str) -> None:
+        """`name` is set no more."""
+        await self.database.write_one("DELETE FROM plugin_state WHERE name = ?", (name,))
+
 
 class MemoryOnlyPluginState:
     """No database: the facts last until the bot stops."""
@@ -46,3 +58,11 @@ class MemoryOnlyPluginState:
     async def set_once(self, name: str, value: str) -> str:
         """Set `name` unless it is set already; the value it holds afterwards."""
         return self._values.setdefault(name, value)
+
+    async def put(self, name: str, value: str) -> None:
+        """Set `name` to `value`."""
+        self._values[name] = value
+
+    async def forget(self, name: str) -> None:
+        """`name` is set no more."""
+        self._values.pop(name, None)

@@ -2,8 +2,9 @@
 columns and version numbers as the SQLite file (schema.py), written in PostgreSQL's types.
 A database is created at the latest version in one transaction; one of a newer version than
 this release is refused. The chat log's search has no FTS5 here: a row's segmented terms
-are kept in an array column with a GIN index, filled by the plugin, so a stock server
-needs no extension."""
+are kept in an array column with a GIN index, with their counts per row and per term,
+filled by the plugin (store/chat_log_terms_index.py), so a stock server needs no
+extension."""
 
 from __future__ import annotations
 
@@ -101,12 +102,26 @@ CREATE INDEX IF NOT EXISTS chat_log_by_time ON chat_log (created_at);
 CREATE INDEX IF NOT EXISTS chat_log_by_session_time ON chat_log (session_key, created_at);
 CREATE TABLE IF NOT EXISTS chat_log_terms (
     id BIGINT PRIMARY KEY,
-    speaker TEXT NOT NULL,
-    tokens TEXT NOT NULL,
-    session_key TEXT NOT NULL DEFAULT '',
-    terms TEXT[] NOT NULL DEFAULT '{}'
+    terms TEXT[] NOT NULL,
+    speaker_counts INTEGER[] NOT NULL,
+    text_counts INTEGER[] NOT NULL,
+    token_count INTEGER NOT NULL
 );
-CREATE INDEX IF NOT EXISTS chat_log_terms_by_term ON chat_log_terms USING GIN (terms);
+-- Without a pending list: a search reads a clean index (inserts left in the list are read
+-- one by one, and the planner, misjudging them, would scan the table instead).
+CREATE INDEX IF NOT EXISTS chat_log_terms_by_term ON chat_log_terms USING GIN (terms)
+    WITH (fastupdate = off);
+CREATE TABLE IF NOT EXISTS chat_log_term_rows (
+    term TEXT PRIMARY KEY,
+    holding_rows BIGINT NOT NULL CHECK (holding_rows > 0)
+);
+CREATE TABLE IF NOT EXISTS chat_log_terms_total (
+    only_row INTEGER PRIMARY KEY CHECK (only_row = 1),
+    indexed_rows BIGINT NOT NULL,
+    indexed_tokens BIGINT NOT NULL
+);
+INSERT INTO chat_log_terms_total (only_row, indexed_rows, indexed_tokens) VALUES (1, 0, 0)
+    ON CONFLICT DO NOTHING;
 CREATE TABLE IF NOT EXISTS chat_log_reindex (
     only_row INTEGER PRIMARY KEY CHECK (only_row = 1),
     below_id BIGINT NOT NULL

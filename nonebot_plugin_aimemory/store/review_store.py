@@ -92,13 +92,15 @@ class ReviewStore:
                 "INSERT INTO review_state (session_key) VALUES (?) ON CONFLICT DO NOTHING",
                 (session_key,),
             )
+            # A review never moves the mark back (CASE: PostgreSQL's MAX takes one argument);
+            # `pending` is an integer on both databases, and EXISTS a boolean on PostgreSQL.
             connection.execute(
-                "UPDATE review_state SET last_review_at = ?, "
-                "last_reviewed_row = MAX(last_reviewed_row, ?), failures = 0, "
-                "next_attempt_at = NULL, pending = EXISTS "
-                "(SELECT 1 FROM chat_log WHERE session_key = ? AND id > ?) "
+                "UPDATE review_state SET last_review_at = ?, last_reviewed_row = CASE "
+                "WHEN last_reviewed_row > ? THEN last_reviewed_row ELSE ? END, failures = 0, "
+                "next_attempt_at = NULL, pending = CASE WHEN EXISTS "
+                "(SELECT 1 FROM chat_log WHERE session_key = ? AND id > ?) THEN 1 ELSE 0 END "
                 "WHERE session_key = ?",
-                (reviewed_at, last_row, session_key, last_row, session_key),
+                (reviewed_at, last_row, last_row, session_key, last_row, session_key),
             )
 
         await self.database.write(work)

@@ -20,6 +20,8 @@ CLEARED = "已清空本会话的上下文。"
 PERMISSION_DENIED = "只有群主、群管理员或机器人超级用户可以这样做。"
 REPLY_TRUNCATED = "……（回复过长，已省略后续内容）"
 EMPTY_MESSAGE = "你好像什么也没说～"
+# While the plugin waits for its PostgreSQL database (deferred_start.py).
+DATABASE_NOT_READY = "机器人的记忆数据库还没连上，暂时不能回答，请稍后再试。"
 # In place of a quote said in another chat, or a quote of the bot that it cannot place.
 QUOTE_HIDDEN = "[引用 无法显示]"
 

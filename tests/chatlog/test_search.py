@@ -57,17 +57,17 @@ async def test_a_flush_of_more_rows_than_an_old_sqlite_has_variables_is_indexed(
     assert await texts_found(chat_store, "火锅") == [HOTPOT]
 
 
-async def test_a_chinese_word_finds_the_chinese_sentence_it_is_part_of(chat_store) -> None:
-    await given_rows(chat_store, HOTPOT, MEETING)
+async def test_a_chinese_word_finds_the_chinese_sentence_it_is_part_of(any_chat_store) -> None:
+    await given_rows(any_chat_store, HOTPOT, MEETING)
 
-    assert await texts_found(chat_store, "火锅") == [HOTPOT]
-    assert await texts_found(chat_store, "开会") == [MEETING]
+    assert await texts_found(any_chat_store, "火锅") == [HOTPOT]
+    assert await texts_found(any_chat_store, "开会") == [MEETING]
 
 
-async def test_an_english_word_finds_the_english_sentence_whatever_its_case(chat_store) -> None:
-    await given_rows(chat_store, FOOTBALL, MILK, HOTPOT)
+async def test_an_english_word_finds_the_english_sentence_whatever_its_case(any_chat_store) -> None:
+    await given_rows(any_chat_store, FOOTBALL, MILK, HOTPOT)
 
-    assert await texts_found(chat_store, "Football") == [FOOTBALL]
+    assert await texts_found(any_chat_store, "Football") == [FOOTBALL]
 
 
 @pytest.mark.parametrize(
@@ -98,36 +98,36 @@ async def test_an_english_word_finds_the_english_sentence_whatever_its_case(chat
     ],
 )
 async def test_fts5_syntax_in_a_query_is_taken_as_plain_words(
-    chat_store, query: str, expected: list[str]
+    any_chat_store, query: str, expected: list[str]
 ) -> None:
-    await given_rows(chat_store, HOTPOT, MEETING, NEAR_STATION)
+    await given_rows(any_chat_store, HOTPOT, MEETING, NEAR_STATION)
 
-    found = await texts_found(chat_store, query)
+    found = await texts_found(any_chat_store, query)
 
     assert sorted(found) == sorted(expected)
 
 
-async def test_results_are_ranked_by_relevance_before_recency(chat_store) -> None:
+async def test_results_are_ranked_by_relevance_before_recency(any_chat_store) -> None:
     focused = "火锅，火锅，还是火锅"
     passing = "周末安排了很多事：看电影、写作业、打扫房间，顺便吃个火锅，再去公园散步"
-    await given_rows(chat_store, focused, passing)
+    await given_rows(any_chat_store, focused, passing)
 
-    assert await texts_found(chat_store, "火锅") == [focused, passing]
+    assert await texts_found(any_chat_store, "火锅") == [focused, passing]
 
 
-async def test_equally_relevant_results_come_newest_first(chat_store) -> None:
-    rows = await given_rows(chat_store, "吃火锅", "吃火锅")
+async def test_equally_relevant_results_come_newest_first(any_chat_store) -> None:
+    rows = await given_rows(any_chat_store, "吃火锅", "吃火锅")
 
-    found = await chat_store.search(GROUP, "火锅", 20)
+    found = await any_chat_store.search(GROUP, "火锅", 20)
 
     assert [r.id for r in found] == [rows[1].id, rows[0].id]
 
 
-async def test_search_never_returns_another_sessions_rows(chat_store) -> None:
-    await given_rows(chat_store, "A 群说吃火锅", key="g:111")
-    await given_rows(chat_store, "B 群也说吃火锅", key="g:222")
+async def test_search_never_returns_another_sessions_rows(any_chat_store) -> None:
+    await given_rows(any_chat_store, "A 群说吃火锅", key="g:111")
+    await given_rows(any_chat_store, "B 群也说吃火锅", key="g:222")
 
-    assert await texts_found(chat_store, "火锅", key="g:111") == ["A 群说吃火锅"]
+    assert await texts_found(any_chat_store, "火锅", key="g:111") == ["A 群说吃火锅"]
 
 
 # ---------------------------------------------------------------- the tools

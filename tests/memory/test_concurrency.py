@@ -74,15 +74,16 @@ async def test_a_scope_is_not_evicted_between_one_writer_and_the_next(memory, mo
     insert = memory.store.insert
     inserts = 0
 
-    async def insert_in_turn(scope, record) -> None:
+    async def insert_in_turn(scope, record, *, cap=None) -> str:
         nonlocal inserts
         inserts += 1
         if inserts == 2:
             await asyncio.sleep(0.05)  # the second save is still writing when the third comes
-        await insert(scope, record)
+        stored = await insert(scope, record, cap=cap)
         if inserts == 1:
             await memory.count("g:3001")  # another chat reads: SCOPE is now the oldest cached
             released.set()  # the load resumes just before this save releases the lock
+        return stored
 
     monkeypatch.setattr(asyncio, "to_thread", index_once_released)
     monkeypatch.setattr(memory.store, "insert", insert_in_turn)

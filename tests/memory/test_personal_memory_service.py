@@ -65,12 +65,11 @@ async def test_a_deleted_private_memory_is_restored_only_with_private_ones(
     assert restored.private
 
 
-async def test_visibility_changes_persist(tmp_path) -> None:
+async def test_visibility_changes_persist(open_backend) -> None:
     from nonebot_plugin_aimemory.memory.service import MemoryService
-    from nonebot_plugin_aimemory.store.database import Database
     from nonebot_plugin_aimemory.store.memory_store import MemoryStore
 
-    database = await Database.open(tmp_path / "memory.db")
+    database = await open_backend()
     try:
         memory = MemoryService(MemoryStore(database))
         birthday = await saved(memory, BIRTHDAY, private=True)
@@ -104,12 +103,11 @@ async def test_several_views_rank_as_one_and_mark_the_personal_hits(memory: Memo
     assert {(h.memory.id, h.personal) for h in hits} == {(chat.memory.id, False), (cake, True)}
 
 
-async def test_personal_scopes_have_their_own_cap_under_every_persona(tmp_path) -> None:
+async def test_personal_scopes_have_their_own_cap_under_every_persona(open_backend) -> None:
     from nonebot_plugin_aimemory.memory.service import MemoryService
-    from nonebot_plugin_aimemory.store.database import Database
     from nonebot_plugin_aimemory.store.memory_store import MemoryStore
 
-    database = await Database.open(tmp_path / "memory.db")
+    database = await open_backend()
     try:
         memory = MemoryService(MemoryStore(database), max_entries=5, personal_max_entries=1)
         caps = [memory.max_entries_for(s) for s in ("g:1", "f:2", "u:2", "u:2#猫娘", "g:1#猫娘")]

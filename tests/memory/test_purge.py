@@ -87,12 +87,11 @@ async def test_the_tombstone_outlives_the_purge(memory: MemoryService) -> None:
     assert (await memory.save(SCOPE, REWORDED)).status == "tombstoned"
 
 
-async def test_the_purged_tombstone_still_tells_people_apart(tmp_path) -> None:
+async def test_the_purged_tombstone_still_tells_people_apart(open_backend) -> None:
     from nonebot_plugin_aimemory.memory.service import MemoryService
-    from nonebot_plugin_aimemory.store.database import Database
     from nonebot_plugin_aimemory.store.memory_store import MemoryStore
 
-    database = await Database.open(tmp_path / "memory.db")
+    database = await open_backend()
     try:
         memory = MemoryService(MemoryStore(database))
         await saved_and_deleted(memory, DELETED, user_id="10001")

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 if TYPE_CHECKING:
+    from nonebot_plugin_aimemory.store.chat_log_store import ChatLogStore
     from nonebot_plugin_aimemory.store.connection import Backend
 
 BACKENDS = ("sqlite", "postgresql")
@@ -48,3 +49,12 @@ async def any_database(open_backend: Opener) -> AsyncIterator[Backend]:
     database = await open_backend()
     yield database
     await database.close()
+
+
+@pytest.fixture
+async def any_chat_store(any_database: Backend) -> ChatLogStore:
+    """A bare chat-log store, no runtime around it, on each backend (the twin of
+    `chat_store`, which is the SQLite file's)."""
+    from nonebot_plugin_aimemory.store.chat_log_store import ChatLogStore
+
+    return ChatLogStore(any_database)

@@ -86,55 +86,59 @@ def test_unpacking_gives_the_unit_vector_back() -> None:
 # ---------------------------------------------------------------- the table
 
 
-async def test_vectors_are_read_back_by_session_and_model_newest_first(chat_store) -> None:
-    ids = await chat_store.insert_many(
+async def test_vectors_are_read_back_by_session_and_model_newest_first(any_chat_store) -> None:
+    ids = await any_chat_store.insert_many(
         [row("g:1", "一"), row("g:2", "二"), row("g:1", "三"), row("g:1", "四")]
     )
-    await chat_store.vectors.put(MODEL, [(i, packed([1.0, float(i)])) for i in ids[:3]])
-    await chat_store.vectors.put(OTHER_MODEL, [(ids[3], packed([0.0, 1.0]))])
+    await any_chat_store.vectors.put(MODEL, [(i, packed([1.0, float(i)])) for i in ids[:3]])
+    await any_chat_store.vectors.put(OTHER_MODEL, [(ids[3], packed([0.0, 1.0]))])
 
-    found = await chat_store.vectors.newest("g:1", MODEL, 10)
+    found = await any_chat_store.vectors.newest("g:1", MODEL, 10)
 
     assert [row_id for row_id, _ in found] == [ids[2], ids[0]]
-    assert await chat_store.vectors.newest("g:3", MODEL, 10) == []
-    assert await chat_store.vectors.count("g:1", OTHER_MODEL) == 1
+    assert await any_chat_store.vectors.newest("g:3", MODEL, 10) == []
+    assert await any_chat_store.vectors.count("g:1", OTHER_MODEL) == 1
 
 
-async def test_vectors_within_an_id_span_are_only_those(chat_store) -> None:
-    ids = await chat_store.insert_many([row("g:1", str(i)) for i in range(5)])
-    await chat_store.vectors.put(MODEL, [(i, packed([1.0])) for i in ids])
+async def test_vectors_within_an_id_span_are_only_those(any_chat_store) -> None:
+    ids = await any_chat_store.insert_many([row("g:1", str(i)) for i in range(5)])
+    await any_chat_store.vectors.put(MODEL, [(i, packed([1.0])) for i in ids])
 
-    found = await chat_store.vectors.newest("g:1", MODEL, 10, within=(ids[1], ids[2]))
+    found = await any_chat_store.vectors.newest("g:1", MODEL, 10, within=(ids[1], ids[2]))
 
     assert [row_id for row_id, _ in found] == [ids[2], ids[1]]
 
 
-async def test_a_vector_replaces_the_rows_older_one(chat_store) -> None:
+async def test_a_vector_replaces_the_rows_older_one(any_chat_store) -> None:
     from nonebot_plugin_aimemory.store.chat_log_vectors import unpack_vector
 
-    (row_id,) = await chat_store.insert_many([row("g:1", "一")])
-    await chat_store.vectors.put(OTHER_MODEL, [(row_id, packed([1.0, 0.0]))])
+    (row_id,) = await any_chat_store.insert_many([row("g:1", "一")])
+    await any_chat_store.vectors.put(OTHER_MODEL, [(row_id, packed([1.0, 0.0]))])
 
-    await chat_store.vectors.put(MODEL, [(row_id, packed([0.0, 1.0]))])
+    await any_chat_store.vectors.put(MODEL, [(row_id, packed([0.0, 1.0]))])
 
-    ((_, vector),) = await chat_store.vectors.newest("g:1", MODEL, 10)
+    ((_, vector),) = await any_chat_store.vectors.newest("g:1", MODEL, 10)
     assert unpack_vector(vector) == [0.0, 1.0]
-    assert await chat_store.vectors.count("g:1", OTHER_MODEL) == 0
+    assert await any_chat_store.vectors.count("g:1", OTHER_MODEL) == 0
 
 
-async def test_a_refused_or_missing_row_gets_no_vector(chat_store) -> None:
-    ids = await chat_store.insert_many([row("g:1", "被拦下的话", refused=True), row("g:1", "好的")])
+async def test_a_refused_or_missing_row_gets_no_vector(any_chat_store) -> None:
+    ids = await any_chat_store.insert_many(
+        [row("g:1", "被拦下的话", refused=True), row("g:1", "好的")]
+    )
 
-    stored = await chat_store.vectors.put(MODEL, [(ids[0], packed([1.0])), (999, packed([1.0]))])
+    stored = await any_chat_store.vectors.put(
+        MODEL, [(ids[0], packed([1.0])), (999, packed([1.0]))]
+    )
 
     assert stored == 0
-    assert await chat_store.vectors.count("g:1", MODEL) == 0
+    assert await any_chat_store.vectors.count("g:1", MODEL) == 0
 
 
 async def test_rows_without_a_vector_are_listed_newest_first_skipping_refused_and_empty(
-    chat_store,
+    any_chat_store,
 ) -> None:
-    ids = await chat_store.insert_many(
+    ids = await any_chat_store.insert_many(
         [
             row("g:1", "一"),
             row("g:2", "二"),
@@ -144,11 +148,11 @@ async def test_rows_without_a_vector_are_listed_newest_first_skipping_refused_an
             row("g:1", "四"),
         ]
     )
-    await chat_store.vectors.put(MODEL, [(ids[5], packed([1.0]))])
-    await chat_store.vectors.put(OTHER_MODEL, [(ids[4], packed([1.0]))])
+    await any_chat_store.vectors.put(MODEL, [(ids[5], packed([1.0]))])
+    await any_chat_store.vectors.put(OTHER_MODEL, [(ids[4], packed([1.0]))])
 
-    missing = await chat_store.vectors.unembedded(MODEL, 10)
-    below = await chat_store.vectors.unembedded(MODEL, 10, below_id=ids[1])
+    missing = await any_chat_store.vectors.unembedded(MODEL, 10)
+    below = await any_chat_store.vectors.unembedded(MODEL, 10, below_id=ids[1])
 
     assert [(r.id, r.session_key, r.text) for r in missing] == [
         (ids[4], "g:1", "三"),
@@ -158,21 +162,25 @@ async def test_rows_without_a_vector_are_listed_newest_first_skipping_refused_an
     assert [r.id for r in below] == [ids[0]]
 
 
-async def test_retention_removes_the_vectors_of_the_rows_it_removes(chat_store) -> None:
-    ids = await chat_store.insert_many([row("g:1", "旧话", at=OLD), row("g:1", "新话")])
-    await chat_store.vectors.put(MODEL, [(i, packed([1.0])) for i in ids])
+async def test_retention_removes_the_vectors_of_the_rows_it_removes(any_chat_store) -> None:
+    ids = await any_chat_store.insert_many([row("g:1", "旧话", at=OLD), row("g:1", "新话")])
+    await any_chat_store.vectors.put(MODEL, [(i, packed([1.0])) for i in ids])
 
-    await chat_store.delete_older_than("2026-06-01T00:00:00.000000Z")
+    await any_chat_store.delete_older_than("2026-06-01T00:00:00.000000Z")
 
-    assert [row_id for row_id, _ in await chat_store.vectors.newest("g:1", MODEL, 10)] == [ids[1]]
+    assert [row_id for row_id, _ in await any_chat_store.vectors.newest("g:1", MODEL, 10)] == [
+        ids[1]
+    ]
 
 
-async def test_a_row_marked_refused_loses_its_vector(chat_store) -> None:
+async def test_a_row_marked_refused_loses_its_vector(any_chat_store) -> None:
     written = row("g:1", "后来被拦下的话")
-    ids = await chat_store.insert_many([written, row("g:1", "好的")])
-    await chat_store.vectors.put(MODEL, [(i, packed([1.0])) for i in ids])
+    ids = await any_chat_store.insert_many([written, row("g:1", "好的")])
+    await any_chat_store.vectors.put(MODEL, [(i, packed([1.0])) for i in ids])
 
-    await chat_store.mark_refused([written])
+    await any_chat_store.mark_refused([written])
 
-    assert [row_id for row_id, _ in await chat_store.vectors.newest("g:1", MODEL, 10)] == [ids[1]]
-    assert [r.id for r in await chat_store.vectors.unembedded(MODEL, 10)] == []
+    assert [row_id for row_id, _ in await any_chat_store.vectors.newest("g:1", MODEL, 10)] == [
+        ids[1]
+    ]
+    assert [r.id for r in await any_chat_store.vectors.unembedded(MODEL, 10)] == []

@@ -1,0 +1,104 @@
+"""`python -m nonebot_plugin_aimemory.migrate --to postgresql://… [--from PATH]`: copy the
+bot's SQLite database (by default the one its configuration names) into PostgreSQL, with a
+progress bar, in batches; run it again after an interruption and it completes the copy,
+copying nothing twice. The bot must be stopped (checked: a running bot marks its
+database). At the end, every table's row count on both sides."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+from pathlib import Path
+
+from .store.connection import Backend
+from .store.copying import CopyReport, copy_all
+from .store.database import Database
+from .store.liveness import running_bot
+from .store.opening import DatabaseUnreachable, open_backend
+from .store.plugin_state import PluginStateStore
+from .store.postgres import redacted
+
+BAR_WIDTH = 30
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the copy; the exit status is 0 when every table was copied."""
+    parser = argparse.ArgumentParser(
+        prog="python -m nonebot_plugin_aimemory.migrate",
+        description="Copy the plugin's SQLite database into PostgreSQL (the bot stopped).",
+    )
+    parser.add_argument("--to", required=True, help="postgresql://user:password@host:port/db")
+    parser.add_argument("--from", dest="source", help="the SQLite file (default: the bot's)")
+    args = parser.parse_args(argv)
+    source = Path(args.source) if args.source else Path(configured_database())
+    if not source.is_file():
+        print(f"no SQLite database at {source}", file=sys.stderr)
+        return 2
+    return asyncio.run(migrate(source, args.to))
+
+
+def configured_database() -> str:
+    """The database file the bot's configuration names (its .env, as the bot reads it)."""
+    from . import default_db_path
+
+    return default_db_path()
+
+
+async def migrate(source_path: Path, url: str) -> int:
+    """Copy, print the counts; 0 when done, 1 when a table failed, 2 when refused."""
+    try:
+        target = await open_backend("", url)
+    except DatabaseUnreachable as error:
+        print(error, file=sys.stderr)
+        return 2
+    assert target is not None
+    source = await Database.open(source_path)
+    try:
+        if (refusal := await _bot_running(source, target)) is not None:
+            print(refusal, file=sys.stderr)
+            return 2
+        print(f"copying {source_path} to {redacted(url)}")
+        report = await copy_all(source, target, _show_progress)
+    finally:
+        await source.close()
+        await target.close()
+    print_report(report)
+    return 1 if report.failed else 0
+
+
+async def _bot_running(source: Database, target: Backend) -> str | None:
+    """Why the copy may not start: a bot runs on either database."""
+    for name, database in (("SQLite", source), ("PostgreSQL", target)):
+        running = await running_bot(PluginStateStore(database))
+        if running is not None:
+            return (
+                f"a bot is running on the {name} database (process {running}): stop it "
+                "first, then run the migration again"
+            )
+    return None
+
+
+def _show_progress(table: str, done: int, total: int) -> None:
+    """One line per table, redrawn in place: `chat_log  [#####-----]  5000 / 10000`."""
+    filled = BAR_WIDTH * done // total if total else BAR_WIDTH
+    bar = "#" * filled + "-" * (BAR_WIDTH - filled)
+    end = "\n" if done >= total else ""
+    print(f"\r  {table:<20} [{bar}] {done:>9} / {total}", end=end, file=sys.stderr, flush=True)
+
+
+def print_report(report: CopyReport) -> None:
+    """Every table: rows in SQLite, in PostgreSQL, copied by this run; failures named."""
+    print(f"{'table':<20} {'SQLite':>10} {'PostgreSQL':>12} {'copied now':>12}")
+    for table in report.tables:
+        print(
+            f"{table.name:<20} {table.source_rows:>10} {table.target_rows:>12} {table.copied:>12}"
+        )
+    for table in report.failed:
+        print(f"table {table.name} could not be copied: {table.error}", file=sys.stderr)
+    if report.failed:
+        print("the other tables were copied; fix the file and run the migration again")
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
