@@ -54,12 +54,9 @@ class Accounts:
             self_id for self_id, bot in nonebot.get_bots().items() if isinstance(bot, Bot)
         )
 
-    def peers(self, receiving: str) -> frozenset[str]:
-        """The accounts the plugin answers as that are connected now, `receiving` (the one
-        an event came through) always among them."""
-        return frozenset(
-            account for account in self.connected() | {receiving} if self.serves(account)
-        )
+    def peers(self, connected: frozenset[str]) -> frozenset[str]:
+        """Of the `connected` accounts, those the plugin answers as."""
+        return frozenset(account for account in connected if self.serves(account))
 
     async def key_account(self, account: str) -> str | None:
         """What `account`'s keys carry: None for the home account (claimed by the first

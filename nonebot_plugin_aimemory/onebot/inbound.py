@@ -57,19 +57,16 @@ def named_accounts(event: MessageEvent, accounts: frozenset[str]) -> frozenset[s
     return frozenset(named & accounts)
 
 
-def is_addressed(event: MessageEvent, named: frozenset[str] = frozenset()) -> bool:
-    """Private messages always; in groups one that names this account (`named`: @, a reply
-    to it), or the nickname at the start when it names no connected account (`to_me`)."""
+def is_addressed(event: MessageEvent, named: frozenset[str]) -> bool:
+    """Private messages always; in groups one that names this account (`named`, of the
+    connected accounts, this one among them: @ anywhere, a reply to it), or the nickname at
+    the start when it names no connected account (`to_me`)."""
     if not isinstance(event, GroupMessageEvent):
         return True
-    if str(event.self_id) in named:
-        return True
     if named:
-        return False  # for another account; a shared nickname in it does not change that
-    return event.to_me or any(
-        segment.type == "at" and str(segment.data.get("qq", "")) == str(event.self_id)
-        for segment in event.original_message
-    )
+        # For another account, a shared nickname in it does not change that.
+        return str(event.self_id) in named
+    return event.to_me
 
 
 def fingerprint_of(message: Message) -> str:
@@ -249,7 +246,7 @@ class Inbound:
         if self.accounts.serves(account):
             await self.accounts.key_account(account)
 
-    def _is_for_us(self, bot: Bot, event: Event) -> bool:
+    def _is_for_us(self, bot: Bot, event: Event, connected: frozenset[str]) -> bool:
         """Whether the plugin looks at the event at all: a message, received by an account
         it answers as, from a person (not a bot account connected here: no bot answers
         another, or its own messages, which some implementations report)."""
@@ -258,8 +255,7 @@ class Inbound:
         if str(event.self_id) != bot.self_id:
             self._log_mismatch(bot.self_id, str(event.self_id))
             return False
-        sender = str(event.user_id)
-        return sender != bot.self_id and sender not in self.accounts.connected()
+        return str(event.user_id) not in connected
 
     def _log_mismatch(self, connection: str, claimed: str) -> None:
         """An event that names another account than the connection it came through names
@@ -277,17 +273,17 @@ class Inbound:
         as, a bot's, a group it does not serve, a private chat it may not answer).
         Nothing here waits on I/O before the message is queued, so one chat's messages
         keep their order (but the home account's one write, once per database)."""
-        if not self._is_for_us(bot, event) or not isinstance(event, MessageEvent):
+        # Read once per message: the accounts connected now, the receiving one among them.
+        connected = self.accounts.connected() | {bot.self_id}
+        if not self._is_for_us(bot, event, connected) or not isinstance(event, MessageEvent):
             return None
         if not is_served_group(event, self.config):
             return None
         in_group = isinstance(event, GroupMessageEvent)
         if not in_group and not await private_chat_served(bot, event, self.config):
             return None
-        peers = self.accounts.peers(bot.self_id)
-        named = (
-            named_accounts(event, self.accounts.connected() | peers) if in_group else frozenset()
-        )
+        peers = self.accounts.peers(connected)
+        named = named_accounts(event, connected) if in_group else frozenset()
         message = event.get_message()
         command = parse_command(command_text(message))
         if command is not None and named and bot.self_id not in named:

@@ -12,7 +12,7 @@ from nonebot.matcher import current_bot, current_event, current_matcher, matcher
 from .. import plugin_config, texts
 from ..deferred_start import deferred_start
 from ..runtime import current_runtime
-from .inbound import command_text, is_addressed, parse_command, session_key_for
+from .inbound import command_text, is_addressed, named_accounts, parse_command, session_key_for
 
 logger = logging.getLogger("nonebot_plugin_aimemory")
 
@@ -49,10 +49,8 @@ async def _waiting_notice(bot: Bot, event: MessageEvent) -> None:
     waiting = deferred_start()
     if not waiting.waiting:
         return
-    if (
-        not (event.to_me or is_addressed(event))
-        and parse_command(command_text(event.message)) is None
-    ):
+    addressed = is_addressed(event, named_accounts(event, frozenset({bot.self_id})))
+    if not addressed and parse_command(command_text(event.message)) is None:
         return
     if waiting.notice_due(f"{session_key_for(event)} {bot.self_id}"):
         try:
