@@ -374,16 +374,13 @@ class Conversation:
         an account was addressed with, read in full, over a plain one still queued);
         whether this row is the one logged."""
         received = incoming.received
+        logged = received.logged_row if received is not None else None
+        if logged is None:
+            self._log(row)
+        elif not (row.addressed and not logged.addressed and self.chat_log.replace(logged, row)):
+            return False
         if received is not None:
-            logged = received.logged_row
-            if logged is not None and not (
-                row.addressed and not logged.addressed and self.chat_log.replace(logged, row)
-            ):
-                return False
             received.logged_row = row
-            if logged is not None:
-                return True
-        self._log(row)
         return True
 
     def _log(self, row: ChatRow, *, review_for: str | None = None) -> None:
