@@ -151,8 +151,9 @@ def _connect(url: str) -> psycopg.Connection[Any]:
     try:
         version = connection.info.server_version
         if version < MINIMUM_SERVER_VERSION:
+            shown = connection.info.parameter_status("server_version") or str(version)
             raise ServerTooOld(
-                f"PostgreSQL {version // 10000} is too old: the plugin needs PostgreSQL 13 or newer"
+                f"PostgreSQL {shown} is too old: the plugin needs PostgreSQL 13 or newer"
             )
         create_or_check_schema(PgConnection(connection))
         connection.execute(f"SET search_path TO {SCHEMA_NAME}")

@@ -207,3 +207,19 @@ async def test_an_outage_mid_run_fails_the_turn_briefly_and_loses_nothing(
         )
     ]
     assert logged == ["第一句", "第二句", "第三句"]
+
+
+@pytest.mark.parametrize("version", ["12.17 (Debian 12.17-1.pgdg110+1)", "9.6.24"])
+async def test_a_server_older_than_13_is_refused_with_its_version(version: str) -> None:
+    from nonebot_plugin_aimemory.config import ConfigError
+    from nonebot_plugin_aimemory.store.opening import open_backend
+    from tests.fakes.old_postgres import old_postgres
+
+    async with old_postgres(version) as url:
+        with pytest.raises(ConfigError) as refused:
+            await open_backend("", url)
+
+    message = str(refused.value)
+    assert f"PostgreSQL {version} is too old" in message
+    assert "13 or newer" in message
+    assert "s3cret" not in message
