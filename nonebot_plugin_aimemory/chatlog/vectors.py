@@ -4,24 +4,38 @@ rows left without a vector (the server was down, the bot stopped first, the key 
 turned on) are filled in newest first, at start and whenever the server answers again; and
 a search ranks a session's rows by their cosine to the query.
 
-A search scans at most `scan_rows` vectors of its session (the cosine is Python: 6 to 14 us
-a row of 384 dimensions on the bench's 2-core machine, idle to busy), the rows of the
-periods the query names first, then the newest: older rows are found by their words alone.
-No vector is kept in memory between searches: turning bytes into numbers dominates the scan
-whether the bytes come from SQLite or from RAM, and RAM is what a small VPS lacks."""
+A search reads at most `scan_rows` vectors of its session whole (the cosine is Python: 6 to
+14 us a row of 384 dimensions on the bench's 2-core machine, idle to busy), the rows of the
+periods the query names first, then the newest. Older rows are ranked first by their
+sketches (sign bits, a Hamming distance per row: well under a microsecond), and the closest
+`DEEP_ROWS` of them are read whole and ranked by cosine with the rest: a question about
+something said long ago can still be answered by meaning. No vector is kept in memory
+between searches: RAM is what a small VPS lacks.
+
+Each vector is recorded with its maker (model and prefix convention). After a change of
+either, the rows are embedded again in the background, newest first, with progress in the
+log; meanwhile a search compares only vectors of the current maker, and rows without one
+rank by keyword alone."""
 
 from __future__ import annotations
 
 import asyncio
+import heapq
 import logging
 from collections.abc import Sequence
 
 from ..engine.background import Background
-from ..engine.embeddings import Embedder, EmbeddingClient
+from ..engine.embeddings import Embedder, EmbeddingClient, VectorMaker
 from ..engine.errors import LLMError
 from ..store.chat_log_index import PeriodBoost
 from ..store.chat_log_store import ChatRow
-from ..store.chat_log_vectors import ChatLogVectorStore, QueryVector, Unembedded, pack_vector
+from ..store.chat_log_vectors import (
+    ChatLogVectorStore,
+    QueryVector,
+    Unembedded,
+    pack_sketch,
+    sketch_bits,
+)
 from ..text.encodable import encodable
 
 logger = logging.getLogger("nonebot_plugin_aimemory")
@@ -39,6 +53,13 @@ MAX_PENDING_ROWS = 5000
 # median (38 ms p99), the whole hybrid search 32 to 43 ms (p99 52 to 66 ms, with the query's
 # embedding; bench/retrieval.py's hybrid latency line); 4 000 rows took 70 ms and 160 ms.
 SCAN_COMPONENTS = 2000 * 384
+# Older rows read whole after their sketches ranked them: binary quantisation loses the
+# order among near neighbours, not the neighbourhood, so a few hundred rescored rows hold
+# the nearest ones (rescoring is how binary vector search is used, e.g. Cohere's and
+# Hugging Face's write-ups on embedding quantisation).
+DEEP_ROWS = 500
+# A backfill logs its progress every this many rows.
+PROGRESS_ROWS = 2000
 
 
 def scan_rows(dimensions: int) -> int:
@@ -62,10 +83,10 @@ class ChatLogVectors:
 
     enabled = True
 
-    def __init__(self, store: ChatLogVectorStore, embedder: Embedder, model: str) -> None:
+    def __init__(self, store: ChatLogVectorStore, embedder: Embedder, maker: VectorMaker) -> None:
         self.store = store
         self.embedder = embedder
-        self.model = model
+        self.maker = maker
         self._pending: list[Unembedded] = []
         # Rows may lack a vector (a new start, a failed request, rows dropped): the worker
         # looks for them once the pending rows are done, newest first below `_below_id`.
@@ -74,6 +95,7 @@ class ChatLogVectors:
         self._worker: asyncio.Task[None] | None = None
         self._background = Background("chat log vectors")
         self._closed = False
+        self._progress = _Progress(maker)
 
     def start(self) -> None:
         """Fill in, in the background, the vectors rows are missing."""
@@ -127,9 +149,9 @@ class ChatLogVectors:
     async def ranking(
         self, session_key: str, query_vector: Sequence[float], periods: Sequence[PeriodBoost]
     ) -> list[tuple[int, float]]:
-        """The session's scanned rows (ids) by cosine to `query_vector`, best first: the
-        newest of the periods in `periods` ahead of the rest, as a keyword match scores
-        more for being said then; then the newest of all; at most `scan_rows` in all."""
+        """The session's rows (ids) by cosine to `query_vector`, best first: the newest of
+        the periods in `periods` ahead of the rest, as a keyword match scores more for
+        being said then; then the newest of all and the older rows closest by sketch."""
         bound = scan_rows(len(query_vector))
         in_period: dict[int, bytes] = {}
         for boost in periods:
@@ -137,19 +159,35 @@ class ChatLogVectors:
                 break
             span = (boost.first_id, boost.last_id)
             found = await self.store.newest(
-                session_key, self.model, bound - len(in_period), within=span
+                session_key, self.maker, bound - len(in_period), within=span
             )
             in_period.update(found)
         others: dict[int, bytes] = {}
+        newest = await self.store.newest(session_key, self.maker, bound)
         if len(in_period) < bound:
             # The newest rows may be in a period already: read enough to fill the bound.
-            for row_id, packed in await self.store.newest(session_key, self.model, bound):
+            for row_id, packed in newest:
                 if row_id not in in_period and len(in_period) + len(others) < bound:
                     others[row_id] = packed
+        if len(newest) == bound:  # older rows exist: their sketches pick the closest
+            older = await self._closest_older(session_key, query_vector, newest[-1][0])
+            others.update((row_id, packed) for row_id, packed in older if row_id not in in_period)
         query = QueryVector.of(query_vector)
         return await asyncio.to_thread(
             lambda: [*_by_similarity(query, in_period), *_by_similarity(query, others)]
         )
+
+    async def _closest_older(
+        self, session_key: str, query_vector: Sequence[float], below_id: int
+    ) -> list[tuple[int, bytes]]:
+        """The vectors of the `DEEP_ROWS` rows older than `below_id` whose sketches are
+        closest to the query's."""
+        sketches = await self.store.sketches_below(session_key, self.maker, below_id)
+        if not sketches:
+            return []
+        query = sketch_bits(pack_sketch(query_vector))
+        closest = await asyncio.to_thread(_closest_by_sketch, query, sketches, DEEP_ROWS)
+        return await self.store.by_ids(session_key, self.maker, closest)
 
     def _wake(self) -> None:
         if self._closed or (self._worker is not None and not self._worker.done()):
@@ -169,14 +207,24 @@ class ChatLogVectors:
 
     async def _embed_until_done(self) -> None:
         while True:
-            backfilling = not self._pending
-            if backfilling:
+            resume_below: int | None = None  # where the backfill goes on after this batch
+            if not self._pending:
                 if not self._missing:
                     return
-                batch = await self.store.unembedded(self.model, EMBED_BATCH_ROWS, self._below_id)
-                if not batch:
+                if self._below_id is None:
+                    await self._progress.begin(self.store)
+                found = await self.store.unembedded(self.maker, EMBED_BATCH_ROWS, self._below_id)
+                if not found:
                     self._missing, self._below_id = False, None
+                    self._progress.end()
                     continue  # rows written during that look (no new worker was started)
+                # Rows flushed during that look are pending already: embedded once, there.
+                pending = {row.id for row in self._pending}
+                batch = [row for row in found if row.id not in pending]
+                resume_below = found[-1].id
+                if not batch:
+                    self._below_id = resume_below
+                    continue
             else:
                 batch, self._pending = (
                     self._pending[:EMBED_BATCH_ROWS],
@@ -193,11 +241,52 @@ class ChatLogVectors:
                 self._missing, self._below_id = True, None
                 return
             await self.store.put(
-                self.model,
-                [(row.id, pack_vector(v)) for row, v in zip(batch, vectors, strict=True)],
+                self.maker, [(row.id, v) for row, v in zip(batch, vectors, strict=True)]
             )
-            if backfilling:
-                self._below_id = batch[-1].id
+            if resume_below is not None:
+                self._below_id = resume_below
+                self._progress.done(len(batch))
+
+
+class _Progress:
+    """The log lines of a backfill worth reporting (a new model, a long outage): how many
+    rows it has to embed, every `PROGRESS_ROWS` done, and its end."""
+
+    def __init__(self, maker: VectorMaker) -> None:
+        self.maker = maker
+        self.total = 0
+        self.embedded = 0
+        self._reported = 0
+
+    async def begin(self, store: ChatLogVectorStore) -> None:
+        self.total, self.embedded, self._reported = await store.unembedded_count(self.maker), 0, 0
+        if self.total >= PROGRESS_ROWS:
+            logger.info(
+                "chat-log vectors: embedding %d rows with %s (%s), newest first; until then "
+                "they are found by keyword",
+                self.total,
+                self.maker.model,
+                self.maker.convention,
+            )
+
+    def done(self, rows: int) -> None:
+        self.embedded += rows
+        if self.total >= PROGRESS_ROWS and self.embedded - self._reported >= PROGRESS_ROWS:
+            self._reported = self.embedded
+            logger.info("chat-log vectors: %d of %d rows embedded", self.embedded, self.total)
+
+    def end(self) -> None:
+        if self.total >= PROGRESS_ROWS:
+            logger.info("chat-log vectors: all %d rows embedded", self.embedded)
+        self.total = 0
+
+
+def _closest_by_sketch(query: int, sketches: list[tuple[int, bytes]], count: int) -> list[int]:
+    """The ids of the `count` sketches nearest `query` in Hamming distance, nearest first."""
+    distances = [
+        ((query ^ sketch_bits(sketch)).bit_count(), -row_id) for row_id, sketch in sketches
+    ]
+    return [-negated for _, negated in heapq.nsmallest(count, distances)]
 
 
 def _by_similarity(query: QueryVector, vectors: dict[int, bytes]) -> list[tuple[int, float]]:
@@ -247,4 +336,4 @@ def row_vectors(store: ChatLogVectorStore, embedder: Embedder, *, wanted: bool) 
     both."""
     if not wanted or not isinstance(embedder, EmbeddingClient):
         return NoChatLogVectors()
-    return ChatLogVectors(store, embedder, embedder.endpoint.model)
+    return ChatLogVectors(store, embedder, embedder.maker)

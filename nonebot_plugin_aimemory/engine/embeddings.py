@@ -80,6 +80,28 @@ class EmbeddingRoles:
         """Fields the request carries beyond model and input."""
         return {"input_type": role} if self.input_type else {}
 
+    @property
+    def convention(self) -> str:
+        """These roles as recorded beside each vector they made: a vector made with other
+        prefixes is another vector, even of the same model."""
+        if self.input_type:
+            return "input_type"
+        if not (self.query_prefix or self.passage_prefix):
+            return "none"
+        return "prefixes " + json.dumps(
+            [self.query_prefix, self.passage_prefix], ensure_ascii=False
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class VectorMaker:
+    """What makes the vectors compared with a query: the model and its roles' convention,
+    recorded beside each stored vector. A vector of another maker (the model or the prefix
+    setting changed since) is not compared and is made again in the background."""
+
+    model: str
+    convention: str
+
 
 class EmbeddingClient:
     """Turns texts into vectors; any failure raises LLMError so callers can fall back.
@@ -115,6 +137,11 @@ class EmbeddingClient:
         self.clock = clock
         self._pause_seconds = 0.0  # the current pause; 0 while the server answers
         self._paused_until = 0.0
+
+    @property
+    def maker(self) -> VectorMaker:
+        """What the vectors this client makes are recorded as."""
+        return VectorMaker(self.endpoint.model, self.roles.convention)
 
     @property
     def paused(self) -> bool:
@@ -201,6 +228,7 @@ class NoEmbeddings:
     """No embedding model configured: memories are found by their words alone."""
 
     enabled = False
+    maker = None
 
     async def embed(self, texts: Sequence[str], role: TextRole = "passage") -> list[list[float]]:
         """Always fails, as a client that is off."""

@@ -208,6 +208,12 @@ class ScopeIndex:
         process wrote): the next read loads it again."""
         self._scopes.pop(scope, None)
 
+    def forget_all(self) -> None:
+        """Stop trusting every cached index not being written (the vectors they hold were
+        made by another model): the next read of each loads it again."""
+        for scope in [s for s in self._scopes if s not in self._lock_users]:
+            del self._scopes[scope]
+
     def drop(self, purged: Iterable[tuple[str, str]]) -> None:
         """Forget purged entries, given as (scope, id), in the scopes that are cached (one
         that is not is loaded without them)."""

@@ -40,6 +40,7 @@ class MemoryVectors:
         self.store = store
         self.index = index
         self._embedder = embedder
+        store.maker = embedder.maker
         # Set when a memory was stored without a vector while embeddings are configured: the
         # next successful embedding call starts a backfill for it.
         self._vectors_missing = False
@@ -56,6 +57,12 @@ class MemoryVectors:
     def embedder(self, embedder: Embedder) -> None:
         self._embedder = embedder
         self._unrelated = None  # another model: another idea of "unrelated"
+        if embedder.maker != self.store.maker:
+            # Vectors of the old maker are not compared with the new one's queries: read
+            # the scopes again, and let the backfill make them anew.
+            self.store.maker = embedder.maker
+            self.index.forget_all()
+            self._vectors_missing = True
 
     async def embed_quietly(self, text: str, role: TextRole = "passage") -> list[float] | None:
         """The vector of `text` (stored, or a `query` searched for), or None when embeddings
@@ -136,7 +143,16 @@ class MemoryVectors:
 
     async def _backfill_in_background(self) -> int:
         try:
-            return await self.backfill()
+            filled = await self.backfill()
+            if filled and self.store.maker is not None:
+                maker = self.store.maker
+                logger.info(
+                    "memory vectors: %d memories embedded with %s (%s)",
+                    filled,
+                    maker.model,
+                    maker.convention,
+                )
+            return filled
         except Exception:
             # Database closed at shutdown, disk full...: try again after the next success.
             logger.exception("embedding backfill failed; keyword search still works")

@@ -1,11 +1,14 @@
 """A stored memory and tombstone as the tables hold them, and the conversion of their rows
-(tags, evidence and vectors kept as JSON text)."""
+(tags, evidence and vectors kept as JSON text; a vector is read only when the maker recorded
+beside it is the one asked for, so a model or prefix change leaves it to be made again)."""
 
 from __future__ import annotations
 
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+
+from ..engine.embeddings import VectorMaker
 
 
 @dataclass(slots=True)
@@ -42,7 +45,9 @@ class Tombstone:
     user_id: str | None = None
 
 
-def record_from_row(row: Sequence[object]) -> MemoryRecord:
+def record_from_row(row: Sequence[object], maker: VectorMaker | None) -> MemoryRecord:
+    """A memory row; its vector only if `maker` made it (any vector when `maker` is None:
+    no embedding model is configured, so nothing compares it)."""
     (
         id_,
         content,
@@ -56,14 +61,20 @@ def record_from_row(row: Sequence[object]) -> MemoryRecord:
         updated,
         deleted,
         private,
+        embedding_model,
+        embedding_convention,
     ) = row
+    current = maker is None or (embedding_model, embedding_convention) == (
+        maker.model,
+        maker.convention,
+    )
     return MemoryRecord(
         id=str(id_),
         content=str(content),
         normalized=str(normalized),
         tags=_json_list(tags),
         user_id=str(user_id) if user_id is not None else None,
-        embedding=_json_list(embedding) or None,
+        embedding=(_json_list(embedding) or None) if current else None,
         evidence=[int(x) for x in _json_list(evidence) if isinstance(x, int)],
         source=str(source),
         created_at=str(created),

@@ -8,6 +8,7 @@ import hashlib
 from collections.abc import Sequence
 from typing import Literal
 
+from ..engine.embeddings import VectorMaker
 from .connection import Backend, Connection
 from .database import utc_now_text
 from .memory_records import MemoryRecord as MemoryRecord
@@ -25,25 +26,32 @@ UpdateResult = Literal["updated", "missing", "duplicate", "tombstoned"]
 
 _COLUMNS = (
     "id, content, normalized, tags, user_id, embedding, evidence, source, created_at, "
-    "updated_at, deleted_at, private"
+    "updated_at, deleted_at, private, embedding_model, embedding_convention"
 )
 
 
 class MemoryStore:
     """SQL for the `memories` and `memory_tombstones` tables."""
 
-    def __init__(self, database: Backend) -> None:
+    def __init__(self, database: Backend, maker: VectorMaker | None = None) -> None:
         self.database = database
+        # What makes the vectors written and read (None: no embedding model configured).
+        self.maker = maker
 
     def _lock(self, connection: Connection, scope: str) -> None:
         _lock_scope(connection, self.database.dialect, scope)
+
+    def _made_by(self, vector: list[float] | None) -> tuple[str | None, str | None]:
+        if vector is None or self.maker is None:
+            return (None, None)
+        return (self.maker.model, self.maker.convention)
 
     async def load_scope(self, scope: str) -> list[MemoryRecord]:
         """Every memory of `scope`, deleted ones included."""
         rows = await self.database.read(
             f"SELECT {_COLUMNS} FROM memories WHERE scope = ?", (scope,)
         )
-        return [record_from_row(row) for row in rows]
+        return [record_from_row(row, self.maker) for row in rows]
 
     async def load_tombstones(self, scope: str) -> dict[str, str]:
         """normalized content -> id of the memory a person deleted."""
@@ -82,8 +90,8 @@ class MemoryStore:
                 return "full"
             connection.execute(
                 f"INSERT INTO memories (scope, {_COLUMNS}) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (scope, *_values(record)),
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (scope, *_values(record), *self._made_by(record.embedding)),
             )
             return "inserted"
 
@@ -110,14 +118,15 @@ class MemoryStore:
                     return refusal
             connection.execute(
                 "UPDATE memories SET content = ?, normalized = ?, tags = ?, user_id = ?, "
-                "embedding = ?, evidence = ?, updated_at = ?, deleted_at = ?, private = ? "
-                "WHERE scope = ? AND id = ?",
+                "embedding = ?, embedding_model = ?, embedding_convention = ?, evidence = ?, "
+                "updated_at = ?, deleted_at = ?, private = ? WHERE scope = ? AND id = ?",
                 (
                     record.content,
                     record.normalized,
                     json_text(record.tags),
                     record.user_id,
                     json_text(record.embedding) if record.embedding else None,
+                    *self._made_by(record.embedding or None),
                     json_text(record.evidence),
                     record.updated_at,
                     record.deleted_at,
@@ -145,13 +154,17 @@ class MemoryStore:
         await self.database.write(work)
 
     async def set_embeddings(self, scope: str, vectors: dict[str, list[float]]) -> None:
-        """Store embeddings by memory id."""
+        """Store embeddings by memory id, as made by the store's maker."""
 
         def work(connection: Connection) -> None:
             self._lock(connection, scope)
             connection.executemany(
-                "UPDATE memories SET embedding = ? WHERE scope = ? AND id = ?",
-                [(json_text(vector), scope, memory_id) for memory_id, vector in vectors.items()],
+                "UPDATE memories SET embedding = ?, embedding_model = ?, "
+                "embedding_convention = ? WHERE scope = ? AND id = ?",
+                [
+                    (json_text(vector), *self._made_by(vector), scope, memory_id)
+                    for memory_id, vector in vectors.items()
+                ],
             )
 
         await self.database.write(work)
@@ -192,11 +205,19 @@ class MemoryStore:
         await self.database.write(work)
 
     async def missing_embeddings(self, limit: int) -> list[tuple[str, list[tuple[str, str]]]]:
-        """Live memories without a vector, grouped by scope: [(scope, [(id, content)])]."""
+        """Live memories without a vector of the store's maker (without any vector when no
+        maker is set), grouped by scope: [(scope, [(id, content)])]."""
+        stale, params = "", ()
+        if self.maker is not None:
+            stale = (
+                " OR embedding_model IS NULL OR embedding_model != ? "
+                "OR embedding_convention IS NULL OR embedding_convention != ?"
+            )
+            params = (self.maker.model, self.maker.convention)
         rows = await self.database.read(
             "SELECT scope, id, content FROM memories "
-            "WHERE embedding IS NULL AND deleted_at IS NULL ORDER BY scope LIMIT ?",
-            (limit,),
+            f"WHERE deleted_at IS NULL AND (embedding IS NULL{stale}) ORDER BY scope LIMIT ?",
+            (*params, limit),
         )
         grouped: dict[str, list[tuple[str, str]]] = {}
         for scope, memory_id, content in rows:

@@ -22,9 +22,17 @@ SCHEMA_NAME = "aimemory"
 # Two processes starting on a new database create the schema one after the other.
 _SCHEMA_LOCK = 0x61696D656D6F7279  # "aimemory"
 
-# Migrations after the first PostgreSQL release go here, keyed by the version they reach;
-# the SQLite migrations up to SCHEMA_VERSION need none (no PostgreSQL database is older).
-MIGRATIONS: dict[int, str] = {}
+# Migrations after the first PostgreSQL schema (17) go here, keyed by the version they
+# reach, each the PostgreSQL form of the SQLite migration of that number (schema.py); no
+# PostgreSQL database is older than 17.
+MIGRATIONS: dict[int, str] = {
+    18: """
+    ALTER TABLE chat_log_vectors ADD COLUMN IF NOT EXISTS convention TEXT NOT NULL DEFAULT '';
+    ALTER TABLE chat_log_vectors ADD COLUMN IF NOT EXISTS sketch BYTEA;
+    ALTER TABLE memories ADD COLUMN IF NOT EXISTS embedding_model TEXT;
+    ALTER TABLE memories ADD COLUMN IF NOT EXISTS embedding_convention TEXT;
+    """,
+}
 
 
 class NewerSchema(RuntimeError):
@@ -75,6 +83,8 @@ CREATE TABLE IF NOT EXISTS memories (
     updated_at TEXT NOT NULL,
     deleted_at TEXT,
     private INTEGER NOT NULL DEFAULT 0,
+    embedding_model TEXT,
+    embedding_convention TEXT,
     PRIMARY KEY (scope, id)
 );
 CREATE INDEX IF NOT EXISTS memories_by_normalized ON memories (scope, normalized);
@@ -154,7 +164,9 @@ CREATE TABLE IF NOT EXISTS chat_log_vectors (
     row_id BIGINT PRIMARY KEY,
     session_key TEXT NOT NULL,
     model TEXT NOT NULL,
-    vector BYTEA NOT NULL
+    vector BYTEA NOT NULL,
+    convention TEXT NOT NULL DEFAULT '',
+    sketch BYTEA
 );
 CREATE INDEX IF NOT EXISTS chat_log_vectors_by_session ON chat_log_vectors (session_key);
 CREATE TABLE IF NOT EXISTS token_usage (

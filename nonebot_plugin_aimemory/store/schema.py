@@ -231,6 +231,17 @@ MIGRATIONS: tuple[str, ...] = (
         SELECT 'g:' || group_id, unaddressed, updated_at FROM group_counters;
     DROP TABLE IF EXISTS group_counters;
     """,
+    # What made each vector (engine/embeddings.py): the model and how it was told a query
+    # from a stored text (`convention`); a vector made otherwise is not compared with a
+    # query and is made again in the background. Rows written before have none recorded.
+    # A chat-log vector also gets its sign bits (`sketch`), scanned first so a search can
+    # reach beyond the rows whose whole vectors it reads.
+    """
+    ALTER TABLE chat_log_vectors ADD COLUMN convention TEXT NOT NULL DEFAULT '';
+    ALTER TABLE chat_log_vectors ADD COLUMN sketch BLOB;
+    ALTER TABLE memories ADD COLUMN embedding_model TEXT;
+    ALTER TABLE memories ADD COLUMN embedding_convention TEXT;
+    """,
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)
@@ -278,6 +289,8 @@ CREATE TABLE IF NOT EXISTS memories (
     updated_at TEXT NOT NULL,
     deleted_at TEXT,
     private INTEGER NOT NULL DEFAULT 0,
+    embedding_model TEXT,
+    embedding_convention TEXT,
     PRIMARY KEY (scope, id)
 ) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS memories_by_normalized ON memories (scope, normalized);
@@ -344,7 +357,9 @@ CREATE TABLE IF NOT EXISTS chat_log_vectors (
     row_id INTEGER PRIMARY KEY,
     session_key TEXT NOT NULL,
     model TEXT NOT NULL,
-    vector BLOB NOT NULL
+    vector BLOB NOT NULL,
+    convention TEXT NOT NULL DEFAULT '',
+    sketch BLOB
 );
 CREATE INDEX IF NOT EXISTS chat_log_vectors_by_session ON chat_log_vectors (session_key);
 CREATE TABLE IF NOT EXISTS token_usage (

@@ -41,12 +41,12 @@ DECOYS = [
 
 async def with_row_vectors(plugin, **overrides):
     """Embeddings configured, chat-log rows included."""
-    return await plugin.restart(
-        aimemory_embedding_model="fake-embed",
-        aimemory_embedding_api_base=plugin.llm.base_url,
-        aimemory_chat_log_embeddings=True,
-        **overrides,
-    )
+    settings = {
+        "aimemory_embedding_model": "fake-embed",
+        "aimemory_embedding_api_base": plugin.llm.base_url,
+        "aimemory_chat_log_embeddings": True,
+    }
+    return await plugin.restart(**{**settings, **overrides})
 
 
 def row_vectors(plugin) -> ChatLogVectors:
@@ -75,7 +75,8 @@ async def write(plugin, *lines: str, key: str = GROUP, at: datetime | None = Non
 
 
 async def vector_count(plugin, key: str = GROUP) -> int:
-    return await plugin.runtime.chat_log.writer.store.vectors.count(key, "fake-embed")
+    """How many of the session's rows have a vector of the configured model."""
+    return await plugin.runtime.chat_log.writer.store.vectors.count(key, row_vectors(plugin).maker)
 
 
 async def search(plugin, keyword: str, *, group_id: int = GROUP_ID) -> list[str]:
@@ -179,9 +180,34 @@ async def test_rows_of_a_named_period_are_scanned_and_ranked_first_even_beyond_t
     with_period = await vectors.ranking(GROUP, query, keyword.periods)
     newest_only = await vectors.ranking(GROUP, query, [])
 
-    # Yesterday's row first, though today's newest is closer; two rows scanned in all.
-    assert [row_id for row_id, _ in with_period] == [ids[milk], ids[BASKETBALL]]
-    assert [row_id for row_id, _ in newest_only] == [ids[BASKETBALL], ids[OTHERS[1]]]
+    # Yesterday's row first, though today's newest is closer; then the two newest read
+    # whole; the older ones (through their sketches) after those.
+    assert [row_id for row_id, _ in with_period][:2] == [ids[milk], ids[BASKETBALL]]
+    assert [row_id for row_id, _ in newest_only][:2] == [ids[BASKETBALL], ids[OTHERS[1]]]
+    assert sorted(row_id for row_id, _ in newest_only) == sorted(ids.values())
+
+
+async def test_a_row_older_than_the_rows_read_whole_is_found_through_its_sketch(
+    plugin, monkeypatch
+) -> None:
+    from nonebot_plugin_aimemory.chatlog import vectors as vectors_module
+
+    await with_row_vectors(plugin)
+    fillers = [f"周末我们去海底捞吃火锅第{i}次" for i in range(30)]
+    await write(plugin, BASKETBALL, *fillers)
+    # Two rows read whole, and one older row by its sketch: the basketball line must be it.
+    monkeypatch.setattr(vectors_module, "SCAN_COMPONENTS", 2 * len(embed_text("x")))
+    monkeypatch.setattr(vectors_module, "DEEP_ROWS", 1)
+    query = await row_vectors(plugin).query_vector(PARAPHRASE)
+    assert query is not None
+
+    ranked = await row_vectors(plugin).ranking(GROUP, query, [])
+
+    rows = await plugin.runtime.chat_log.writer.store.recent(GROUP, 40)
+    texts = {row.id: row.text for row in rows}
+    assert len(ranked) == 3
+    assert texts[ranked[0][0]] == BASKETBALL
+    assert (await search(plugin, PARAPHRASE))[0] == BASKETBALL
 
 
 # ---------------------------------------------------------------- writing and backfilling
@@ -380,3 +406,32 @@ async def test_rows_written_while_the_backfill_finds_nothing_more_are_still_embe
     await vectors.settle()
 
     assert await vector_count(plugin) == 1
+
+
+async def test_a_change_of_model_embeds_every_row_again_newest_first_with_progress(
+    plugin, monkeypatch, plugin_log
+) -> None:
+    from nonebot_plugin_aimemory.chatlog import vectors as vectors_module
+
+    await with_row_vectors(plugin)
+    await write(plugin, BASKETBALL, *OTHERS)
+    rows = len(OTHERS) + 1
+    monkeypatch.setattr(vectors_module, "PROGRESS_ROWS", 2)
+    monkeypatch.setattr(vectors_module, "EMBED_BATCH_ROWS", 2)
+    before = len(plugin.llm.embedding_requests)
+
+    await with_row_vectors(plugin, aimemory_embedding_model="fake-embed-v2")
+    await row_vectors(plugin).settle()
+
+    assert row_vectors(plugin).maker.model == "fake-embed-v2"
+    assert await vector_count(plugin) == rows
+    requests = plugin.llm.embedding_requests[before:]
+    assert {body["model"] for body in requests} == {"fake-embed-v2"}
+    again = [text for body in requests for text in body["input"]]
+    assert again[0] == OTHERS[-1]  # newest first
+    assert sorted(again) == sorted([BASKETBALL, *OTHERS])
+    lines = [r.getMessage() for r in plugin_log.records]
+    progress = [line for line in lines if line.startswith("chat-log vectors")]
+    assert progress[0].startswith(f"chat-log vectors: embedding {rows} rows with fake-embed-v2")
+    assert progress[-1] == f"chat-log vectors: all {rows} rows embedded"
+    assert (await search(plugin, PARAPHRASE))[0] == BASKETBALL

@@ -393,3 +393,26 @@ def test_an_unknown_prefix_setting_is_a_config_error() -> None:
 
     with pytest.raises(ValidationError, match="aimemory_embedding_prefixes"):
         Config(aimemory_embedding_prefixes="e5")
+
+
+async def test_a_change_of_prefixes_makes_every_vector_again_in_the_background(plugin) -> None:
+    await with_embeddings(plugin)
+    target_id = await seed(plugin)
+    plugin.llm.embeddings_fail = True  # the new vectors cannot be made yet
+
+    await plugin.restart(aimemory_embedding_prefixes="q: |p: ")
+
+    # The old vectors are not compared with the new queries; keyword search works.
+    assert all(r.embedding is None for r in await stored(plugin, SCOPE))
+    hits = await plugin.runtime.memory.service.search(SCOPE, "basketball")
+    assert hits[0].memory.id == target_id
+
+    plugin.llm.embeddings_fail = False
+    await plugin.restart()
+
+    async def made_again() -> bool:
+        return all(r.embedding is not None for r in await stored(plugin, SCOPE))
+
+    assert await wait_for(made_again)
+    for record in await stored(plugin, SCOPE):
+        assert record.embedding == pytest.approx(embed_text(f"p: {record.content}"))

@@ -23,6 +23,9 @@ class ScriptedEmbedder:
     enabled = True
 
     def __init__(self, angles: dict[str, float]) -> None:
+        from nonebot_plugin_aimemory.engine.embeddings import VectorMaker
+
+        self.maker = VectorMaker("scripted", "none")
         self.angles = angles
         self.requests: list[tuple[str, list[str]]] = []
 

@@ -141,8 +141,10 @@ async def test_several_processes_writing_at_once_keep_the_index_counts_exact(
 ) -> None:
     """PostgreSQL's own counts (SQLite's FTS5 keeps its own): three connections insert,
     refuse, expire and embed rows at once; afterwards every count equals a recount."""
+    from nonebot_plugin_aimemory.engine.embeddings import VectorMaker
     from nonebot_plugin_aimemory.store.chat_log_store import ChatLogStore
-    from nonebot_plugin_aimemory.store.chat_log_vectors import pack_vector
+
+    maker = VectorMaker("m", "none")
 
     others = [await open_backend(), await open_backend()]
     stores = [ChatLogStore(database) for database in (any_database, *others)]
@@ -154,7 +156,7 @@ async def test_several_processes_writing_at_once_keep_the_index_counts_exact(
             ]
             ids = await store.insert_many(rows)
             await store.mark_refused(rows[:1])
-            await store.vectors.put("m", [(row_id, pack_vector([1.0, 0.5])) for row_id in ids])
+            await store.vectors.put(maker, [(row_id, [1.0, 0.5]) for row_id in ids])
 
     async def expire(store: ChatLogStore) -> None:
         for _ in range(15):

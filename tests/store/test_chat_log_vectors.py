@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 import random
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import pytest
@@ -12,10 +13,24 @@ import pytest
 if TYPE_CHECKING:
     from nonebot_plugin_aimemory.store.chat_log_store import ChatRow
 
-MODEL = "multilingual-e5-small"
-OTHER_MODEL = "bge-m3"
+MODEL_NAME = "multilingual-e5-small"
 AT = "2026-11-30T00:00:00.000000Z"
 OLD = "2026-01-01T00:00:00.000000Z"
+
+
+@dataclass(frozen=True)
+class Maker:
+    """The fields of engine/embeddings.py's VectorMaker, which the store reads (the plugin
+    is imported only once NoneBot is set up, after collection)."""
+
+    model: str
+    convention: str
+
+
+MODEL = Maker(MODEL_NAME, 'prefixes ["query: ", "passage: "]')
+OTHER_MODEL = Maker("bge-m3", "none")
+# The same model told a query from a stored text otherwise: other vectors.
+OTHER_PREFIXES = Maker(MODEL_NAME, "none")
 
 
 def row(key: str, text: str, *, at: str = AT, refused: bool = False) -> ChatRow:
@@ -90,8 +105,8 @@ async def test_vectors_are_read_back_by_session_and_model_newest_first(any_chat_
     ids = await any_chat_store.insert_many(
         [row("g:1", "一"), row("g:2", "二"), row("g:1", "三"), row("g:1", "四")]
     )
-    await any_chat_store.vectors.put(MODEL, [(i, packed([1.0, float(i)])) for i in ids[:3]])
-    await any_chat_store.vectors.put(OTHER_MODEL, [(ids[3], packed([0.0, 1.0]))])
+    await any_chat_store.vectors.put(MODEL, [(i, [1.0, float(i)]) for i in ids[:3]])
+    await any_chat_store.vectors.put(OTHER_MODEL, [(ids[3], [0.0, 1.0])])
 
     found = await any_chat_store.vectors.newest("g:1", MODEL, 10)
 
@@ -102,7 +117,7 @@ async def test_vectors_are_read_back_by_session_and_model_newest_first(any_chat_
 
 async def test_vectors_within_an_id_span_are_only_those(any_chat_store) -> None:
     ids = await any_chat_store.insert_many([row("g:1", str(i)) for i in range(5)])
-    await any_chat_store.vectors.put(MODEL, [(i, packed([1.0])) for i in ids])
+    await any_chat_store.vectors.put(MODEL, [(i, [1.0]) for i in ids])
 
     found = await any_chat_store.vectors.newest("g:1", MODEL, 10, within=(ids[1], ids[2]))
 
@@ -113,9 +128,9 @@ async def test_a_vector_replaces_the_rows_older_one(any_chat_store) -> None:
     from nonebot_plugin_aimemory.store.chat_log_vectors import unpack_vector
 
     (row_id,) = await any_chat_store.insert_many([row("g:1", "一")])
-    await any_chat_store.vectors.put(OTHER_MODEL, [(row_id, packed([1.0, 0.0]))])
+    await any_chat_store.vectors.put(OTHER_MODEL, [(row_id, [1.0, 0.0])])
 
-    await any_chat_store.vectors.put(MODEL, [(row_id, packed([0.0, 1.0]))])
+    await any_chat_store.vectors.put(MODEL, [(row_id, [0.0, 1.0])])
 
     ((_, vector),) = await any_chat_store.vectors.newest("g:1", MODEL, 10)
     assert unpack_vector(vector) == [0.0, 1.0]
@@ -127,9 +142,7 @@ async def test_a_refused_or_missing_row_gets_no_vector(any_chat_store) -> None:
         [row("g:1", "被拦下的话", refused=True), row("g:1", "好的")]
     )
 
-    stored = await any_chat_store.vectors.put(
-        MODEL, [(ids[0], packed([1.0])), (999, packed([1.0]))]
-    )
+    stored = await any_chat_store.vectors.put(MODEL, [(ids[0], [1.0]), (999, [1.0])])
 
     assert stored == 0
     assert await any_chat_store.vectors.count("g:1", MODEL) == 0
@@ -148,8 +161,8 @@ async def test_rows_without_a_vector_are_listed_newest_first_skipping_refused_an
             row("g:1", "四"),
         ]
     )
-    await any_chat_store.vectors.put(MODEL, [(ids[5], packed([1.0]))])
-    await any_chat_store.vectors.put(OTHER_MODEL, [(ids[4], packed([1.0]))])
+    await any_chat_store.vectors.put(MODEL, [(ids[5], [1.0])])
+    await any_chat_store.vectors.put(OTHER_MODEL, [(ids[4], [1.0])])
 
     missing = await any_chat_store.vectors.unembedded(MODEL, 10)
     below = await any_chat_store.vectors.unembedded(MODEL, 10, below_id=ids[1])
@@ -164,7 +177,7 @@ async def test_rows_without_a_vector_are_listed_newest_first_skipping_refused_an
 
 async def test_retention_removes_the_vectors_of_the_rows_it_removes(any_chat_store) -> None:
     ids = await any_chat_store.insert_many([row("g:1", "旧话", at=OLD), row("g:1", "新话")])
-    await any_chat_store.vectors.put(MODEL, [(i, packed([1.0])) for i in ids])
+    await any_chat_store.vectors.put(MODEL, [(i, [1.0]) for i in ids])
 
     await any_chat_store.delete_older_than("2026-06-01T00:00:00.000000Z")
 
@@ -176,7 +189,7 @@ async def test_retention_removes_the_vectors_of_the_rows_it_removes(any_chat_sto
 async def test_a_row_marked_refused_loses_its_vector(any_chat_store) -> None:
     written = row("g:1", "后来被拦下的话")
     ids = await any_chat_store.insert_many([written, row("g:1", "好的")])
-    await any_chat_store.vectors.put(MODEL, [(i, packed([1.0])) for i in ids])
+    await any_chat_store.vectors.put(MODEL, [(i, [1.0]) for i in ids])
 
     await any_chat_store.mark_refused([written])
 
@@ -184,3 +197,57 @@ async def test_a_row_marked_refused_loses_its_vector(any_chat_store) -> None:
         ids[1]
     ]
     assert [r.id for r in await any_chat_store.vectors.unembedded(MODEL, 10)] == []
+
+
+async def test_a_vector_of_the_same_model_with_other_prefixes_is_another_vector(
+    any_chat_store,
+) -> None:
+    ids = await any_chat_store.insert_many([row("g:1", "一"), row("g:1", "二")])
+    await any_chat_store.vectors.put(OTHER_PREFIXES, [(i, [1.0]) for i in ids])
+    await any_chat_store.vectors.put(MODEL, [(ids[1], [1.0])])
+
+    assert [r for r, _ in await any_chat_store.vectors.newest("g:1", MODEL, 10)] == [ids[1]]
+    assert [r.id for r in await any_chat_store.vectors.unembedded(MODEL, 10)] == [ids[0]]
+    assert await any_chat_store.vectors.unembedded_count(MODEL) == 1
+    assert await any_chat_store.vectors.count("g:1", OTHER_PREFIXES) == 1
+
+
+async def test_sketches_and_whole_vectors_are_read_by_row_below_an_id(any_chat_store) -> None:
+    from nonebot_plugin_aimemory.store.chat_log_vectors import pack_sketch
+
+    ids = await any_chat_store.insert_many([row("g:1", str(i)) for i in range(4)])
+    await any_chat_store.insert_many([row("g:2", "别处")])
+    vectors = {row_id: [1.0, -0.5 * n, 0.0] for n, row_id in enumerate(ids)}
+    await any_chat_store.vectors.put(MODEL, list(vectors.items()))
+
+    sketches = await any_chat_store.vectors.sketches_below("g:1", MODEL, ids[3])
+    whole = await any_chat_store.vectors.by_ids("g:1", MODEL, [ids[0], ids[2], 999])
+
+    assert sorted(sketches) == [(i, pack_sketch(vectors[i])) for i in ids[:3]]
+    assert sorted(row_id for row_id, _ in whole) == [ids[0], ids[2]]
+    assert await any_chat_store.vectors.sketches_below("g:1", OTHER_MODEL, ids[3]) == []
+
+
+def test_a_sketch_holds_the_sign_of_each_component_zero_as_neither() -> None:
+    from nonebot_plugin_aimemory.store.chat_log_vectors import pack_sketch, sketch_bits
+
+    bits = sketch_bits(pack_sketch([0.5, -0.5, 0.0, 1.0]))
+
+    assert bits & 0b1111 == 0b1001  # positive: components 0 and 3
+    assert bits >> 4 == 0b0010  # negative: component 1
+    assert len(pack_sketch([1.0] * 384)) == 96
+
+
+def test_sketch_distances_follow_the_cosine_on_random_vectors() -> None:
+    from nonebot_plugin_aimemory.store.chat_log_vectors import pack_sketch, sketch_bits
+
+    rng = random.Random(3)
+    query = random_unit(rng)
+    near = unit([q + rng.gauss(0, 0.3 / math.sqrt(len(query))) for q in query])  # cosine ~0.96
+    far = random_unit(rng)
+    distance = {
+        name: (sketch_bits(pack_sketch(query)) ^ sketch_bits(pack_sketch(v))).bit_count()
+        for name, v in (("near", near), ("far", far))
+    }
+
+    assert distance["near"] < distance["far"] / 2

@@ -251,3 +251,34 @@ async def test_a_memory_is_made_private_and_public_again(store: MemoryStore) -> 
 
     assert (private.private, private.updated_at) == (True, "2024-05-02T00:00:00.000000Z")
     assert not public.private
+
+
+async def test_vectors_of_another_model_or_prefixes_are_not_read_and_are_made_again(
+    any_database,
+) -> None:
+    from nonebot_plugin_aimemory.engine.embeddings import VectorMaker
+    from nonebot_plugin_aimemory.store.memory_store import MemoryStore
+
+    e5 = VectorMaker("multilingual-e5-small", 'prefixes ["query: ", "passage: "]')
+    e5_bare = VectorMaker("multilingual-e5-small", "none")
+    before = MemoryStore(any_database, e5)
+    await before.insert(SCOPE, record("a", "一", embedding=[0.1, 0.2]))
+    await before.insert(SCOPE, record("b", "二"))
+    await before.set_embeddings(SCOPE, {"b": [0.3, 0.4]})
+
+    after = MemoryStore(any_database, e5_bare)
+    stale = await after.missing_embeddings(limit=10)
+    loaded = {r.id: r.embedding for r in await after.load_scope(SCOPE)}
+    await after.set_embeddings(SCOPE, {"a": [0.5, 0.6]})
+
+    assert [(scope, sorted(found)) for scope, found in stale] == [
+        (SCOPE, [("a", "一"), ("b", "二")])
+    ]
+    assert loaded == {"a": None, "b": None}
+    assert await after.missing_embeddings(limit=10) == [(SCOPE, [("b", "二")])]
+    assert {r.id: r.embedding for r in await after.load_scope(SCOPE)} == {
+        "a": [0.5, 0.6],
+        "b": None,
+    }
+    # The first maker's vector of "b" is still its own.
+    assert {r.id: r.embedding for r in await before.load_scope(SCOPE)}["b"] == [0.3, 0.4]

@@ -32,17 +32,20 @@ PRIVATE_MEMORIES = 14
 TOKEN_USAGE = 15
 SENT_MESSAGES = 16
 ACCOUNTS = 17
+VECTOR_MAKERS = 18
 # The schema version these tests were written for: the parametrised cases below are fixed
 # at collection, before the plugin can be imported; a guard test keeps it equal to
 # SCHEMA_VERSION, so a new migration is not left without its cases.
-LATEST_VERSION = 17
+LATEST_VERSION = 18
 
 AT = "2026-11-30T00:00:00.000000Z"
 IMAGE_HASH = "ab" * 32
 VECTOR_MODEL = "multilingual-e5-small"
+VECTOR_CONVENTION = 'prefixes ["query: ", "passage: "]'
 # A packed vector as version 13 stores it (store/chat_log_vectors.py): the sum of its
 # squared int8 components, then each component + 128.
 PACKED_VECTOR = (127 * 127).to_bytes(4, "little") + bytes([128 + 127, 128, 128, 128])
+SKETCH = bytes([0b0000_0001])  # its one positive component, no negative one
 LAST_REVIEWED_ROW = 5  # beyond the last chat-log id, so the id counter must start after it
 USAGE_DAY = "2026-11-30"
 BOT_ACCOUNT = "42"
@@ -222,6 +225,11 @@ def write_sample_rows(path: Path, version: int) -> None:
                 "VALUES (?, ?, ?, ?)",
                 (row_id, key, VECTOR_MODEL, PACKED_VECTOR),
             )
+        if version >= VECTOR_MAKERS:
+            connection.execute(
+                "UPDATE chat_log_vectors SET convention = ?, sketch = ?",
+                (VECTOR_CONVENTION, SKETCH),
+            )
     if version >= TOKEN_USAGE:
         connection.execute(
             "INSERT INTO token_usage (chat_key, day, role, prompt_tokens, completion_tokens, "
@@ -240,6 +248,7 @@ def write_sample_rows(path: Path, version: int) -> None:
 
 async def assert_sample_rows_readable(database: Database, version: int) -> None:
     """The rows `write_sample_rows` wrote at `version`, read back through the stores."""
+    from nonebot_plugin_aimemory.engine.embeddings import VectorMaker
     from nonebot_plugin_aimemory.store.chat_log_store import ChatLogStore
     from nonebot_plugin_aimemory.store.chat_log_vectors import unpack_vector
     from nonebot_plugin_aimemory.store.counters import GroupCounterStore
@@ -298,13 +307,23 @@ async def assert_sample_rows_readable(database: Database, version: int) -> None:
     choices = await PersonaStore(database).load_all()
     assert choices == ({"g:1": "猫娘"} if version >= PERSONA_CHOICES else {})
 
-    vectors = await chat_log.vectors.newest("g:1", VECTOR_MODEL, 10)
-    if version >= CHAT_LOG_VECTORS:
+    # Vectors written before their makers were recorded are kept as of an unknown
+    # convention: never compared with a query of a known one, and embedded again.
+    current = VectorMaker(VECTOR_MODEL, VECTOR_CONVENTION)
+    unknown = VectorMaker(VECTOR_MODEL, "")
+    vectors = await chat_log.vectors.newest("g:1", current, 10)
+    legacy = await chat_log.vectors.newest("g:1", unknown, 10)
+    if version >= VECTOR_MAKERS:
         assert [(row_id, unpack_vector(packed)) for row_id, packed in vectors] == [
             (1, [1.0, 0.0, 0.0, 0.0])
         ]
-    else:
+        assert legacy == []
+    elif version >= CHAT_LOG_VECTORS:
         assert vectors == []
+        assert [row_id for row_id, _ in legacy] == [1]
+        assert [row.id for row in await chat_log.vectors.unembedded(current, 10)] == [2, 1]
+    else:
+        assert vectors == legacy == []
 
     usage = await UsageStore(database).by_role("g:1", USAGE_DAY, USAGE_DAY)
     if version >= TOKEN_USAGE:
