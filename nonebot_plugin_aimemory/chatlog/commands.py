@@ -70,7 +70,7 @@ class ReviewCommands:
             if last
             else None,
             pending=state.pending,
-            running=scope in reviews.running,
+            running=reviews.reviewing(state),
         )
 
 

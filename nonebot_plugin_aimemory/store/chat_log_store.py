@@ -12,6 +12,7 @@ from ..text.encodable import REPLACEMENT, encodable
 from .chat_log_index import ChatLogIndex, row_terms
 from .chat_log_vectors import ChatLogVectorStore, forget_vectors
 from .connection import Backend, Connection
+from .job_locks import Job, claim_job
 from .sent_messages import forget_sent_before
 
 
@@ -234,9 +235,13 @@ class ChatLogStore:
 
     async def delete_older_than(self, cutoff: str) -> int:
         """Remove rows logged before `cutoff` (fixed-width UTC text), their index rows and
-        their vectors, and the records of the bot's messages sent before it."""
+        their vectors, and the records of the bot's messages sent before it. How many rows
+        went: 0 when another process is doing this very cleanup (job_locks.py)."""
+        dialect = self.database.dialect
 
         def work(connection: Connection) -> int:
+            if not claim_job(connection, dialect, Job.CHAT_LOG_RETENTION):
+                return 0
             self.index.unindex_rows(connection, "c.created_at < ?", (cutoff,))
             forget_vectors(connection, "created_at < ?", (cutoff,))
             forget_sent_before(connection, cutoff)

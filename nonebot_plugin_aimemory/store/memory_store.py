@@ -11,6 +11,7 @@ from typing import Literal
 from ..engine.embeddings import VectorMaker
 from .connection import Backend, Connection
 from .database import utc_now_text
+from .job_locks import Job, claim_job
 from .memory_records import MemoryRecord as MemoryRecord
 from .memory_records import Tombstone as Tombstone
 from .memory_records import json_text, record_from_row
@@ -252,9 +253,13 @@ class MemoryStore:
 
     async def purge_deleted(self, before: str) -> list[tuple[str, str]]:
         """Delete for good, in every scope, the memories deleted before `before` (vector
-        included: it is a column); tombstones stay. Returns (scope, id) of each."""
+        included: it is a column); tombstones stay. Returns (scope, id) of each: none when
+        another process is doing this very purge (job_locks.py)."""
+        dialect = self.database.dialect
 
         def work(connection: Connection) -> list[tuple[str, str]]:
+            if not claim_job(connection, dialect, Job.MEMORY_PURGE):
+                return []
             rows = connection.execute(
                 "DELETE FROM memories WHERE deleted_at IS NOT NULL AND deleted_at < ? "
                 "RETURNING scope, id",

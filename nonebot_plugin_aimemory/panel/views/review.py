@@ -44,7 +44,7 @@ async def review_state(runtime: Runtime, scope: Scope) -> dict[str, Any]:
         "last_review_at": state.last_review_at,
         "pending": state.pending,
         "failures": state.failures,
-        "running": kept in reviews.running,
+        "running": reviews.reviewing(state),
     }
 
 
