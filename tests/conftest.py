@@ -5,6 +5,7 @@ its own database file and fake LLM server on 127.0.0.1."""
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import tempfile
 from collections.abc import AsyncIterator, Iterator
@@ -130,4 +131,30 @@ def postgres_url(postgres_server: PostgresServer) -> Iterator[str]:
     """The URL of an empty database of this test's own, dropped afterwards (the server is
     started again first if the test left it stopped)."""
     with postgres_server.fresh_database() as url:
+        yield url
+
+
+@pytest.fixture(scope="session")
+def pgvector_server() -> Iterator[PostgresServer]:
+    """A second real server, PostgreSQL 16 with pgvector from the `pgserver` wheel (the
+    `[test]` extra). Skipped, saying why, only where that wheel does not exist; where the
+    extra installs it, a missing one fails."""
+    from tests.fakes.postgres import PgvectorNotFoundError, PostgresServer, pgserver_binaries
+
+    with contextlib.ExitStack() as stack:
+        try:
+            bindir = stack.enter_context(pgserver_binaries())
+        except PgvectorNotFoundError as missing:
+            if missing.expected:
+                pytest.fail(str(missing))
+            pytest.skip(str(missing))
+        yield stack.enter_context(PostgresServer(bindir))
+
+
+@pytest.fixture
+def pgvector_url(pgvector_server: PostgresServer) -> Iterator[str]:
+    """The URL of an empty database of this test's own on the pgvector server; the app role
+    owns it but, not being a superuser, may not create the extension (pgvector is not a
+    trusted extension): `pgvector_server.admin_url(url)` may."""
+    with pgvector_server.fresh_database() as url:
         yield url

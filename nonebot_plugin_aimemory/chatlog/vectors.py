@@ -12,6 +12,15 @@ sketches (sign bits, a Hamming distance per row: well under a microsecond), and 
 something said long ago can still be answered by meaning. No vector is kept in memory
 between searches: RAM is what a small VPS lacks.
 
+On PostgreSQL with pgvector (there, or created when the role may: store/postgres_schema.py)
+the database ranks the session's rows itself, every one of them, by exact cosine (`<=>`):
+the rows of the named periods first, then the rest, as many as the in-process ranking
+holds. Rows stored before pgvector was there (or copied from SQLite) get their pgvector
+vector from their packed bytes in the background, at start; a session with rows still
+waiting for it is ranked in-process meanwhile, so no row is missed. Without pgvector
+(Debian's stock server, or no permission), one log line says so and the ranking above is
+used.
+
 Each vector is recorded with its maker (model and prefix convention). After a change of
 either, the rows are embedded again in the background, newest first, with progress in the
 log; meanwhile a search compares only vectors of the current maker, and rows without one
@@ -28,15 +37,12 @@ from ..engine.background import Background
 from ..engine.embeddings import Embedder, EmbeddingClient, VectorMaker
 from ..engine.errors import LLMError
 from ..store.chat_log_index import PeriodBoost
+from ..store.chat_log_pgvector import PgvectorColumn, fits_pgvector
 from ..store.chat_log_store import ChatRow
-from ..store.chat_log_vectors import (
-    ChatLogVectorStore,
-    QueryVector,
-    Unembedded,
-    pack_sketch,
-    sketch_bits,
-)
+from ..store.chat_log_vectors import ChatLogVectorStore, Unembedded
+from ..store.packed_vectors import QueryVector, pack_sketch, sketch_bits
 from ..text.encodable import encodable
+from .vector_progress import BackfillProgress, FillProgress
 
 logger = logging.getLogger("nonebot_plugin_aimemory")
 
@@ -58,8 +64,8 @@ SCAN_COMPONENTS = 2000 * 384
 # the nearest ones (rescoring is how binary vector search is used, e.g. Cohere's and
 # Hugging Face's write-ups on embedding quantisation).
 DEEP_ROWS = 500
-# A backfill logs its progress every this many rows.
-PROGRESS_ROWS = 2000
+# Packed vectors copied into pgvector's column per step of that background work.
+FILL_BATCH_ROWS = 500
 
 
 def scan_rows(dimensions: int) -> int:
@@ -92,15 +98,19 @@ class ChatLogVectors:
         # looks for them once the pending rows are done, newest first below `_below_id`.
         self._missing = True
         self._below_id: int | None = None
+        # On pgvector, vectors may lack their copy in its column: the worker fills them in
+        # first (no embedding request needed); a search finding some sets it again.
+        self._unfilled = True
         self._worker: asyncio.Task[None] | None = None
         self._background = Background("chat log vectors")
         self._closed = False
-        self._progress = _Progress(maker)
+        self._progress = BackfillProgress(maker)
+        self._filling = FillProgress()
 
     def start(self) -> None:
         """Fill in, in the background, the vectors rows are missing."""
         self._closed = False
-        self._missing, self._below_id = True, None
+        self._missing, self._below_id, self._unfilled = True, None, True
         self._wake()
 
     async def close(self) -> None:
@@ -149,9 +159,14 @@ class ChatLogVectors:
     async def ranking(
         self, session_key: str, query_vector: Sequence[float], periods: Sequence[PeriodBoost]
     ) -> list[tuple[int, float]]:
-        """The session's rows (ids) by cosine to `query_vector`, best first: the newest of
-        the periods in `periods` ahead of the rest, as a keyword match scores more for
-        being said then; then the newest of all and the older rows closest by sketch."""
+        """The session's rows (ids) by cosine to `query_vector`, best first: rows of the
+        periods in `periods` ahead of the rest, as a keyword match scores more for being
+        said then. With pgvector, the closest of each among all the session's rows;
+        otherwise the newest of the periods, then the newest of all and the older rows
+        closest by sketch."""
+        column = await self._ranking_column(session_key, query_vector)
+        if column is not None:
+            return await self._database_ranking(column, session_key, query_vector, periods)
         bound = scan_rows(len(query_vector))
         in_period: dict[int, bytes] = {}
         for boost in periods:
@@ -177,6 +192,57 @@ class ChatLogVectors:
             lambda: [*_by_similarity(query, in_period), *_by_similarity(query, others)]
         )
 
+    async def _ranking_column(
+        self, session_key: str, query_vector: Sequence[float]
+    ) -> PgvectorColumn | None:
+        """pgvector's column when it ranks this search: it is used here, takes a vector
+        this long, and every vector of the session has its copy there (the missing ones
+        are filled in the background, woken now in case they were copied in since)."""
+        column = self.store.pgvector
+        if column is None or not fits_pgvector(query_vector):
+            return None
+        if await column.unfilled(session_key, self.maker):
+            self._unfilled = True
+            self._wake()
+            return None
+        return column
+
+    async def _database_ranking(
+        self,
+        column: PgvectorColumn,
+        session_key: str,
+        query_vector: Sequence[float],
+        periods: Sequence[PeriodBoost],
+    ) -> list[tuple[int, float]]:
+        """pgvector's ranking of the session's rows: the closest of the periods first, then
+        the closest of the others, as many in all as the in-process ranking holds (so the
+        fusion weighs both alike)."""
+        bound = scan_rows(len(query_vector))
+        spans = [(boost.first_id, boost.last_id) for boost in periods]
+        in_period: list[tuple[int, float]] = []
+        if spans:
+            in_period = await column.nearest(
+                session_key, self.maker, query_vector, bound, within=spans
+            )
+        others = await column.nearest(
+            session_key, self.maker, query_vector, bound + DEEP_ROWS - len(in_period), outside=spans
+        )
+        return [*in_period, *others]
+
+    async def _fill_step(self) -> None:
+        """Copy one batch of packed vectors into pgvector's column (none is needed without
+        pgvector); done when none is left."""
+        column = self.store.pgvector
+        if column is None:
+            self._unfilled = False
+            return
+        if not self._filling.counted:
+            self._filling.begin(await column.unfilled_count(self.maker))
+        found = await column.fill(self.maker, FILL_BATCH_ROWS)
+        self._filling.done(found)
+        if not found:
+            self._unfilled = False
+
     async def _closest_older(
         self, session_key: str, query_vector: Sequence[float], below_id: int
     ) -> list[tuple[int, bytes]]:
@@ -192,22 +258,26 @@ class ChatLogVectors:
     def _wake(self) -> None:
         if self._closed or (self._worker is not None and not self._worker.done()):
             return
-        if self._pending or self._missing:
+        if self._pending or self._missing or self._unfilled:
             self._worker = self._background.spawn(self._work(), name="embed rows")
 
     async def _work(self) -> None:
-        """Embed the pending rows, then look for rows without a vector, one batch at a
-        time, until both are done or the server fails."""
+        """Embed the pending rows, fill in pgvector's copies, then look for rows without a
+        vector, one batch at a time, until all are done or the server fails."""
         try:
+            await self.store.use_pgvector()  # (looked at once, by the first worker)
             await self._embed_until_done()
         except BaseException:
             # Cancelled at shutdown, or the database failed: the batch in hand is lost.
-            self._missing, self._below_id = True, None
+            self._missing, self._below_id, self._unfilled = True, None, True
             raise
 
     async def _embed_until_done(self) -> None:
         while True:
             resume_below: int | None = None  # where the backfill goes on after this batch
+            if not self._pending and self._unfilled:
+                await self._fill_step()
+                continue
             if not self._pending:
                 if not self._missing:
                     return
@@ -246,39 +316,6 @@ class ChatLogVectors:
             if resume_below is not None:
                 self._below_id = resume_below
                 self._progress.done(len(batch))
-
-
-class _Progress:
-    """The log lines of a backfill worth reporting (a new model, a long outage): how many
-    rows it has to embed, every `PROGRESS_ROWS` done, and its end."""
-
-    def __init__(self, maker: VectorMaker) -> None:
-        self.maker = maker
-        self.total = 0
-        self.embedded = 0
-        self._reported = 0
-
-    async def begin(self, store: ChatLogVectorStore) -> None:
-        self.total, self.embedded, self._reported = await store.unembedded_count(self.maker), 0, 0
-        if self.total >= PROGRESS_ROWS:
-            logger.info(
-                "chat-log vectors: embedding %d rows with %s (%s), newest first; until then "
-                "they are found by keyword",
-                self.total,
-                self.maker.model,
-                self.maker.convention,
-            )
-
-    def done(self, rows: int) -> None:
-        self.embedded += rows
-        if self.total >= PROGRESS_ROWS and self.embedded - self._reported >= PROGRESS_ROWS:
-            self._reported = self.embedded
-            logger.info("chat-log vectors: %d of %d rows embedded", self.embedded, self.total)
-
-    def end(self) -> None:
-        if self.total >= PROGRESS_ROWS:
-            logger.info("chat-log vectors: all %d rows embedded", self.embedded)
-        self.total = 0
 
 
 def _closest_by_sketch(query: int, sketches: list[tuple[int, bytes]], count: int) -> list[int]:

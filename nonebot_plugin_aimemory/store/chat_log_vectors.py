@@ -1,105 +1,22 @@
 """Vectors of chat-log rows (optional, `aimemory_chat_log_embeddings`): one per row, packed
-small, and the cosine of a query to a packed vector computed without unpacking it into
-Python floats one by one.
-
-A vector is stored as int8, scaled to its largest component, after the sum of its squared
-int8 components (`<I`): 4 + d bytes (388 for a 384-dimensional model, a quarter of float32;
-on MemoryBank the dense ranking it gives is that of the float vectors). The cosine comes
-from `math.dist`, which runs in C: for unit query q, stored a (components shifted by 128,
-so a row's bytes are its coordinates), |a - q|^2 = |a|^2 + |q|^2 - 2 a.q. That is about
-three times faster than a Python dot product of unpacked floats, and scanning is what a
-search pays for.
-
-Each vector is stored with what made it (the model and its prefix convention) and with its
-sketch: the sign of each component in two bits, 96 bytes for 384 dimensions. Hamming
-distances between sketches are a coarse cosine (binary quantisation, rescored with the int8
-vectors), cheap enough to rank every row of a long chat before reading any vector whole.
-"""
+small with its sketch (packed_vectors.py), and recorded with what made it (the model and
+its prefix convention); on PostgreSQL with pgvector, also in pgvector's column, which the
+database ranks (chat_log_pgvector.py)."""
 
 from __future__ import annotations
 
-import math
-import struct
+import asyncio
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ..engine.embeddings import VectorMaker
+from .chat_log_pgvector import PgvectorColumn, fits_pgvector, open_pgvector_column, pgvector_text
 from .chat_log_terms_index import lock_chat_log
 from .connection import Backend, Connection
+from .packed_vectors import pack_sketch, pack_vector
 
-INT8_MAX = 127
-# Stored components are int8 + 128: bytes 0..255, which math.dist reads as coordinates.
-OFFSET = 128
-_HEADER = struct.Struct("<I")
 # Row ids in one `IN (...)` read: below SQLite's old limit of 999 bound parameters.
 IDS_PER_READ = 500
-
-
-def pack_vector(vector: Sequence[float]) -> bytes:
-    """`vector` as stored: its squared int8 norm, then one byte per component."""
-    largest = max((abs(x) for x in vector), default=0.0)
-    scale = INT8_MAX / largest if largest else 0.0
-    components = [round(x * scale) for x in vector]
-    squared = sum(c * c for c in components)
-    return _HEADER.pack(squared) + bytes(c + OFFSET for c in components)
-
-
-def pack_sketch(vector: Sequence[float]) -> bytes:
-    """The signs of `vector`'s int8 components: a bit for each positive one, then a bit for
-    each negative one (a zero component sets neither, so sparse vectors compare by what
-    they hold), the first component in the lowest bit of each half."""
-    largest = max((abs(x) for x in vector), default=0.0)
-    scale = INT8_MAX / largest if largest else 0.0
-    positive = negative = 0
-    for position, component in enumerate(vector):
-        quantised = round(component * scale)
-        if quantised > 0:
-            positive |= 1 << position
-        elif quantised < 0:
-            negative |= 1 << position
-    bits = positive | negative << len(vector)
-    return bits.to_bytes((2 * len(vector) + 7) // 8, "little")
-
-
-def sketch_bits(sketch: bytes) -> int:
-    """A sketch as an integer, for `(a ^ b).bit_count()`: the Hamming distance."""
-    return int.from_bytes(sketch, "little")
-
-
-def unpack_vector(packed: bytes) -> list[float]:
-    """A stored vector back as unit-length floats (for tests and inspection)."""
-    (squared,) = _HEADER.unpack_from(packed)
-    norm = math.sqrt(squared) or 1.0
-    return [(byte - OFFSET) / norm for byte in packed[_HEADER.size :]]
-
-
-@dataclass(frozen=True, slots=True)
-class QueryVector:
-    """A query's vector, prepared once for the cosine to every stored vector it is
-    compared with."""
-
-    shifted: tuple[float, ...]
-    squared: float
-
-    @classmethod
-    def of(cls, vector: Sequence[float]) -> QueryVector:
-        """`vector` (any length, any norm) prepared for `similarity`."""
-        norm = math.sqrt(sum(x * x for x in vector)) or 1.0
-        unit = [x / norm for x in vector]
-        return cls(tuple(x + OFFSET for x in unit), sum(x * x for x in unit))
-
-    def similarity(self, packed: bytes) -> float:
-        """The cosine of this query and a stored vector (0 for one of another length or a
-        zero vector)."""
-        components = memoryview(packed)[_HEADER.size :]
-        if len(components) != len(self.shifted):
-            return 0.0
-        (squared,) = _HEADER.unpack_from(packed)
-        if not squared or not self.squared:
-            return 0.0
-        distance = math.dist(components.tobytes(), self.shifted)
-        dot = (squared + self.squared - distance * distance) / 2
-        return dot / math.sqrt(squared * self.squared)
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,11 +33,50 @@ class ChatLogVectorStore:
 
     def __init__(self, database: Backend) -> None:
         self.database = database
+        # pgvector's column, once `use_pgvector` found the database can have it.
+        self.pgvector: PgvectorColumn | None = None
+        self._pgvector_checked = False
+
+    async def use_pgvector(self) -> bool:
+        """Whether the database ranks the vectors (PostgreSQL, pgvector there or created,
+        its column added): checked once, and logged in one line either way."""
+        if not self._pgvector_checked:
+            self.pgvector = await open_pgvector_column(self.database)
+            self._pgvector_checked = True
+        return self.pgvector is not None
 
     async def put(self, maker: VectorMaker, vectors: Sequence[tuple[int, Sequence[float]]]) -> int:
-        """Store vectors of `maker` by row id, packed, with their sketches, replacing older
-        ones; a row removed or refused meanwhile gets none. Returns how many were stored."""
-        packed = sorted((row_id, pack_vector(v), pack_sketch(v)) for row_id, v in vectors)
+        """Store vectors of `maker` by row id, packed, with their sketches (and as pgvector
+        vectors where the database ranks them), replacing older ones; a row removed or
+        refused meanwhile gets none. Returns how many were stored."""
+        pgvector = self.pgvector
+        # Off the event loop: packing and writing out a 384-dimensional vector take about
+        # 0.7 ms, and a backfill's batch holds 64.
+        packed = await asyncio.to_thread(
+            lambda: sorted(
+                (
+                    row_id,
+                    pack_vector(v),
+                    pack_sketch(v),
+                    pgvector_text(v) if pgvector is not None and fits_pgvector(v) else None,
+                )
+                for row_id, v in vectors
+            )
+        )
+        embedding = (
+            (f", ?::{pgvector.vector_type}", ", embedding", ", embedding = excluded.embedding")
+            if pgvector is not None
+            else ("", "", "")
+        )
+        sql = (
+            "INSERT INTO chat_log_vectors "
+            f"(row_id, session_key, model, convention, vector, sketch{embedding[1]}) "
+            f"SELECT id, session_key, ?, ?, ?, ?{embedding[0]} FROM chat_log "
+            "WHERE id = ? AND refused = 0 "
+            "ON CONFLICT (row_id) DO UPDATE SET session_key = excluded.session_key, "
+            "model = excluded.model, convention = excluded.convention, "
+            f"vector = excluded.vector, sketch = excluded.sketch{embedding[2]}"
+        )
 
         def work(connection: Connection) -> int:
             if self.database.dialect == "postgresql":
@@ -130,17 +86,9 @@ class ChatLogVectorStore:
             stored = 0
             # In id order: a b-tree filled in descending order (a backfill goes newest
             # first) is left with half-empty pages, 820 bytes a row instead of 460.
-            for row_id, vector, sketch in packed:
-                cursor = connection.execute(
-                    "INSERT INTO chat_log_vectors "
-                    "(row_id, session_key, model, convention, vector, sketch) "
-                    "SELECT id, session_key, ?, ?, ?, ? FROM chat_log "
-                    "WHERE id = ? AND refused = 0 "
-                    "ON CONFLICT (row_id) DO UPDATE SET session_key = excluded.session_key, "
-                    "model = excluded.model, convention = excluded.convention, "
-                    "vector = excluded.vector, sketch = excluded.sketch",
-                    (maker.model, maker.convention, vector, sketch, row_id),
-                )
+            for row_id, vector, sketch, text in packed:
+                values = (vector, sketch, text) if pgvector is not None else (vector, sketch)
+                cursor = connection.execute(sql, (maker.model, maker.convention, *values, row_id))
                 stored += cursor.rowcount
             return stored
 

@@ -169,7 +169,7 @@ MIGRATIONS: tuple[str, ...] = (
     ) WITHOUT ROWID;
     """,
     # Optional vectors of chat-log rows (aimemory_chat_log_embeddings), one per row, of the
-    # model named beside it, packed by store/chat_log_vectors.py; the session is repeated
+    # model named beside it, packed by store/packed_vectors.py; the session is repeated
     # here so a search reads its own session's vectors, newest first, from the index alone.
     """
     CREATE TABLE IF NOT EXISTS chat_log_vectors (

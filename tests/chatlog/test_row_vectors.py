@@ -411,12 +411,13 @@ async def test_rows_written_while_the_backfill_finds_nothing_more_are_still_embe
 async def test_a_change_of_model_embeds_every_row_again_newest_first_with_progress(
     plugin, monkeypatch, plugin_log
 ) -> None:
+    from nonebot_plugin_aimemory.chatlog import vector_progress
     from nonebot_plugin_aimemory.chatlog import vectors as vectors_module
 
     await with_row_vectors(plugin)
     await write(plugin, BASKETBALL, *OTHERS)
     rows = len(OTHERS) + 1
-    monkeypatch.setattr(vectors_module, "PROGRESS_ROWS", 2)
+    monkeypatch.setattr(vector_progress, "PROGRESS_ROWS", 2)
     monkeypatch.setattr(vectors_module, "EMBED_BATCH_ROWS", 2)
     before = len(plugin.llm.embedding_requests)
 

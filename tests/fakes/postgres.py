@@ -1,18 +1,26 @@
 """A throwaway PostgreSQL cluster for the tests: a real server from the installed binaries,
 on 127.0.0.1 with password authentication, a fresh database per test, and `stop()` and
-`start()` on the same data directory and port to simulate an outage."""
+`start()` on the same data directory and port to simulate an outage.
+
+Debian's stock server has no pgvector; a second server with it runs from the binaries the
+`pgserver` wheel bundles (PostgreSQL 16 and pgvector, the `[test]` extra on Linux x86_64),
+copied where the `postgres` user can read them when the tests run as root."""
 
 from __future__ import annotations
 
 import contextlib
 import glob
+import importlib.util
 import itertools
 import os
+import platform
 import pwd
 import secrets
 import shutil
 import socket
+import stat
 import subprocess
+import sys
 import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -22,7 +30,14 @@ from types import TracebackType
 import psycopg
 from psycopg import sql
 
-__all__ = ["APP_USER", "PostgresNotFoundError", "PostgresServer", "find_bindir"]
+__all__ = [
+    "APP_USER",
+    "PgvectorNotFoundError",
+    "PostgresNotFoundError",
+    "PostgresServer",
+    "find_bindir",
+    "pgserver_binaries",
+]
 
 HOST = "127.0.0.1"
 ADMIN_USER = "postgres"
@@ -34,10 +49,91 @@ START_TIMEOUT_SECONDS = 30
 CONNECT_TIMEOUT_SECONDS = 5
 # Only TCP from 127.0.0.1, always with a password: a wrong one is refused, as in production.
 PG_HBA = "host all all 127.0.0.1/32 scram-sha-256\n"
+# Where pyproject.toml's `[test]` extra installs pgserver (its marker): Linux x86_64, and
+# the Pythons it has wheels for.
+PGSERVER_PLATFORM = ("Linux", "x86_64")
+PGSERVER_PYTHONS = ((3, 10), (3, 12))
 
 
 class PostgresNotFoundError(RuntimeError):
     """The PostgreSQL server binaries (initdb, pg_ctl, postgres) are not installed."""
+
+
+class PgvectorNotFoundError(PostgresNotFoundError):
+    """No server with pgvector: the `pgserver` wheel is not installed (it exists only for
+    some platforms; elsewhere the pgvector tests are skipped)."""
+
+    def __init__(self, reason: str, *, expected: bool) -> None:
+        super().__init__(reason)
+        # Whether the `[test]` extra installs pgserver here: then its absence is a failure.
+        self.expected = expected
+
+
+def pgserver_expected() -> bool:
+    """Whether pyproject.toml's `[test]` extra installs pgserver on this interpreter."""
+    low, high = PGSERVER_PYTHONS
+    return (platform.system(), platform.machine()) == PGSERVER_PLATFORM and (
+        low <= sys.version_info[:2] <= high
+    )
+
+
+def pgserver_install() -> Path:
+    """The `pginstall` tree (bin, lib, share) of the installed pgserver wheel, found without
+    importing pgserver (its import sets up directories of its own)."""
+    spec = importlib.util.find_spec("pgserver")
+    locations = list(spec.submodule_search_locations or ()) if spec else []
+    for location in locations:
+        tree = Path(location) / "pginstall"
+        if _has_server_tools(tree / "bin"):
+            return tree
+    expected = pgserver_expected()
+    where = f"{platform.system()} {platform.machine()}, Python {platform.python_version()}"
+    raise PgvectorNotFoundError(
+        f"pgserver (PostgreSQL with pgvector) is not installed ({where}): "
+        + (
+            'pip install ".[test]" installs it here'
+            if expected
+            else 'the "[test]" extra installs it on Linux x86_64 with Python 3.10 to 3.12 '
+            "only (its wheels)"
+        ),
+        expected=expected,
+    )
+
+
+@contextlib.contextmanager
+def pgserver_binaries() -> Iterator[Path]:
+    """The bin directory of pgserver's PostgreSQL with pgvector, where the user running the
+    cluster can read and run it: under root, a copy in a temporary directory (the wheel sits
+    in root's home, which `postgres` cannot enter), removed afterwards."""
+    tree = pgserver_install()
+    if os.geteuid() != 0:
+        yield tree / "bin"
+        return
+    root = Path(tempfile.mkdtemp(prefix="aimemory-pgvector-"))
+    try:
+        root.chmod(0o755)
+        # The same layout as in site-packages: the programs find the shared libraries the
+        # wheel vendors by a relative rpath ($ORIGIN/../../../pgserver.libs).
+        copy = root / "pgserver" / "pginstall"
+        # Headers and static libraries are for building extensions, not for running them.
+        shutil.copytree(tree, copy, ignore=shutil.ignore_patterns("include", "*.a"))
+        libs = tree.parent.parent / "pgserver.libs"
+        if libs.is_dir():
+            shutil.copytree(libs, root / libs.name)
+        _readable_by_all(root)
+        yield copy / "bin"
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def _readable_by_all(tree: Path) -> None:
+    """Every file readable and every directory and program enterable by any user."""
+    for path in [tree, *tree.rglob("*")]:
+        mode = path.stat().st_mode
+        extra = stat.S_IRUSR | stat.S_IRGRP | stat.S_IROTH
+        if path.is_dir() or mode & stat.S_IXUSR:
+            extra |= stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH
+        path.chmod(mode | extra)
 
 
 def _has_server_tools(bindir: Path) -> bool:
@@ -135,8 +231,8 @@ class PostgresServer:
     """A PostgreSQL cluster in a temporary directory, listening on 127.0.0.1 on a free
     port; `APP_USER` (not a superuser) owns the databases `fresh_database` makes."""
 
-    def __init__(self) -> None:
-        self.bindir = find_bindir()
+    def __init__(self, bindir: Path | None = None) -> None:
+        self.bindir = bindir or find_bindir()
         self.port = free_port()
         self.password = secrets.token_hex(12)
         self._admin_password = secrets.token_hex(12)
@@ -170,6 +266,12 @@ class PostgresServer:
         """The app role's URL for `database` (with another password, to test refusal)."""
         secret = self.password if password is None else password
         return f"postgresql://{APP_USER}:{secret}@{HOST}:{self.port}/{database}"
+
+    def admin_url(self, url: str) -> str:
+        """The superuser's URL for the database of `url` (to set up what the app role may
+        not, as a database administrator would)."""
+        database = url.rsplit("/", 1)[1]
+        return f"postgresql://{ADMIN_USER}:{self._admin_password}@{HOST}:{self.port}/{database}"
 
     def initialise(self) -> None:
         """initdb the data directory and configure it for a throwaway test server."""

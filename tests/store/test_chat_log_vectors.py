@@ -49,7 +49,7 @@ def random_unit(rng: random.Random, dimensions: int = 384) -> list[float]:
 
 
 def packed(vector: list[float]) -> bytes:
-    from nonebot_plugin_aimemory.store.chat_log_vectors import pack_vector
+    from nonebot_plugin_aimemory.store.packed_vectors import pack_vector
 
     return pack_vector(vector)
 
@@ -62,7 +62,7 @@ def test_a_packed_vector_takes_one_byte_a_component_and_four_more() -> None:
 
 
 def test_the_cosine_of_packed_vectors_is_the_cosine_of_the_floats() -> None:
-    from nonebot_plugin_aimemory.store.chat_log_vectors import QueryVector
+    from nonebot_plugin_aimemory.store.packed_vectors import QueryVector
 
     rng = random.Random(7)
     query = random_unit(rng)
@@ -75,7 +75,7 @@ def test_the_cosine_of_packed_vectors_is_the_cosine_of_the_floats() -> None:
 
 
 def test_the_cosine_does_not_depend_on_the_query_vectors_length() -> None:
-    from nonebot_plugin_aimemory.store.chat_log_vectors import QueryVector
+    from nonebot_plugin_aimemory.store.packed_vectors import QueryVector
 
     stored = packed([0.6, 0.8, 0.0])
 
@@ -84,7 +84,7 @@ def test_the_cosine_does_not_depend_on_the_query_vectors_length() -> None:
 
 
 def test_a_vector_of_another_length_or_a_zero_vector_is_not_similar() -> None:
-    from nonebot_plugin_aimemory.store.chat_log_vectors import QueryVector
+    from nonebot_plugin_aimemory.store.packed_vectors import QueryVector
 
     query = QueryVector.of([1.0, 0.0, 0.0])
 
@@ -93,7 +93,7 @@ def test_a_vector_of_another_length_or_a_zero_vector_is_not_similar() -> None:
 
 
 def test_unpacking_gives_the_unit_vector_back() -> None:
-    from nonebot_plugin_aimemory.store.chat_log_vectors import unpack_vector
+    from nonebot_plugin_aimemory.store.packed_vectors import unpack_vector
 
     assert unpack_vector(packed([0.0, 2.0, 0.0])) == [0.0, 1.0, 0.0]
 
@@ -125,7 +125,7 @@ async def test_vectors_within_an_id_span_are_only_those(any_chat_store) -> None:
 
 
 async def test_a_vector_replaces_the_rows_older_one(any_chat_store) -> None:
-    from nonebot_plugin_aimemory.store.chat_log_vectors import unpack_vector
+    from nonebot_plugin_aimemory.store.packed_vectors import unpack_vector
 
     (row_id,) = await any_chat_store.insert_many([row("g:1", "一")])
     await any_chat_store.vectors.put(OTHER_MODEL, [(row_id, [1.0, 0.0])])
@@ -213,7 +213,7 @@ async def test_a_vector_of_the_same_model_with_other_prefixes_is_another_vector(
 
 
 async def test_sketches_and_whole_vectors_are_read_by_row_below_an_id(any_chat_store) -> None:
-    from nonebot_plugin_aimemory.store.chat_log_vectors import pack_sketch
+    from nonebot_plugin_aimemory.store.packed_vectors import pack_sketch
 
     ids = await any_chat_store.insert_many([row("g:1", str(i)) for i in range(4)])
     await any_chat_store.insert_many([row("g:2", "别处")])
@@ -229,7 +229,7 @@ async def test_sketches_and_whole_vectors_are_read_by_row_below_an_id(any_chat_s
 
 
 def test_a_sketch_holds_the_sign_of_each_component_zero_as_neither() -> None:
-    from nonebot_plugin_aimemory.store.chat_log_vectors import pack_sketch, sketch_bits
+    from nonebot_plugin_aimemory.store.packed_vectors import pack_sketch, sketch_bits
 
     bits = sketch_bits(pack_sketch([0.5, -0.5, 0.0, 1.0]))
 
@@ -239,7 +239,7 @@ def test_a_sketch_holds_the_sign_of_each_component_zero_as_neither() -> None:
 
 
 def test_sketch_distances_follow_the_cosine_on_random_vectors() -> None:
-    from nonebot_plugin_aimemory.store.chat_log_vectors import pack_sketch, sketch_bits
+    from nonebot_plugin_aimemory.store.packed_vectors import pack_sketch, sketch_bits
 
     rng = random.Random(3)
     query = random_unit(rng)

@@ -42,7 +42,7 @@ AT = "2026-11-30T00:00:00.000000Z"
 IMAGE_HASH = "ab" * 32
 VECTOR_MODEL = "multilingual-e5-small"
 VECTOR_CONVENTION = 'prefixes ["query: ", "passage: "]'
-# A packed vector as version 13 stores it (store/chat_log_vectors.py): the sum of its
+# A packed vector as version 13 stores it (store/packed_vectors.py): the sum of its
 # squared int8 components, then each component + 128.
 PACKED_VECTOR = (127 * 127).to_bytes(4, "little") + bytes([128 + 127, 128, 128, 128])
 SKETCH = bytes([0b0000_0001])  # its one positive component, no negative one
@@ -250,11 +250,11 @@ async def assert_sample_rows_readable(database: Database, version: int) -> None:
     """The rows `write_sample_rows` wrote at `version`, read back through the stores."""
     from nonebot_plugin_aimemory.engine.embeddings import VectorMaker
     from nonebot_plugin_aimemory.store.chat_log_store import ChatLogStore
-    from nonebot_plugin_aimemory.store.chat_log_vectors import unpack_vector
     from nonebot_plugin_aimemory.store.counters import GroupCounterStore
     from nonebot_plugin_aimemory.store.history_store import SqliteHistoryStore
     from nonebot_plugin_aimemory.store.image_store import ImageDescriptionStore
     from nonebot_plugin_aimemory.store.memory_store import MemoryStore
+    from nonebot_plugin_aimemory.store.packed_vectors import unpack_vector
     from nonebot_plugin_aimemory.store.persona_store import PersonaStore
     from nonebot_plugin_aimemory.store.review_store import ReviewStore
     from nonebot_plugin_aimemory.store.sent_messages import SentMessageStore
