@@ -1,10 +1,11 @@
-"""Retrieval quality of `search_current_chat` and `memory_search` on public long-conversation
-benchmarks: MemoryBank-SiliconFriend (cn, en), LoCoMo (en) and MemDaily (zh), each read from
-a local copy. Each conversation goes into a chat log (a user's private chat, or a group of
-its people) and each message its people said through `MemoryService.save`; every question
-is asked of both tools as the model calls them, and of BM25, dense e5 retrieval and their
-RRF over the same lines (a group chat's with their speaker's name, see `document`). R@k by
-set and question category (retrieval_report.py); `--ranks` dumps every question's.
+"""Retrieval quality of `search_current_chat` and `memory_search` on long conversations.
+
+Public benchmarks, each read from a local copy: MemoryBank-SiliconFriend (cn, en), LoCoMo
+(en) and MemDaily (zh). Each conversation goes into a chat log (a user's private chat, or a
+group of its people) and each message its people said through `MemoryService.save`; every
+question is asked of both tools as the model calls them, and of BM25, dense e5 retrieval
+and their RRF over the same lines (a group chat's with their speaker's name, `document`).
+R@k by set and question category (retrieval_report.py); `--ranks` dumps every question's.
 Targets, per set: keyword-only R@10 >= BM25 + 5 points; hybrid R@10 >= dense + 3 points;
 search p99 <= 20 ms over 100 000 chat-log rows (5 000 with --quick), <= 5 ms over 200 memories.
 """
@@ -298,7 +299,7 @@ def options(parser: argparse.ArgumentParser) -> None:
     ranks_help = "write each question's evidence ranks under every method here (JSON lines)"
     add("--ranks", type=Path, help=ranks_help)
     url_help = "run the product on PostgreSQL: a URL of a server whose role may CREATE DATABASE"
-    add("--database-url", help=url_help + " (a database per method, dropped after the run)")
+    add("--database-url", help=url_help + " (a database per method and set, dropped after it)")
 
 
 if __name__ == "__main__":
