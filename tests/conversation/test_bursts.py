@@ -4,12 +4,13 @@ flood is capped with one notice, a manager's `~对话 停止` drops what is queu
 from __future__ import annotations
 
 import asyncio
+import threading
 import time
 from collections.abc import Callable
 
 from tests.fakes.bots import RecordingBot
 from tests.fakes.events import group_message, private_message
-from tests.fakes.openai_server import delay, text
+from tests.fakes.openai_server import delay, held, text
 
 FLOOD_NOTICE = "消息太多啦，我先回答前面的。"
 
@@ -29,13 +30,19 @@ async def wait_until(condition: Callable[[], bool], timeout_seconds: float = 3.0
         await asyncio.sleep(0.01)
 
 
-async def while_first_turn_runs(plugin, bot: RecordingBot, first, *others) -> None:
+async def while_first_turn_runs(
+    plugin, bot: RecordingBot, first, *others, gate: threading.Event | None = None
+) -> None:
     """Send `first`, wait until its model call is in flight, then send `others` in quick
-    succession, in order (`RecordingBot.receive_all`)."""
+    succession, in order (`RecordingBot.receive_all`); then open `gate`, if the first call
+    is held by one, and wait for the first turn."""
     scripted = plugin.llm.pending
     started = asyncio.create_task(bot.receive(first))
     await wait_until(lambda: plugin.llm.pending < scripted)
-    await asyncio.gather(started, bot.receive_all(*others))
+    await bot.receive_all(*others)
+    if gate is not None:
+        gate.set()
+    await started
 
 
 async def logged_texts(plugin, key: str) -> list[str]:
@@ -170,12 +177,15 @@ async def test_a_managers_stop_drops_the_queued_messages_too(plugin) -> None:
 async def test_forty_mentions_in_a_burst_cost_two_model_calls_and_others_still_get_answered(
     plugin,
 ) -> None:
-    plugin.llm.script(delay(0.3, text("答一")), text("答二"), text("答别人"))
+    # The first call is held until all 41 messages are in: on a busy machine, receiving
+    # them can take longer than any fixed delay.
+    gate = threading.Event()
+    plugin.llm.script(held(gate, text("答一")), text("答二"), text("答别人"))
     bot = RecordingBot()
     burst = [group_message(f"刷屏{i}", user_id=5, to_me=True) for i in range(40)]
     other = group_message("轮到我了吗", user_id=6, to_me=True)
     await while_first_turn_runs(
-        plugin, bot, group_message("开始", user_id=5, to_me=True), *burst, other
+        plugin, bot, group_message("开始", user_id=5, to_me=True), *burst, other, gate=gate
     )
     assert len(plugin.llm.chat_requests) == 3
     assert user_contents(plugin)[2].endswith("：轮到我了吗")

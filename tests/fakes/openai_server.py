@@ -39,6 +39,7 @@ __all__ = [
     "DropReply",
     "ErrorReply",
     "FakeOpenAI",
+    "HeldReply",
     "RawReply",
     "RecordedRequest",
     "Reply",
@@ -57,6 +58,7 @@ __all__ = [
     "error",
     "error_in_body",
     "estimate_tokens",
+    "held",
     "last_user_text",
     "raw",
     "reported_usage",
@@ -152,11 +154,24 @@ class DelayReply:
 
 
 @dataclass(frozen=True)
+class HeldReply:
+    """Wait in the server thread until the test opens ``gate`` (at most
+    HOLD_TIMEOUT_SECONDS), then send ``then``: a call in flight for exactly as long as the
+    test needs, however slow the machine."""
+
+    gate: threading.Event
+    then: Reply
+
+
+@dataclass(frozen=True)
 class DropReply:
     """Close the connection without sending any response."""
 
 
-Reply: TypeAlias = TextReply | ToolCallsReply | ErrorReply | RawReply | DelayReply | DropReply
+Reply: TypeAlias = (
+    TextReply | ToolCallsReply | ErrorReply | RawReply | DelayReply | HeldReply | DropReply
+)
+HOLD_TIMEOUT_SECONDS = 30.0
 
 
 def text(
@@ -207,6 +222,11 @@ def raw(status: int, body: bytes | str, content_type: str | None = "application/
 def delay(seconds: float, then: Reply) -> DelayReply:
     """Sleep ``seconds`` in the server thread before sending ``then``."""
     return DelayReply(seconds, then)
+
+
+def held(gate: threading.Event, then: Reply) -> HeldReply:
+    """Answer ``then`` once the test sets ``gate``."""
+    return HeldReply(gate, then)
 
 
 def drop() -> DropReply:
@@ -1029,8 +1049,11 @@ class FakeOpenAI:
         self._send_reply(handler, record, reply)
 
     def _send_reply(self, handler: _Handler, record: RecordedRequest, reply: Reply) -> None:
-        while isinstance(reply, DelayReply):
-            time.sleep(reply.seconds)
+        while isinstance(reply, (DelayReply, HeldReply)):
+            if isinstance(reply, HeldReply):
+                reply.gate.wait(HOLD_TIMEOUT_SECONDS)
+            else:
+                time.sleep(reply.seconds)
             reply = reply.then
         if isinstance(reply, DropReply):
             handler.close_connection = True
