@@ -13,7 +13,7 @@ import pytest
 
 if TYPE_CHECKING:
     from nonebot_plugin_aimemory.store.connection import Backend
-    from nonebot_plugin_aimemory.store.review_store import ReviewStore
+    from nonebot_plugin_aimemory.store.review_store import ReviewState, ReviewStore
     from tests.store.conftest import Opener
 
 KEY = "g:1"
@@ -55,16 +55,24 @@ async def log_rows(database: Backend, *ids: int, at: str = NOW, key: str = KEY) 
     )
 
 
+async def pending_then_claimed_by_both(
+    first: ReviewStore, second: ReviewStore
+) -> tuple[ReviewState, list[str | None]]:
+    """KEY marked pending, read once, then claimed by both processes at the same moment."""
+    await first.mark_pending([KEY])
+    seen = await first.get(KEY)
+    claims = await asyncio.gather(
+        first.claim_due(seen, NOW, HELD_UNTIL), second.claim_due(seen, NOW, HELD_UNTIL)
+    )
+    return seen, list(claims)
+
+
 async def test_two_processes_claiming_a_pending_chat_at_once_get_it_once(
     two_review_stores: tuple[ReviewStore, ReviewStore],
 ) -> None:
     first, second = two_review_stores
-    await first.mark_pending([KEY])
-    seen = await first.get(KEY)
 
-    claims = await asyncio.gather(
-        first.claim_due(seen, NOW, HELD_UNTIL), second.claim_due(seen, NOW, HELD_UNTIL)
-    )
+    _, claims = await pending_then_claimed_by_both(first, second)
 
     assert sum(claim is not None for claim in claims) == 1
     state = await second.get(KEY)
@@ -138,11 +146,7 @@ async def test_a_failure_recorded_by_two_processes_is_counted_once(
     two_review_stores: tuple[ReviewStore, ReviewStore],
 ) -> None:
     first, second = two_review_stores
-    await first.mark_pending([KEY])
-    seen = await first.get(KEY)
-    claims = await asyncio.gather(
-        first.claim_due(seen, NOW, HELD_UNTIL), second.claim_due(seen, NOW, HELD_UNTIL)
-    )
+    seen, claims = await pending_then_claimed_by_both(first, second)
 
     # Each records the failure it would have made; only the holder's counts.
     await asyncio.gather(
