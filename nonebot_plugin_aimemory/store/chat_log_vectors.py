@@ -21,11 +21,13 @@ IDS_PER_READ = 500
 
 @dataclass(frozen=True, slots=True)
 class Unembedded:
-    """A row still without a vector of the model: what it says, and where."""
+    """A row still without a vector of the model: what it says, who said it, and where."""
 
     id: int
     session_key: str
     text: str
+    role: str = "user"
+    speaker_name: str | None = None
 
 
 class ChatLogVectorStore:
@@ -101,14 +103,17 @@ class ChatLogVectorStore:
         have no vector of `maker`, newest first."""
         below = "AND c.id < ? " if below_id is not None else ""
         rows = await self.database.read(
-            "SELECT c.id, c.session_key, c.text FROM chat_log c "
+            "SELECT c.id, c.session_key, c.text, c.role, c.speaker_name FROM chat_log c "
             f"WHERE c.refused = 0 AND trim(c.text) != '' {below}"
             "AND NOT EXISTS (SELECT 1 FROM chat_log_vectors v "
             "WHERE v.row_id = c.id AND v.model = ? AND v.convention = ?) "
             "ORDER BY c.id DESC LIMIT ?",
             (*((below_id,) if below_id is not None else ()), *_made_by(maker), limit),
         )
-        return [Unembedded(int(row_id), str(key), str(text)) for row_id, key, text in rows]
+        return [
+            Unembedded(int(row_id), str(key), str(text), str(role), name and str(name))
+            for row_id, key, text, role, name in rows
+        ]
 
     async def unembedded_count(self, maker: VectorMaker) -> int:
         """How many rows that should have a vector of `maker` have none (for the log)."""

@@ -65,6 +65,11 @@ def row_of(line: str, key: str = GROUP, at: datetime | None = None) -> ChatRow:
     return ChatRow(key, utc_text(at) if at else utc_now_text(), "user", line, "2001", "小明")
 
 
+def as_embedded(line: str) -> str:
+    """What is embedded of a row 小明 said: his name, then the line."""
+    return f"小明: {line}"
+
+
 async def write(plugin, *lines: str, key: str = GROUP, at: datetime | None = None) -> None:
     """Rows said by 小明 go through the chat log's writer; waits for their vectors."""
     writer = plugin.runtime.chat_log.writer
@@ -180,10 +185,10 @@ async def test_rows_of_a_named_period_are_scanned_and_ranked_first_even_beyond_t
     with_period = await vectors.ranking(GROUP, query, keyword.periods)
     newest_only = await vectors.ranking(GROUP, query, [])
 
-    # Yesterday's row first, though today's newest is closer; then the two newest read
-    # whole; the older ones (through their sketches) after those.
+    # Yesterday's row first, though today's newest is closer; without the period, the
+    # closest first, and the older rows (reached through their sketches) among the rest.
     assert [row_id for row_id, _ in with_period][:2] == [ids[milk], ids[BASKETBALL]]
-    assert [row_id for row_id, _ in newest_only][:2] == [ids[BASKETBALL], ids[OTHERS[1]]]
+    assert newest_only[0][0] == ids[BASKETBALL]
     assert sorted(row_id for row_id, _ in newest_only) == sorted(ids.values())
 
 
@@ -221,8 +226,49 @@ async def test_rows_flushed_together_are_embedded_in_one_request(plugin) -> None
     await write(plugin, *lines)
 
     requests = plugin.llm.embedding_requests[before:]
-    assert [sorted(body["input"]) for body in requests] == [sorted(lines)]
+    assert [sorted(body["input"]) for body in requests] == [sorted(map(as_embedded, lines))]
     assert await vector_count(plugin) == 40
+
+
+async def test_a_members_row_is_embedded_after_their_name_and_the_bots_without_one(
+    plugin,
+) -> None:
+    from nonebot_plugin_aimemory.store.chat_log_store import ChatRow
+    from nonebot_plugin_aimemory.store.database import utc_now_text
+
+    await with_row_vectors(plugin)
+    writer = plugin.runtime.chat_log.writer
+    writer.add(ChatRow(GROUP, utc_now_text(), "assistant", "我记住了", "10000", "小助手"))
+    writer.add(ChatRow(GROUP, utc_now_text(), "user", "我也是", "2002", None))
+    await write(plugin, BASKETBALL)
+
+    assert sorted(embedded_texts(plugin)) == sorted(["我记住了", "我也是", as_embedded(BASKETBALL)])
+    assert row_vectors(plugin).maker.convention.endswith("; rows speaker: text")
+
+
+async def test_vectors_of_rows_embedded_as_text_alone_are_made_again_after_the_name(
+    plugin,
+) -> None:
+    await with_row_vectors(plugin)
+    await write(plugin, BASKETBALL, *OTHERS)
+    maker = row_vectors(plugin).maker
+    earlier = maker.convention.removesuffix("; rows speaker: text")
+    database = plugin.runtime.chat_log.writer.store.vectors.database
+    # As an earlier release stored them: the texts alone, and a convention saying only so.
+    await database.write(
+        lambda connection: connection.execute(
+            "UPDATE chat_log_vectors SET convention = ?", (earlier,)
+        )
+    )
+    before = len(plugin.llm.embedding_requests)
+
+    await with_row_vectors(plugin)
+    await row_vectors(plugin).settle()
+
+    assert await vector_count(plugin) == len(OTHERS) + 1
+    again = [text for body in plugin.llm.embedding_requests[before:] for text in body["input"]]
+    assert sorted(again) == sorted(map(as_embedded, [BASKETBALL, *OTHERS]))
+    assert (await search(plugin, PARAPHRASE))[0] == BASKETBALL
 
 
 async def test_refused_and_empty_rows_are_never_embedded(plugin) -> None:
@@ -235,8 +281,9 @@ async def test_refused_and_empty_rows_are_never_embedded(plugin) -> None:
     await write(plugin, BASKETBALL)
     await row_vectors(plugin).backfill()
 
-    assert "被拦下的话" not in embedded_texts(plugin)
-    assert "   " not in embedded_texts(plugin)
+    embedded = embedded_texts(plugin)
+    assert not any("被拦下的话" in text for text in embedded)
+    assert all(text.removeprefix(as_embedded("")).strip() for text in embedded)
     assert await vector_count(plugin) == 1
 
 
@@ -429,8 +476,8 @@ async def test_a_change_of_model_embeds_every_row_again_newest_first_with_progre
     requests = plugin.llm.embedding_requests[before:]
     assert {body["model"] for body in requests} == {"fake-embed-v2"}
     again = [text for body in requests for text in body["input"]]
-    assert again[0] == OTHERS[-1]  # newest first
-    assert sorted(again) == sorted([BASKETBALL, *OTHERS])
+    assert again[0] == as_embedded(OTHERS[-1])  # newest first
+    assert sorted(again) == sorted(map(as_embedded, [BASKETBALL, *OTHERS]))
     lines = [r.getMessage() for r in plugin_log.records]
     progress = [line for line in lines if line.startswith("chat-log vectors")]
     assert progress[0].startswith(f"chat-log vectors: embedding {rows} rows with fake-embed-v2")
