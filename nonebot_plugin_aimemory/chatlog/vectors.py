@@ -21,9 +21,10 @@ waiting for it is ranked in-process meanwhile, so no row is missed. Without pgve
 (Debian's stock server, or no permission), one log line says so and the ranking above is
 used.
 
-A row is embedded as its speaker's name and its text. Each vector is recorded with its
-maker (model, prefix convention and that form of the row). After a change of any, the rows
-are embedded again in the background, newest first, with progress in the log; meanwhile a search compares only vectors of the current maker, and rows without one
+A group chat's row is embedded as its speaker's name and its text. Each vector is
+recorded with its maker (model, prefix convention and that form of the row). After a change
+of any, the rows are embedded again in the background, newest first, with progress in the
+log; meanwhile a search compares only vectors of the current maker, and rows without one
 rank by keyword alone."""
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ from collections.abc import Sequence
 from ..engine.background import Background
 from ..engine.embeddings import Embedder, EmbeddingClient, VectorMaker
 from ..engine.errors import LLMError
+from ..scopes import Scope
 from ..store.chat_log_index import PeriodBoost
 from ..store.chat_log_pgvector import PgvectorColumn, fits_pgvector
 from ..store.chat_log_store import ChatRow
@@ -81,13 +83,16 @@ def embedded_text(text: str) -> str:
 
 
 def embedded_row(row: Unembedded) -> str:
-    """What is embedded of a row: its text after its speaker's name, as the keyword index
-    has it (not the bot's). Who said something is part of what it means to a question about
-    a person ("what did Bob say about the trip"): on LoCoMo's group chats, e5 over the
+    """What is embedded of a row: in a group chat, its text after its speaker's name, as
+    the keyword index has it. Who said something is part of what it means to a question
+    about a person ("what did Bob say about the trip"): on LoCoMo's group chats, e5 over the
     texts alone ranked the evidence in its top 10 for 28 % of questions, over name and text
-    for 50 %. The bot's lines carry no name: it is no one a question asks about."""
-    name = row.speaker_name if row.role != "assistant" else None
-    return embedded_text(f"{encodable(name).strip()}: {row.text}" if name else row.text)
+    for 50 %. A private chat's lines are one person's (or the bot's), and the bot's lines
+    carry no name: there the name would tell nothing."""
+    scope = Scope.parse_or_none(row.session_key)
+    named = row.role != "assistant" and (scope is None or scope.is_group)
+    name = encodable(row.speaker_name or "").strip() if named else ""
+    return embedded_text(f"{name}: {row.text}" if name else row.text)
 
 
 def row_maker(maker: VectorMaker) -> VectorMaker:

@@ -230,7 +230,7 @@ async def test_rows_flushed_together_are_embedded_in_one_request(plugin) -> None
     assert await vector_count(plugin) == 40
 
 
-async def test_a_members_row_is_embedded_after_their_name_and_the_bots_without_one(
+async def test_a_group_members_row_is_embedded_after_their_name_the_bots_without_one(
     plugin,
 ) -> None:
     from nonebot_plugin_aimemory.store.chat_log_store import ChatRow
@@ -240,9 +240,12 @@ async def test_a_members_row_is_embedded_after_their_name_and_the_bots_without_o
     writer = plugin.runtime.chat_log.writer
     writer.add(ChatRow(GROUP, utc_now_text(), "assistant", "我记住了", "10000", "小助手"))
     writer.add(ChatRow(GROUP, utc_now_text(), "user", "我也是", "2002", None))
+    writer.add(ChatRow("f:2001", utc_now_text(), "user", "私聊的话", "2001", "小明"))
     await write(plugin, BASKETBALL)
 
-    assert sorted(embedded_texts(plugin)) == sorted(["我记住了", "我也是", as_embedded(BASKETBALL)])
+    # A private chat's lines are all one person's: no name there.
+    expected = ["我记住了", "我也是", "私聊的话", as_embedded(BASKETBALL)]
+    assert sorted(embedded_texts(plugin)) == sorted(expected)
     assert row_vectors(plugin).maker.convention.endswith("; rows speaker: text")
 
 
