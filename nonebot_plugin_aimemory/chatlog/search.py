@@ -5,7 +5,8 @@ and with row vectors on, the keyword and vector rankings fused by rank as memori
 Only the session's rows are ranked on either side. A keyword match the vector scan did not
 reach (older than the rows it reads, or not embedded yet) ranks by keyword alone. The
 keyword side is read deeper than the rows shown: a match the vectors agree with may come
-from below the first page."""
+from below the first page. Both sides read the question as the model asked it; the keyword
+side adds the words of its best rows (store/chat_log_feedback.py)."""
 
 from __future__ import annotations
 
@@ -33,8 +34,9 @@ async def search_rows(
     (UTC [start, end) texts) rank higher. By keyword alone while row vectors are off or the
     query cannot be embedded; a query of only stopwords finds nothing either way."""
     if not vectors.enabled:
-        return await store.search(session_key, text, limit, periods=periods)
-    keyword = await store.index.ranking(session_key, text, max(limit, FUSED_KEYWORD_ROWS), periods)
+        return await store.search(session_key, text, limit, periods=periods, feedback=True)
+    depth = max(limit, FUSED_KEYWORD_ROWS)
+    keyword = await store.index.ranking(session_key, text, depth, periods, feedback=True)
     if not keyword.term_rows and not keyword.periods:
         return []  # nothing but stopwords: nothing to look for, by words or by meaning
     query_vector = await vectors.query_vector(text)

@@ -12,6 +12,7 @@ import asyncio
 from collections.abc import Sequence
 
 from ..text import query
+from .chat_log_feedback import feedback_matches
 from .chat_log_ranking import (
     SPEAKER_WEIGHT,
     TEXT_WEIGHT,
@@ -95,18 +96,32 @@ class ChatLogIndex:
         self._catching_up = asyncio.Lock()
 
     async def ranked(
-        self, session_key: str, text: str, limit: int, periods: Sequence[tuple[str, str]] = ()
+        self,
+        session_key: str,
+        text: str,
+        limit: int,
+        periods: Sequence[tuple[str, str]] = (),
+        *,
+        feedback: bool = False,
     ) -> list[int]:
         """Ids of the session's rows best matching `text`, best first (ties: newest first), by
         FTS5's bm25() over the query's content terms (any of them), a row said within one of
         `periods` (UTC [start, end) texts) scoring as if it also matched one more term, as
         specific as the period is (see `_period_boosts`). A query of only stopwords finds
-        nothing; one of only a period, that period's newest rows."""
-        ranking = await self.ranking(session_key, text, limit, periods)
+        nothing; one of only a period, that period's newest rows. With `feedback` (the
+        model's searches, not a person's), the words of the best rows are added to the
+        query (chat_log_feedback.py): rows holding none of the query's words may be found."""
+        ranking = await self.ranking(session_key, text, limit, periods, feedback=feedback)
         return [row_id for row_id, _ in ranking.scored]
 
     async def ranking(
-        self, session_key: str, text: str, limit: int, periods: Sequence[tuple[str, str]] = ()
+        self,
+        session_key: str,
+        text: str,
+        limit: int,
+        periods: Sequence[tuple[str, str]] = (),
+        *,
+        feedback: bool = False,
     ) -> KeywordRanking:
         """What `ranked` ranks, with the scores, the periods and the terms' row counts."""
         await self.catch_up()
@@ -117,6 +132,8 @@ class ChatLogIndex:
         if terms:
             matches, term_rows = await self._ranked_matches(session_key, terms, boosts, limit)
             scores.update(matches)
+            if feedback:
+                await self._add_feedback(session_key, terms, matches, boosts, scores)
         for boost in boosts:
             for row_id in await self._newest_within(session_key, boost, limit):
                 scores.setdefault(row_id, boost.score)
@@ -124,6 +141,31 @@ class ChatLogIndex:
         return KeywordRanking(
             [(row_id, scores[row_id]) for row_id in best[:limit]], boosts, term_rows
         )
+
+    async def _add_feedback(
+        self,
+        session_key: str,
+        terms: Sequence[str],
+        matches: Sequence[tuple[int, float]],
+        boosts: Sequence[PeriodBoost],
+        scores: dict[int, float],
+    ) -> None:
+        """Add to `scores` what the feedback terms of the first ranking `matches` score
+        (chat_log_feedback.py); a row they alone find gets its period's boost too."""
+        prefix = self.postings.prefix(session_key)
+        feedback = await feedback_matches(
+            self.database,
+            self.postings,
+            prefix,
+            [prefix + term for term in terms],
+            matches,
+            await self.logged_rows(),
+            CANDIDATE_ROWS,
+        )
+        for match in feedback:
+            for row_id, score in await self.postings.scored(match, (), CANDIDATE_ROWS):
+                base = scores.get(row_id)
+                scores[row_id] = (_boost_of(row_id, boosts) if base is None else base) + score
 
     async def logged_rows(self) -> int:
         """How many rows the log spans (every session's: bm25()'s N, as `_period_boosts`
@@ -147,7 +189,7 @@ class ChatLogIndex:
     async def _ranked_matches(
         self, session_key: str, terms: Sequence[str], boosts: Sequence[PeriodBoost], limit: int
     ) -> tuple[list[tuple[int, float]], tuple[int, ...]]:
-        """The best `limit` matches of `terms` with their scores (bm25() is negative: the
+        """Every scored match of `terms`, best first, with its score (bm25() is negative: the
         score is its opposite, plus the boost of a row's period), and how many rows hold
         each term scored. When the terms' rows would be too many to score, the commonest
         terms are left out (`rarest_within`), or, when even the rarest is too common, the
@@ -160,11 +202,13 @@ class ChatLogIndex:
         if counts.get(scored[0], 0) > CANDIDATE_ROWS and len(prefixed) > 1:
             matches, scored = await self._common_terms_match(counts, prefixed, limit)
         best: dict[int, float] = {}
+        # Every scored row, not only the first `limit`: the feedback terms may lift any.
+        depth = max(limit, CANDIDATE_ROWS)
         for match in matches:
-            for row_id, score in await self.postings.scored(match, boosts, limit):
+            for row_id, score in await self.postings.scored(match, boosts, depth):
                 best[row_id] = max(score, best.get(row_id, score))
         ranked = sorted(best.items(), key=lambda item: (item[1], item[0]), reverse=True)
-        return ranked[:limit], tuple(counts.get(term, 0) for term in scored)
+        return ranked, tuple(counts.get(term, 0) for term in scored)
 
     async def _common_terms_match(
         self, counts: dict[str, int], terms: Sequence[str], limit: int
@@ -281,6 +325,12 @@ class ChatLogIndex:
         connection.execute("UPDATE chat_log_reindex SET below_id = ?", (ids[-1],))
 
 
+def _boost_of(row_id: int, boosts: Sequence[PeriodBoost]) -> float:
+    """What being said in a named period adds to a row's score (the first period holding
+    it, as the index's CASE takes it)."""
+    return next((b.score for b in boosts if b.first_id <= row_id <= b.last_id), 0.0)
+
+
 class Fts5Postings:
     """The index on SQLite: FTS5 over session-prefixed terms, ranked by its bm25()."""
 
@@ -314,10 +364,11 @@ class Fts5Postings:
         boosted = "".join(" WHEN rowid BETWEEN ? AND ? THEN ?" for _ in boosts)
         period_score = f" + CASE{boosted} ELSE 0 END" if boosts else ""
         ranked = await self.database.read(
-            f"SELECT rowid, -bm25(chat_log_fts, {SPEAKER_WEIGHT}, {TEXT_WEIGHT}){period_score} "
-            "AS score FROM chat_log_fts WHERE chat_log_fts MATCH ? "
+            f"SELECT rowid, -bm25(chat_log_fts, {SPEAKER_WEIGHT}, {TEXT_WEIGHT}) * ?"
+            f"{period_score} AS score FROM chat_log_fts WHERE chat_log_fts MATCH ? "
             "ORDER BY score DESC, rowid DESC LIMIT ?",
             (
+                match.weight,
                 *(value for b in boosts for value in (b.first_id, b.last_id, b.score)),
                 fts5_expression(match),
                 limit,

@@ -40,10 +40,12 @@ class PeriodBoost:
 class TermMatch:
     """The rows holding any of `terms` (all of them, with `every`), each scored by bm25()
     over these terms, summed in this order (FTS5's phrase order: a float sum's bits depend
-    on it)."""
+    on it), times `weight` (below 1 for a term the query did not ask for: a feedback term,
+    chat_log_feedback.py)."""
 
     terms: tuple[str, ...]
     every: bool = False
+    weight: float = 1.0
 
 
 @dataclass(frozen=True, slots=True)

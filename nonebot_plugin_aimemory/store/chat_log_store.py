@@ -211,11 +211,13 @@ class ChatLogStore:
         limit: int,
         *,
         periods: Sequence[tuple[str, str]] = (),
+        feedback: bool = False,
     ) -> list[ChatRow]:
         """The session's rows best matching `text` (words or a whole question), best first;
-        rows said within `periods` (UTC [start, end) texts) rank higher. See
-        `ChatLogIndex.ranked`."""
-        return await self.rows_by_id(await self.index.ranked(session_key, text, limit, periods))
+        rows said within `periods` (UTC [start, end) texts) rank higher; with `feedback`,
+        rows sharing the best rows' words too. See `ChatLogIndex.ranked`."""
+        ids = await self.index.ranked(session_key, text, limit, periods, feedback=feedback)
+        return await self.rows_by_id(ids)
 
     async def catch_up_index(self) -> None:
         """Index the rows an older release logged (see `ChatLogIndex.catch_up`); searches

@@ -139,6 +139,7 @@ class TermArrayPostings:
             _scoring_sql(len(terms), len(boosts), every=match.every),
             (
                 *idfs,
+                match.weight,
                 *(value for b in boosts for value in (b.first_id, b.last_id, b.score)),
                 *terms,
                 average_length,
@@ -224,9 +225,9 @@ def _scoring_sql(term_count: int, boost_count: int, *, every: bool) -> str:
     """bm25() of the rows holding any (`every`: all) of `term_count` terms, as fts5_aux.c
     computes it: per term, its weighted frequency f (each occurrence adds its column's
     weight) and idf * (f * (k1 + 1)) / (f + k1 * (1 - b + b * D / avgdl)), D the row's
-    terms; the terms' scores summed in the query's order; then each period's boost.
-    Parameters: the idfs, the boosts' (first id, last id, score), the terms one by one,
-    the average length, the terms as an array, the limit."""
+    terms; the terms' scores summed in the query's order, times the match's weight; then
+    each period's boost. Parameters: the idfs, the weight, the boosts' (first id, last id,
+    score), the terms one by one, the average length, the terms as an array, the limit."""
     indexes = range(term_count)
     scores = " + ".join(
         f"CAST(? AS DOUBLE PRECISION) * ((f.f{i} * {_NUMERATOR}) / (f.f{i} + f.norm))"
@@ -244,7 +245,8 @@ def _scoring_sql(term_count: int, boost_count: int, *, every: bool) -> str:
     )
     operator = "@>" if every else "&&"
     return (
-        f"SELECT t.id, ({scores}){period_score} AS score FROM chat_log_terms t "
+        f"SELECT t.id, ({scores}) * CAST(? AS DOUBLE PRECISION){period_score} AS score "
+        "FROM chat_log_terms t "
         f"CROSS JOIN LATERAL (SELECT {positions} OFFSET 0) p "
         f"CROSS JOIN LATERAL (SELECT {frequencies}, {_NORM} AS norm OFFSET 0) f "
         f"WHERE t.terms {operator} CAST(? AS TEXT[]) "

@@ -157,15 +157,16 @@ async def both_stores(tmp_path, postgres_url: str) -> AsyncIterator[list[ChatLog
 
 
 async def rankings(
-    store: ChatLogStore, periods: list[tuple[str, str]]
+    store: ChatLogStore, periods: list[tuple[str, str]], *, feedback: bool = False
 ) -> list[tuple[str, str, KeywordRanking]]:
     return [
-        (key, text, await store.index.ranking(key, text, 15, periods))
+        (key, text, await store.index.ranking(key, text, 15, periods, feedback=feedback))
         for key in SESSIONS
         for text in QUERIES
     ]
 
 
+@pytest.mark.parametrize("feedback", [False, True])
 @pytest.mark.parametrize("candidate_rows", [2000, 40, 6])
 @pytest.mark.parametrize("days_named", [(), (3,), (2, 8)])
 async def test_both_databases_rank_the_same_rows_with_the_same_scores(
@@ -173,6 +174,7 @@ async def test_both_databases_rank_the_same_rows_with_the_same_scores(
     monkeypatch: pytest.MonkeyPatch,
     candidate_rows: int,
     days_named: tuple[int, ...],
+    feedback: bool,
 ) -> None:
     from nonebot_plugin_aimemory.store import chat_log_index
 
@@ -180,11 +182,13 @@ async def test_both_databases_rank_the_same_rows_with_the_same_scores(
     sqlite, postgresql = both_stores
     periods = [day(offset) for offset in days_named]
 
-    on_sqlite = await rankings(sqlite, periods)
-    on_postgresql = await rankings(postgresql, periods)
+    on_sqlite = await rankings(sqlite, periods, feedback=feedback)
+    on_postgresql = await rankings(postgresql, periods, feedback=feedback)
 
     assert on_postgresql == on_sqlite
     assert sum(len(ranking.scored) for _, _, ranking in on_sqlite) > 300
+    if feedback:  # the feedback terms were scored, on both
+        assert on_sqlite != await rankings(sqlite, periods)
     assert await postgresql.index.logged_rows() == await sqlite.index.logged_rows()
 
 

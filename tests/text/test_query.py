@@ -85,12 +85,20 @@ def test_fts5_syntax_is_just_words() -> None:
     assert terms('"火锅" OR * NEAR( -开会) AND NOT ^:') == ("火锅", "near", "开会")
 
 
-def test_a_long_query_keeps_its_first_32_terms() -> None:
-    from nonebot_plugin_aimemory.text.query import MAX_QUERY_TERMS
+def test_a_long_query_keeps_its_first_64_terms() -> None:
+    found = terms(" ".join(f"word{i}" for i in range(100)))
 
-    found = terms(" ".join(f"word{i}" for i in range(50)))
+    assert found == tuple(f"word{i}" for i in range(64))
 
-    assert found == tuple(f"word{i}" for i in range(MAX_QUERY_TERMS))
+
+def test_a_question_after_several_sentences_keeps_the_words_it_asks_about() -> None:
+    found = terms(
+        "我最近参加了一个好玩的短期活动，每天都很充实，就是地点有点偏远，交通不太方便。"
+        "不过话说回来，我国的地域真的好广阔，适合举办各种活动。哦豁，我其实是想搞清楚，"
+        "那个持续时间是六天的活动，地点是什么？"
+    )
+
+    assert {"持续时间", "六天", "地点"} <= set(found)
 
 
 # ---------------------------------------------------------------- days
