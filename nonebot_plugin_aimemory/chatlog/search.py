@@ -1,25 +1,26 @@
 """What `search_current_chat` finds: a session's rows by keyword (store/chat_log_index.py),
-and with row vectors on, the keyword and vector rankings fused by rank as memories are
-(text/fusion.py), so neither a paraphrase nor an exact name is lost to the other signal.
+and with row vectors on, the keyword and vector rankings fused by their normalised scores
+as memories are (text/fusion.py), so neither a paraphrase nor an exact name is lost to the
+other signal.
 
 Only the session's rows are ranked on either side. A keyword match the vector scan did not
 reach (older than the rows it reads, or not embedded yet) ranks by keyword alone. The
 keyword side is read deeper than the rows shown: a match the vectors agree with may come
-from below the first page. Both sides read the question as the model asked it; the keyword
+from below the first page, and the weakest of its matches is what the keyword scores are
+placed against. Both sides read the question as the model asked it; the keyword
 side adds the words of its best rows (store/chat_log_feedback.py)."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ..store.chat_log_index import KeywordRanking
+from ..store.chat_log_index import SCORED_ROWS_KEPT, KeywordRanking
 from ..store.chat_log_store import ChatLogStore, ChatRow
 from ..text.fusion import fuse_rankings
 from .vectors import RowVectors
 
-# Keyword matches fused with the vector ranking (at least the rows asked for): on
-# MemoryBank the hybrid's R@10 is the same from 50 on, and lower at 10.
-FUSED_KEYWORD_ROWS = 50
+# Keyword matches fused with the vector ranking: as many as the index keeps of a ranking.
+FUSED_KEYWORD_ROWS = SCORED_ROWS_KEPT
 
 
 async def search_rows(

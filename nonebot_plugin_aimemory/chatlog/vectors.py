@@ -68,6 +68,10 @@ SCAN_COMPONENTS = 2000 * 384
 DEEP_ROWS = 500
 # Packed vectors copied into pgvector's column per step of that background work.
 FILL_BATCH_ROWS = 500
+# Added to the cosine of a row said in a period the query names: more than any two cosines
+# differ by (they lie in -1..1), so those rows rank ahead by score as a keyword match of the
+# period does, and the rest keep their order below them.
+PERIOD_LIFT = 2.0
 # What a row's embedded text is made of (embedded_row); recorded with its vector.
 ROW_FORM = "speaker: text"
 
@@ -187,8 +191,8 @@ class ChatLogVectors:
         self, session_key: str, query_vector: Sequence[float], periods: Sequence[PeriodBoost]
     ) -> list[tuple[int, float]]:
         """The session's rows (ids) by cosine to `query_vector`, best first: rows of the
-        periods in `periods` ahead of the rest, as a keyword match scores more for being
-        said then. With pgvector, the closest of each among all the session's rows;
+        periods in `periods` ahead of the rest (their cosines lifted by `PERIOD_LIFT`), as a
+        keyword match scores more for being said then. With pgvector, the closest of each among all the session's rows;
         otherwise the newest of the periods, then the newest of all and the older rows
         closest by sketch."""
         column = await self._ranking_column(session_key, query_vector)
@@ -216,7 +220,7 @@ class ChatLogVectors:
             others.update((row_id, packed) for row_id, packed in older if row_id not in in_period)
         query = QueryVector.of(query_vector)
         return await asyncio.to_thread(
-            lambda: [*_by_similarity(query, in_period), *_by_similarity(query, others)]
+            lambda: [*_lifted(_by_similarity(query, in_period)), *_by_similarity(query, others)]
         )
 
     async def _ranking_column(
@@ -254,7 +258,7 @@ class ChatLogVectors:
         others = await column.nearest(
             session_key, self.maker, query_vector, bound + DEEP_ROWS - len(in_period), outside=spans
         )
-        return [*in_period, *others]
+        return [*_lifted(in_period), *others]
 
     async def _fill_step(self) -> None:
         """Copy one batch of packed vectors into pgvector's column (none is needed without
@@ -351,6 +355,12 @@ def _closest_by_sketch(query: int, sketches: list[tuple[int, bytes]], count: int
         ((query ^ sketch_bits(sketch)).bit_count(), -row_id) for row_id, sketch in sketches
     ]
     return [-negated for _, negated in heapq.nsmallest(count, distances)]
+
+
+def _lifted(in_period: list[tuple[int, float]]) -> list[tuple[int, float]]:
+    """The rows of the named periods with their cosines lifted by `PERIOD_LIFT`: ahead of
+    every other row by score, as the fusion compares scores (text/fusion.py)."""
+    return [(row_id, similarity + PERIOD_LIFT) for row_id, similarity in in_period]
 
 
 def _by_similarity(query: QueryVector, vectors: dict[int, bytes]) -> list[tuple[int, float]]:

@@ -90,6 +90,13 @@ class Postings(Protocol):
         said in, best first, ties newest (highest id) first."""
         ...
 
+    async def scored_each(
+        self, matches: Sequence[TermMatch], limit: int
+    ) -> list[list[tuple[int, float]]]:
+        """`scored` of each match without boosts, in one round trip where the database can
+        (the feedback terms: a handful of single-term matches)."""
+        ...
+
     def lock(self, connection: Connection) -> None:
         """Wait for every other writer of the index, until this transaction ends."""
         ...

@@ -149,6 +149,12 @@ class TermArrayPostings:
         )
         return [(int(row_id), float(score)) for row_id, score in ranked]
 
+    async def scored_each(
+        self, matches: Sequence[TermMatch], limit: int
+    ) -> list[list[tuple[int, float]]]:
+        """Each match's best `limit` rows with their scores, one statement each."""
+        return [await self.scored(match, (), limit) for match in matches]
+
     async def _statistics(self, terms: Sequence[str]) -> Statistics:
         rows = await self.database.read(
             "SELECT NULL, indexed_rows, indexed_tokens FROM chat_log_terms_total "

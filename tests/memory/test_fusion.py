@@ -1,6 +1,6 @@
-"""Hybrid memory search: keyword and vector rankings fused (`text/fusion.py`), so that
-neither signal's scale drowns the other, memories without a vector still rank by keyword,
-and memories only the vectors find are kept."""
+"""Hybrid memory search: keyword and vector scores fused (`text/fusion.py`), each placed on
+its own scale so that neither drowns the other, memories without a vector still rank by
+keyword, and memories only the vectors find are kept."""
 
 from __future__ import annotations
 
@@ -22,15 +22,20 @@ class ScriptedEmbedder:
 
     enabled = True
 
-    def __init__(self, angles: dict[str, float]) -> None:
+    def __init__(self, angles: dict[str, float], unreachable_for: Sequence[str] = ()) -> None:
         from nonebot_plugin_aimemory.engine.embeddings import VectorMaker
 
         self.maker = VectorMaker("scripted", "none")
         self.angles = angles
+        self.unreachable_for = set(unreachable_for)
         self.requests: list[tuple[str, list[str]]] = []
 
     async def embed(self, texts: Sequence[str], role: str = "passage") -> list[list[float]]:
+        from nonebot_plugin_aimemory.engine.errors import LLMError
+
         self.requests.append((role, list(texts)))
+        if self.unreachable_for & set(texts):  # the server is down whenever these are asked
+            raise LLMError("unreachable", "scripted outage")
         if role == "query":
             return [angle_vector(0) for _ in texts]
         return [angle_vector(self.angles.get(text, 90.0)) for text in texts]
@@ -48,10 +53,13 @@ async def save_all(memory, contents: Sequence[str]) -> dict[str, str]:
 
 async def test_a_strong_keyword_match_is_not_pushed_out_by_weak_vectors(memory) -> None:
     target = "阿强(2003)养了一只叫豆豆的猫"
-    # Twelve memories the vectors like better, none of which says 豆豆.
+    # Twelve memories the vectors like better, none of which says 豆豆, and twelve the
+    # vectors find further from the question than the target.
     decoys = [f"第{n}次班会讨论了期末考试安排" for n in range(1, 13)]
-    memory.embedder = ScriptedEmbedder({**dict.fromkeys(decoys, 20.0), target: 85.0})
-    ids = await save_all(memory, [target, *decoys])
+    far = [f"群公告第{n}条：按时交作业" for n in range(1, 13)]
+    angles = {**dict.fromkeys(decoys, 20.0), target: 40.0, **dict.fromkeys(far, 85.0)}
+    memory.embedder = ScriptedEmbedder(angles)
+    ids = await save_all(memory, [target, *decoys, *far])
 
     hits = await memory.search(SCOPE, "豆豆", limit=5)
 
@@ -79,7 +87,8 @@ async def test_a_memory_saved_while_the_server_was_down_is_still_found_by_keywor
     target = "小红(2002)对花生过敏"
     others = ["群里每周五晚上八点开例会", "大家约好暑假一起去青岛旅游"]
     await save_all(memory, [target])  # no embedding model yet: no vector
-    memory.embedder = ScriptedEmbedder(dict.fromkeys(others, 10.0))
+    # (and none from a backfill meanwhile: the server is down whenever it is asked)
+    memory.embedder = ScriptedEmbedder(dict.fromkeys(others, 10.0), unreachable_for=[target])
     await save_all(memory, others)
 
     hits = await memory.search(SCOPE, "花生过敏", limit=3)
