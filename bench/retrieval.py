@@ -6,8 +6,11 @@ group of its people) and each message its people said through `MemoryService.sav
 question is asked of both tools as the model calls them, and of BM25, dense e5 retrieval
 and their RRF over the same lines (a group chat's with their speaker's name, `document`).
 R@k by set and question category (retrieval_report.py); `--ranks` dumps every question's.
-Targets, per set: keyword-only R@10 >= BM25 + 5 points; hybrid R@10 >= dense + 3 points;
-search p99 <= 20 ms over 100 000 chat-log rows (5 000 with --quick), <= 5 ms over 200 memories.
+Targets, per set and path: keyword-only R@10 >= BM25 + 3 points; hybrid R@10 >= RRF + 3
+points and >= both keyword-only and dense; keyword-only search p99 <= 20 ms over 100 000
+chat-log rows (5 000 with --quick), <= 5 ms over 200 memories. The hybrid searches are timed
+at the same sizes and reported (the query's embedding included, from the local cache or
+endpoint; over 2 000 rows the vector scan goes through the rows' sketches).
 """
 
 from __future__ import annotations
@@ -34,7 +37,13 @@ from bench.retrieval_memorybank import SETS as MEMORYBANK_SETS
 from bench.retrieval_memorybank import load_memorybank
 from bench.retrieval_postgres import scratch_database
 from bench.retrieval_product import CHAT, MEMORY, ChatSession, SessionTools
-from bench.retrieval_report import SetResults, print_table, print_verdicts, write_ranks
+from bench.retrieval_report import (
+    HYBRID_LATENCY,
+    SetResults,
+    print_table,
+    print_verdicts,
+    write_ranks,
+)
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator
@@ -170,9 +179,12 @@ async def embedded(endpoint: EmbeddingEndpoint, datasets: list[Dataset]) -> dict
     }
 
 
-async def measure_latency(runtime: Runtime, results: SetResults, quick: bool) -> None:
-    """Keyword search time through the tools over one chat of chat-log rows (the set's
-    texts repeated and shuffled) and one scope of memories."""
+async def measure_latency(
+    runtime: Runtime, results: SetResults, quick: bool, *, hybrid: bool = False
+) -> None:
+    """Search time through the tools over one chat of chat-log rows (the set's texts
+    repeated and shuffled) and one scope of memories; with `hybrid`, the rows embedded
+    first and each search's time labelled so."""
     rng, questions = random.Random(LATENCY_SEED), list(results.dataset.questions)
     if len(questions) > LATENCY_QUESTIONS:
         questions = rng.sample(questions, LATENCY_QUESTIONS)
@@ -185,6 +197,8 @@ async def measure_latency(runtime: Runtime, results: SetResults, quick: bool) ->
         filler += cycle
     qq = results.first_number + LATENCY_QQ_OFFSET
     await product.fill_chat_log(runtime, qq, filler[:row_count])
+    if hybrid:
+        await product.embed_backlog(runtime)
     said = [m.text for c in results.dataset.conversations for m in c.messages if m.memorable]
     rng.shuffle(said)
     stored = await product.fill_memories(runtime, qq + 1, said, LATENCY_MEMORIES)
@@ -207,8 +221,10 @@ async def measure_latency(runtime: Runtime, results: SetResults, quick: bool) ->
         CHAT: f"{row_count:,} chat rows".replace(",", " "),
         MEMORY: f"{LATENCY_MEMORIES} memories",
     }
+    label = HYBRID_LATENCY if hybrid else ""
     for path, tools in ((CHAT, chat_tools), (MEMORY, memory_tools)):
-        results.latencies[path] = (sizes[path], tools.samples_ns[path][LATENCY_WARMUP_QUERIES:])
+        samples = tools.samples_ns[path][LATENCY_WARMUP_QUERIES:]
+        results.latencies[path + label] = (sizes[path], samples)
 
 
 @asynccontextmanager
@@ -237,8 +253,7 @@ async def run_products(
                     plugin_runtime(llm, db, **RUNTIME_SETTINGS, **backend, **extra) as runtime,
                 ):
                     await run_product(runtime, results, method)
-                    if method == "keyword":
-                        await measure_latency(runtime, results, bench.quick)
+                    await measure_latency(runtime, results, bench.quick, hybrid=method == "hybrid")
 
 
 async def run(bench: Bench) -> None:

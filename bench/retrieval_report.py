@@ -32,9 +32,15 @@ METHOD_LABELS = {
     "dense-text": "dense e5, text only (as embedded)",
     "rrf": "RRF of BM25 and dense (k 60)",
 }
-# The R@10 asked of a product method: its baseline's plus a margin in points.
-TARGET_MARGINS = {"keyword": ("bm25", 5.0), "hybrid": ("dense", 3.0)}
+# The R@10 asked of a product method: each baseline's plus a margin in points (the hybrid
+# never below either of its parts, and above textbook RRF).
+TARGET_MARGINS = {
+    "keyword": (("bm25", 3.0),),
+    "hybrid": (("rrf", 3.0), ("keyword", 0.0), ("dense", 0.0)),
+}
 TARGET_P99_MS = {CHAT: 20.0, MEMORY: 5.0}
+# The search timed at size: a path, alone (keyword only) or with the hybrid's vectors.
+HYBRID_LATENCY = " (hybrid)"
 # What a ranking shows, best first: each item's messages (chat rows) or turns (memories).
 Ranking = Sequence[frozenset[str]]
 # Each evidence piece's 1-based rank in a ranking, None where the ranking lacks it.
@@ -116,21 +122,27 @@ def print_verdicts(all_results: Sequence[SetResults], quick: bool) -> None:
     for results in all_results:
         for path, (size, samples) in results.latencies.items():
             p50, p99 = ms(percentile(samples, 0.5)), ms(percentile(samples, 0.99))
+            target = TARGET_P99_MS.get(path)
+            goal = f"target p99 <= {target:.0f} ms" if target else "no target: reported"
             print(
                 f"{results.dataset.name} {path} over {size}: p50 {p50:.2f} ms, p99 {p99:.2f} ms "
-                f"(n={len(samples)}; target p99 <= {TARGET_P99_MS[path]:.0f} ms)"
+                f"(n={len(samples)}; {goal})"
             )
     for results in all_results:
         name = results.dataset.name
         for path in PATHS:
-            for method, (baseline, margin) in TARGET_MARGINS.items():
-                if (path, method) in results.ranks and (path, baseline) in results.ranks:
-                    recall = results.recall(path, method, 10)
-                    goal = results.recall(path, baseline, 10) + margin
-                    basis = f"{METHOD_LABELS[baseline].partition(' ')[0]} + {margin:.0f}"
-                    label = f"{METHOD_LABELS[method]} R@10 {recall:.1f} >= {goal:.1f} ({basis})"
-                    verdict(f"{name} {path}: {label}", recall >= goal)
+            for method, goals in TARGET_MARGINS.items():
+                for baseline, margin in goals:
+                    if (path, method) in results.ranks and (path, baseline) in results.ranks:
+                        recall = results.recall(path, method, 10)
+                        goal = results.recall(path, baseline, 10) + margin
+                        basis = METHOD_LABELS[baseline].partition(",")[0].partition(" (")[0]
+                        basis += f" + {margin:.0f}" if margin else ""
+                        label = f"{METHOD_LABELS[method]} R@10 {recall:.1f} >= {goal:.1f}"
+                        verdict(f"{name} {path}: {label} ({basis})", recall >= goal)
         for path, (size, samples) in results.latencies.items():
+            if path not in TARGET_P99_MS:
+                continue  # the hybrid's: reported, no target (the vector scan is Python)
             p99, target_ms = ms(percentile(samples, 0.99)), TARGET_P99_MS[path]
             label = f"{name} {path} p99 {p99:.2f} ms <= {target_ms:.0f} ms over {size}"
             verdict(label, p99 <= target_ms, quick=quick and path == CHAT)

@@ -486,3 +486,54 @@ async def test_a_change_of_model_embeds_every_row_again_newest_first_with_progre
     assert progress[0].startswith(f"chat-log vectors: embedding {rows} rows with fake-embed-v2")
     assert progress[-1] == f"chat-log vectors: all {rows} rows embedded"
     assert (await search(plugin, PARAPHRASE))[0] == BASKETBALL
+
+
+# ---------------------------------------------------------------- bad input
+
+
+async def test_a_server_gone_after_the_rows_were_embedded_leaves_keyword_results(
+    plugin,
+) -> None:
+    runtime = await with_row_vectors(plugin)
+    await write(plugin, BASKETBALL, *OTHERS)
+    assert await vector_count(plugin) == len(OTHERS) + 1
+    runtime.memory.service.embedder.pause_initial_seconds = 0.05
+    plugin.llm.embeddings_fail = True  # the query's embedding fails: mid-search
+
+    result = await model_calls(
+        plugin, RecordingBot(), "search_current_chat", {"keyword": "basketball weekend"}
+    )
+
+    assert BASKETBALL in result
+    assert "错误" not in result
+
+
+async def test_vectors_of_another_length_under_the_same_model_rank_by_keyword(plugin) -> None:
+    from nonebot_plugin_aimemory.store.packed_vectors import pack_vector
+
+    await with_row_vectors(plugin)
+    await write(plugin, BASKETBALL, *OTHERS)
+    database = plugin.runtime.chat_log.writer.store.vectors.database
+    # The server now answers with 3-dimensional vectors under the same model name.
+    await database.write(
+        lambda connection: connection.execute(
+            "UPDATE chat_log_vectors SET vector = ?", (pack_vector([0.6, 0.8, 0.0]),)
+        )
+    )
+
+    assert (await search(plugin, "basketball"))[0] == BASKETBALL
+    result = await model_calls(
+        plugin, RecordingBot(), "search_current_chat", {"keyword": PARAPHRASE}
+    )
+    assert "错误" not in result
+
+
+async def test_a_question_in_a_script_the_segmenter_does_not_know_is_answered(plugin) -> None:
+    thai = "พรุ่งนี้เจอกันที่สถานี"
+    await with_row_vectors(plugin)
+    await write(plugin, thai, *OTHERS)
+
+    assert (await search(plugin, thai))[0] == thai
+    # Amharic: nothing shared with any row; answered all the same.
+    result = await model_calls(plugin, RecordingBot(), "search_current_chat", {"keyword": "ሰላም ነው"})
+    assert "错误" not in result

@@ -68,3 +68,26 @@ def test_a_keyword_match_counts_at_most_its_coverage() -> None:
 
     assert order([("a", 1.0)], vector, {"a": 1.0})[0] == "a"
     assert order([("a", 1.0)], vector, {"a": 0.1})[0] == "z"
+
+
+def test_a_side_whose_best_does_not_stand_out_gets_less_of_the_say() -> None:
+    from nonebot_plugin_aimemory.text.fusion import confidence, keyword_share_of
+
+    peaked = [("answer", 9.0), *((f"k{n}", 1.0 + n / 100) for n in range(40))]
+    flat = [(f"v{n}", 0.80 - n / 1000) for n in range(40)]
+
+    assert confidence(peaked) > 0.8
+    assert confidence(flat) < 0.5
+    assert keyword_share_of(peaked, flat) > 0.6
+    assert keyword_share_of(flat, peaked) < 0.4
+    assert keyword_share_of(peaked, peaked) == 0.5
+    assert keyword_share_of([], []) == 0.5
+
+
+def test_a_weak_vector_side_does_not_pull_the_keyword_winner_down() -> None:
+    # The vectors barely tell the lines apart (texts without their speaker, asked about a
+    # person) and put the answer low; the keywords know it.
+    keyword = [("answer", 8.0), *((f"k{n}", 2.0) for n in range(20))]
+    vector = [*((f"k{n}", 0.83 - n / 1000) for n in range(20)), ("answer", 0.80)]
+
+    assert order(keyword, vector)[0] == "answer"
