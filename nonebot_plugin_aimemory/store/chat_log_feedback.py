@@ -53,22 +53,13 @@ async def feedback_matches(
     if not best:
         return []
     texts = await _texts(database, [row_id for row_id, _ in best])
-    top_score = best[0][1]
-    share_of: dict[str, float] = {}  # each word's summed share of the best score
-    held_by: dict[str, int] = {}  # how many of the best rows hold it
-    known = set(asked)
-    for row_id, score in best:
-        for term in query.analyse(texts.get(row_id, "")).terms:
-            prefixed = prefix + term
-            if prefixed not in known:
-                share_of[prefixed] = share_of.get(prefixed, 0.0) + score / top_score
-                held_by[prefixed] = held_by.get(prefixed, 0) + 1
-    if not share_of:
+    shares, held_by = _words_of_best(best, texts, prefix, set(asked))
+    if not shares:
         return []
-    counts = await postings.document_counts(sorted(share_of))
+    counts = await postings.document_counts(sorted(shares))
     weights = {
         term: share * bm25_idf(logged_rows, counts[term])
-        for term, share in share_of.items()
+        for term, share in shares.items()
         if counts.get(term, 0) > held_by[term]
     }
     chosen = sorted(weights, key=lambda term: (-weights[term], term))[:FEEDBACK_TERMS]
@@ -83,6 +74,23 @@ async def feedback_matches(
             break
         matches.append(TermMatch((term,), weight=FEEDBACK_WEIGHT * weights[term] / strongest))
     return matches
+
+
+def _words_of_best(
+    best: Sequence[tuple[int, float]], texts: dict[int, str], prefix: str, asked: set[str]
+) -> tuple[dict[str, float], dict[str, int]]:
+    """The content words (prefixed) of the best rows the query did not ask for: each one's
+    summed share of the best score, and how many of the rows hold it."""
+    top_score = best[0][1]
+    shares: dict[str, float] = {}
+    held_by: dict[str, int] = {}
+    for row_id, score in best:
+        for term in query.analyse(texts.get(row_id, "")).terms:
+            prefixed = prefix + term
+            if prefixed not in asked:
+                shares[prefixed] = shares.get(prefixed, 0.0) + score / top_score
+                held_by[prefixed] = held_by.get(prefixed, 0) + 1
+    return shares, held_by
 
 
 async def _texts(database: Backend, ids: Sequence[int]) -> dict[int, str]:
