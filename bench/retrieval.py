@@ -31,6 +31,7 @@ from bench import retrieval_product as product
 from bench.embedding_cache import caching_endpoint
 from bench.harness import Bench, fake_llm, main, plugin_runtime
 from bench.retrieval_baselines import TOKENIZERS, EmbeddingEndpoint, Rank, bm25, dense, rrf
+from bench.retrieval_data import document
 from bench.retrieval_locomo import load_locomo
 from bench.retrieval_memdaily import load_memdaily
 from bench.retrieval_memorybank import SETS as MEMORYBANK_SETS
@@ -49,7 +50,7 @@ if TYPE_CHECKING:
     from collections.abc import AsyncIterator
 
     from bench.harness import Runtime
-    from bench.retrieval_data import Conversation, Dataset, Message
+    from bench.retrieval_data import Conversation, Dataset
 
 EMBEDDINGS_MODEL = "multilingual-e5-small"  # the name sent to the endpoint
 BM25, DENSE, DENSE_TEXT, RRF = "bm25", "dense", "dense-text", "rrf"
@@ -126,15 +127,6 @@ async def run_product(runtime: Runtime, results: SetResults, method: str) -> Non
         memory.append([held[question.conversation][memory_id] for memory_id in ids])
     results.record(CHAT, method, chat)
     results.record(MEMORY, method, memory)
-
-
-def document(conversation: Conversation, message: Message) -> str:
-    """What a baseline indexes of a chat line: its text, after its speaker's name in a group
-    chat (who said it is part of what a reader of the log knows; in a private chat it is
-    the user or the companion)."""
-    if conversation.chat == "group" and message.role == "user":
-        return f"{message.speaker}: {message.text}"
-    return message.text
 
 
 def run_baselines(results: SetResults, indexes: Baselines) -> None:

@@ -87,3 +87,13 @@ def distinct_minutes(moments: Iterable[datetime]) -> list[datetime]:
             minute = placed[-1] + timedelta(minutes=1)
         placed.append(minute)
     return placed
+
+
+def document(conversation: Conversation, message: Message) -> str:
+    """What a baseline indexes of a chat line, and what the product saves of it as a memory:
+    its text, after its speaker's name in a group chat (who said it is part of what a
+    reader of the log knows, and the plugin asks the model to write memories that name
+    their subject; in a private chat it is the user or the companion)."""
+    if conversation.chat == "group" and message.role == "user":
+        return f"{message.speaker}: {message.text}"
+    return message.text

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, TypeVar
 from zoneinfo import ZoneInfo
 
 from bench.harness import chat_log_writer, chat_row, memory_service
+from bench.retrieval_data import document
 
 if TYPE_CHECKING:
     from bench.harness import Runtime
@@ -95,7 +96,8 @@ async def write_conversation(
             said_at = message.at.replace(tzinfo=zone)
             service.clock = lambda said_at=said_at: said_at
             user_id = str(session.qq_of[message.speaker])
-            outcome = await service.save(session.key, message.text, user_id=user_id, source="tool")
+            content = document(conversation, message)
+            outcome = await service.save(session.key, content, user_id=user_id, source="tool")
             if outcome.status in ("saved", "duplicate") and outcome.memory is not None:
                 held[outcome.memory.id].add(message.turn)
     finally:

@@ -38,6 +38,7 @@ TARGET_MARGINS = {
     "keyword": (("bm25", 3.0),),
     "hybrid": (("rrf", 3.0), ("keyword", 0.0), ("dense", 0.0)),
 }
+BASIS_LABELS = {"bm25": "BM25", "rrf": "RRF", "keyword": "keyword only", "dense": "dense"}
 TARGET_P99_MS = {CHAT: 20.0, MEMORY: 5.0}
 # The search timed at size: a path, alone (keyword only) or with the hybrid's vectors.
 HYBRID_LATENCY = " (hybrid)"
@@ -136,8 +137,7 @@ def print_verdicts(all_results: Sequence[SetResults], quick: bool) -> None:
                     if (path, method) in results.ranks and (path, baseline) in results.ranks:
                         recall = results.recall(path, method, 10)
                         goal = results.recall(path, baseline, 10) + margin
-                        basis = METHOD_LABELS[baseline].partition(",")[0].partition(" (")[0]
-                        basis += f" + {margin:.0f}" if margin else ""
+                        basis = BASIS_LABELS[baseline] + (f" + {margin:.0f}" if margin else "")
                         label = f"{METHOD_LABELS[method]} R@10 {recall:.1f} >= {goal:.1f}"
                         verdict(f"{name} {path}: {label} ({basis})", recall >= goal)
         for path, (size, samples) in results.latencies.items():
