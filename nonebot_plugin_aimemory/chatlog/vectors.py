@@ -37,22 +37,18 @@ from collections.abc import Sequence
 from ..engine.background import Background
 from ..engine.embeddings import Embedder, EmbeddingClient, VectorMaker
 from ..engine.errors import LLMError
-from ..scopes import Scope
 from ..store.chat_log_index import PeriodBoost
 from ..store.chat_log_pgvector import PgvectorColumn, fits_pgvector
 from ..store.chat_log_store import ChatRow
 from ..store.chat_log_vectors import ChatLogVectorStore, Unembedded
 from ..store.packed_vectors import QueryVector, pack_sketch, sketch_bits
-from ..text.encodable import encodable
+from .embedded_rows import embeddable, embedded_row, embedded_text, row_maker
 from .vector_progress import BackfillProgress, FillProgress
 
 logger = logging.getLogger("nonebot_plugin_aimemory")
 
 # Texts per embedding request: one request per flush or backfill step, not one per row.
 EMBED_BATCH_ROWS = 64
-# The start of a long message says what it is about, and a model's input has a limit
-# (multilingual-e5: 512 tokens); this also bounds the tokens a row can cost.
-EMBED_MAX_CHARS = 1000
 # Rows written while the worker is busy wait here; beyond this many (a server that hangs
 # while a busy group chats) they are left to the backfill.
 MAX_PENDING_ROWS = 5000
@@ -72,43 +68,11 @@ FILL_BATCH_ROWS = 500
 # differ by (they lie in -1..1), so those rows rank ahead by score as a keyword match of the
 # period does, and the rest keep their order below them.
 PERIOD_LIFT = 2.0
-# What a row's embedded text is made of (embedded_row); recorded with its vector.
-ROW_FORM = "speaker: text"
 
 
 def scan_rows(dimensions: int) -> int:
     """How many vectors of `dimensions` one search scans at most."""
     return max(1, SCAN_COMPONENTS // max(1, dimensions))
-
-
-def embedded_text(text: str) -> str:
-    """What is embedded of a query (and of a row, after its speaker)."""
-    return encodable(text)[:EMBED_MAX_CHARS]
-
-
-def embedded_row(row: Unembedded) -> str:
-    """What is embedded of a row: in a group chat, its text after its speaker's name, as
-    the keyword index has it. Who said something is part of what it means to a question
-    about a person ("what did Bob say about the trip"): on LoCoMo's group chats, e5 over the
-    texts alone ranked the evidence in its top 10 for 28 % of questions, over name and text
-    for 50 %. A private chat's lines are one person's (or the bot's), and the bot's lines
-    carry no name: there the name would tell nothing."""
-    scope = Scope.parse_or_none(row.session_key)
-    named = row.role != "assistant" and (scope is None or scope.is_group)
-    name = encodable(row.speaker_name or "").strip() if named else ""
-    return embedded_text(f"{name}: {row.text}" if name else row.text)
-
-
-def row_maker(maker: VectorMaker) -> VectorMaker:
-    """The maker recorded with rows' vectors: the embedder's, and the form of the text
-    (`ROW_FORM`), so vectors of an earlier form are made again in the background."""
-    return VectorMaker(maker.model, f"{maker.convention}; rows {ROW_FORM}")
-
-
-def embeddable(row: ChatRow) -> bool:
-    """Whether a row gets a vector: not refused (it is never sent to a model again), not
-    empty."""
-    return row.id > 0 and not row.refused and bool(row.text.strip())
 
 
 class ChatLogVectors:

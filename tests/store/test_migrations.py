@@ -122,7 +122,8 @@ async def fresh_schema(tmp_path) -> Schema:
 
 def write_sample_rows(path: Path, version: int) -> None:
     """Rows of every kind the tables at `version` hold, written as that version wrote them."""
-    from nonebot_plugin_aimemory.store.chat_log_index import index_rows, row_terms, session_token
+    from nonebot_plugin_aimemory.store.chat_log_fts5 import index_rows, session_token
+    from nonebot_plugin_aimemory.store.chat_log_ranking import row_terms
 
     connection = sqlite3.connect(path)
     if version >= SESSIONS_AND_MESSAGES:
