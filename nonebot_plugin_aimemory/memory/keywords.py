@@ -87,6 +87,30 @@ def keyword_ranking(
     return scored
 
 
+def word_scores(
+    entries: Sequence[IndexedMemory], terms: frozenset[str]
+) -> tuple[dict[str, float], Counter[str]]:
+    """Each of `terms`' idf over `entries`, and how many entries hold it."""
+    held = [_shared_terms(entry, terms) for entry in entries]
+    holding = Counter(itertools.chain.from_iterable(held))
+    return {term: _idf(len(entries), holding[term]) for term in terms}, holding
+
+
+def weighted_term_scores(
+    entries: Sequence[IndexedMemory], weights: dict[str, float]
+) -> dict[str, float]:
+    """By memory id, what the `weights` terms score in each entry holding any (BM25F, as
+    the query's own words, each term's score times its weight)."""
+    terms = frozenset(weights)
+    held = [_shared_terms(entry, terms) for entry in entries]
+    words = _WordStatistics.of(entries, terms, held)
+    return {
+        entry.record.id: sum(weights[term] * words.score(entry, {term}) for term in shared)
+        for entry, shared in zip(entries, held, strict=True)
+        if shared
+    }
+
+
 def _shared_terms(entry: IndexedMemory, terms: frozenset[str]) -> frozenset[str]:
     """The terms of `terms` the entry's content or tags hold. (`terms.intersection(d)`
     looks each term up in the dict; `d.keys() & terms` would first copy every key.)"""

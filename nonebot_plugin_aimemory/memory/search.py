@@ -1,6 +1,7 @@
 """The read side of memories: what a view shows, and search over one or several views ranked
-together: the keyword ranking (keywords.py), fused by rank with the vector ranking when
-embeddings are configured (see text/fusion.py), and the floor of auto-inject (relevance.py)."""
+together: the keyword ranking (keywords.py; the model's searches add their best memories'
+words, feedback.py), fused by score with the vector ranking when embeddings are configured
+(see text/fusion.py), and the floor of auto-inject (relevance.py)."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from ..store.memory_store import MemoryRecord
 from ..text import query as query_module
 from ..text.fusion import fuse_rankings
 from ..text.query import Query
+from .feedback import with_feedback
 from .index import IndexedMemory, ScopeIndex
 from .keywords import keyword_ranking
 from .personal import MemoryView
@@ -64,9 +66,11 @@ async def search_views(
     safe_only: bool,
     zone: tzinfo,
     clock: Callable[[], datetime],
+    feedback: bool = False,
 ) -> list[SearchHit]:
     """What the views show for `query`, ranked together (newest first without a query);
-    the days a query names are counted in `zone` from `clock`'s now."""
+    the days a query names are counted in `zone` from `clock`'s now. With `feedback` (the
+    model's search), the best memories' words are added to the query (feedback.py)."""
     live, personal = await pooled(index, views)
     # The guard runs only on entries about to be returned (and once per entry).
     if not query or not query.strip():
@@ -79,7 +83,7 @@ async def search_views(
     if not live:
         return []  # the common case of a new chat: no tokenising, no embedding call
     today = clock().astimezone(zone).date()
-    ranking = await rank(query, live, vectors, zone, today=today)
+    ranking = await rank(query, live, vectors, zone, today=today, feedback=feedback)
     return best_shown(ranking.fused, limit, safe_only=safe_only, personal=personal)
 
 
@@ -133,6 +137,7 @@ async def rank(
     zone: tzinfo,
     *,
     today: date | None,
+    feedback: bool = False,
 ) -> Ranking:
     """The live entries ranked for `query`: by keyword alone while there is no query
     vector, else the keyword and vector rankings fused. With `today` (a search, not a
@@ -143,10 +148,12 @@ async def rank(
     query_vector = await vectors.embed_quietly(query, "query")
     if query_vector is None:
         keyword = keyword_ranking(analysed, live, zone, characters_find=searching)
+        if feedback:
+            keyword = with_feedback(analysed.terms, keyword, live)
         matched = {entry.record.id: 1.0 for entry, _ in keyword}
         return Ranking(keyword, matched, {}, [])
     keyword, coverage = keyword_ranking_with_coverage(
-        query, analysed, live, zone, characters_find=searching
+        query, analysed, live, zone, characters_find=searching, feedback=feedback
     )
     vector = vector_ranking(query_vector, live)
     by_id = {entry.record.id: entry for entry in live}
@@ -170,11 +177,12 @@ def keyword_ranking_with_coverage(
     zone: tzinfo,
     *,
     characters_find: bool,
+    feedback: bool = False,
 ) -> tuple[list[tuple[IndexedMemory, float]], dict[str, float]]:
-    """The keyword ranking, and each match's coverage: its score over the score of the
-    query itself ranked as one more text of the scope, saved on the first day it names (the
-    most a memory can match it; tags weigh more, so a tag match may reach it: capped at
-    1)."""
+    """The keyword ranking (with `feedback`, the best memories' words added: feedback.py),
+    and each match's coverage: its score over the score of the query itself ranked as one
+    more text of the scope, saved on the first day it names (the most a memory can match
+    it; tags weigh more, so a tag match may reach it: capped at 1)."""
     saved = ""
     if query.periods:
         noon = datetime.combine(query.periods[0].first, time(12), zone)
@@ -183,6 +191,8 @@ def keyword_ranking_with_coverage(
     ranked = keyword_ranking(query, [*live, probe], zone, characters_find=characters_find)
     most = next((score for entry, score in ranked if entry is probe), 0.0)
     keyword = [(entry, score) for entry, score in ranked if entry is not probe]
+    if feedback:
+        keyword = with_feedback(query.terms, keyword, live)
     coverage = {
         entry.record.id: min(1.0, score / most) if most > 0 else 1.0 for entry, score in keyword
     }

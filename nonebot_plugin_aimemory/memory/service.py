@@ -111,7 +111,7 @@ class MemoryService:
         include_private: bool = True,
     ) -> list[SearchHit]:
         """Without a query: everything, newest first. With one: the keyword ranking, fused by
-        rank with the vector ranking when embeddings are configured (see text/fusion.py).
+        score with the vector ranking when embeddings are configured (see text/fusion.py).
         `safe_only` leaves out memories that fail the injection guard."""
         view = MemoryView(scope, include_private)
         return await self.search_in([view], query, limit, safe_only=safe_only)
@@ -123,9 +123,11 @@ class MemoryService:
         limit: int = 10,
         *,
         safe_only: bool = False,
+        feedback: bool = False,
     ) -> list[SearchHit]:
         """`search` over what several views show, ranked together as one collection (a
-        chat's memories and its speaker's personal ones in one ranking)."""
+        chat's memories and its speaker's personal ones in one ranking); with `feedback`
+        (the model's search), the best memories' words are added to the query."""
         return await search.search_views(
             self._index,
             self._vectors,
@@ -135,6 +137,7 @@ class MemoryService:
             safe_only=safe_only,
             zone=self.zone,
             clock=self.clock,
+            feedback=feedback,
         )
 
     async def relevant(

@@ -157,7 +157,7 @@ def _searcher(memory: MemoryService, scope: str, personal: bool):
         if speakers is not None:
             views.append(speakers)
         # Memories that fail the guard (rows stored before it caught them) are never shown.
-        hits = await memory.search_in(views, query, offset + limit, safe_only=True)
+        hits = await memory.search_in(views, query, offset + limit, safe_only=True, feedback=True)
         if not hits:
             return "没有找到相关记忆。" if has_query else "当前会话还没有任何记忆。"
         if offset >= len(hits):
