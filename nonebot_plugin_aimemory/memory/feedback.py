@@ -1,7 +1,6 @@
-"""Pseudo-relevance feedback for the model's memory searches, as the chat log's
-(store/chat_log_feedback.py): the best few memories of the keyword ranking lend the rarest
-content words the query did not hold, each weighing at most `FEEDBACK_WEIGHT` of a query
-word, and the scope is scored again with them. Only the model's `memory_search` does this:
+"""Pseudo-relevance feedback for the model's memory searches (text/feedback.py), as the chat
+log's: the best few memories of the keyword ranking lend the rarest content words the
+query did not hold, and the scope is scored again with them. Only the model's `memory_search` does this:
 a person's search (`~记忆 搜索`, the panel) finds what holds their words, and the memories
 injected on their own are found by the message's words alone."""
 
@@ -10,9 +9,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from ..store.chat_log_feedback import FEEDBACK_ROWS, FEEDBACK_TERMS, FEEDBACK_WEIGHT
-from ..text import query as query_module
-from .keywords import weighted_term_scores, word_scores
+from ..text.feedback import FEEDBACK_ROWS, candidate_words, chosen_words
+from .keywords import weighted_term_scores, word_holding, word_idf
 
 if TYPE_CHECKING:
     from .index import IndexedMemory
@@ -38,26 +36,12 @@ def with_feedback(asked: Sequence[str], ranked: Ranked, entries: Sequence[Indexe
 def _feedback_words(
     asked: Sequence[str], ranked: Ranked, entries: Sequence[IndexedMemory]
 ) -> dict[str, float]:
-    """The added words and their weights: the best memories' content words the query did
-    not ask for and other memories hold, by their summed share of the best score times
-    their idf, the strongest weighing `FEEDBACK_WEIGHT`."""
-    best = [(entry, score) for entry, score in ranked[:FEEDBACK_ROWS] if score > 0]
+    """The added words and their weights (text/feedback.py), by idf over `entries`."""
+    best = [(entry.record.content, score) for entry, score in ranked[:FEEDBACK_ROWS] if score > 0]
     if not best:
         return {}
-    known = set(asked)
-    shares: dict[str, float] = {}
-    held_by: dict[str, int] = {}
-    for entry, score in best:
-        for term in query_module.analyse(entry.record.content).terms:
-            if term not in known:
-                shares[term] = shares.get(term, 0.0) + score / best[0][1]
-                held_by[term] = held_by.get(term, 0) + 1
+    shares, held_by = candidate_words(best, set(asked))
     if not shares:
         return {}
-    idf, holding = word_scores(entries, frozenset(shares))
-    weights = {t: s * idf[t] for t, s in shares.items() if holding.get(t, 0) > held_by[t]}
-    chosen = sorted(weights, key=lambda term: (-weights[term], term))[:FEEDBACK_TERMS]
-    if not chosen or weights[chosen[0]] <= 0:
-        return {}
-    strongest = weights[chosen[0]]
-    return {term: FEEDBACK_WEIGHT * weights[term] / strongest for term in chosen}
+    holding = word_holding(entries, frozenset(shares))
+    return chosen_words(shares, held_by, holding, lambda held: word_idf(len(entries), held))

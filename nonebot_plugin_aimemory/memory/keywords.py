@@ -87,13 +87,14 @@ def keyword_ranking(
     return scored
 
 
-def word_scores(
-    entries: Sequence[IndexedMemory], terms: frozenset[str]
-) -> tuple[dict[str, float], Counter[str]]:
-    """Each of `terms`' idf over `entries`, and how many entries hold it."""
-    held = [_shared_terms(entry, terms) for entry in entries]
-    holding = Counter(itertools.chain.from_iterable(held))
-    return {term: _idf(len(entries), holding[term]) for term in terms}, holding
+def word_holding(entries: Sequence[IndexedMemory], terms: frozenset[str]) -> Counter[str]:
+    """How many of `entries` hold each of `terms`."""
+    return Counter(itertools.chain.from_iterable(_shared_terms(e, terms) for e in entries))
+
+
+def word_idf(count: int, holding: int) -> float:
+    """The idf of a word `holding` of `count` memories hold (as the ranking takes it)."""
+    return _idf(count, holding)
 
 
 def weighted_term_scores(

@@ -51,25 +51,6 @@ class ChatLogIndex:
         self._complete = False
         self._catching_up = asyncio.Lock()
 
-    async def ranked(
-        self,
-        session_key: str,
-        text: str,
-        limit: int,
-        periods: Sequence[tuple[str, str]] = (),
-        *,
-        feedback: bool = False,
-    ) -> list[int]:
-        """Ids of the session's rows best matching `text`, best first (ties: newest first), by
-        FTS5's bm25() over the query's content terms (any of them), a row said within one of
-        `periods` (UTC [start, end) texts) scoring as if it also matched one more term, as
-        specific as the period is (see `_period_boosts`). A query of only stopwords finds
-        nothing; one of only a period, that period's newest rows. With `feedback` (the
-        model's searches, not a person's), the words of the best rows are added to the
-        query (chat_log_feedback.py): rows holding none of the query's words may be found."""
-        ranking = await self.ranking(session_key, text, limit, periods, feedback=feedback)
-        return [row_id for row_id, _ in ranking.scored]
-
     async def ranking(
         self,
         session_key: str,
@@ -79,7 +60,14 @@ class ChatLogIndex:
         *,
         feedback: bool = False,
     ) -> KeywordRanking:
-        """What `ranked` ranks, with the scores, the periods and the terms' row counts."""
+        """The session's rows best matching `text`, best first (ties: newest first), with
+        their scores, the periods and the terms' row counts: FTS5's bm25() over the query's
+        content terms (any of them), a row said within one of `periods` (UTC [start, end)
+        texts) scoring as if it also matched one more term, as specific as the period is
+        (see `_period_boosts`). A query of only stopwords finds nothing; one of only a
+        period, that period's newest rows. With `feedback` (the model's searches, not a
+        person's), the words of the best rows are added to the query
+        (chat_log_feedback.py): rows holding none of the query's words may be found."""
         await self.catch_up()
         terms = query.analyse(text).terms
         boosts = await self._period_boosts(session_key, periods)

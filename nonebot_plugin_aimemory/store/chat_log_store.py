@@ -215,9 +215,9 @@ class ChatLogStore:
     ) -> list[ChatRow]:
         """The session's rows best matching `text` (words or a whole question), best first;
         rows said within `periods` (UTC [start, end) texts) rank higher; with `feedback`,
-        rows sharing the best rows' words too. See `ChatLogIndex.ranked`."""
-        ids = await self.index.ranked(session_key, text, limit, periods, feedback=feedback)
-        return await self.rows_by_id(ids)
+        rows sharing the best rows' words too. See `ChatLogIndex.ranking`."""
+        ranking = await self.index.ranking(session_key, text, limit, periods, feedback=feedback)
+        return await self.rows_by_id([row_id for row_id, _ in ranking.scored])
 
     async def catch_up_index(self) -> None:
         """Index the rows an older release logged (see `ChatLogIndex.catch_up`); searches
