@@ -13,7 +13,7 @@ from datetime import datetime
 
 from ..store.memory_store import MemoryRecord, MemoryStore, Tombstone
 from ..text import segmenter
-from ..text.query import content_characters
+from ..text.query import analyse, content_characters
 from .gist import Gist
 from .keywords import TAG_CHARACTER_COUNT
 from .rules import is_safe_to_show
@@ -40,6 +40,7 @@ class IndexedMemory:
     # When it was saved (None when unreadable): what a day named in a query matches.
     saved_at: datetime | None = None
     _safe: bool | None = None
+    _query_terms: tuple[str, ...] | None = None
 
     @classmethod
     def of(cls, record: MemoryRecord) -> IndexedMemory:
@@ -71,6 +72,14 @@ class IndexedMemory:
         if self._safe is None:
             self._safe = is_safe_to_show(self.record)
         return self._safe
+
+    @property
+    def query_terms(self) -> tuple[str, ...]:
+        """Its content's terms as a query's (text/query.py: no stopwords or function
+        words): what it lends a search's feedback (feedback.py), analysed once."""
+        if self._query_terms is None:
+            self._query_terms = analyse(self.record.content).terms
+        return self._query_terms
 
 
 @dataclass(frozen=True, slots=True)

@@ -87,9 +87,9 @@ def keyword_ranking(
     return scored
 
 
-def word_holding(entries: Sequence[IndexedMemory], terms: frozenset[str]) -> Counter[str]:
-    """How many of `entries` hold each of `terms`."""
-    return Counter(itertools.chain.from_iterable(_shared_terms(e, terms) for e in entries))
+def held_terms(entries: Sequence[IndexedMemory], terms: frozenset[str]) -> list[frozenset[str]]:
+    """What each of `entries` holds of `terms`, in their order."""
+    return [_shared_terms(entry, terms) for entry in entries]
 
 
 def word_idf(count: int, holding: int) -> float:
@@ -98,12 +98,13 @@ def word_idf(count: int, holding: int) -> float:
 
 
 def weighted_term_scores(
-    entries: Sequence[IndexedMemory], weights: dict[str, float]
+    entries: Sequence[IndexedMemory], weights: dict[str, float], held: Sequence[frozenset[str]]
 ) -> dict[str, float]:
     """By memory id, what the `weights` terms score in each entry holding any (BM25F, as
-    the query's own words, each term's score times its weight)."""
+    the query's own words, each term's score times its weight), given what each entry
+    holds of them or more (`held`, from `held_terms`)."""
     terms = frozenset(weights)
-    held = [_shared_terms(entry, terms) for entry in entries]
+    held = [terms & shared for shared in held]
     words = _WordStatistics.of(entries, terms, held)
     return {
         entry.record.id: sum(weights[term] * words.score(entry, {term}) for term in shared)

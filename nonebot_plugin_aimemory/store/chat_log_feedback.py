@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from ..text import query
 from ..text.feedback import FEEDBACK_ROWS, candidate_words, chosen_words
 from .chat_log_ranking import Postings, TermMatch, bm25_idf
 from .connection import Backend
@@ -36,8 +37,8 @@ async def feedback_matches(
     if not best:
         return []
     texts = await _texts(database, [row_id for row_id, _ in best])
-    best_texts = [(texts.get(row_id, ""), score) for row_id, score in best]
-    shares, held_by = candidate_words(best_texts, set(asked), prefix)
+    best_terms = [(query.analyse(texts.get(row_id, "")).terms, score) for row_id, score in best]
+    shares, held_by = candidate_words(best_terms, set(asked), prefix)
     if not shares:
         return []
     counts = await postings.document_counts(sorted(shares))

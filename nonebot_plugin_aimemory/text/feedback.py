@@ -10,9 +10,7 @@ holds a few words, not a document's hundreds)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
-
-from . import query
+from collections.abc import Callable, Iterable, Mapping, Sequence
 
 # Results taken as relevant: the best three (one is too few when the best is a near miss,
 # ten too many on a line's scale: the tenth line is seldom about the question).
@@ -24,16 +22,17 @@ FEEDBACK_WEIGHT = 0.3
 
 
 def candidate_words(
-    best: Sequence[tuple[str, float]], asked: set[str], prefix: str = ""
+    best: Sequence[tuple[Iterable[str], float]], asked: set[str], prefix: str = ""
 ) -> tuple[dict[str, float], dict[str, int]]:
-    """The content words (with `prefix`, as the index keeps them) of the best results'
-    texts, each with its score, that the query (`asked`) does not hold: each word's summed
-    share of the best score, and how many of the results hold it."""
+    """The content words (with `prefix`, as the index keeps them) of the best results,
+    each given as its distinct content terms (text/query.py's `analyse`) and its score, that
+    the query (`asked`) does not hold: each word's summed share of the best score, and how
+    many of the results hold it."""
     shares: dict[str, float] = {}
     held_by: dict[str, int] = {}
     top_score = best[0][1]
-    for text, score in best:
-        for term in query.analyse(text).terms:
+    for terms, score in best:
+        for term in terms:
             word = prefix + term
             if word not in asked:
                 shares[word] = shares.get(word, 0.0) + score / top_score
