@@ -76,10 +76,11 @@ def keyword_ranking(
     characters = _CharacterStatistics.of(entries, analysed.terms)
     days = _DayTerm.of(entries, analysed.periods, zone)
     scored = []
-    for entry, shared in zip(entries, held, strict=True):
+    for entry, shared, characters_shared in zip(entries, held, characters.held, strict=True):
         score = (words.score(entry, shared & terms) if shared else 0.0) + days.score(entry)
         if score or characters_find:
-            score += CHARACTER_WEIGHT * characters.score(entry, finding=not score)
+            finding = not score
+            score += CHARACTER_WEIGHT * characters.score(entry, characters_shared, finding=finding)
         if score > 0:
             score += WEAK_TERM_WEIGHT * words.score(entry, shared & weak_terms)
             scored.append((entry, score))
@@ -179,35 +180,35 @@ class _WordStatistics:
 
 @dataclass(frozen=True, slots=True)
 class _CharacterStatistics:
-    """BM25 over the Chinese characters of memories: each query character's idf and the
-    average count of characters."""
+    """BM25 over the Chinese characters of memories: each query character's idf, the
+    average count of characters, and the query characters each entry holds (in the
+    entries' order). Found by intersecting each entry's characters with the query's once:
+    a long question has a hundred characters, a memory a few dozen."""
 
     idf: dict[str, float]
     average_characters: float
+    held: list[frozenset[str]]
 
     @classmethod
     def of(cls, entries: Sequence[IndexedMemory], terms: Sequence[str]) -> _CharacterStatistics:
         characters = frozenset(content_characters("".join(terms)))
         if not characters:
-            return cls({}, 1.0)
+            return cls({}, 1.0, [frozenset()] * len(entries))
+        held = [characters.intersection(entry.characters) for entry in entries]
+        holding = Counter(itertools.chain.from_iterable(held))
         count = len(entries)
-        holding = Counter(
-            itertools.chain.from_iterable(characters.intersection(e.characters) for e in entries)
-        )
         total = sum(entry.characters_length for entry in entries)
         idf = {character: _idf(count, holding[character]) for character in characters}
-        return cls(idf, max(1.0, total / count))
+        return cls(idf, max(1.0, total / count), held)
 
-    def score(self, entry: IndexedMemory, *, finding: bool) -> float:
-        """The entry's character score. `finding` (nothing else matched it): 0 unless it
-        shares MIN_CHARACTERS_TO_FIND of the query's characters, so that one character in
-        common ("宠物" for "量子物理") never finds a memory."""
-        if not self.idf:
-            return 0.0
-        counts = entry.characters
-        shared = [c for c in self.idf if c in counts]
+    def score(self, entry: IndexedMemory, shared: frozenset[str], *, finding: bool) -> float:
+        """The entry's character score, given the query characters it holds (`shared`,
+        from `held`). `finding` (nothing else matched it): 0 unless it shares
+        MIN_CHARACTERS_TO_FIND of the query's characters, so that one character in common
+        ("宠物" for "量子物理") never finds a memory."""
         if not shared or (finding and len(shared) < MIN_CHARACTERS_TO_FIND):
             return 0.0
+        counts = entry.characters
         norm = _length_norm(entry.characters_length, self.average_characters)
         return sum(self.idf[c] * _saturated(counts[c] / norm) for c in shared)
 
