@@ -1,12 +1,12 @@
 """How much of the exact vector ranking the chat-log vector scan keeps, and what it costs.
 
 The plugin's scan (chatlog/vectors.py) reads the newest 2 000 vectors of a session whole and
-ranks every older one by its two-bit sketch first, rescoring the closest 500 by cosine.
-Here one private chat gets real e5 vectors as its rows (the passages of a JSON-lines vector
-cache, as `bench.embedding_cache` writes it: `--embedding-cache FILE`, e.g. the retrieval
-bench's), and each query vector of the cache is ranked by the plugin's scan and, as the
-baseline, by exact cosine over every row (the plugin's own cosine, in the same run). Printed: recall@10 and
-@50 of the exact top 10 within the scan's ranking, for the rows older than the newest
+ranks every older one by its two-bit sketch first, rescoring the closest `DEEP_ROWS` (1 500)
+by cosine. Here one private chat gets real e5 vectors as its rows (the passages of a
+JSON-lines vector cache, as `bench.embedding_cache` writes it: `--embedding-cache FILE`,
+e.g. the retrieval bench's), and each query vector of the cache is ranked by the plugin's
+scan and, as the baseline, by exact cosine over every row (the plugin's own cosine, in the
+same run). Printed: recall@10 and @50 of the exact top 10 within the scan's ranking, for the rows older than the newest
 2 000 (where the sketch decides) and for all; and the scan's time against the exact scan's,
 p50/p99. No target: the figure says what the sketch pass loses.
 """

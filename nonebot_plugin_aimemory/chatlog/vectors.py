@@ -158,9 +158,9 @@ class ChatLogVectors:
     ) -> list[tuple[int, float]]:
         """The session's rows (ids) by cosine to `query_vector`, best first: rows of the
         periods in `periods` ahead of the rest (their cosines lifted by `PERIOD_LIFT`), as a
-        keyword match scores more for being said then. With pgvector, the closest of each among all the session's rows;
-        otherwise the newest of the periods, then the newest of all and the older rows
-        closest by sketch."""
+        keyword match scores more for being said then. With pgvector, the closest of each
+        among all the session's rows; otherwise the newest of the periods, then the newest
+        of all and the older rows closest by sketch."""
         column = await self._ranking_column(session_key, query_vector)
         if column is not None:
             return await self._database_ranking(column, session_key, query_vector, periods)

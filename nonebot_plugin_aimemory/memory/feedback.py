@@ -1,8 +1,9 @@
 """Pseudo-relevance feedback for the model's memory searches (text/feedback.py), as the chat
 log's: the best few memories of the keyword ranking lend the rarest content words the
-query did not hold, and the scope is scored again with them. Only the model's `memory_search` does this:
-a person's search (`~记忆 搜索`, the panel) finds what holds their words, and the memories
-injected on their own are found by the message's words alone."""
+query did not hold, and the scope is scored again with them. Only the model's
+`memory_search` does this: a person's search (`~记忆 搜索`, the panel) finds what holds
+their words, and the memories injected on their own are found by the message's words
+alone."""
 
 from __future__ import annotations
 

@@ -135,9 +135,10 @@ class ChatLogIndex:
     ) -> tuple[list[tuple[int, float]], tuple[int, ...]]:
         """The best `SCORED_ROWS_KEPT` (or `limit`) matches of `terms`, best first, with their
         scores (bm25() is negative: the score is its opposite, plus the boost of a row's
-        period), and how many rows hold each term scored. When the terms' rows would be too many to score, the commonest
-        terms are left out (`rarest_within`), or, when even the rarest is too common, the
-        rows holding several of them are the ones scored (`_common_terms_match`)."""
+        period), and how many rows hold each term scored. When the terms' rows would be too
+        many to score, the commonest terms are left out (`rarest_within`), or, when even
+        the rarest is too common, the rows holding several of them are the ones scored
+        (`_common_terms_match`)."""
         prefix = self.postings.prefix(session_key)
         prefixed = [prefix + term for term in terms]
         counts = await self.postings.document_counts(prefixed)

@@ -1,5 +1,6 @@
 """Score fusion: keyword and vector scores, each placed between its ranking's weakest and
-best (min-max), a keyword match's capped by its coverage, combined half and half; a clear winner of one side stays ahead of items the
+best (min-max), a keyword match's capped by its coverage, combined in shares that follow
+how far each side's best stands out; a clear winner of one side stays ahead of items the
 other side ranks only a little higher, items without a vector still rank by keyword, and
 items only the vectors find are kept."""
 
