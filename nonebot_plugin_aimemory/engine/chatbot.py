@@ -15,6 +15,7 @@ from .llm import Completion, LLMClient
 from .messages import Message, tool_result
 from .request_room import RequestRoom
 from .stored_window import StoredWindow
+from .text_tool_calls import recover_text_tool_calls
 from .tokens import MESSAGE_OVERHEAD_TOKENS, TokenCounter, message_tokens
 from .tools import (
     MAX_TOOL_CALLS_KEPT_PER_ROUND,
@@ -24,6 +25,7 @@ from .tools import (
     result_floor_tokens,
 )
 from .turn_outcome import (
+    AnswerMode,
     Compacted,
     MayCall,
     TurnProgress,
@@ -149,7 +151,9 @@ class ChatBot:
     async def _answer(self, message: Message, progress: TurnProgress, may_call: MayCall) -> str:
         """Call the model, running the tool rounds it asks for, until it answers; the answer
         is appended to `progress.pending` and its text returned. `may_call` is asked before
-        each step that calls the model, so a limit is passed by one call at most."""
+        each step that calls the model, so a limit is passed by one call at most. A model
+        that loops, repeats itself, invents tools or says nothing is asked again with
+        fewer choices (AnswerMode) before the turn gives up."""
         pending = progress.pending
         if self._over_threshold():
             check_allowance(may_call, self.key)
@@ -163,22 +167,31 @@ class ChatBot:
                         keep_recent_tokens=self._tail_room(message, pending),
                     )
                 )
-            force_answer = progress.rounds >= self.max_tool_rounds or not self._room_for_a_round(
-                message, pending
-            )
+            if progress.mode is AnswerMode.TOOLS and (
+                progress.rounds >= self.max_tool_rounds
+                or not self._room_for_a_round(message, pending)
+            ):
+                progress.mode = AnswerMode.NO_TOOL_CHOICE
             check_allowance(may_call, self.key)
-            completion = await self._call_recovering(message, pending, force_answer, progress)
+            completion = await self._call_recovering(message, pending, progress)
             progress.accepted = len(pending)
             progress.usage += completion.usage or Usage()
             reply = completion.message
-            if reply.tool_calls and not force_answer:
+            if self.tools.names:
+                reply = recover_text_tool_calls(reply)
+            if reply.tool_calls and progress.mode is AnswerMode.TOOLS:
+                loop = progress.loop_in(reply.tool_calls, self.tools.names)
+                if loop is not None:
+                    progress.ask_plainer(self.key, loop)
+                    continue
+                progress.note_calls(reply.tool_calls, self.tools.names)
                 progress.rounds += 1
                 progress.add_round(*await self._run_tools(reply, message, pending))
                 continue
             if not reply.text:
-                raise LLMError(
-                    "empty", f"only tool calls after {progress.rounds} rounds ({self.key})"
-                )
+                what = "only tool calls" if reply.tool_calls else "an empty answer"
+                progress.ask_plainer(self.key, f"{what} after {progress.rounds} rounds")
+                continue
             # Thinking models need the reasoning of an exchange that made tool calls in
             # every later request (DeepSeek answers 400 without it); any other
             # exchange's reasoning they ignore, so keeping it would only cost tokens.
@@ -335,26 +348,31 @@ class ChatBot:
         return bool(self.compressor.split_summary(self.window.messages)[1])
 
     async def _call_recovering(
-        self, message: Message, pending: list[Message], force_answer: bool, progress: TurnProgress
+        self, message: Message, pending: list[Message], progress: TurnProgress
     ) -> Completion:
         """`_call`; after a context-length error shrink the window (after a thinking model's
         "pass the reasoning back" error, fill in the old exchanges' reasoning) and send the
-        request once more. One retry per request bounds a turn to two calls per tool round."""
+        request once more. One retry per request bounds a turn to two calls per tool round.
+        An answer with neither text nor calls comes back as such, for the turn to ask
+        again."""
+        mode = progress.mode
         try:
-            return await self._call(message, pending, force_answer)
+            return await self._call(message, pending, mode)
         except ContextLengthError as exc:
             error = exc
         except LLMError as exc:
+            if exc.kind == "empty":
+                return Completion(Message("assistant", None), None, "stop")
             if not await self._fill_missing_reasoning(exc):
                 raise
-            return await self._call(message, pending, force_answer)
+            return await self._call(message, pending, mode)
         if self.compressor is None or not self.window.messages:
             raise error
         compacted = await self._compact(reason="context length error", keep_recent_tokens=0)
         progress.add(compacted)
         if not compacted.changed:
             raise error  # the same request would fail the same way
-        return await self._call(message, pending, force_answer)
+        return await self._call(message, pending, mode)
 
     async def _fill_missing_reasoning(self, error: LLMError) -> bool:
         """After a thinking model refused a window whose tool exchanges lack their reasoning
@@ -372,14 +390,11 @@ class ChatBot:
         await self._stored.store_whole()
         return True
 
-    async def _call(
-        self, message: Message, pending: list[Message], force_answer: bool
-    ) -> Completion:
+    async def _call(self, message: Message, pending: list[Message], mode: AnswerMode) -> Completion:
         request = [self.system_message, *self.window.api_safe_with([message, *pending])]
-        extra = {"tool_choice": "none"} if force_answer and self.tools.names else None
-        completion = await self.llm.complete(
-            request, self.tools.specs_json(), context=self.key, extra=extra
-        )
+        tools = None if mode is AnswerMode.NO_TOOLS else self.tools.specs_json()
+        extra = {"tool_choice": "none"} if mode is AnswerMode.NO_TOOL_CHOICE and tools else None
+        completion = await self.llm.complete(request, tools, context=self.key, extra=extra)
         if completion.usage is not None:
             self.context_tokens = completion.usage.prompt_tokens
         else:

@@ -3,13 +3,18 @@ failed turn keeps of its messages."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import json
+import logging
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field, replace
+from enum import IntEnum
 
 from .errors import ContextLengthError, LLMError
-from .messages import Message
+from .messages import Message, ToolCall
 from .usage import Usage
 from .window import REASONING_PLACEHOLDER
+
+logger = logging.getLogger("nonebot_plugin_aimemory")
 
 
 class AllowanceUsedUp(Exception):
@@ -51,6 +56,35 @@ class Compacted:
     changed: bool = False
 
 
+class AnswerMode(IntEnum):
+    """How the next request asks for an answer. A model that loops on tools, repeats a
+    call, invents tools or answers with nothing is asked again one step further down, so a
+    turn makes at most two calls more than its rounds and always ends in text if the model
+    has any to give."""
+
+    TOOLS = 0
+    """Tools offered; the model chooses."""
+    NO_TOOL_CHOICE = 1
+    """Tools still listed (the prefix the provider cached stays the same) with
+    `tool_choice: "none"`."""
+    NO_TOOLS = 2
+    """No tools at all: for servers that ignore `tool_choice`."""
+
+    def next(self) -> AnswerMode | None:
+        """The mode after this one; None after the last."""
+        return None if self is AnswerMode.NO_TOOLS else AnswerMode(self + 1)
+
+
+def call_signature(call: ToolCall) -> str:
+    """A call's name and arguments, the arguments' key order and spacing left out: two
+    calls with the same signature do the same thing."""
+    try:
+        arguments = json.dumps(json.loads(call.arguments or "{}"), sort_keys=True)
+    except (json.JSONDecodeError, RecursionError):
+        arguments = call.arguments.strip()
+    return f"{call.name}\0{arguments}"
+
+
 @dataclass(slots=True)
 class TurnProgress:
     """A turn so far: its messages after the user's (whole tool rounds, then the answer),
@@ -64,6 +98,36 @@ class TurnProgress:
     accepted: int | None = None
     # Index in `pending` -> the result the window keeps there instead (ToolText.kept).
     kept_instead: dict[int, Message] = field(default_factory=dict)
+    mode: AnswerMode = AnswerMode.TOOLS
+    # Every call the turn has run, by signature, and the unknown tool names it was told of.
+    call_signatures: set[str] = field(default_factory=set)
+    unknown_tools: set[str] = field(default_factory=set)
+
+    def loop_in(self, calls: Sequence[ToolCall], known_tools: Collection[str]) -> str | None:
+        """Why running `calls` would go round in circles, or None: each repeats a call the
+        turn already ran, or one names a tool that does not exist after the model was told
+        which exist."""
+        signatures = {call_signature(call) for call in calls}
+        if signatures <= self.call_signatures:
+            return "the same calls again"
+        unknown = {call.name for call in calls} - set(known_tools)
+        if unknown and self.unknown_tools:
+            return f"unknown tools again ({', '.join(sorted(unknown))})"
+        return None
+
+    def note_calls(self, calls: Sequence[ToolCall], known_tools: Collection[str]) -> None:
+        """Remember a round's calls, so a repeat or a second unknown tool is seen."""
+        self.call_signatures |= {call_signature(call) for call in calls}
+        self.unknown_tools |= {call.name for call in calls} - set(known_tools)
+
+    def ask_plainer(self, key: str, why: str) -> None:
+        """Ask the next request one mode further down; raise LLMError("empty") after the
+        last (the member gets the usual notice)."""
+        mode = self.mode.next()
+        if mode is None:
+            raise LLMError("empty", f"no answer without tools after {self.rounds} rounds ({key})")
+        logger.info("%s: %s; asking for an answer (%s)", key, why, mode.name)
+        self.mode = mode
 
     def add(self, compacted: Compacted) -> None:
         """Count a compaction's usage, and the compaction itself when it changed the window."""

@@ -100,12 +100,20 @@ async def test_an_apology_goes_into_the_chat_log_like_any_reply(plugin) -> None:
     ]
 
 
-async def test_empty_answer_gets_a_short_note(plugin) -> None:
+async def test_an_answer_empty_however_asked_gets_a_short_note(plugin) -> None:
     from nonebot_plugin_aimemory import texts
 
-    plugin.llm.script(text("<think>嗯……</think>"))
+    # given a model that says nothing but its thoughts, with tools, without choice, without
+    plugin.llm.script(*[text("<think>嗯……</think>")] * 3)
     bot = RecordingBot()
     await bot.receive(private_message("在吗"))
+    # then it was asked three ways, and the member gets the short note
+    requests = plugin.llm.chat_requests
+    assert [(r.get("tool_choice"), "tools" in r) for r in requests] == [
+        (None, True),
+        ("none", True),
+        (None, False),
+    ]
     assert bot.sent_texts == [texts.LLM_EMPTY]
 
 

@@ -203,16 +203,38 @@ async def test_last_call_after_max_tool_rounds_forbids_tools(
     assert result.reply == "北京和上海都是晴天。"
 
 
-async def test_forced_answer_with_only_tool_calls_fails_but_keeps_finished_rounds(
+async def test_a_model_ignoring_tool_choice_none_is_asked_once_more_without_tools(
+    llm: FakeOpenAI, make_bot: MakeBot
+) -> None:
+    from nonebot_plugin_aimemory.engine.messages import user
+
+    # given a model that ignores tool_choice "none" but answers when offered no tools
+    llm.script(
+        tool_calls(("get_weather", {"city": "北京"})),
+        tool_calls(("get_weather", {"city": "上海"})),
+        text("北京晴。"),
+    )
+    bot = make_bot(tools=[weather_tool()], max_tool_rounds=1)
+    # when the turn runs out of rounds
+    result = await bot.turn(user("天气？"))
+    # then the last request lists no tools at all, and its text is the answer
+    requests = llm.chat_requests
+    assert [r.get("tool_choice") for r in requests] == [None, "none", None]
+    assert ["tools" in r for r in requests] == [True, True, False]
+    assert result.reply == "北京晴。"
+
+
+async def test_only_tool_calls_even_without_tools_fails_but_keeps_finished_rounds(
     llm: FakeOpenAI, make_bot: MakeBot, store: SqliteHistoryStore
 ) -> None:
     from nonebot_plugin_aimemory.engine.errors import LLMError
     from nonebot_plugin_aimemory.engine.messages import user
 
-    # given a model that ignores tool_choice "none"
+    # given a model that answers with tool calls whatever it is asked
     llm.script(
         tool_calls(("get_weather", {"city": "北京"})),
         tool_calls(("get_weather", {"city": "上海"})),
+        tool_calls(("get_weather", {"city": "广州"})),
     )
     bot = make_bot(tools=[weather_tool()], max_tool_rounds=1)
     # when the turn runs out of rounds

@@ -65,8 +65,8 @@ def counting_tool(runs: list[int], result: Callable[[int], str] = lambda n: f"�
     return Tool("count", "数一下", count, COUNT_PARAMETERS)
 
 
-def numbered_calls(count: int) -> list[tuple[str, dict[str, Any]]]:
-    return [("count", {"n": n}) for n in range(count)]
+def numbered_calls(count: int, first: int = 0) -> list[tuple[str, dict[str, Any]]]:
+    return [("count", {"n": n}) for n in range(first, first + count)]
 
 
 def last_round(messages: list[dict[str, Any]]) -> tuple[dict[str, Any], list[dict[str, Any]]]:
@@ -332,11 +332,11 @@ async def test_piled_up_rounds_never_push_a_request_over_the_budget(
     from nonebot_plugin_aimemory.engine.messages import user
     from nonebot_plugin_aimemory.engine.tools import MAX_TOOL_RESULT_CHARS
 
-    # given a model that calls 16 tools with 8 000-character answers whenever it may
+    # given a model that calls 16 new tools with 8 000-character answers whenever it may
     def keep_calling(body: dict[str, Any]) -> Reply:
         if body.get("tool_choice") == "none":
             return text("查完了")
-        return tool_calls(*numbered_calls(16))
+        return tool_calls(*numbered_calls(16, first=16 * len(llm.chat_requests)))
 
     llm.responder = keep_calling
     tool = counting_tool([], lambda n: "查" * MAX_TOOL_RESULT_CHARS)

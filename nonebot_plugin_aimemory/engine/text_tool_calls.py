@@ -1,0 +1,132 @@
+"""Tool calls a model wrote as text. Small models behind some servers (llama.cpp, Ollama
+with a template that does not parse them) put a call in `content` instead of `tool_calls`:
+a bare JSON object, one per line, inside `<tool_call>` tags or a ```json fence. They are
+turned into real calls, so they run and the member never sees the JSON; `<tool_response>`
+blocks a model writes in imitation of a result are removed from what it says."""
+
+from __future__ import annotations
+
+import json
+import re
+import uuid
+from dataclasses import dataclass
+from typing import Any
+
+from .messages import Message, ToolCall
+
+# The ids and names the strictest gateways accept (OpenAI's function-name rule).
+_TOOL_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+# What is left around a call once its JSON is taken out: the tags and fences that held it.
+_WRAPPERS = re.compile(r"</?tool_calls?>|```(?:json|tool_call)?", re.IGNORECASE)
+# A result block the model wrote itself (an unclosed one runs to the end).
+_TOOL_RESPONSE = re.compile(
+    r"<tool_response>.*?(?:</tool_response>|\Z)|</tool_response>", re.DOTALL | re.IGNORECASE
+)
+_DECODER = json.JSONDecoder()
+
+
+@dataclass(frozen=True, slots=True)
+class _Found:
+    """One call found in a text, and where its JSON stood."""
+
+    call: ToolCall
+    start: int
+    end: int
+
+
+def without_tool_responses(text: str) -> str:
+    """`text` without the `<tool_response>` blocks a model wrote as if it were the tool."""
+    if "tool_response>" not in text.lower():
+        return text
+    return _TOOL_RESPONSE.sub("", text).strip()
+
+
+def recover_text_tool_calls(reply: Message) -> Message:
+    """`reply` with the tool calls written in its text turned into real ones (the text that
+    held them removed, what else it said kept as the call's content); a reply that already
+    has calls, or whose text holds none, is returned as it is, less any `<tool_response>`
+    block."""
+    text = reply.text or ""
+    if reply.tool_calls or not text:
+        return reply
+    found = list(_calls_in(text))
+    if not found:
+        cleaned = without_tool_responses(text)
+        return reply if cleaned == text else reply.with_text(cleaned)
+    rest = _text_around(text, found)
+    return Message(
+        "assistant",
+        rest or None,
+        tool_calls=tuple(f.call for f in found),
+        reasoning=reply.reasoning,
+    )
+
+
+def _calls_in(text: str) -> list[_Found]:
+    """Every JSON value in `text` that is a call (or a list of calls), in order."""
+    found: list[_Found] = []
+    if '"name"' not in text:
+        return found  # JSON spells a call's keys in double quotes: nothing to decode
+    index = _first_bracket(text)
+    while index != -1:
+        try:
+            value, end = _DECODER.raw_decode(text, index)
+        except (json.JSONDecodeError, RecursionError):
+            index = _first_bracket(text, index + 1)
+            continue
+        calls = _as_calls(value)
+        if calls:
+            found += [_Found(call, index, end) for call in calls]
+            index = _first_bracket(text, end)
+        else:
+            index = _first_bracket(text, index + 1)
+    return found
+
+
+def _first_bracket(text: str, start: int = 0) -> int:
+    """Where the next `{` or `[` is at or after `start`; -1 when none is."""
+    positions = [p for p in (text.find("{", start), text.find("[", start)) if p != -1]
+    return min(positions) if positions else -1
+
+
+def _as_calls(value: Any) -> list[ToolCall]:
+    """The calls `value` is: one call object, or a list of nothing but call objects."""
+    items = value if isinstance(value, list) else [value]
+    calls = [_as_call(item) for item in items]
+    if not calls or any(call is None for call in calls):
+        return []
+    return [call for call in calls if call is not None]
+
+
+def _as_call(value: Any) -> ToolCall | None:
+    """A call written as `{"name": …, "arguments": {…}}` (or "parameters"; the arguments
+    as an object or as JSON text), also inside OpenAI's `{"function": {…}}`; else None."""
+    if not isinstance(value, dict):
+        return None
+    if isinstance(value.get("function"), dict):
+        value = value["function"]
+    name = value.get("name")
+    if not isinstance(name, str) or not _TOOL_NAME.match(name):
+        return None
+    keys = set(value) - {"name", "id", "type"}
+    if not keys <= {"arguments", "parameters"}:
+        return None  # an object with a name, not a call (a member's data, say)
+    arguments = value.get("arguments", value.get("parameters", {}))
+    if isinstance(arguments, str):
+        text = arguments
+    elif isinstance(arguments, dict):
+        text = json.dumps(arguments, ensure_ascii=False)
+    else:
+        return None
+    return ToolCall(f"call_{uuid.uuid4().hex[:24]}", name, text)
+
+
+def _text_around(text: str, found: list[_Found]) -> str:
+    """What `text` says besides the calls' JSON and its wrappers."""
+    pieces, cursor = [], 0
+    for item in found:
+        pieces.append(text[cursor : item.start])
+        cursor = max(cursor, item.end)
+    pieces.append(text[cursor:])
+    rest = without_tool_responses(_WRAPPERS.sub("", "".join(pieces)))
+    return rest.strip()

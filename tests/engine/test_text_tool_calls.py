@@ -1,0 +1,107 @@
+"""Tool calls a model wrote as text: every way small models write them is read as the real
+calls, and nothing else is."""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING
+
+import pytest
+
+if TYPE_CHECKING:
+    from nonebot_plugin_aimemory.engine.messages import Message
+
+SAVE = {"name": "memory_save", "arguments": {"content": "阿强(20002)下周三去杭州出差"}}
+SAVE_JSON = json.dumps(SAVE, ensure_ascii=False)
+
+
+def said(text: str) -> Message:
+    from nonebot_plugin_aimemory.engine.messages import Message
+
+    return Message("assistant", text)
+
+
+def recover_text_tool_calls(reply: Message) -> Message:
+    from nonebot_plugin_aimemory.engine.text_tool_calls import recover_text_tool_calls
+
+    return recover_text_tool_calls(reply)
+
+
+def calls_of(message: Message) -> list[tuple[str, dict[str, object]]]:
+    return [(call.name, json.loads(call.arguments)) for call in message.tool_calls]
+
+
+@pytest.mark.parametrize(
+    "written",
+    [
+        SAVE_JSON,
+        f"<tool_call>\n{SAVE_JSON}\n</tool_call>",
+        f"```json\n{SAVE_JSON}\n```",
+        f"[{SAVE_JSON}]",
+        json.dumps({"name": "memory_save", "parameters": SAVE["arguments"]}, ensure_ascii=False),
+        json.dumps(
+            {"name": "memory_save", "arguments": json.dumps(SAVE["arguments"], ensure_ascii=False)},
+            ensure_ascii=False,
+        ),
+        json.dumps({"type": "function", "function": SAVE}, ensure_ascii=False),
+    ],
+)
+def test_a_call_written_as_text_becomes_a_real_call(written: str) -> None:
+    # given a reply whose text is a call, in one of the shapes small models write
+    recovered = recover_text_tool_calls(said(written))
+    # then it is that call, and no JSON is left to show
+    assert calls_of(recovered) == [("memory_save", SAVE["arguments"])]
+    assert not recovered.text
+    assert recovered.tool_calls[0].id.startswith("call_")
+
+
+def test_several_calls_one_per_line_become_several_calls() -> None:
+    search = {"name": "memory_search", "arguments": {"query": "杭州"}}
+    text = f"{SAVE_JSON}\n{json.dumps(search, ensure_ascii=False)}"
+    recovered = recover_text_tool_calls(said(text))
+    assert [name for name, _ in calls_of(recovered)] == ["memory_save", "memory_search"]
+    assert len({call.id for call in recovered.tool_calls}) == 2
+
+
+def test_words_around_a_call_stay_as_its_content() -> None:
+    recovered = recover_text_tool_calls(said(f"好的，我记一下。\n<tool_call>{SAVE_JSON}</tool_call>"))
+    assert calls_of(recovered) == [("memory_save", SAVE["arguments"])]
+    assert recovered.text == "好的，我记一下。"
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "好的，记下了。",
+        '你可以这样写：{"name": "小明", "age": 18}',  # an object with a name, not a call
+        '{"name": 3, "arguments": {}}',
+        '{"name": "has space", "arguments": {}}',
+        '{"name": "memory_save", "arguments": {"content": "x"}',  # cut short
+        "[" * 5000 + "]" * 5000 + ' "name"',
+        '{"name": "memory_save", "arguments": [1, 2]}',
+    ],
+)
+def test_text_that_is_not_a_call_is_left_as_it_is(text: str) -> None:
+    reply = said(text)
+    assert recover_text_tool_calls(reply) == reply
+
+
+def test_a_reply_with_real_calls_is_left_as_it_is() -> None:
+    from nonebot_plugin_aimemory.engine.messages import Message, ToolCall
+
+    reply = Message("assistant", SAVE_JSON, tool_calls=(ToolCall("c1", "memory_search", "{}"),))
+    assert recover_text_tool_calls(reply) == reply
+
+
+def test_a_written_tool_response_is_removed_from_what_is_said() -> None:
+    reply = said("<tool_response>\n已保存记忆 #3\n</tool_response>\n好的，记住啦！")
+    recovered = recover_text_tool_calls(reply)
+    assert recovered.text == "好的，记住啦！"
+    assert not recovered.tool_calls
+
+
+def test_a_reply_that_is_only_a_tool_response_is_empty() -> None:
+    from nonebot_plugin_aimemory.engine.text_tool_calls import without_tool_responses
+
+    assert not recover_text_tool_calls(said("<tool_response>已保存记忆 #3")).text
+    assert without_tool_responses("前</tool_response>后") == "前后"
