@@ -64,7 +64,9 @@ def test_several_calls_one_per_line_become_several_calls() -> None:
 
 
 def test_words_around_a_call_stay_as_its_content() -> None:
-    recovered = recover_text_tool_calls(said(f"好的，我记一下。\n<tool_call>{SAVE_JSON}</tool_call>"))
+    recovered = recover_text_tool_calls(
+        said(f"好的，我记一下。\n<tool_call>{SAVE_JSON}</tool_call>")
+    )
     assert calls_of(recovered) == [("memory_save", SAVE["arguments"])]
     assert recovered.text == "好的，我记一下。"
 
