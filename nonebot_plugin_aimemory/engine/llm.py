@@ -19,6 +19,7 @@ from .errors import (
     error_from_response,
 )
 from .messages import Message, parse_tool_call
+from .model_traffic import BACKGROUND_ROLES, ModelTraffic, server_of
 from .shared_http import MAX_RESPONSE_BYTES, CappedAnswer, SharedHttp, TransportFailure
 from .usage import NO_METER, Usage, UsageMeter
 
@@ -26,6 +27,18 @@ logger = logging.getLogger("nonebot_plugin_aimemory")
 
 MAX_RETRY_AFTER_SECONDS = 10.0
 EMPTY_REASONING_PLACEHOLDER = " "
+_NEXT_CAP_FIELD = {"max_tokens": "max_completion_tokens"}
+# Each role's output cap, in tokens: several times what the role writes (a reply within
+# AIMEMORY_REPLY_MAX_CHARS, a summary within its cap, a few JSON operations), with room for
+# a thinking model's reasoning where the provider counts it in; what it stops is a model
+# that loops on its own words, which on a CPU server runs for minutes.
+ROLE_OUTPUT_TOKENS = {
+    "main": 4096,
+    "compressor": 3072,
+    "extractor": 2048,
+    "reviewer": 2048,
+    "vision": 1024,
+}
 _THINK_BLOCK = re.compile(r"<think>.*?(?:</think>|\Z)", re.DOTALL | re.IGNORECASE)
 
 
@@ -84,6 +97,8 @@ class LLMClient:
         role: str = "main",
         meter: UsageMeter = NO_METER,
         max_response_bytes: int = MAX_RESPONSE_BYTES,
+        traffic: ModelTraffic | None = None,
+        max_output_tokens: int | None = None,
     ) -> None:
         self.http = SharedHttp.of(http, timeout_seconds)
         self.endpoint = endpoint
@@ -93,6 +108,11 @@ class LLMClient:
         self.role = role
         self.meter = meter
         self.max_response_bytes = max_response_bytes
+        self.traffic = traffic or ModelTraffic()
+        self.max_output_tokens = max_output_tokens
+        # The request field the cap goes in: OpenAI's reasoning models refuse `max_tokens`
+        # and want `max_completion_tokens`; a server refusing both gets no cap.
+        self._cap_field: str | None = "max_tokens"
 
     def for_role(self, role: str) -> LLMClient:
         """The same endpoint, its calls counted under another role (the extractor uses the
@@ -106,6 +126,8 @@ class LLMClient:
             role=role,
             meter=self.meter,
             max_response_bytes=self.max_response_bytes,
+            traffic=self.traffic,
+            max_output_tokens=ROLE_OUTPUT_TOKENS.get(role) if self.max_output_tokens else None,
         )
 
     @property
@@ -121,12 +143,62 @@ class LLMClient:
         context: str = "",
         extra: dict[str, Any] | None = None,
     ) -> Completion:
-        """One chat completion; raises LLMError (or ContextLengthError) when none can be had."""
-        body = build_request_body(self.endpoint.model, messages, tools_json, extra)
-        response = await self._post_with_retries(body, context)
-        completion = parse_completion(response, context=f"{context} model={self.endpoint.model}")
-        self.meter.record(self.role, completion.usage)
-        return completion
+        """One chat completion; raises LLMError (or ContextLengthError) when none can be had.
+        A background role's call gives way to members' calls to the same server."""
+        server = server_of(self.endpoint.api_base)
+
+        async def call() -> Completion:
+            return await self._complete(messages, tools_json, context, extra)
+
+        if self.role in BACKGROUND_ROLES:
+            return await self.traffic.background(server, call, f"{self.role} {context}")
+        async with self.traffic.foreground(server):
+            return await call()
+
+    async def _complete(
+        self,
+        messages: Sequence[Message],
+        tools_json: bytes | None,
+        context: str,
+        extra: dict[str, Any] | None,
+    ) -> Completion:
+        while True:
+            body = build_request_body(self.endpoint.model, messages, tools_json, self._extra(extra))
+            try:
+                response = await self._post_with_retries(body, context)
+            except LLMError as exc:
+                if not self._drop_refused_cap(exc):
+                    raise
+                continue
+            completion = parse_completion(
+                response, context=f"{context} model={self.endpoint.model}"
+            )
+            self.meter.record(self.role, completion.usage)
+            return completion
+
+    def _extra(self, extra: dict[str, Any] | None) -> dict[str, Any] | None:
+        """The request's extra fields with the output cap, when this role has one."""
+        if self.max_output_tokens is None or self._cap_field is None:
+            return extra
+        return {self._cap_field: self.max_output_tokens, **(extra or {})}
+
+    def _drop_refused_cap(self, error: LLMError) -> bool:
+        """After a 400 that names the cap's field, use the next field (or none); whether
+        the request is worth sending again."""
+        if self._cap_field is None or self.max_output_tokens is None or error.status != 400:
+            return False
+        said = f"{error.provider_message or ''} {error.detail}"
+        if self._cap_field not in said:
+            return False
+        refused, self._cap_field = self._cap_field, _NEXT_CAP_FIELD.get(self._cap_field)
+        logger.warning(
+            "%s model=%s refuses %s; the output cap goes in %s",
+            self.role,
+            self.endpoint.model,
+            refused,
+            self._cap_field or "no field",
+        )
+        return True
 
     async def _post_with_retries(self, body: bytes, context: str) -> CappedAnswer:
         headers = self.endpoint.json_headers

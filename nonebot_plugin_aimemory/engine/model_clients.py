@@ -1,12 +1,14 @@
 """The chat clients of every model role, made alike: one connection pool, one usage meter,
-the same timeout and retries."""
+the same timeout and retries, one account of who waits on each server; each role with its
+output cap."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import replace
 
-from .llm import Endpoint, LLMClient
+from .llm import ROLE_OUTPUT_TOKENS, Endpoint, LLMClient
+from .model_traffic import ModelTraffic
 from .shared_http import SharedHttp
 from .usage import UsageMeter
 
@@ -29,6 +31,8 @@ class ModelClients:
         self.timeout_seconds = timeout_seconds
         self.max_retries = max_retries
         self.meter = meter
+        # Shared by every role's client: background roles give way to members' calls.
+        self.traffic = ModelTraffic()
         self.main = self.for_role("main")
         self._by_model: dict[str, LLMClient] = {}
 
@@ -55,4 +59,6 @@ class ModelClients:
             max_retries=self.max_retries,
             role=role,
             meter=self.meter,
+            traffic=self.traffic,
+            max_output_tokens=ROLE_OUTPUT_TOKENS.get(role, ROLE_OUTPUT_TOKENS["main"]),
         )

@@ -1,0 +1,95 @@
+"""Who waits on each model server. A member's turn goes first: background calls (the
+memory reviewer, the extraction before a fold) wait while a turn's call is in flight to the
+same server, and one already running when a turn's call starts is stopped and sent again
+afterwards. A local server with one slot (llama.cpp, Ollama) runs one request at a time,
+so a minute-long review would otherwise make the member's answer time out behind it."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from typing import TypeVar
+from urllib.parse import urlsplit
+
+logger = logging.getLogger("nonebot_plugin_aimemory")
+
+T = TypeVar("T")
+
+# Roles whose calls nobody is waiting for.
+BACKGROUND_ROLES = frozenset({"reviewer", "extractor"})
+# How often a background call steps aside before it runs whatever comes: in a busy group
+# turns follow each other, and a review must still happen some time.
+MAX_YIELDS = 3
+
+
+def server_of(api_base: str) -> str:
+    """The server an API base URL names (scheme, host and port): roles whose endpoints
+    share it share its slots, whatever their paths."""
+    parts = urlsplit(api_base)
+    return f"{parts.scheme}://{parts.netloc}".lower()
+
+
+@dataclass
+class _Server:
+    """One server's foreground calls in flight, and events for their coming and going."""
+
+    in_flight: int = 0
+    quiet: asyncio.Event = field(default_factory=asyncio.Event)
+    busy: asyncio.Event = field(default_factory=asyncio.Event)
+
+    def __post_init__(self) -> None:
+        self.quiet.set()
+
+
+class ModelTraffic:
+    """The foreground calls in flight per model server, for background calls to give way
+    to. One per runtime, shared by every role's client."""
+
+    def __init__(self) -> None:
+        self._servers: dict[str, _Server] = {}
+
+    def _server(self, server: str) -> _Server:
+        return self._servers.setdefault(server, _Server())
+
+    def busy(self, server: str) -> bool:
+        """Whether a foreground call is in flight to `server`."""
+        return self._server(server).in_flight > 0
+
+    @asynccontextmanager
+    async def foreground(self, server: str) -> AsyncIterator[None]:
+        """Mark a call someone waits for as in flight to `server` while the block runs."""
+        state = self._server(server)
+        state.in_flight += 1
+        state.quiet.clear()
+        state.busy.set()
+        try:
+            yield
+        finally:
+            state.in_flight -= 1
+            if state.in_flight == 0:
+                state.busy.clear()
+                state.quiet.set()
+
+    async def background(self, server: str, call: Callable[[], Awaitable[T]], what: str) -> T:
+        """Run `call` when no foreground call is in flight to `server`; if one starts
+        meanwhile, stop it and run it again once the server is quiet (at most MAX_YIELDS
+        times, then it runs to the end)."""
+        state = self._server(server)
+        for _ in range(MAX_YIELDS):
+            await state.quiet.wait()
+            task = asyncio.ensure_future(call())
+            busy = asyncio.ensure_future(state.busy.wait())
+            try:
+                await asyncio.wait({task, busy}, return_when=asyncio.FIRST_COMPLETED)
+            finally:
+                busy.cancel()
+                if not task.done():
+                    task.cancel()  # a member's call started, or this one was cancelled
+                    await asyncio.wait({task})
+            if not task.cancelled():
+                return task.result()
+            logger.info("%s: stepped aside for a member's turn on %s", what, server)
+        return await call()

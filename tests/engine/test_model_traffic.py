@@ -1,0 +1,145 @@
+"""Members' calls go first on a model server: background roles (reviewer, extractor) wait
+while a member's call is in flight and step aside when one starts; every role's call
+carries its output cap, in the field the provider accepts."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from typing import TYPE_CHECKING, Any
+
+import httpx
+
+from tests.engine.conftest import API_KEY, MODEL
+from tests.fakes.openai_server import FakeOpenAI, Reply, error, held, text
+
+if TYPE_CHECKING:
+    from nonebot_plugin_aimemory.engine.llm import LLMClient
+    from nonebot_plugin_aimemory.engine.messages import Message
+
+
+def asking(words: str) -> list[Message]:
+    from nonebot_plugin_aimemory.engine.messages import system, user
+
+    return [system(words), user(words)]
+
+
+def clients(http: httpx.AsyncClient, llm: FakeOpenAI) -> tuple[LLMClient, LLMClient]:
+    """A member's (main) client and the reviewer's, made as the runtime makes them."""
+    from nonebot_plugin_aimemory.engine.llm import Endpoint
+    from nonebot_plugin_aimemory.engine.model_clients import ModelClients
+    from nonebot_plugin_aimemory.engine.shared_http import SharedHttp
+    from nonebot_plugin_aimemory.engine.usage import NO_METER
+
+    endpoint = Endpoint(api_base=llm.base_url, api_key=API_KEY, model=MODEL)
+    made = ModelClients(
+        SharedHttp.of(http, 5.0),
+        lambda role: endpoint,
+        timeout_seconds=5.0,
+        max_retries=0,
+        meter=NO_METER,
+    )
+    return made.main, made.for_role("review", counted_as="reviewer")
+
+
+def first_words(body: dict[str, Any]) -> str:
+    return str(body["messages"][0]["content"])
+
+
+async def wait_for(condition: Any, timeout: float = 5.0) -> None:
+    deadline = asyncio.get_running_loop().time() + timeout
+    while not condition():
+        assert asyncio.get_running_loop().time() < deadline, "condition never held"
+        await asyncio.sleep(0.01)
+
+
+async def test_a_review_waits_while_a_members_call_is_in_flight(
+    llm: FakeOpenAI, http: httpx.AsyncClient
+) -> None:
+    main, reviewer = clients(http, llm)
+    gate = threading.Event()
+    # given a member's call the server holds
+    llm.responder = lambda body: (
+        held(gate, text("答")) if first_words(body) == "member" else text("审")
+    )
+    member = asyncio.create_task(main.complete(asking("member")))
+    await wait_for(lambda: len(llm.chat_requests) == 1)
+    # when a review starts meanwhile
+    review = asyncio.create_task(reviewer.complete(asking("review")))
+    await asyncio.sleep(0.3)
+    # then the review has not been sent while the member waits
+    assert [first_words(body) for body in llm.chat_requests] == ["member"]
+    gate.set()
+    assert (await member).message.text == "答"
+    # and it goes once the member's answer is in
+    assert (await review).message.text == "审"
+    assert [first_words(body) for body in llm.chat_requests] == ["member", "review"]
+
+
+async def test_a_review_in_flight_steps_aside_for_a_member_and_is_sent_again(
+    llm: FakeOpenAI, http: httpx.AsyncClient
+) -> None:
+    main, reviewer = clients(http, llm)
+    first_review = threading.Event()
+    reviews = 0
+
+    def respond(body: dict[str, Any]) -> Reply:
+        nonlocal reviews
+        if first_words(body) == "member":
+            return text("答")
+        reviews += 1
+        # the first review runs "for minutes"; the one sent again answers at once
+        return held(first_review, text("旧")) if reviews == 1 else text("审")
+
+    llm.responder = respond
+    # given a review in flight
+    review = asyncio.create_task(reviewer.complete(asking("review")))
+    await wait_for(lambda: reviews == 1)
+    # when a member's call comes
+    answer = await main.complete(asking("member"))
+    # then the member is answered, and the review is sent again and answered
+    assert answer.message.text == "答"
+    assert (await review).message.text == "审"
+    assert [first_words(body) for body in llm.chat_requests] == ["review", "member", "review"]
+    first_review.set()
+
+
+async def test_every_role_sends_its_output_cap(llm: FakeOpenAI, http: httpx.AsyncClient) -> None:
+    from nonebot_plugin_aimemory.engine.llm import ROLE_OUTPUT_TOKENS
+
+    main, reviewer = clients(http, llm)
+    llm.responder = lambda body: text("好")
+    await main.complete(asking("member"))
+    await reviewer.complete(asking("review"))
+    await reviewer.for_role("extractor").complete(asking("extract"))
+    assert [body["max_tokens"] for body in llm.chat_requests] == [
+        ROLE_OUTPUT_TOKENS["main"],
+        ROLE_OUTPUT_TOKENS["reviewer"],
+        ROLE_OUTPUT_TOKENS["extractor"],
+    ]
+
+
+async def test_a_provider_refusing_max_tokens_gets_max_completion_tokens_from_then_on(
+    llm: FakeOpenAI, http: httpx.AsyncClient
+) -> None:
+    main, _ = clients(http, llm)
+    refusal = error(
+        400,
+        "Unsupported parameter: 'max_tokens' is not supported with this model. "
+        "Use 'max_completion_tokens' instead.",
+        code="unsupported_parameter",
+    )
+
+    # given a provider that answers 400 to `max_tokens`, as OpenAI's reasoning models do
+    def respond(body: dict[str, Any]) -> Reply:
+        if "max_tokens" in body:
+            return refusal
+        return text("好")
+
+    llm.responder = respond
+    # when a member's call is made twice
+    assert (await main.complete(asking("member"))).message.text == "好"
+    await main.complete(asking("member"))
+    # then the cap moved to max_completion_tokens, and stayed there
+    caps = [set(body) & {"max_tokens", "max_completion_tokens"} for body in llm.chat_requests]
+    assert caps == [{"max_tokens"}, {"max_completion_tokens"}, {"max_completion_tokens"}]
