@@ -1,0 +1,257 @@
+"""Responders that behave like the small real model of issue #36 (Qwen2.5-Coder-1.5B on
+llama.cpp): it loops on tools, repeats a call, invents tools, answers with nothing, writes
+its calls as text or writes a `<tool_response>` of its own. Assign one to
+`FakeOpenAI.responder`.
+
+Each reacts to a request the way a real server does: a request with `"tool_choice": "none"`
+(forced) or without `tools` (bare) never gets tool calls back, it gets `answer` (or an empty
+message when told to stay empty). Only while tools are allowed does the misbehaviour show.
+What a responder decides from, it reads from the request (the calls and results after the
+last user message are this turn's), so it needs no state but the record of what it saw."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal, TypeAlias
+
+from .openai_server import Reply, raw, text, tool_calls
+
+__all__ = [
+    "ANSWER",
+    "INVENTED_TOOL",
+    "CallsAsText",
+    "EmptyAfterTools",
+    "EmptyAnswerer",
+    "FakeToolResponse",
+    "RepeatingCaller",
+    "Situation",
+    "SmallModel",
+    "TextCallStyle",
+    "ToolInventor",
+    "ToolLooper",
+    "calls_this_turn",
+    "empty",
+    "fake_tool_response",
+    "results_this_turn",
+    "situation",
+    "tool_names",
+    "write_calls",
+]
+
+ANSWER = "好的，我知道了。"
+INVENTED_TOOL = "math_add"  # the name the real model made up for "17 + 25"
+SAVED_NOTE = "已保存"
+
+# How a request stands towards tools: allowed, forced to answer (tools listed with
+# `tool_choice: "none"`), or bare (no `tools` at all).
+Situation: TypeAlias = Literal["tools", "forced", "bare"]
+# How a call is written as text: `{"name", "arguments"}`, `{"name", "parameters"}`, with
+# the arguments as a JSON string, wrapped in `<tool_call>` tags, or in a ```json fence.
+# Several calls are written one per line (each in its own tags or fence).
+TextCallStyle: TypeAlias = Literal["object", "parameters", "string_arguments", "tagged", "fenced"]
+Call: TypeAlias = tuple[str, dict[str, Any]]
+
+
+def situation(body: dict[str, Any]) -> Situation:
+    """Whether the request allows tool calls, forces an answer, or lists no tools."""
+    if not body.get("tools"):
+        return "bare"
+    return "forced" if body.get("tool_choice") == "none" else "tools"
+
+
+def tool_names(body: dict[str, Any]) -> list[str]:
+    """The names of the tools the request offers, in order."""
+    return [tool["function"]["name"] for tool in body.get("tools") or ()]
+
+
+def _this_turn(messages: Sequence[dict[str, Any]]) -> Sequence[dict[str, Any]]:
+    """The messages after the last user message: the turn in progress."""
+    users = [i for i, m in enumerate(messages) if m.get("role") == "user"]
+    return messages[users[-1] + 1 :] if users else messages
+
+
+def calls_this_turn(messages: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The tool calls the history shows the model made since the last user message."""
+    return [call for m in _this_turn(messages) for call in m.get("tool_calls") or ()]
+
+
+def results_this_turn(messages: Sequence[dict[str, Any]]) -> list[str]:
+    """The contents of the tool results since the last user message."""
+    return [str(m.get("content")) for m in _this_turn(messages) if m.get("role") == "tool"]
+
+
+def empty(content: str | None = "") -> Reply:
+    """A completion with no text and no tool calls: content `""`, or null with `None`."""
+    if content is not None:
+        return text(content)
+    message = {"role": "assistant", "content": None}
+    choice = {"index": 0, "message": message, "finish_reason": "stop"}
+    usage = {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}
+    completion = {"id": "chatcmpl-empty", "object": "chat.completion", "model": "small"}
+    return raw(200, json.dumps({**completion, "choices": [choice], "usage": usage}))
+
+
+def write_calls(calls: Sequence[Call], style: TextCallStyle) -> str:
+    """Calls written as text the way small models write them in `content`."""
+    return "\n".join(_write_call(name, arguments, style) for name, arguments in calls)
+
+
+def _write_call(name: str, arguments: dict[str, Any], style: TextCallStyle) -> str:
+    def dumps(value: Any) -> str:
+        return json.dumps(value, ensure_ascii=False)
+
+    if style == "parameters":
+        return dumps({"name": name, "parameters": arguments})
+    if style == "string_arguments":
+        return dumps({"name": name, "arguments": dumps(arguments)})
+    written = dumps({"name": name, "arguments": arguments})
+    if style == "tagged":
+        return f"<tool_call>\n{written}\n</tool_call>"
+    if style == "fenced":
+        return f"```json\n{written}\n```"
+    return written
+
+
+def fake_tool_response(name: str = "memory_save", result: str = SAVED_NOTE) -> str:
+    """A `<tool_response>` block as the model writes one of its own, a result nobody sent."""
+    written = json.dumps({"name": name, "content": result}, ensure_ascii=False)
+    return f"<tool_response>\n{written}\n</tool_response>"
+
+
+@dataclass
+class SmallModel:
+    """What every responder here shares: `answer` (or an empty message) to forced and bare
+    requests, the misbehaviour of a subclass (`with_tools`) while tools are allowed, and in
+    `seen` the situation of every request it answered."""
+
+    answer: str = ANSWER
+    # Answer a forced request with an empty message, as the real model sometimes did.
+    empty_when_forced: bool = False
+    # Answer a request without tools with an empty message.
+    empty_without_tools: bool = False
+    # What an empty message carries: "" or None (a null content).
+    empty_content: str | None = ""
+    # False: a server that ignores `tool_choice: "none"` and lets the model call anyway.
+    obeys_tool_choice: bool = True
+    seen: list[Situation] = field(default_factory=list)
+
+    def __call__(self, body: dict[str, Any]) -> Reply:
+        where = situation(body)
+        self.seen.append(where)
+        if where == "bare":
+            return self.empty() if self.empty_without_tools else text(self.answer)
+        if where == "forced" and self.obeys_tool_choice:
+            return self.empty() if self.empty_when_forced else text(self.answer)
+        return self.with_tools(body)
+
+    def with_tools(self, body: dict[str, Any]) -> Reply:
+        """The reply while tools are allowed."""
+        raise NotImplementedError
+
+    def empty(self) -> Reply:
+        """An empty message with this model's `empty_content`."""
+        return empty(self.empty_content)
+
+
+@dataclass
+class EmptyAnswerer(SmallModel):
+    """Answers with an empty message whenever tools are allowed."""
+
+    def with_tools(self, body: dict[str, Any]) -> Reply:
+        return self.empty()
+
+
+@dataclass
+class ToolLooper(SmallModel):
+    """Calls `tool` (it must be one the request offers) every time tools are allowed, with
+    a new query each time, and never answers on its own: a tool result only makes it search
+    again."""
+
+    tool: str = "memory_search"
+    queries: tuple[str, ...] = ("出差", "杭州", "下周三", "行程")
+
+    def with_tools(self, body: dict[str, Any]) -> Reply:
+        if self.tool not in tool_names(body):
+            raise ValueError(f"{self.tool!r} is not among the request's tools")
+        n = len(calls_this_turn(body["messages"]))
+        query = self.queries[n % len(self.queries)]
+        if n >= len(self.queries):
+            query = f"{query} {n + 1}"
+        return tool_calls((self.tool, {"query": query}))
+
+
+@dataclass
+class RepeatingCaller(SmallModel):
+    """Makes the same call every time tools are allowed; each repetition writes the same
+    arguments with their keys in another order and other spacing (equal as JSON)."""
+
+    name: str = "memory_save"
+    arguments: dict[str, Any] = field(
+        default_factory=lambda: {"content": "小红下周三去杭州出差", "about": "chat"}
+    )
+
+    def with_tools(self, body: dict[str, Any]) -> Reply:
+        n = len(calls_this_turn(body["messages"]))
+        if n % 2 == 0:
+            return tool_calls((self.name, self.arguments))
+        reordered = dict(reversed(self.arguments.items()))
+        return tool_calls((self.name, json.dumps(reordered, ensure_ascii=False, indent=1)))
+
+
+@dataclass
+class ToolInventor(SmallModel):
+    """Calls tools that do not exist (`names` in turn, arguments never the same twice) every
+    time tools are allowed, as the real model called `math_add` for "17 + 25"."""
+
+    names: tuple[str, ...] = (INVENTED_TOOL,)
+
+    def with_tools(self, body: dict[str, Any]) -> Reply:
+        n = len(calls_this_turn(body["messages"]))
+        return tool_calls((self.names[n % len(self.names)], {"a": 17, "b": 25 + n}))
+
+
+@dataclass
+class EmptyAfterTools(SmallModel):
+    """Makes one call (`name`, `arguments`), then, once a tool result is in the messages,
+    answers with an empty message while tools are allowed."""
+
+    name: str = "memory_search"
+    arguments: dict[str, Any] = field(default_factory=lambda: {"query": "出差"})
+
+    def with_tools(self, body: dict[str, Any]) -> Reply:
+        if results_this_turn(body["messages"]):
+            return self.empty()
+        return tool_calls((self.name, self.arguments))
+
+
+@dataclass
+class CallsAsText(SmallModel):
+    """Writes its `calls` as text in `content` (in `style`) instead of `tool_calls`, and
+    answers once a tool result is in the messages."""
+
+    style: TextCallStyle = "object"
+    calls: tuple[Call, ...] = (("memory_save", {"content": "小红下周三去杭州出差"}),)
+
+    def with_tools(self, body: dict[str, Any]) -> Reply:
+        if results_this_turn(body["messages"]):
+            return text(self.answer)
+        return text(write_calls(self.calls, self.style))
+
+    @property
+    def written(self) -> str:
+        """The text it writes in place of the calls."""
+        return write_calls(self.calls, self.style)
+
+
+@dataclass
+class FakeToolResponse(SmallModel):
+    """Replies, while tools are allowed, with a `<tool_response>` block of its own making
+    after `said` (nothing but the block when `said` is empty)."""
+
+    said: str = ""
+
+    def with_tools(self, body: dict[str, Any]) -> Reply:
+        block = fake_tool_response()
+        return text(f"{self.said}\n{block}" if self.said else block)
