@@ -1,12 +1,15 @@
 """Who waits on each model server. A member's turn goes first: background calls (the
 memory reviewer, the extraction before a fold) wait while a turn's call is in flight to the
-same server, and one already running when a turn's call starts is stopped and sent again
-afterwards. A local server with one slot (llama.cpp, Ollama) runs one request at a time,
-so a minute-long review would otherwise make the member's answer time out behind it."""
+same server. On a server of this machine or its network, one already running when a turn's
+call starts is stopped and sent again afterwards: such a server (llama.cpp, Ollama, vLLM on
+a small card) runs one or a few requests at a time, so a minute-long review would make the
+member's answer time out behind it. A provider's API serves many at once and bills a
+stopped request's prompt all the same, so there nothing is stopped."""
 
 from __future__ import annotations
 
 import asyncio
+import ipaddress
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
@@ -23,6 +26,19 @@ BACKGROUND_ROLES = frozenset({"reviewer", "extractor"})
 # How often a background call steps aside before it runs whatever comes: in a busy group
 # turns follow each other, and a review must still happen some time.
 MAX_YIELDS = 3
+
+
+def is_local_server(server: str) -> bool:
+    """Whether `server` (as `server_of` gives it) is on this machine or a private network:
+    the servers whose few slots a background call would hold."""
+    host = urlsplit(server).hostname or ""
+    if host == "localhost" or host.endswith((".localhost", ".local", ".lan")):
+        return True
+    try:
+        address = ipaddress.ip_address(host)
+    except ValueError:
+        return False  # a name: a provider's API
+    return address.is_private or address.is_loopback or address.is_link_local
 
 
 def server_of(api_base: str) -> str:
@@ -74,10 +90,13 @@ class ModelTraffic:
                 state.quiet.set()
 
     async def background(self, server: str, call: Callable[[], Awaitable[T]], what: str) -> T:
-        """Run `call` when no foreground call is in flight to `server`; if one starts
-        meanwhile, stop it and run it again once the server is quiet (at most MAX_YIELDS
-        times, then it runs to the end)."""
+        """Run `call` when no foreground call is in flight to `server`; on a local server,
+        if one starts meanwhile, stop it and run it again once the server is quiet (at most
+        MAX_YIELDS times, then it runs to the end)."""
         state = self._server(server)
+        if not is_local_server(server):
+            await state.quiet.wait()
+            return await call()
         for _ in range(MAX_YIELDS):
             await state.quiet.wait()
             task = asyncio.ensure_future(call())

@@ -33,7 +33,7 @@ async def test_status_shows_summary_size_and_compression_count(plugin) -> None:
 
 
 async def test_a_restart_loads_the_compressed_window(plugin) -> None:
-    from nonebot_plugin_aimemory.prompts import SUMMARY_PREFIX
+    from nonebot_plugin_aimemory.prompts import EXTRACT_PROMPT, SUMMARY_PREFIX
 
     plugin.llm.responder = FactKeepingLLM()
     await plugin.restart(aimemory_max_context_tokens=2000)
@@ -43,7 +43,11 @@ async def test_a_restart_loads_the_compressed_window(plugin) -> None:
     await bot.receive(group_message("~对话 状态", group_id=51))
     assert "压缩次数：1" in bot.sent_texts[-1]
     await bot.receive(group_message("还记得吗", to_me=True, group_id=51))
-    chat = [b for b in plugin.llm.chat_requests if not is_compression_request(b)][-1]
+    chat = [
+        body
+        for body in plugin.llm.chat_requests
+        if not is_compression_request(body) and body["messages"][0]["content"] != EXTRACT_PROMPT
+    ][-1]
     assert chat["messages"][1]["content"].startswith(SUMMARY_PREFIX)
     assert "#fact0:话题0" in chat["messages"][1]["content"]
 

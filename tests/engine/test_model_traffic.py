@@ -143,3 +143,35 @@ async def test_a_provider_refusing_max_tokens_gets_max_completion_tokens_from_th
     # then the cap moved to max_completion_tokens, and stayed there
     caps = [set(body) & {"max_tokens", "max_completion_tokens"} for body in llm.chat_requests]
     assert caps == [{"max_tokens"}, {"max_completion_tokens"}, {"max_completion_tokens"}]
+
+
+def test_servers_of_this_machine_and_its_network_are_local() -> None:
+    from nonebot_plugin_aimemory.engine.model_traffic import is_local_server, server_of
+
+    local = ("http://127.0.0.1:8080/v1", "http://localhost:11434/v1", "http://192.168.1.5:8000")
+    remote = ("https://api.deepseek.com/v1", "https://dashscope.aliyuncs.com/compatible-mode/v1")
+    assert all(is_local_server(server_of(url)) for url in local)
+    assert not any(is_local_server(server_of(url)) for url in remote)
+    assert server_of("http://127.0.0.1:8080/v1") == server_of("http://127.0.0.1:8080/other")
+
+
+async def test_a_review_in_flight_to_a_providers_api_is_never_stopped() -> None:
+    # A provider bills a stopped request's prompt, and serves many requests at once.
+    from nonebot_plugin_aimemory.engine.model_traffic import ModelTraffic
+
+    traffic, server, runs = ModelTraffic(), "https://api.deepseek.com", 0
+    release = asyncio.Event()
+
+    async def review() -> str:
+        nonlocal runs
+        runs += 1
+        await release.wait()
+        return "审"
+
+    task = asyncio.create_task(traffic.background(server, review, "review"))
+    await wait_for(lambda: runs == 1)
+    async with traffic.foreground(server):
+        await asyncio.sleep(0.05)
+    release.set()
+    assert await task == "审"
+    assert runs == 1

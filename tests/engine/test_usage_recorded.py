@@ -15,7 +15,7 @@ from tests.fakes.events import group_message, private_message
 from tests.fakes.image_server import ImageServer, png_bytes
 from tests.fakes.openai_server import reported_usage, text, tool_calls
 from tests.fakes.qq import QQBot, content, qq_image, restart_with_vision
-from tests.fakes.responders import FactKeepingLLM
+from tests.fakes.responders import FactKeepingLLM, is_compression_request
 from tests.memory.helpers import wait_for
 
 Row = tuple[str, str, str, int, int, int, int]
@@ -97,7 +97,17 @@ async def test_compression_and_extraction_are_counted_under_their_roles(plugin) 
     # FactKeepingLLM reports 100 prompt and 20 completion tokens per summary.
     compressions = responder.compression_calls
     assert roles["compressor"][3:] == (100 * compressions, 20 * compressions, 0, compressions)
-    assert roles["main"][6] == responder.chat_calls - roles["extractor"][6]
+    # (an extraction in flight when a member's call starts is stopped and sent again on
+    # this local server, so main calls are counted by their prompt, not by the responder)
+    from nonebot_plugin_aimemory import prompts
+
+    main_calls = sum(
+        1
+        for body in plugin.llm.chat_requests
+        if not is_compression_request(body)
+        and body["messages"][0]["content"] != prompts.EXTRACT_PROMPT
+    )
+    assert roles["main"][6] == main_calls
     assert set(roles) == {"main", "compressor", "extractor"}
 
 

@@ -39,7 +39,7 @@ def facts_of_topics(transcript: str) -> str:
 
 class ExtractingLLM:
     """FactKeepingLLM for chat and compression; extraction requests answered by `extract`
-    (transcript -> reply text) and recorded."""
+    (transcript -> reply text) and their transcripts recorded, each once."""
 
     def __init__(self, extract: Callable[[str], str], *, extract_delay_seconds: float = 0) -> None:
         self.chat = FactKeepingLLM()
@@ -51,7 +51,10 @@ class ExtractingLLM:
         if not is_extraction_request(body):
             return self.chat(body)
         transcript = last_user_text(body["messages"])
-        self.transcripts.append(transcript)
+        # An extraction that stepped aside for a member's turn on this local server is sent
+        # again (engine/model_traffic.py): the same extraction, recorded once.
+        if transcript not in self.transcripts:
+            self.transcripts.append(transcript)
         reply = text(self.extract(transcript))
         return delay(self.extract_delay_seconds, reply) if self.extract_delay_seconds else reply
 
