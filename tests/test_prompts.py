@@ -188,25 +188,48 @@ async def test_the_required_tool_arguments_are_kept(plugin) -> None:
     assert required == TOOL_REQUIRED
 
 
-def test_the_extractor_example_is_the_json_its_parser_reads() -> None:
+def test_the_extractor_format_is_the_json_its_parser_reads() -> None:
     from nonebot_plugin_aimemory import prompts
     from nonebot_plugin_aimemory.memory.extractor import parse_facts
 
     example = prompts.EXTRACT_PROMPT.splitlines()[-2]
+    filled = example
+    for placeholder, value in zip(
+        prompts.FACT_PLACEHOLDERS, ("阿强", "20002", "养了一只柯基", "宠物"), strict=True
+    ):
+        filled = filled.replace(placeholder, value)
 
-    assert parse_facts(example) == [
-        {"content": "小明(12345)吃素", "tags": ["饮食"], "user_id": "12345"}
+    # the format filled in is a fact; the format copied as it is, is none
+    assert parse_facts(filled) == [
+        {"content": "阿强(20002)养了一只柯基", "tags": ["宠物"], "user_id": "20002"}
     ]
+    assert parse_facts(example) == []
     assert prompts.EXTRACT_PROMPT.endswith('没有值得记住的内容时输出 {"facts":[]}。')
 
 
-def test_the_reviewer_example_is_the_json_its_parser_reads() -> None:
+def test_the_reviewer_format_is_the_json_its_parser_reads() -> None:
     from nonebot_plugin_aimemory.text.model_json import parse_json_object
 
-    data = parse_json_object(group_review_prompt().splitlines()[-1])
+    lines = group_review_prompt().splitlines()
+    data = parse_json_object(lines[-2].replace("[<记录编号>]", "[1]"))
 
     assert data is not None
-    assert [op["op"] for op in data["ops"]] == ["create", "update", "noop"]
+    assert [op["op"] for op in data["ops"]] == ["create", "update"]
+    assert parse_json_object(lines[-1].partition("输出 ")[2].rstrip("。")) == {"ops": []}
+
+
+@pytest.mark.parametrize("writer", ["extractor", "reviewer", "memory_save"])
+def test_no_memory_writer_is_shown_a_made_up_fact_to_copy(writer: str) -> None:
+    # Small models save a prompt's example fact as if the chat had said it: the formats
+    # show placeholders only, so no example reads as a fact about anyone.
+    from nonebot_plugin_aimemory import prompts
+
+    text = instructions_of(writer)
+
+    assert "12345" not in text
+    assert "例如“" not in text
+    for placeholder in prompts.FACT_PLACEHOLDERS:
+        assert placeholder in text or writer == "memory_save"
 
 
 def test_the_review_prompt_starts_with_the_persona_and_names_the_chat() -> None:

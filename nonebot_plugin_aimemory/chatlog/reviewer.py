@@ -106,10 +106,13 @@ class MemoryReviewer:
             outcome.rejected.append(f"no ops in answer: {answer[:200]!r}")
             logger.warning("reviewer answer for %s had no valid ops: %r", scope, answer[:300])
             return
-        for op in ops[:MAX_OPS]:
+        # A model that writes more than it was allowed pads with noops and repeats: the
+        # limit counts only the operations that would change something.
+        changes = _distinct_changes(ops)
+        for op in changes[:MAX_OPS]:
             await self._apply_one(scope, op, row_ids, outcome)
-        if len(ops) > MAX_OPS:
-            outcome.rejected.append(f"{len(ops) - MAX_OPS} ops over the limit")
+        if len(changes) > MAX_OPS:
+            outcome.rejected.append(f"{len(changes) - MAX_OPS} ops over the limit")
 
     async def _apply_one(
         self, scope: str, op: Any, row_ids: set[int], outcome: ReviewOutcome
@@ -121,6 +124,9 @@ class MemoryReviewer:
         evidence = _evidence(op.get("evidence"), row_ids)
         content = op.get("content")
         if kind == "noop":
+            return
+        if isinstance(content, str) and prompts.copies_the_format(content):
+            outcome.rejected.append(f"copies the format: {content[:50]!r}")
             return
         if kind == "create" and isinstance(content, str) and content.strip():
             saved = await self.memory.save(
@@ -149,6 +155,24 @@ class MemoryReviewer:
                 outcome.rejected.append(f"update {op['id']!r} refused ({updated.status})")
             return
         outcome.rejected.append(f"invalid op: {str(op)[:100]}")
+
+
+def _distinct_changes(ops: list[Any]) -> list[Any]:
+    """The operations that would change something (not noops), each content once; what
+    is not an object is kept for `_apply_one` to reject with its reason."""
+    seen: set[str] = set()
+    changes: list[Any] = []
+    for op in ops:
+        if isinstance(op, dict):
+            if op.get("op") == "noop":
+                continue
+            content = op.get("content")
+            if isinstance(content, str):
+                if content.strip() in seen:
+                    continue
+                seen.add(content.strip())
+        changes.append(op)
+    return changes
 
 
 def _shown_log(rows: list[ChatRow], zone: tzinfo) -> tuple[list[ChatRow], str]:

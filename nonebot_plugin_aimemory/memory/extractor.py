@@ -12,7 +12,7 @@ from ..engine.llm import LLMClient
 from ..engine.messages import Message
 from ..engine.transcript import chunk_lines, render_transcript
 from ..engine.usage import attributed_to
-from ..prompts import EXTRACT_PROMPT, TRANSCRIPT_ASSISTANT_LABEL
+from ..prompts import EXTRACT_PROMPT, TRANSCRIPT_ASSISTANT_LABEL, copies_the_format
 from ..scopes import Scope
 from ..text.model_json import parse_json_object
 from .service import MemoryService
@@ -99,7 +99,8 @@ def transcript_chunks(lines: Sequence[str]) -> list[str]:
 
 
 def parse_facts(text: str) -> list[dict]:
-    """The valid facts of the model's JSON answer; anything malformed is skipped."""
+    """The valid facts of the model's JSON answer; anything malformed, or a copy of the
+    format's placeholders, is skipped."""
     data = parse_json_object(text)
     facts = data.get("facts") if data else None
     if not isinstance(facts, list):
@@ -110,6 +111,7 @@ def parse_facts(text: str) -> list[dict]:
             isinstance(fact, dict)
             and isinstance(fact.get("content"), str)
             and fact["content"].strip()
+            and not copies_the_format(fact["content"])
         ):
             tags = fact.get("tags")
             user_id = fact.get("user_id")

@@ -50,7 +50,8 @@ class RelevantMemories:
         if not block:
             return message, None
         parts = message.content if isinstance(message.content, tuple) else (TextPart(message.text),)
-        injected = Message("user", (TextPart(block + "\n\n"), *parts))
+        notes = f"{block}\n{prompts.MEMORY_INJECTION_FOOTER}\n"
+        injected = Message("user", (TextPart(notes), *parts))
         if all(isinstance(p, TextPart) for p in parts):
             injected = Message("user", injected.text)
         return injected, message.text

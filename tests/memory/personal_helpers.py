@@ -77,5 +77,5 @@ def injected_lines(user_content: str) -> list[str]:
 
     if not user_content.startswith(prompts.MEMORY_INJECTION_HEADER):
         return []
-    block, _, _ = user_content.partition("\n\n")
+    block, _, _ = user_content.partition(f"\n{prompts.MEMORY_INJECTION_FOOTER}\n")
     return block.splitlines()[1:]

@@ -30,7 +30,7 @@ def injected_block(user_content: str) -> str:
     from nonebot_plugin_aimemory import prompts
 
     assert user_content.startswith(prompts.MEMORY_INJECTION_HEADER), user_content
-    block, _, _ = user_content.partition("\n\n")
+    block, _, _ = user_content.partition(f"\n{prompts.MEMORY_INJECTION_FOOTER}\n")
     return block
 
 
@@ -76,7 +76,8 @@ async def test_the_injected_block_is_not_replayed_in_the_next_request(plugin) ->
 
     earlier_user = plugin.llm.last_messages()[1]
     assert earlier_user["role"] == "user"
-    assert earlier_user["content"] == first_request_user.partition("\n\n")[2]
+    footer = f"\n{prompts.MEMORY_INJECTION_FOOTER}\n"
+    assert earlier_user["content"] == first_request_user.partition(footer)[2]
     assert prompts.MEMORY_INJECTION_HEADER not in earlier_user["content"]
 
 
