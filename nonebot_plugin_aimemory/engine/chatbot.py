@@ -178,7 +178,7 @@ class ChatBot:
             progress.usage += completion.usage or Usage()
             reply = completion.message
             if self.tools.names:
-                reply = recover_text_tool_calls(reply)
+                reply = recover_text_tool_calls(reply, self.tools.names)
             if reply.tool_calls and progress.mode is AnswerMode.TOOLS:
                 loop = progress.loop_in(reply.tool_calls, self.tools.names)
                 if loop is not None:

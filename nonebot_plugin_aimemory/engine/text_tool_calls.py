@@ -1,14 +1,16 @@
 """Tool calls a model wrote as text. Small models behind some servers (llama.cpp, Ollama
 with a template that does not parse them) put a call in `content` instead of `tool_calls`:
-a bare JSON object, one per line, inside `<tool_call>` tags or a ```json fence. They are
-turned into real calls, so they run and the member never sees the JSON; `<tool_response>`
-blocks a model writes in imitation of a result are removed from what it says."""
+a bare JSON object, one per line, inside `<tool_call>` tags or a ```json fence, or a call
+in code form, `memory_save({"content": …})`. They are turned into real calls, so they run
+and the member never sees them; `<tool_response>` blocks a model writes in imitation of a
+result are removed from what it says."""
 
 from __future__ import annotations
 
 import json
 import re
 import uuid
+from collections.abc import Collection
 from dataclasses import dataclass
 from typing import Any
 
@@ -16,8 +18,11 @@ from .messages import Message, ToolCall
 
 # The ids and names the strictest gateways accept (OpenAI's function-name rule).
 _TOOL_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+# A tool's name written as a function just before a JSON object: `memory_save(` + `{…}`.
+_CODE_CALL_HEAD = re.compile(r"(?<![\w.])([A-Za-z_][A-Za-z0-9_-]{0,63})\s*\(\s*$")
+_CODE_CALL_TAIL = re.compile(r"\s*\)")
 # What is left around a call once its JSON is taken out: the tags and fences that held it.
-_WRAPPERS = re.compile(r"</?tool_calls?>|```(?:json|tool_call)?", re.IGNORECASE)
+_WRAPPERS = re.compile(r"</?tool_calls?>|```(?:json|python|tool_call)?|`", re.IGNORECASE)
 # A result block the model wrote itself (an unclosed one runs to the end).
 _TOOL_RESPONSE = re.compile(
     r"<tool_response>.*?(?:</tool_response>|\Z)|</tool_response>", re.DOTALL | re.IGNORECASE
@@ -41,15 +46,16 @@ def without_tool_responses(text: str) -> str:
     return _TOOL_RESPONSE.sub("", text).strip()
 
 
-def recover_text_tool_calls(reply: Message) -> Message:
+def recover_text_tool_calls(reply: Message, tool_names: Collection[str] = ()) -> Message:
     """`reply` with the tool calls written in its text turned into real ones (the text that
     held them removed, what else it said kept as the call's content); a reply that already
     has calls, or whose text holds none, is returned as it is, less any `<tool_response>`
-    block."""
+    block. The code form is read only for `tool_names` (a model's answer about code may
+    well hold `print({…})`); the JSON form for any name, so an invented tool is answered."""
     text = reply.text or ""
     if reply.tool_calls or not text:
         return reply
-    found = list(_calls_in(text))
+    found = _calls_in(text, tool_names)
     if not found:
         cleaned = without_tool_responses(text)
         return reply if cleaned == text else reply.with_text(cleaned)
@@ -62,10 +68,12 @@ def recover_text_tool_calls(reply: Message) -> Message:
     )
 
 
-def _calls_in(text: str) -> list[_Found]:
-    """Every JSON value in `text` that is a call (or a list of calls), in order."""
+def _calls_in(text: str, tool_names: Collection[str]) -> list[_Found]:
+    """Every JSON value in `text` that is a call (or a list of calls), or the arguments of
+    a tool called in code form, in order."""
     found: list[_Found] = []
-    if '"name"' not in text:
+    code_form = any(f"{name}(" in text for name in tool_names)
+    if '"name"' not in text and not code_form:
         return found  # JSON spells a call's keys in double quotes: nothing to decode
     index = _first_bracket(text)
     while index != -1:
@@ -74,6 +82,11 @@ def _calls_in(text: str) -> list[_Found]:
         except (json.JSONDecodeError, RecursionError):
             index = _first_bracket(text, index + 1)
             continue
+        code_call = _code_call(text, index, end, value, tool_names) if code_form else None
+        if code_call is not None:
+            found.append(code_call)
+            index = _first_bracket(text, code_call.end)
+            continue
         calls = _as_calls(value)
         if calls:
             found += [_Found(call, index, end) for call in calls]
@@ -81,6 +94,24 @@ def _calls_in(text: str) -> list[_Found]:
         else:
             index = _first_bracket(text, index + 1)
     return found
+
+
+def _code_call(
+    text: str, start: int, end: int, value: Any, tool_names: Collection[str]
+) -> _Found | None:
+    """The call `name({…})` whose arguments are the object decoded at `start`..`end`, when
+    a known tool's name and `(` come before it and `)` after it; else None."""
+    head = _CODE_CALL_HEAD.search(text, 0, start)
+    tail = _CODE_CALL_TAIL.match(text, end)
+    if head is None or tail is None or not isinstance(value, dict):
+        return None
+    name = head.group(1)
+    if name not in tool_names:
+        return None
+    arguments = json.dumps(value, ensure_ascii=False)
+    return _Found(
+        ToolCall(f"call_{uuid.uuid4().hex[:24]}", name, arguments), head.start(), tail.end()
+    )
 
 
 def _first_bracket(text: str, start: int = 0) -> int:

@@ -21,10 +21,13 @@ def said(text: str) -> Message:
     return Message("assistant", text)
 
 
+TOOL_NAMES = ("memory_save", "memory_search")
+
+
 def recover_text_tool_calls(reply: Message) -> Message:
     from nonebot_plugin_aimemory.engine.text_tool_calls import recover_text_tool_calls
 
-    return recover_text_tool_calls(reply)
+    return recover_text_tool_calls(reply, TOOL_NAMES)
 
 
 def calls_of(message: Message) -> list[tuple[str, dict[str, object]]]:
@@ -44,6 +47,8 @@ def calls_of(message: Message) -> list[tuple[str, dict[str, object]]]:
             ensure_ascii=False,
         ),
         json.dumps({"type": "function", "function": SAVE}, ensure_ascii=False),
+        f"memory_save({json.dumps(SAVE['arguments'], ensure_ascii=False)})",
+        f"`memory_save( {json.dumps(SAVE['arguments'], ensure_ascii=False)} )`",
     ],
 )
 def test_a_call_written_as_text_becomes_a_real_call(written: str) -> None:
@@ -61,6 +66,16 @@ def test_several_calls_one_per_line_become_several_calls() -> None:
     recovered = recover_text_tool_calls(said(text))
     assert [name for name, _ in calls_of(recovered)] == ["memory_save", "memory_search"]
     assert len({call.id for call in recovered.tool_calls}) == 2
+
+
+def test_calls_in_code_form_on_several_lines_become_several_calls() -> None:
+    text = 'memory_search({"query": "猫"})\nmemory_save({"content": "小明(20001)家的猫叫年糕"})'
+    recovered = recover_text_tool_calls(said(text))
+    assert calls_of(recovered) == [
+        ("memory_search", {"query": "猫"}),
+        ("memory_save", {"content": "小明(20001)家的猫叫年糕"}),
+    ]
+    assert not recovered.text
 
 
 def test_words_around_a_call_stay_as_its_content() -> None:
@@ -81,6 +96,9 @@ def test_words_around_a_call_stay_as_its_content() -> None:
         '{"name": "memory_save", "arguments": {"content": "x"}',  # cut short
         "[" * 5000 + "]" * 5000 + ' "name"',
         '{"name": "memory_save", "arguments": [1, 2]}',
+        '可以这样写：print({"content": "x"})',  # code form, but not a tool's name
+        'json.memory_save({"content": "x"})',  # a method of something else
+        'memory_save({"content": "x"}',  # no closing parenthesis
     ],
 )
 def test_text_that_is_not_a_call_is_left_as_it_is(text: str) -> None:
