@@ -255,7 +255,9 @@ async def test_no_text_even_without_tools_gets_the_empty_notice_and_a_valid_wind
 # --------------------------------------------------------------------------- C6 calls as text
 
 
-@pytest.mark.parametrize("style", ["object", "parameters", "string_arguments", "tagged", "fenced"])
+@pytest.mark.parametrize(
+    "style", ["object", "parameters", "string_arguments", "tagged", "fenced", "code"]
+)
 async def test_a_call_written_as_text_is_run_as_a_tool_call(plugin, style: TextCallStyle) -> None:
     # given a model that writes its memory_save call in its content
     model = CallsAsText(style=style, calls=(("memory_save", SAVE_TRIP),), answer=ANSWER)

@@ -50,7 +50,9 @@ Situation: TypeAlias = Literal["tools", "forced", "bare"]
 # How a call is written as text: `{"name", "arguments"}`, `{"name", "parameters"}`, with
 # the arguments as a JSON string, wrapped in `<tool_call>` tags, or in a ```json fence.
 # Several calls are written one per line (each in its own tags or fence).
-TextCallStyle: TypeAlias = Literal["object", "parameters", "string_arguments", "tagged", "fenced"]
+TextCallStyle: TypeAlias = Literal[
+    "object", "parameters", "string_arguments", "tagged", "fenced", "code"
+]
 Call: TypeAlias = tuple[str, dict[str, Any]]
 
 
@@ -106,6 +108,8 @@ def _write_call(name: str, arguments: dict[str, Any], style: TextCallStyle) -> s
         return dumps({"name": name, "parameters": arguments})
     if style == "string_arguments":
         return dumps({"name": name, "arguments": dumps(arguments)})
+    if style == "code":  # Qwen2.5-Coder-1.5B on llama.cpp, once asked to answer after tools
+        return f"{name}({dumps(arguments)})"
     written = dumps({"name": name, "arguments": arguments})
     if style == "tagged":
         return f"<tool_call>\n{written}\n</tool_call>"
