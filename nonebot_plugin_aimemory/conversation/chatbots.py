@@ -72,6 +72,7 @@ class ChatBotFactory:
             max_tool_rounds=self.max_tool_rounds,
             send_images=self.send_images,
             compressor=self.compressor,
+            repeat_note=prompts.REPEAT_NOTE,
         )
 
     def builtin_tools(self, key: str) -> list[Tool]:

@@ -14,6 +14,7 @@ from .history import CompressionStats, HistoryStore
 from .llm import Completion, LLMClient
 from .messages import Message, tool_result
 from .request_room import RequestRoom
+from .stock_replies import is_stock_reply
 from .stored_window import StoredWindow
 from .text_tool_calls import recover_text_tool_calls
 from .tokens import MESSAGE_OVERHEAD_TOKENS, TokenCounter, message_tokens
@@ -55,6 +56,7 @@ class ChatBot:
         max_tool_rounds: int = 8,
         send_images: bool = False,
         compressor: Compressor | None = None,
+        repeat_note: str = "",
     ) -> None:
         self.key = key
         self.llm = llm
@@ -65,6 +67,9 @@ class ChatBot:
         # Text-only models reject image parts: they then see the images' text markers.
         self.send_images = send_images
         self.compressor = compressor
+        # Added to the member's message, on one request only, when the answer repeated an
+        # earlier reply to another message (stock_replies.py); empty: never asked again.
+        self.repeat_note = repeat_note
         self.window = Window(counter)
         self.system_message = Message("system", system_prompt)
         # Prompt size of the last request, from the API's usage (or estimated without one).
@@ -133,7 +138,7 @@ class ChatBot:
         kept: list[Message] | None = None
         answered = False
         try:
-            text = await self._answer(message, progress, may_call)
+            text = await self._answer(message, progress, may_call, kept_user.text)
             answered = True
             await self._stored.store_answered([kept_user, *progress.kept_pending()])
             return TurnResult(text, progress.usage, progress.rounds, progress.compressions)
@@ -148,7 +153,9 @@ class ChatBot:
                 if kept:
                     await self._stored.keep(kept)
 
-    async def _answer(self, message: Message, progress: TurnProgress, may_call: MayCall) -> str:
+    async def _answer(
+        self, message: Message, progress: TurnProgress, may_call: MayCall, asked: str
+    ) -> str:
         """Call the model, running the tool rounds it asks for, until it answers; the answer
         is appended to `progress.pending` and its text returned. `may_call` is asked before
         each step that calls the model, so a limit is passed by one call at most. A model
@@ -192,12 +199,26 @@ class ChatBot:
                 what = "only tool calls" if reply.tool_calls else "an empty answer"
                 progress.ask_plainer(self.key, f"{what} after {progress.rounds} rounds")
                 continue
+            if self._asks_again(message, reply.text, asked, progress):
+                message = message.with_text(f"{message.text}\n{self.repeat_note}")
+                continue
             # Thinking models need the reasoning of an exchange that made tool calls in
             # every later request (DeepSeek answers 400 without it); any other
             # exchange's reasoning they ignore, so keeping it would only cost tokens.
             reasoning = reply.reasoning if progress.rounds else None
             pending.append(Message("assistant", reply.text, reasoning=reasoning))
             return reply.text
+
+    def _asks_again(self, message: Message, reply: str, asked: str, progress: TurnProgress) -> bool:
+        """Whether to ask once more because `reply` is a stock reply (only a text message
+        can carry the note; only once a turn)."""
+        if not self.repeat_note or progress.asked_again or not isinstance(message.content, str):
+            return False
+        if not is_stock_reply(reply, asked, self.window.messages):
+            return False
+        progress.asked_again = True
+        logger.info("%s: the answer repeats an earlier reply; asking once more", self.key)
+        return True
 
     async def compact(self, *, reason: str, keep_recent_tokens: int | None = None) -> Usage:
         """Fold the older window into the summary (or truncate if that fails); returns the

@@ -1,0 +1,73 @@
+"""Stock replies: an answer that repeats one the model gave to another message of the
+window. Small models copy the shapes in their context ("好的，记下了" to a question about
+the moon), so such an answer is asked for once more, with a note on that request only."""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Sequence
+
+from .messages import Message
+
+# How far back the model's own replies are compared: what it sees and may copy.
+RECENT_REPLIES = 12
+# Character-bigram overlap (Dice) from which two replies count as the same one with its
+# names changed ("好的，我已经记住了小明的猫咪名" / "…阿强的车辆信息": 0.52), and from which
+# two messages count as the same question asked again.
+SAME_REPLY_DICE = 0.5
+SAME_QUESTION_DICE = 0.6
+# Replies with fewer letters and digits than this are left alone: "好的" or "收到，马上办"
+# twice is how people talk.
+MIN_REPLY_CHARS = 10
+
+
+# A user line's head the plugin writes, "[time] name(QQ)：": the same on every line of a
+# speaker, so it is not part of what was asked.
+_SPEAKER_HEAD = re.compile(r"^\[[^\]\n]{0,40}\]\s*(?:[^：:\n]{0,60}[：:])?")
+
+
+def _bigrams(text: str) -> frozenset[str]:
+    text = _SPEAKER_HEAD.sub("", text, count=1)
+    folded = "".join(ch for ch in unicodedata.normalize("NFKC", text).casefold() if ch.isalnum())
+    return frozenset(folded[i : i + 2] for i in range(len(folded) - 1))
+
+
+def _dice(a: frozenset[str], b: frozenset[str]) -> float:
+    return 2 * len(a & b) / (len(a) + len(b)) if a and b else 0.0
+
+
+def is_stock_reply(reply: str, asked: str, window: Sequence[Message]) -> bool:
+    """Whether `reply` to the message `asked` repeats, word for word or nearly, a reply
+    the window holds to a different message."""
+    shape = _bigrams(reply)
+    if len(shape) + 1 < MIN_REPLY_CHARS:
+        return False
+    asked_shape = _bigrams(asked)
+    replies = 0
+    for message in reversed(window):
+        if replies >= RECENT_REPLIES:
+            break
+        if message.role == "assistant" and message.text and not message.tool_calls:
+            replies += 1
+            before = _bigrams(message.text)
+            if _dice(before, shape) < SAME_REPLY_DICE or _takes_up(shape - before, asked_shape):
+                continue
+            if _dice(_question_before(window, message), asked_shape) < SAME_QUESTION_DICE:
+                return True
+    return False
+
+
+def _takes_up(new: frozenset[str], asked: frozenset[str]) -> bool:
+    """Whether what a reply says beyond the earlier one comes mostly from the question: an
+    answer in the same form about another thing asked ("明天上海晴" after "明天北京晴")."""
+    return bool(new) and len(new & asked) * 2 >= len(new)
+
+
+def _question_before(window: Sequence[Message], reply: Message) -> frozenset[str]:
+    """The bigrams of the user message `reply` answered (the last one before it)."""
+    index = max(i for i, m in enumerate(window) if m is reply)
+    for message in reversed(window[:index]):
+        if message.role == "user":
+            return _bigrams(message.text)
+    return frozenset()

@@ -1,0 +1,100 @@
+"""Stock replies: an answer repeating the model's reply to another message is asked for
+once more, with a note on that request only."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from tests.engine.conftest import KEY
+from tests.fakes.openai_server import FakeOpenAI, Reply, text
+
+if TYPE_CHECKING:
+    from nonebot_plugin_aimemory.engine.messages import Message
+    from nonebot_plugin_aimemory.store.history_store import SqliteHistoryStore
+
+NOTE = "（请针对这条消息本身回答。）"
+
+
+def said(*pairs: tuple[str, str]) -> list[Message]:
+    from nonebot_plugin_aimemory.engine.messages import assistant, user
+
+    return [m for question, answer in pairs for m in (user(question), assistant(answer))]
+
+
+def stock(reply: str, asked: str, window: list[Message]) -> bool:
+    from nonebot_plugin_aimemory.engine.stock_replies import is_stock_reply
+
+    return is_stock_reply(reply, asked, window)
+
+
+def test_a_reply_repeated_for_another_question_is_a_stock_reply() -> None:
+    window = said(
+        ("[12-06 12:00] 小明(20001)：记住我家猫叫年糕", "好的，我已经记住了小明的猫咪名。")
+    )
+    assert stock(
+        "好的，我已经记住了阿强的车辆信息。", "[12-06 12:01] 阿强(20002)：我开什么车？", window
+    )
+
+
+def test_the_same_answer_to_the_same_question_is_not_a_stock_reply() -> None:
+    window = said(("[12-06 12:00] 小明(20001)：地球到月球多远？", "大约 38 万公里。"))
+    assert not stock("大约 38 万公里。", "[12-06 12:05] 小明(20001)：地球到月球多远？", window)
+
+
+def test_a_new_answer_and_a_short_acknowledgement_are_not_stock_replies() -> None:
+    window = said(("记住我家猫叫年糕", "好的"), ("今天吃什么", "要不要试试楼下新开的面馆？"))
+    assert not stock("好的", "记住我开小米SU7", window)
+    assert not stock("月球离地球大约 38 万公里。", "地球到月球多远？", window)
+
+
+def test_only_recent_replies_count() -> None:
+    window = said(
+        ("问题一", "这是一条很特别的回复内容"), *[(f"问{i}", f"答复第{i}条") for i in range(12)]
+    )
+    assert not stock("这是一条很特别的回复内容", "问题二", window)
+
+
+async def test_a_stock_reply_is_asked_for_again_with_the_note_on_that_request_only(
+    llm: FakeOpenAI, make_bot: Any, store: SqliteHistoryStore
+) -> None:
+    from nonebot_plugin_aimemory.engine.messages import user
+
+    # given a model that says the same thing to anything, unless told not to
+    def copy_shapes(body: dict[str, Any]) -> Reply:
+        if NOTE in str(body["messages"][-1]["content"]):
+            return text("月球离地球大约 38 万公里。")
+        return text("好的，已经帮你记下来了。")
+
+    llm.responder = copy_shapes
+    bot = make_bot()
+    bot.repeat_note = NOTE
+    await bot.turn(user("记住我周三去杭州"))
+    # when another question gets the same words
+    result = await bot.turn(user("地球到月球多远？"))
+    # then the answer was asked for once more, with the note, and that answer is given
+    assert result.reply == "月球离地球大约 38 万公里。"
+    assert [NOTE in str(r["messages"][-1]["content"]) for r in llm.chat_requests] == [
+        False,
+        False,
+        True,
+    ]
+    # and the window keeps the member's message without the note
+    stored = await store.load(KEY)
+    assert [m.text for m in stored[-2:]] == ["地球到月球多远？", "月球离地球大约 38 万公里。"]
+
+
+async def test_a_stock_reply_is_asked_for_again_only_once(llm: FakeOpenAI, make_bot: Any) -> None:
+    from nonebot_plugin_aimemory.engine.messages import user
+
+    llm.responder = lambda body: text("好的，已经帮你记下来了。")
+    bot = make_bot()
+    bot.repeat_note = NOTE
+    await bot.turn(user("记住我周三去杭州"))
+    result = await bot.turn(user("地球到月球多远？"))
+    assert result.reply == "好的，已经帮你记下来了。"
+    assert len(llm.chat_requests) == 3
+
+
+def test_an_answer_in_the_same_form_about_what_was_asked_is_not_a_stock_reply() -> None:
+    window = said(("北京明天天气怎么样？", "北京明天晴，最高气温 5 度。"))
+    assert not stock("上海明天晴，最高气温 9 度。", "上海明天天气怎么样？", window)
