@@ -1,0 +1,208 @@
+"""The plugin as the real-model bench runs it: a runtime pointed at the recording proxy
+(every role through it), its window-only twin (the baseline) and the driver that sends
+events through NoneBot and records each addressed turn.
+
+The window-only twin is made bench-side, without touching the plugin: memory injection,
+the reviewer and extraction are off in its config; after `Runtime.start` the ChatBot factory
+gets tool sources that offer no tools (so no memory or chat-log tools, and a system prompt
+without their rules) and a compressor that cuts the window to the tail a fold would keep
+instead of summarising it (`Compressor.truncate_to_tail`)."""
+
+from __future__ import annotations
+
+import random
+import time
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from nonebot.adapters.onebot.v11 import MessageEvent
+from nonebot.message import handle_event
+
+from bench import harness as h
+from bench.real_model_proxy import Exchange, RecordingProxy, Upstream
+from bench.real_model_turns import (
+    TurnRecord,
+    append_transcript,
+    background_line,
+    transcript_line,
+)
+from tests.fakes.bots import RecordingBot
+
+if TYPE_CHECKING:
+    from nonebot_plugin_aimemory.engine.compressor import Compaction, Compressor
+    from nonebot_plugin_aimemory.engine.messages import Message
+    from nonebot_plugin_aimemory.engine.tools import Tool
+
+REQUEST_TIMEOUT_SECONDS = 600.0
+WINDOW_ONLY_SETTINGS: dict[str, Any] = {
+    "aimemory_memory_auto_inject": False,
+    "aimemory_review_enabled": False,
+    "aimemory_memory_extract_on_compact": False,
+}
+
+
+@dataclass(frozen=True)
+class Models:
+    """The upstream of each model role (the extractor uses the compressor's)."""
+
+    main: Upstream
+    compressor: Upstream
+    reviewer: Upstream
+
+    def routes(self) -> dict[str, Upstream]:
+        """The proxy's upstream of each role."""
+        return {
+            "main": self.main,
+            "compressor": self.compressor,
+            "extractor": self.compressor,
+            "reviewer": self.reviewer,
+        }
+
+
+class NoTools:
+    """A tool source offering nothing: the window-only plugin's memory and chat log."""
+
+    def tools(self, scope: str, /) -> list[Tool]:
+        """No tools."""
+        return []
+
+
+def truncating_compressor(model_compressor: Compressor) -> Compressor:
+    """A compressor like `model_compressor` that drops what a fold would summarise."""
+    from nonebot_plugin_aimemory.engine.compressor import Compressor
+
+    class TruncatingCompressor(Compressor):
+        """Cuts the window to the tail a fold keeps; never calls a model."""
+
+        truncations = 0
+
+        async def compact(
+            self,
+            key: str,
+            window: Sequence[Message],
+            *,
+            keep_recent_tokens: int | None = None,
+            fixed_tokens: int = 0,
+        ) -> Compaction | None:
+            keep = (
+                self.tail_tokens(fixed_tokens) if keep_recent_tokens is None else keep_recent_tokens
+            )
+            TruncatingCompressor.truncations += 1
+            return self.truncate_to_tail(key, window, keep, reason="window-only baseline")
+
+    return TruncatingCompressor(
+        model_compressor.llm,
+        model_compressor.counter,
+        model_compressor.policy,
+        prompts=model_compressor.prompts,
+    )
+
+
+@asynccontextmanager
+async def model_runtime(
+    proxy: RecordingProxy, models: Models, db_path: Path, *, window_only: bool, **settings: Any
+) -> AsyncIterator[h.Runtime]:
+    """The plugin's runtime on `db_path`, every role through `proxy`, installed and stopped
+    as NoneBot does; the window-only twin when `window_only`."""
+    from nonebot_plugin_aimemory.config import Config
+    from nonebot_plugin_aimemory.runtime import Runtime, install_runtime
+
+    config = Config(
+        **{
+            **h.BENCH_SETTINGS,
+            "aimemory_api_base": proxy.base_url,
+            "aimemory_model": models.main.model,
+            "aimemory_compressor_model": models.compressor.model,
+            "aimemory_review_model": models.reviewer.model,
+            "aimemory_request_timeout": REQUEST_TIMEOUT_SECONDS,
+            **settings,
+            **(WINDOW_ONLY_SETTINGS if window_only else {}),
+        }
+    )
+    runtime = await Runtime.start(config, str(db_path))
+    if window_only:
+        runtime.chatbots.memory = runtime.chatbots.chat_log = NoTools()
+        runtime.compressor = runtime.chatbots.compressor = truncating_compressor(runtime.compressor)
+    install_runtime(runtime)
+    try:
+        yield runtime
+    finally:
+        install_runtime(None)
+        await runtime.stop()
+
+
+def compressions_of(runtime: h.Runtime) -> int:
+    """How many times the window-only compressor truncated (0 for the plugin's own)."""
+    return int(getattr(runtime.compressor, "truncations", 0))
+
+
+@dataclass
+class EventClock:
+    """Event times: increasing, real-ish gaps, ending about now."""
+
+    now: int
+    rng: random.Random
+
+    def next(self) -> int:
+        """The next message's time."""
+        self.now += self.rng.randint(20, 120)
+        return self.now
+
+
+@dataclass
+class Driver:
+    """Sends events through NoneBot and records each addressed turn with the exchanges the
+    proxy saw meanwhile."""
+
+    proxy: RecordingProxy
+    scenario: str
+    run: str
+    transcript: Path
+    bot: RecordingBot = field(default_factory=RecordingBot)
+    turns: list[TurnRecord] = field(default_factory=list)
+
+    async def ambient(self, event: MessageEvent) -> None:
+        """A message not for the bot (its replies, if any, are not expected)."""
+        await handle_event(self.bot, event)
+
+    async def turn(self, event: MessageEvent, record: TurnRecord) -> TurnRecord:
+        """An addressed message: handled, timed, with what was sent and the exchanges."""
+        sent_before, exchanges_before = len(self.bot.sent), len(self.proxy.exchanges)
+        self.proxy.turn = record.index
+        started = time.monotonic()
+        try:
+            await handle_event(self.bot, event)
+        finally:
+            self.proxy.turn = None
+        record.seconds = time.monotonic() - started
+        calls = self.bot.sent[sent_before:]
+        record.replies = [call.text for call in calls]
+        record.sent = [str(call.data.get("message")) for call in calls]
+        record.exchanges = [
+            e for e in self.proxy.exchanges[exchanges_before:] if e.turn == record.index
+        ]
+        record.rejected = self.proxy.new_rejections()
+        self.proxy.mark_activity()
+        self.keep(record)
+        return record
+
+    def keep(self, record: TurnRecord) -> None:
+        """Keep a finished turn, and write it to the transcript."""
+        self.turns.append(record)
+        append_transcript(self.transcript, transcript_line(record))
+
+    def close(self) -> None:
+        """Write the exchanges made outside any turn to the transcript."""
+        for exchange in self.background():
+            append_transcript(self.transcript, background_line(exchange))
+
+    def new_record(self, **fields: Any) -> TurnRecord:
+        """A record numbered in the order of the driver's turns."""
+        return TurnRecord(index=len(self.turns), scenario=self.scenario, run=self.run, **fields)
+
+    def background(self) -> list[Exchange]:
+        """The exchanges made outside any turn (reviews, extraction after a turn ended)."""
+        return [e for e in self.proxy.exchanges if e.turn is None]

@@ -1,0 +1,241 @@
+"""The real-model bench's recording proxy: the fake OpenAI server of tests/fakes (which
+validates every request as real providers do) forwarding each chat completion to a real
+OpenAI-compatible server, and keeping every request with its response, its role (main,
+compressor, extractor, reviewer) and the turn it was made in."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import threading
+import time
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from types import TracebackType
+from typing import Any
+
+import httpx
+
+from bench import harness as h
+from tests.fakes.openai_server import FakeOpenAI, Reply, error, raw, validate_chat_request
+
+# The system-prompt phrases that tell the plugin's background roles apart; a request whose
+# system prompt has none of them is the main chat's.
+ROLE_MARKS = (
+    ("compressor", "对话压缩器"),
+    ("extractor", "提取值得长期记住"),
+    ("reviewer", "整理长期记忆"),
+)
+ROLES: tuple[str, ...] = ("main", "compressor", "extractor", "reviewer")
+CHAT_PATH = "/v1/chat/completions"
+FORWARD_TIMEOUT_SECONDS = 600.0
+
+
+@dataclass(frozen=True)
+class Upstream:
+    """Where one role's requests go: an OpenAI-compatible base URL and the model it serves."""
+
+    url: str
+    model: str
+
+    @property
+    def label(self) -> str:
+        """`model @ url`, printed beside every figure."""
+        return f"{self.model} @ {self.url}"
+
+
+@dataclass
+class Exchange:
+    """One chat-completions request as forwarded, with the real server's answer."""
+
+    role: str
+    request: dict[str, Any]
+    status: int
+    response: dict[str, Any] | None
+    seconds: float
+    turn: int | None
+    error: str | None = None
+
+    @property
+    def message(self) -> dict[str, Any]:
+        """The assistant message of the answer ({} when there is none)."""
+        choices = (self.response or {}).get("choices") or [{}]
+        message = choices[0].get("message") if isinstance(choices[0], dict) else None
+        return message if isinstance(message, dict) else {}
+
+    @property
+    def tool_names(self) -> set[str]:
+        """The names of the tools the request offered."""
+        tools = self.request.get("tools") or []
+        return {str((tool.get("function") or {}).get("name")) for tool in tools}
+
+    @property
+    def tool_calls(self) -> list[tuple[str, str]]:
+        """(name, raw arguments) of every tool call in the answer."""
+        calls = self.message.get("tool_calls") or []
+        return [
+            (str(f.get("name")), str(f.get("arguments") or ""))
+            for f in (call.get("function") or {} for call in calls)
+        ]
+
+    @property
+    def content(self) -> str:
+        """The answer's text content."""
+        return str(self.message.get("content") or "")
+
+    def usage(self) -> Usage:
+        """Prompt, completion and cached prompt tokens as the server reported them."""
+        return Usage.of(self.response or {})
+
+
+@dataclass
+class Usage:
+    """Tokens of one or more answers; `cached` only where the server says (None: never)."""
+
+    prompt: int = 0
+    completion: int = 0
+    cached: int | None = None
+
+    @classmethod
+    def of(cls, response: dict[str, Any]) -> Usage:
+        """The `usage` of a response; cached tokens from llama-server's `timings.prompt_n`
+        (prompt tokens it did not have to evaluate) or OpenAI's `cached_tokens`."""
+        usage = response.get("usage") or {}
+        prompt = int(usage.get("prompt_tokens") or 0)
+        cached: int | None = None
+        details = usage.get("prompt_tokens_details") or {}
+        if isinstance(details, dict) and details.get("cached_tokens") is not None:
+            cached = int(details["cached_tokens"])
+        timings = response.get("timings") or {}
+        if isinstance(timings, dict) and timings.get("prompt_n") is not None:
+            cached = max(0, prompt - int(timings["prompt_n"]))
+        return cls(prompt, int(usage.get("completion_tokens") or 0), cached)
+
+    def __add__(self, other: Usage) -> Usage:
+        cached = None
+        if self.cached is not None or other.cached is not None:
+            cached = (self.cached or 0) + (other.cached or 0)
+        return Usage(self.prompt + other.prompt, self.completion + other.completion, cached)
+
+
+def role_counts(exchanges: Iterable[Exchange]) -> dict[str, int]:
+    """How many requests each role made."""
+    counts = dict.fromkeys(ROLES, 0)
+    for exchange in exchanges:
+        counts[exchange.role] = counts.get(exchange.role, 0) + 1
+    return counts
+
+
+def classify_role(body: dict[str, Any]) -> str:
+    """The plugin's role that made a request, from its system prompt (main when unknown)."""
+    messages = body.get("messages") or []
+    system = next((m for m in messages if isinstance(m, dict) and m.get("role") == "system"), {})
+    content = system.get("content")
+    text = content if isinstance(content, str) else json.dumps(content, ensure_ascii=False)
+    return next((role for role, mark in ROLE_MARKS if mark in text), "main")
+
+
+@dataclass
+class RecordingProxy:
+    """FakeOpenAI forwarding to `upstreams` by role; every exchange is kept in `exchanges`
+    (`turn` is the driver's current turn), requests the fake refused in `rejections`."""
+
+    upstreams: dict[str, Upstream]
+    role_of: Callable[[dict[str, Any]], str] = classify_role
+    exchanges: list[Exchange] = field(default_factory=list)
+    turn: int | None = None
+    fake: FakeOpenAI = field(default_factory=lambda: FakeOpenAI(api_key=h.API_KEY))
+    _client: httpx.Client = field(
+        default_factory=lambda: httpx.Client(timeout=FORWARD_TIMEOUT_SECONDS)
+    )
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+    _in_flight: int = 0
+    _last_activity: float = field(default_factory=time.monotonic)
+    _requests_seen: int = 0
+
+    def __enter__(self) -> RecordingProxy:
+        self.fake.responder = self.forward
+        self.fake.start()
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.fake.stop()
+        self._client.close()
+
+    @property
+    def base_url(self) -> str:
+        """The URL the plugin is pointed at."""
+        return self.fake.base_url
+
+    def forward(self, body: dict[str, Any]) -> Reply:
+        """The fake's responder: send `body` to the role's upstream, return its bytes."""
+        role = self.role_of(body)
+        upstream = self.upstreams.get(role) or self.upstreams["main"]
+        sent = {**body, "model": upstream.model}
+        turn, started = self.turn, time.monotonic()
+        with self._busy():
+            try:
+                answer = self._client.post(f"{upstream.url}/chat/completions", json=sent)
+            except httpx.HTTPError as exc:
+                self._keep(
+                    Exchange(role, sent, 0, None, time.monotonic() - started, turn, repr(exc))
+                )
+                return error(502, f"real-model bench proxy: {exc!r}")
+        parsed: dict[str, Any] | None = None
+        with contextlib.suppress(ValueError):
+            loaded = answer.json()
+            parsed = loaded if isinstance(loaded, dict) else None
+        failure = None if answer.is_success else answer.text[:500]
+        seconds = time.monotonic() - started
+        self._keep(Exchange(role, sent, answer.status_code, parsed, seconds, turn, failure))
+        content_type = answer.headers.get("content-type", "application/json")
+        return raw(answer.status_code, answer.content, content_type)
+
+    @contextlib.contextmanager
+    def _busy(self) -> Iterator[None]:
+        with self._lock:
+            self._in_flight += 1
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._in_flight -= 1
+                self._last_activity = time.monotonic()
+
+    def _keep(self, exchange: Exchange) -> None:
+        with self._lock:
+            self.exchanges.append(exchange)
+
+    def new_rejections(self) -> list[str]:
+        """Why the fake refused each chat request it refused since the last call."""
+        requests = list(self.fake.requests)
+        fresh, self._requests_seen = requests[self._requests_seen :], len(requests)
+        refused = [r for r in fresh if r.path == CHAT_PATH and r.done and not r.accepted]
+        return [
+            f"HTTP {r.status}: {validate_chat_request(r.body) if isinstance(r.body, dict) else r.body}"
+            for r in refused
+        ]
+
+    async def settle(self, quiet_seconds: float = 8.0, max_seconds: float = 600.0) -> bool:
+        """Wait until no request is in flight and none ended for `quiet_seconds` (background
+        extraction and reviews done); False when `max_seconds` ran out first."""
+        deadline = time.monotonic() + max_seconds
+        while time.monotonic() < deadline:
+            with self._lock:
+                idle = self._in_flight == 0
+                quiet = time.monotonic() - self._last_activity >= quiet_seconds
+            if idle and quiet:
+                return True
+            await asyncio.sleep(0.25)
+        return False
+
+    def mark_activity(self) -> None:
+        """Start the quiet period now (a turn just ended: background work may follow)."""
+        with self._lock:
+            self._last_activity = time.monotonic()

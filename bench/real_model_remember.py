@@ -1,0 +1,219 @@
+"""The real-model bench's group chat, run once on the plugin and once on its window-only
+twin: the script, the members asking for their facts back, a restart, the same questions
+again and (the plugin only) in each member's private chat; with what the window, the
+summary and the memories hold afterwards."""
+
+from __future__ import annotations
+
+import random
+import re
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from bench import harness as h
+from bench.real_model_plugin import Driver, EventClock, Models, compressions_of, model_runtime
+from bench.real_model_proxy import Exchange, RecordingProxy
+from bench.real_model_script import GROUP_ID, MEMBERS, Script, Step
+from bench.real_model_turns import TurnRecord
+from tests.fakes.events import group_message, private_message
+
+if TYPE_CHECKING:
+    from nonebot_plugin_aimemory.store.memory_store import MemoryRecord
+
+ASK, ASK_RESTARTED, ASK_PRIVATE = "before restart", "after restart", "in private"
+MEAN_GAP_SECONDS = 70
+# The reviewer runs within the run: its tick, interval and minimum of new rows are small.
+# Not 30 s: a slow model's turn takes longer than that, and a review after every turn would
+# double the run's model time (and, on a one-slot server, evict every turn's cached prefix).
+REVIEW_TICK_SECONDS = 5
+REVIEW_SETTINGS: dict[str, Any] = {
+    "aimemory_review_tick_seconds": REVIEW_TICK_SECONDS,
+    "aimemory_review_interval_seconds": 120,
+    "aimemory_review_min_new_rows": 2,
+}
+
+
+@dataclass
+class RememberRun:
+    """One configuration's run of the chat and its questions."""
+
+    label: str
+    turns: list[TurnRecord]
+    exchanges: list[Exchange]
+    rejected: list[str]
+    recalled: dict[str, list[bool]] = field(default_factory=dict)
+    folds_before_questions: int = 0
+    folds: int = 0
+    verbatim_when_asked: list[bool] = field(default_factory=list)
+    summary: str = ""
+    memories: list[tuple[str, MemoryRecord]] = field(default_factory=list)
+    settled: bool = True
+
+    def tool_names(self) -> set[str]:
+        """Every tool the run's requests offered."""
+        return {name for exchange in self.exchanges for name in exchange.tool_names}
+
+
+def squeezed(text: str) -> str:
+    """`text` lower-cased without whitespace, for finding a value in a reply or memory."""
+    return re.sub(r"\s+", "", text).lower()
+
+
+def remember_settings(budget_tokens: int) -> dict[str, Any]:
+    """The plugin's settings for the chat: a small window, the reviewer within the run,
+    unaddressed lines logged (so the chat-log tools and the reviewer see them)."""
+    return {
+        "aimemory_max_context_tokens": budget_tokens,
+        "aimemory_chat_log_ambient": True,
+        **REVIEW_SETTINGS,
+    }
+
+
+async def remember_run(
+    bench: h.Bench,
+    script: Script,
+    models: Models,
+    *,
+    window_only: bool,
+    budget_tokens: int,
+    start_time: int,
+    seed: int,
+    transcript: Path,
+) -> RememberRun:
+    """Run the chat, ask, restart, ask again (and in private), on a database of its own."""
+    label = "window only" if window_only else "ours"
+    db_path = bench.work_dir / f"remember-{'window' if window_only else 'ours'}.db"
+    settings = remember_settings(budget_tokens)
+    clock = EventClock(start_time, random.Random(seed))
+    # Long enough for the reviewer's next tick to start a review that is due.
+    quiet_seconds = 1.0 if window_only else REVIEW_TICK_SECONDS + 1.0
+    with RecordingProxy(models.routes()) as proxy:
+        driver = Driver(proxy, "remember", label, transcript)
+        run = RememberRun(label, driver.turns, proxy.exchanges, [])
+        async with model_runtime(
+            proxy, models, db_path, window_only=window_only, **settings
+        ) as runtime:
+            for step in script.steps:
+                await send_step(driver, step, clock)
+            run.settled &= await proxy.settle(quiet_seconds)
+            run.folds_before_questions = await compressions(runtime)
+            run.verbatim_when_asked, run.summary = await window_state(runtime, script)
+            run.recalled[ASK] = await ask_all(driver, script, ASK, clock)
+            run.settled &= await proxy.settle(quiet_seconds)
+            truncations = compressions_of(runtime)
+        async with model_runtime(
+            proxy, models, db_path, window_only=window_only, **settings
+        ) as runtime:
+            run.recalled[ASK_RESTARTED] = await ask_all(driver, script, ASK_RESTARTED, clock)
+            if not window_only:
+                run.recalled[ASK_PRIVATE] = await ask_all(driver, script, ASK_PRIVATE, clock)
+            run.settled &= await proxy.settle(quiet_seconds)
+            run.folds = await compressions(runtime) + (truncations if window_only else 0)
+            if not window_only:
+                run.memories = await all_memories(runtime)
+        driver.close()
+        run.rejected = [reason for turn in driver.turns for reason in turn.rejected]
+    return run
+
+
+async def compressions(runtime: h.Runtime) -> int:
+    """The group window's folds so far (stored with it), or the window-only twin's
+    truncations in this runtime."""
+    truncations = compressions_of(runtime)
+    if truncations:
+        return truncations
+    return (await runtime.history.load_stats(h.group_key(GROUP_ID))).count
+
+
+async def send_step(driver: Driver, step: Step, clock: EventClock) -> None:
+    """One message of the script, addressed or not."""
+    member = step.member
+    event = group_message(
+        step.text,
+        group_id=GROUP_ID,
+        user_id=member.user_id,
+        card=member.name,
+        to_me=step.addressed,
+        event_time=clock.next(),
+    )
+    if not step.addressed:
+        await driver.ambient(event)
+        return
+    record = driver.new_record(
+        phase="script",
+        kind=step.kind,
+        who=member.name,
+        user_id=member.user_id,
+        message=step.text,
+        fact=step.fact,
+    )
+    await driver.turn(event, record)
+
+
+async def ask_all(driver: Driver, script: Script, phase: str, clock: EventClock) -> list[bool]:
+    """Each fact's member asks for it (in the group, or in private); whether each reply
+    holds the value."""
+    recalled = []
+    for index, fact in enumerate(script.facts):
+        member, private = fact.member, phase == ASK_PRIVATE
+        if private:
+            event: Any = private_message(
+                fact.question,
+                user_id=member.user_id,
+                nickname=member.name,
+                event_time=clock.next(),
+            )
+        else:
+            event = group_message(
+                fact.question,
+                group_id=GROUP_ID,
+                user_id=member.user_id,
+                card=member.name,
+                to_me=True,
+                event_time=clock.next(),
+            )
+        record = driver.new_record(
+            phase=phase,
+            kind="question",
+            who=member.name,
+            user_id=member.user_id,
+            message=fact.question,
+            private=private,
+            fact=index,
+        )
+        turn = await driver.turn(event, record)
+        recalled.append(squeezed(fact.value) in squeezed(turn.reply))
+    return recalled
+
+
+async def window_state(runtime: h.Runtime, script: Script) -> tuple[list[bool], str]:
+    """Per fact, whether its message is still verbatim in the group's stored window; and the
+    window's summary ("" when none)."""
+    messages = await runtime.history.load(h.group_key(GROUP_ID))
+    summary, body = runtime.compressor.split_summary(messages)
+    said = [message.text for message in body if message.role == "user"]
+    verbatim = [any(fact.statement in text for text in said) for fact in script.facts]
+    return verbatim, summary or ""
+
+
+async def all_memories(runtime: h.Runtime) -> list[tuple[str, MemoryRecord]]:
+    """Every live memory of the group, the members' personal scopes and their private
+    chats, with its scope."""
+    from nonebot_plugin_aimemory.scopes import Scope
+
+    service = h.memory_service(runtime)
+    scopes = [Scope.group(GROUP_ID)]
+    for member in MEMBERS:
+        scopes += [Scope.person(member.user_id), Scope.friend(member.user_id)]
+    found = []
+    for scope in scopes:
+        found += [(scope.key, record) for record in await service.list(scope.key)]
+    return found
+
+
+def start_time_for(script: Script) -> int:
+    """An event time to start the chat at, so that its questions end about now."""
+    messages = len(script.steps) + 3 * len(script.facts)
+    return int(time.time()) - MEAN_GAP_SECONDS * messages - 600
