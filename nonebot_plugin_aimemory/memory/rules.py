@@ -34,6 +34,17 @@ class Missing:
 MISSING = Missing()
 
 
+# How a question ends in the scripts members write: a memory is a statement, and a model
+# that saves a member's question ("学吉他难吗？") saved nothing anyone could use.
+_QUESTION_MARKS = ("?", "？", "؟")
+_CLOSERS = " \t\n\"'”’）)」』】]"
+
+
+def is_question(text: str) -> bool:
+    """Whether `text` ends as a question does (closing quotes and brackets aside)."""
+    return text.rstrip(_CLOSERS).endswith(_QUESTION_MARKS)
+
+
 def fold_whitespace(text: str) -> str:
     """Collapse runs of whitespace into single spaces and trim the ends."""
     return " ".join(text.split())

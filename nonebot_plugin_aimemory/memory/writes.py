@@ -9,6 +9,7 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Literal
 
+from .. import texts
 from ..guard import injection_reason, injection_reason_for_memory, mask_pii
 from ..store.database import utc_text
 from ..store.memory_store import MemoryRecord, MemoryStore
@@ -25,6 +26,7 @@ from .rules import (
     different_people,
     fold_whitespace,
     id_key,
+    is_question,
     new_id,
     normalize,
     people_of,
@@ -147,6 +149,8 @@ def prepare_content(content: str, *, mask: bool) -> tuple[str, bool] | SaveOutco
     reason = injection_reason(raw)
     if reason is not None:
         return SaveOutcome("refused", reason=reason)
+    if is_question(text):
+        return SaveOutcome("refused", reason=texts.QUESTION_NOT_SAVED)
     if mask:
         text = mask_pii(text)
     truncated = len(text) > MAX_CONTENT_CHARS

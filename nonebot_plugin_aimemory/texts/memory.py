@@ -14,6 +14,8 @@ MEMORY_USAGE = (
 )
 MEMORY_UNAVAILABLE = "长期记忆不可用：数据库无法打开，请联系机器人管理员。"
 MEMORY_EMPTY = "还没有任何记忆。"
+# Why a question is not kept (the model's tool result and a person's command alike).
+QUESTION_NOT_SAVED = "这是一个提问，不是事实；要记的话把事实本身写成陈述句"
 # How a person's memory is marked where chat memories are shown too (and in their listing).
 PERSONAL_MARK = "个人"
 PRIVATE_PERSONAL_MARK = "个人·私密"

@@ -176,3 +176,30 @@ async def test_timestamps_are_fixed_width_utc_text_in_time_order(plugin) -> None
         "小红(2002)生日是三月十二日",
         "阿强(2003)养猫",
     ]
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        "学吉他难吗？",
+        "手机电池怎么用更耐久?",
+        "Where does Lily work?",
+        "“周末去哪玩？”",
+        "هل هذا صحيح؟",
+    ],
+)
+async def test_a_question_is_not_saved_and_the_model_is_told_why(plugin, question) -> None:
+    from nonebot_plugin_aimemory import texts
+
+    # given a small model that saves the member's question itself, as one was seen to do
+    result = await save(plugin, RecordingBot(), question)
+    # then nothing is stored, and the result says to write the fact as a statement
+    assert texts.QUESTION_NOT_SAVED in result
+    assert await stored(plugin, SCOPE) == []
+
+
+def test_statements_are_not_taken_for_questions() -> None:
+    from nonebot_plugin_aimemory.memory.rules import is_question
+
+    assert not is_question("阿强(20002)问过学吉他难不难，大家说不难。")
+    assert not is_question("Lily works at 星河科技 (asked on Friday)")
