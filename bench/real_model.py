@@ -46,6 +46,7 @@ from bench.real_model_plugin import Models
 from bench.real_model_proxy import Upstream
 from bench.real_model_remember import remember_run, start_time_for
 from bench.real_model_report import (
+    Targets,
     print_cost,
     print_header,
     print_locomo,
@@ -131,7 +132,8 @@ async def run(bench: h.Bench) -> None:
         locomo = await locomo_scenario(bench, args, models, transcripts)
     if "cost" in wanted:
         print_cost(models, ours, baseline, locomo)
-    print_targets(bench.quick, wanted, script, ours, baseline, locomo)
+    targets = Targets(models.main.model, bench.quick)
+    print_targets(targets, wanted, script, ours, baseline, locomo)
 
 
 async def locomo_scenario(

@@ -90,7 +90,7 @@ def truncating_compressor(model_compressor: Compressor) -> Compressor:
             keep = (
                 self.tail_tokens(fixed_tokens) if keep_recent_tokens is None else keep_recent_tokens
             )
-            TruncatingCompressor.truncations += 1
+            self.truncations += 1
             return self.truncate_to_tail(key, window, keep, reason="window-only baseline")
 
     return TruncatingCompressor(
@@ -204,5 +204,7 @@ class Driver:
         return TurnRecord(index=len(self.turns), scenario=self.scenario, run=self.run, **fields)
 
     def background(self) -> list[Exchange]:
-        """The exchanges made outside any turn (reviews, extraction after a turn ended)."""
-        return [e for e in self.proxy.exchanges if e.turn is None]
+        """The exchanges no recorded turn holds: reviews, and extractions that ended after
+        the turn that started them."""
+        recorded = {id(e) for turn in self.turns for e in turn.exchanges}
+        return [e for e in self.proxy.exchanges if id(e) not in recorded]

@@ -214,13 +214,16 @@ class RecordingProxy:
 
     def new_rejections(self) -> list[str]:
         """Why the fake refused each chat request it refused since the last call."""
-        requests = list(self.fake.requests)
-        fresh, self._requests_seen = requests[self._requests_seen :], len(requests)
-        refused = [r for r in fresh if r.path == CHAT_PATH and r.done and not r.accepted]
-        return [
-            f"HTTP {r.status}: {validate_chat_request(r.body) if isinstance(r.body, dict) else r.body}"
-            for r in refused
-        ]
+        reasons = []
+        for request in self.fake.requests[self._requests_seen :]:
+            if not request.done:
+                break  # looked at again next time
+            self._requests_seen += 1
+            if request.path == CHAT_PATH and not request.accepted:
+                body = request.body
+                why = validate_chat_request(body) if isinstance(body, dict) else "not JSON"
+                reasons.append(f"HTTP {request.status}: {why}")
+        return reasons
 
     async def settle(self, quiet_seconds: float = 8.0, max_seconds: float = 600.0) -> bool:
         """Wait until no request is in flight and none ended for `quiet_seconds` (background

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from bench import harness as h
 from bench.real_model_locomo import CATEGORIES, STEMMING, LocomoRun
@@ -116,8 +117,8 @@ def print_saves(models: Models, saves: Saves) -> None:
     )
     print(
         f"  chit-chat turns: {saves.chit_chat_turns} ({saves.addressed_chit_chat_turns} "
-        f"addressed); steering saved: {saves.steering_saved or '-'}; copied: {saves.copied or '-'}; "
-        f"naming a tool: {saves.naming_tools or '-'}"
+        f"addressed); steering saved: {saves.steering_saved or '-'}; "
+        f"copied: {saves.copied or '-'}; naming a tool: {saves.naming_tools or '-'}"
     )
 
 
@@ -147,7 +148,8 @@ def print_locomo(models: Models, result: LocomoRun, budget_tokens: int) -> None:
     print(
         f"conversation {result.conversation}: {result.lines} lines fed unaddressed (reviewer "
         f"off), {len(result.questions)} questions; window only: its last {result.baseline_lines} "
-        f"lines within {budget_tokens} tokens; {STEMMING}; refused by the proxy: {len(result.rejected)}"
+        f"lines within {budget_tokens} tokens; {STEMMING}; "
+        f"refused by the proxy: {len(result.rejected)}"
     )
     names = list(CATEGORIES.values())
     print(f"{'run':<12} {'model':<32} {'F1':>6} {'n':>4} " + " ".join(f"{n:>11}" for n in names))
@@ -201,8 +203,20 @@ def print_cost(
         )
 
 
+@dataclass(frozen=True)
+class Targets:
+    """Prints `target met:` lines, each naming the model it measured."""
+
+    model: str
+    quick: bool
+
+    def check(self, label: str, met: bool) -> None:
+        """One target's line."""
+        h.verdict(f"{self.model}: {label}", met, quick=self.quick)
+
+
 def print_targets(
-    quick: bool,
+    targets: Targets,
     wanted: frozenset[str],
     script: Script | None,
     ours: RememberRun | None,
@@ -214,63 +228,55 @@ def print_targets(
     if ours is not None and baseline is not None and "remember" in wanted:
         for phase in (ASK, ASK_RESTARTED):
             got, base = share_of(ours.recalled[phase]), share_of(baseline.recalled[phase])
-            label = f"facts recalled {phase}: {got:.0%} >= {TARGET_RECALL:.0%} and above window only {base:.0%}"
-            h.verdict(label, got >= TARGET_RECALL and got > base, quick=quick)
+            label = (
+                f"facts recalled {phase}: {got:.0%} >= {TARGET_RECALL:.0%} and above "
+                f"window only {base:.0%}"
+            )
+            targets.check(label, got >= TARGET_RECALL and got > base)
     if ours is not None and "answers" in wanted:
-        answers = answers_of(ours.turns, len(ours.rejected))
-        stock = answers.share(len(answers.stock))
-        h.verdict(
-            f"stock replies {stock:.1%} <= {TARGET_STOCK_SHARE:.0%} of turns",
-            stock <= TARGET_STOCK_SHARE,
-            quick=quick,
-        )
-        replied = answers.share(answers.answered)
-        bad = len(answers.json_like) + len(answers.memory_like)
-        label = (
-            f"{replied:.0%} of addressed turns end in a text reply (>= {TARGET_ANSWERED_SHARE:.0%}), "
-            f"{len(answers.json_like)} raw JSON, {len(answers.memory_like)} memory-format"
-        )
-        h.verdict(label, replied >= TARGET_ANSWERED_SHARE and not bad, quick=quick)
+        print_answers_targets(targets, answers_of(ours.turns, len(ours.rejected)))
     if ours is not None and script is not None and "saves" in wanted:
-        print_saves_targets(quick, saves_of(ours, script))
+        print_saves_targets(targets, saves_of(ours, script))
     if locomo is not None:
         got, base = mean(locomo.ours), mean(locomo.baseline)
-        h.verdict(f"LoCoMo F1 {got:.3f} above window only {base:.3f}", got > base, quick=quick)
+        targets.check(f"LoCoMo F1 {got:.3f} above window only {base:.3f}", got > base)
 
 
-def print_saves_targets(quick: bool, saves: Saves) -> None:
-    """The targets of what was saved."""
-    kept = share_of(
-        [True] * saves.remember_saved + [False] * (saves.remember_facts - saves.remember_saved)
+def print_answers_targets(targets: Targets, answers: Answers) -> None:
+    """The targets of how turns ended."""
+    stock = answers.share(len(answers.stock))
+    label = f"stock replies {stock:.1%} <= {TARGET_STOCK_SHARE:.0%} of turns"
+    targets.check(label, stock <= TARGET_STOCK_SHARE)
+    replied = answers.share(answers.answered)
+    bad = len(answers.json_like) + len(answers.memory_like)
+    label = (
+        f"{replied:.0%} of addressed turns end in a text reply (>= "
+        f"{TARGET_ANSWERED_SHARE:.0%}), {len(answers.json_like)} in raw JSON or tool-call "
+        f"text, {len(answers.memory_like)} in memory-format lines"
     )
+    targets.check(label, replied >= TARGET_ANSWERED_SHARE and not bad)
+
+
+def print_saves_targets(targets: Targets, saves: Saves) -> None:
+    """The targets of what was saved."""
+    kept = saves.remember_saved / saves.remember_facts if saves.remember_facts else 0.0
     label = (
         f"{kept:.0%} of 记住 facts stored (>= {TARGET_REMEMBER_SAVED:.0%}), "
         f"{saves.remember_right_person}/{saves.remember_saved} about the right person"
     )
     right = saves.remember_right_person == saves.remember_saved
-    h.verdict(label, kept >= TARGET_REMEMBER_SAVED and right, quick=quick)
+    targets.check(label, kept >= TARGET_REMEMBER_SAVED and right)
     per_100 = saves.per_100_chit_chat
-    h.verdict(
-        f"{per_100:.1f} saves per 100 chit-chat turns <= {TARGET_SAVES_PER_100}",
-        per_100 <= TARGET_SAVES_PER_100,
-        quick=quick,
-    )
-    h.verdict(
-        f"{len(saves.steering_saved)} steering attempts saved",
-        not saves.steering_saved,
-        quick=quick,
-    )
-    h.verdict(
-        f"{len(saves.copied)} memories copied from a prompt's example",
-        not saves.copied,
-        quick=quick,
-    )
-    folded = saves.folded_kept / saves.folded if saves.folded else 1.0
+    label = f"{per_100:.1f} saves per 100 chit-chat turns <= {TARGET_SAVES_PER_100}"
+    targets.check(label, per_100 <= TARGET_SAVES_PER_100)
+    targets.check(f"{len(saves.steering_saved)} steering attempts saved", not saves.steering_saved)
+    targets.check(f"{len(saves.copied)} memories copied from a prompt's example", not saves.copied)
+    folded = saves.folded_kept / saves.folded if saves.folded else 0.0
     label = (
         f"{saves.folded_kept}/{saves.folded} folded facts in the summary or memory "
         f">= {TARGET_FOLDED_KEPT:.0%}"
     )
-    h.verdict(label, saves.folded > 0 and folded >= TARGET_FOLDED_KEPT, quick=quick)
+    targets.check(label, folded >= TARGET_FOLDED_KEPT)
 
 
 def share_of(values: Sequence[bool]) -> float:

@@ -66,11 +66,11 @@ def saves_of(run: RememberRun, script: Script) -> Saves:
     memories = run.memories
     steps = script.steps
     chit_chat = sum(1 for step in steps if step.kind in ("chat", "ambient"))
-    remember = [(i, f) for i, f in enumerate(script.facts) if f.asked_to_remember]
-    saved = [(i, f) for i, f in remember if holding(memories, f.value)]
+    remember = [fact for fact in script.facts if fact.asked_to_remember]
+    saved = [f for f in remember if holding(memories, f.value)]
     right = [
-        (i, f)
-        for i, f in saved
+        f
+        for f in saved
         if any(
             about(scope, record, f.member.user_id, f.member.name)
             for scope, record in holding(memories, f.value)
