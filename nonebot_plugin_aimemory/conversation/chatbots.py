@@ -73,6 +73,7 @@ class ChatBotFactory:
             send_images=self.send_images,
             compressor=self.compressor,
             repeat_note=prompts.REPEAT_NOTE,
+            answer_note=prompts.ANSWER_NOW_NOTE,
         )
 
     def builtin_tools(self, key: str) -> list[Tool]:

@@ -57,6 +57,7 @@ class ChatBot:
         send_images: bool = False,
         compressor: Compressor | None = None,
         repeat_note: str = "",
+        answer_note: str = "",
     ) -> None:
         self.key = key
         self.llm = llm
@@ -70,6 +71,9 @@ class ChatBot:
         # Added to the member's message, on one request only, when the answer repeated an
         # earlier reply to another message (stock_replies.py); empty: never asked again.
         self.repeat_note = repeat_note
+        # Added to the member's message once the model is asked again for an answer with
+        # fewer choices (AnswerMode): the same request would get the same nothing.
+        self.answer_note = answer_note
         self.window = Window(counter)
         self.system_message = Message("system", system_prompt)
         # Prompt size of the last request, from the API's usage (or estimated without one).
@@ -189,7 +193,7 @@ class ChatBot:
             if reply.tool_calls and progress.mode is AnswerMode.TOOLS:
                 loop = progress.loop_in(reply.tool_calls, self.tools.names)
                 if loop is not None:
-                    progress.ask_plainer(self.key, loop)
+                    message = self._ask_plainer(message, progress, loop)
                     continue
                 progress.note_calls(reply.tool_calls, self.tools.names)
                 progress.rounds += 1
@@ -197,10 +201,12 @@ class ChatBot:
                 continue
             if not reply.text:
                 what = "only tool calls" if reply.tool_calls else "an empty answer"
-                progress.ask_plainer(self.key, f"{what} after {progress.rounds} rounds")
+                message = self._ask_plainer(
+                    message, progress, f"{what} after {progress.rounds} rounds"
+                )
                 continue
             if self._asks_again(message, reply.text, asked, progress):
-                message = message.with_text(f"{message.text}\n{self.repeat_note}")
+                message = message.with_note(self.repeat_note)
                 continue
             # Thinking models need the reasoning of an exchange that made tool calls in
             # every later request (DeepSeek answers 400 without it); any other
@@ -209,10 +215,18 @@ class ChatBot:
             pending.append(Message("assistant", reply.text, reasoning=reasoning))
             return reply.text
 
+    def _ask_plainer(self, message: Message, progress: TurnProgress, why: str) -> Message:
+        """Ask the next request one AnswerMode further down (raising LLMError after the
+        last); the message to send from then on, with the answer note the first time."""
+        progress.ask_plainer(self.key, why)
+        if not self.answer_note or progress.answer_noted:
+            return message
+        progress.answer_noted = True
+        return message.with_note(self.answer_note)
+
     def _asks_again(self, message: Message, reply: str, asked: str, progress: TurnProgress) -> bool:
-        """Whether to ask once more because `reply` is a stock reply (only a text message
-        can carry the note; only once a turn)."""
-        if not self.repeat_note or progress.asked_again or not isinstance(message.content, str):
+        """Whether to ask once more because `reply` is a stock reply (only once a turn)."""
+        if not self.repeat_note or progress.asked_again:
             return False
         if not is_stock_reply(reply, asked, self.window.messages):
             return False

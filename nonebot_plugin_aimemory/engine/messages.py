@@ -95,6 +95,14 @@ class Message:
         """A copy whose content is `text` (tool calls, ids and reasoning kept)."""
         return replace(self, content=text, _json=None, tokens=-1)
 
+    def with_note(self, note: str) -> Message:
+        """A copy with `note` on a line of its own after the content (images kept)."""
+        if isinstance(self.content, tuple):
+            return replace(
+                self, content=(*self.content, TextPart(f"\n{note}")), _json=None, tokens=-1
+            )
+        return self.with_text(f"{self.text}\n{note}")
+
     def with_tool_calls(self, calls: tuple[ToolCall, ...]) -> Message:
         """A copy requesting `calls` instead (text and reasoning kept)."""
         return replace(self, tool_calls=calls, _json=None, tokens=-1)

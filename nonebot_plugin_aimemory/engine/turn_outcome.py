@@ -102,8 +102,10 @@ class TurnProgress:
     # Every call the turn has run, by signature, and the unknown tool names it was told of.
     call_signatures: set[str] = field(default_factory=set)
     unknown_tools: set[str] = field(default_factory=set)
-    # Whether the answer was asked for again for repeating an earlier reply.
+    # Whether the answer was asked for again for repeating an earlier reply, and whether
+    # the member's message carries the note asking for an answer.
     asked_again: bool = False
+    answer_noted: bool = False
 
     def loop_in(self, calls: Sequence[ToolCall], known_tools: Collection[str]) -> str | None:
         """Why running `calls` would go round in circles, or None: each repeats a call the
