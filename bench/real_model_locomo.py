@@ -265,7 +265,7 @@ async def direct_turn(
         proxy.turn = None
     record.seconds = time.monotonic() - started
     record.exchanges = [e for e in proxy.exchanges if e.turn == record.index]
-    record.replies = [record.exchanges[-1].content] if record.exchanges else []
+    record.replies = record.sent = [record.exchanges[-1].content] if record.exchanges else []
     if not answer.is_success:
         record.rejected = [f"HTTP {answer.status_code}: {answer.text[:300]}"]
     driver.keep(record)

@@ -206,7 +206,7 @@ def answers_of(turns: Sequence[TurnRecord], rejected: int) -> Answers:
         memory_like=[t for t in turns if any(looks_like_memory_format(r) for r in t.replies)],
         notices=[t for t in turns if any(r.strip() in notices for r in t.replies)],
         timed_out=sum(1 for t in turns if timeout_notice and timeout_notice in t.replies),
-        stock=stock_replies(turns),
+        stock=stock_replies(turns, notices),
         rounds=[t.tool_rounds() for t in turns],
         invented=[name for t in turns for name in t.invented_tools()],
         repeated=sum(t.repeated_calls() for t in turns),

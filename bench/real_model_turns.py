@@ -152,14 +152,14 @@ def answered(turn: TurnRecord, notices: Sequence[str]) -> bool:
     return any(r.strip() and not is_failure_notice(r, notices) for r in turn.replies)
 
 
-def stock_replies(turns: Iterable[TurnRecord]) -> list[TurnRecord]:
+def stock_replies(turns: Iterable[TurnRecord], notices: Sequence[str] = ()) -> list[TurnRecord]:
     """Turns whose reply repeats, word for word, an earlier turn's reply to a different
-    message."""
+    message (the plugin's own failure `notices` are counted as such, not here)."""
     first_message: dict[str, set[str]] = {}
     stock = []
     for turn in turns:
         reply = turn.reply.strip()
-        if not reply:
+        if not reply or is_failure_notice(reply, notices):
             continue
         earlier = first_message.setdefault(reply, set())
         if earlier - {turn.message}:
