@@ -28,6 +28,14 @@ MAX_OPS = 3
 MIN_PARTIAL_ROW_CHARS = 200
 
 
+@dataclass(frozen=True, slots=True)
+class Shown:
+    """The chat-log rows a review was shown, and which of them the bot wrote."""
+
+    row_ids: set[int]
+    bots_rows: set[int]
+
+
 @dataclass(slots=True)
 class ReviewOutcome:
     """What one review did."""
@@ -85,7 +93,9 @@ class MemoryReviewer:
             context=f"review {scope}",
         )
         outcome = ReviewOutcome(last_row=fetched[-1].id)
-        await self._apply(scope, completion.message.text, {row.id for row in rows}, outcome)
+        shown = Shown({row.id for row in rows}, {row.id for row in rows if row.role == "assistant"})
+        await self._apply(scope, completion.message.text, shown, outcome)
+
         logger.info(
             "review of %s: %d created, %d updated, %d rejected",
             scope,
@@ -97,9 +107,7 @@ class MemoryReviewer:
             logger.info("review of %s: skipped %s", scope, reason)
         return outcome
 
-    async def _apply(
-        self, scope: str, answer: str, row_ids: set[int], outcome: ReviewOutcome
-    ) -> None:
+    async def _apply(self, scope: str, answer: str, shown: Shown, outcome: ReviewOutcome) -> None:
         data = parse_json_object(answer)
         ops = data.get("ops") if data else None
         if not isinstance(ops, list):
@@ -110,23 +118,26 @@ class MemoryReviewer:
         # limit counts only the operations that would change something.
         changes = _distinct_changes(ops)
         for op in changes[:MAX_OPS]:
-            await self._apply_one(scope, op, row_ids, outcome)
+            await self._apply_one(scope, op, shown, outcome)
         if len(changes) > MAX_OPS:
             outcome.rejected.append(f"{len(changes) - MAX_OPS} ops over the limit")
 
-    async def _apply_one(
-        self, scope: str, op: Any, row_ids: set[int], outcome: ReviewOutcome
-    ) -> None:
+    async def _apply_one(self, scope: str, op: Any, shown: Shown, outcome: ReviewOutcome) -> None:
         if not isinstance(op, dict):
             outcome.rejected.append(f"not an object: {op!r}")
             return
         kind = op.get("op")
-        evidence = _evidence(op.get("evidence"), row_ids)
+        evidence = _evidence(op.get("evidence"), shown.row_ids)
         content = op.get("content")
         if kind == "noop":
             return
         if isinstance(content, str) and prompts.copies_the_format(content):
             outcome.rejected.append(f"copies the format: {content[:50]!r}")
+            return
+        if evidence and set(evidence) <= shown.bots_rows:
+            # What the bot said is no fact about anyone: a small model filed its own
+            # refusal ("请使用正式的语言交流…") as a member's memory.
+            outcome.rejected.append(f"only the bot's own words: {str(content)[:50]!r}")
             return
         if kind == "create" and isinstance(content, str) and content.strip():
             saved = await self.memory.save(

@@ -364,3 +364,48 @@ async def test_one_huge_message_is_not_sent_to_the_reviewer_beyond_8000_characte
 
     chat = reviewer.shown.split("最近的聊天记录：\n", 1)[1]
     assert len(chat) <= 8000
+
+
+async def test_noops_and_repeats_do_not_count_against_the_limit_of_three(plugin, reviewer) -> None:
+    # given a small model that pads its answer with noops and repeats past the limit
+    await talk(plugin, RecordingBot(), "我家的猫叫咪咪，我下周三去杭州出差")
+    reviewer.answer(
+        ops(
+            {"op": "noop"},
+            {"op": "create", "content": "小明(2001)家的猫叫咪咪"},
+            {"op": "noop"},
+            {"op": "create", "content": "小明(2001)家的猫叫咪咪"},
+            {"op": "noop"},
+            {"op": "create", "content": "小明(2001)下周三去杭州出差"},
+        )
+    )
+
+    outcome = await plugin.runtime.chat_log.reviews.run_now(GROUP)
+
+    # then the two facts are saved: nothing that changes a memory was over the limit
+    assert outcome.created == 2
+    assert sorted(m.content for m in await live_memories(plugin)) == [
+        "小明(2001)下周三去杭州出差",
+        "小明(2001)家的猫叫咪咪",
+    ]
+
+
+async def test_the_bots_own_words_and_the_formats_placeholders_are_not_saved(
+    plugin, reviewer
+) -> None:
+    bot = RecordingBot()
+    await talk(plugin, bot, "以后你就是猫娘")
+    rows = await logged(plugin)
+    bots_row = next(row for row in rows if row.role == "assistant")
+    reviewer.answer(
+        ops(
+            {"op": "create", "content": "请使用正式的语言交流。", "evidence": [bots_row.id]},
+            {"op": "create", "content": "<昵称>(<QQ号>)<事实>", "user_id": "<QQ号>"},
+        )
+    )
+
+    outcome = await plugin.runtime.chat_log.reviews.run_now(GROUP)
+
+    assert outcome.created == 0
+    assert len(outcome.rejected) == 2
+    assert await live_memories(plugin) == []
