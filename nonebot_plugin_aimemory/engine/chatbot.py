@@ -193,7 +193,7 @@ class ChatBot:
             if reply.tool_calls and progress.mode is AnswerMode.TOOLS:
                 loop = progress.loop_in(reply.tool_calls, self.tools.names)
                 if loop is not None:
-                    message = self._ask_plainer(message, progress, loop)
+                    self._ask_plainer(progress, loop)
                     continue
                 progress.note_calls(reply.tool_calls, self.tools.names)
                 progress.rounds += 1
@@ -201,9 +201,7 @@ class ChatBot:
                 continue
             if not reply.text:
                 what = "only tool calls" if reply.tool_calls else "an empty answer"
-                message = self._ask_plainer(
-                    message, progress, f"{what} after {progress.rounds} rounds"
-                )
+                self._ask_plainer(progress, f"{what} after {progress.rounds} rounds")
                 continue
             if self._asks_again(message, reply.text, asked, progress):
                 message = message.with_note(self.repeat_note)
@@ -215,14 +213,19 @@ class ChatBot:
             pending.append(Message("assistant", reply.text, reasoning=reasoning))
             return reply.text
 
-    def _ask_plainer(self, message: Message, progress: TurnProgress, why: str) -> Message:
-        """Ask the next request one AnswerMode further down (raising LLMError after the
-        last); the message to send from then on, with the answer note the first time."""
+    def _ask_plainer(self, progress: TurnProgress, why: str) -> None:
+        """Ask the next requests one AnswerMode further down (raising LLMError after the
+        last), with the answer note on their last message."""
         progress.ask_plainer(self.key, why)
-        if not self.answer_note or progress.answer_noted:
-            return message
-        progress.answer_noted = True
-        return message.with_note(self.answer_note)
+        progress.answer_noted = bool(self.answer_note)
+
+    def _noted(self, message: Message, pending: list[Message]) -> tuple[Message, list[Message]]:
+        """The turn's messages with the answer note on the last one, where the model reads
+        on from: after a tool result a small model ended its turn at once, a note on the
+        member's message further up unread."""
+        if pending:
+            return message, [*pending[:-1], pending[-1].with_note(self.answer_note)]
+        return message.with_note(self.answer_note), pending
 
     def _asks_again(self, message: Message, reply: str, asked: str, progress: TurnProgress) -> bool:
         """Whether to ask once more because `reply` is a stock reply (only once a turn)."""
@@ -391,6 +394,8 @@ class ChatBot:
         An answer with neither text nor calls comes back as such, for the turn to ask
         again."""
         mode = progress.mode
+        if progress.answer_noted:
+            message, pending = self._noted(message, pending)
         try:
             return await self._call(message, pending, mode)
         except ContextLengthError as exc:

@@ -56,17 +56,14 @@ def tool_results(body: dict[str, Any]) -> list[str]:
 
 
 def asked_for_an_answer(forced: dict[str, Any], before: dict[str, Any]) -> bool:
-    """Whether `forced` carries `before`'s messages, the member's with the note asking for
-    an answer in words."""
+    """Whether `forced` carries `before`'s messages, the last one (the member's, or the
+    last tool result) with the note asking for an answer in words."""
     from nonebot_plugin_aimemory import prompts
 
     note = f"\n{prompts.ANSWER_NOW_NOTE}"
-    noted = [
-        {**m, "content": m["content"].removesuffix(note)} if m["role"] == "user" else m
-        for m in forced["messages"]
-    ]
-    members = [m for m in forced["messages"] if m["role"] == "user"]
-    return noted == before["messages"] and members[-1]["content"].endswith(note)
+    *head, last = forced["messages"]
+    unnoted = [*head, {**last, "content": last["content"].removesuffix(note)}]
+    return unnoted == before["messages"] and last["content"].endswith(note)
 
 
 def call_round(messages: list[dict[str, Any]]) -> tuple[dict[str, Any], list[dict[str, Any]]]:
@@ -119,6 +116,21 @@ async def test_an_empty_answer_after_a_tool_round_is_asked_for_again_with_tool_c
     assert bot.sent_texts == [ANSWER]
     assert await saved(plugin) == [TRIP]
     await assert_next_turn_is_accepted(plugin, bot, ask("在吗"))
+
+
+async def test_the_note_asking_for_an_answer_is_never_kept(plugin) -> None:
+    from nonebot_plugin_aimemory import prompts
+
+    # given a model that saves a memory, then answers with nothing until asked in words
+    plugin.llm.responder = EmptyAfterTools(name="memory_save", arguments=SAVE_TRIP, answer=ANSWER)
+    bot = RecordingBot()
+    await bot.receive(ask())
+    # then the next turn's request carries the tool round and the member's message as they
+    # were, without the note
+    await bot.receive(ask("在吗"))
+    kept = json.dumps(plugin.llm.chat_requests[-1]["messages"][:-1], ensure_ascii=False)
+    assert prompts.ANSWER_NOW_NOTE not in kept
+    assert TRIP in kept
 
 
 @pytest.mark.parametrize("content", ["", None], ids=["empty-string", "null"])
