@@ -7,6 +7,7 @@ from collections.abc import Callable, Sequence
 from typing import Protocol
 
 from .. import prompts
+from ..engine.answer_notes import AnswerNotes
 from ..engine.chatbot import ChatBot
 from ..engine.compressor import Compressor
 from ..engine.history import HistoryStore
@@ -72,8 +73,7 @@ class ChatBotFactory:
             max_tool_rounds=self.max_tool_rounds,
             send_images=self.send_images,
             compressor=self.compressor,
-            repeat_note=prompts.REPEAT_NOTE,
-            answer_note=prompts.ANSWER_NOW_NOTE,
+            notes=AnswerNotes(repeat=prompts.REPEAT_NOTE, answer=prompts.ANSWER_NOW_NOTE),
         )
 
     def builtin_tools(self, key: str) -> list[Tool]:

@@ -7,22 +7,20 @@ import logging
 from collections.abc import Sequence
 from datetime import datetime, timezone
 
+from .answer_notes import AnswerNotes
 from .cadence import FoldCadence
 from .compressor import Compaction, Compressor
 from .errors import ContextLengthError, LLMError, is_reasoning_missing_error
 from .history import CompressionStats, HistoryStore
 from .llm import Completion, LLMClient
-from .messages import Message, tool_result
+from .messages import Message
 from .request_room import RequestRoom
-from .stock_replies import is_stock_reply
 from .stored_window import StoredWindow
 from .text_tool_calls import recover_text_tool_calls
-from .tokens import MESSAGE_OVERHEAD_TOKENS, TokenCounter, message_tokens
+from .tokens import TokenCounter, message_tokens
 from .tools import (
     MAX_TOOL_CALLS_KEPT_PER_ROUND,
     ToolRegistry,
-    ToolRound,
-    fit_round_results,
     result_floor_tokens,
 )
 from .turn_outcome import (
@@ -56,8 +54,7 @@ class ChatBot:
         max_tool_rounds: int = 8,
         send_images: bool = False,
         compressor: Compressor | None = None,
-        repeat_note: str = "",
-        answer_note: str = "",
+        notes: AnswerNotes | None = None,
     ) -> None:
         self.key = key
         self.llm = llm
@@ -68,12 +65,7 @@ class ChatBot:
         # Text-only models reject image parts: they then see the images' text markers.
         self.send_images = send_images
         self.compressor = compressor
-        # Added to the member's message, on one request only, when the answer repeated an
-        # earlier reply to another message (stock_replies.py); empty: never asked again.
-        self.repeat_note = repeat_note
-        # Added to the member's message once the model is asked again for an answer with
-        # fewer choices (AnswerMode): the same request would get the same nothing.
-        self.answer_note = answer_note
+        self.notes = notes or AnswerNotes()
         self.window = Window(counter)
         self.system_message = Message("system", system_prompt)
         # Prompt size of the last request, from the API's usage (or estimated without one).
@@ -193,7 +185,7 @@ class ChatBot:
             if reply.tool_calls and progress.mode is AnswerMode.TOOLS:
                 loop = progress.loop_in(reply.tool_calls, self.tools.names)
                 if loop is not None:
-                    self._ask_plainer(progress, loop)
+                    self.notes.ask_plainer(progress, self.key, loop)
                     continue
                 progress.note_calls(reply.tool_calls, self.tools.names)
                 progress.rounds += 1
@@ -201,10 +193,10 @@ class ChatBot:
                 continue
             if not reply.text:
                 what = "only tool calls" if reply.tool_calls else "an empty answer"
-                self._ask_plainer(progress, f"{what} after {progress.rounds} rounds")
+                self.notes.ask_plainer(progress, self.key, f"{what} after {progress.rounds} rounds")
                 continue
-            if self._asks_again(message, reply.text, asked, progress):
-                message = message.with_note(self.repeat_note)
+            if self.notes.asks_again(reply.text, asked, self.window.messages, progress, self.key):
+                message = message.with_note(self.notes.repeat)
                 continue
             # Thinking models need the reasoning of an exchange that made tool calls in
             # every later request (DeepSeek answers 400 without it); any other
@@ -212,30 +204,6 @@ class ChatBot:
             reasoning = reply.reasoning if progress.rounds else None
             pending.append(Message("assistant", reply.text, reasoning=reasoning))
             return reply.text
-
-    def _ask_plainer(self, progress: TurnProgress, why: str) -> None:
-        """Ask the next requests one AnswerMode further down (raising LLMError after the
-        last), with the answer note on their last message."""
-        progress.ask_plainer(self.key, why)
-        progress.answer_noted = bool(self.answer_note)
-
-    def _noted(self, message: Message, pending: list[Message]) -> tuple[Message, list[Message]]:
-        """The turn's messages with the answer note on the last one, where the model reads
-        on from: after a tool result a small model ended its turn at once, a note on the
-        member's message further up unread."""
-        if pending:
-            return message, [*pending[:-1], pending[-1].with_note(self.answer_note)]
-        return message.with_note(self.answer_note), pending
-
-    def _asks_again(self, message: Message, reply: str, asked: str, progress: TurnProgress) -> bool:
-        """Whether to ask once more because `reply` is a stock reply (only once a turn)."""
-        if not self.repeat_note or progress.asked_again:
-            return False
-        if not is_stock_reply(reply, asked, self.window.messages):
-            return False
-        progress.asked_again = True
-        logger.info("%s: the answer repeats an earlier reply; asking once more", self.key)
-        return True
 
     async def compact(self, *, reason: str, keep_recent_tokens: int | None = None) -> Usage:
         """Fold the older window into the summary (or truncate if that fails); returns the
@@ -337,31 +305,8 @@ class ChatBot:
         when not the result itself (ToolText.kept)."""
         largest = reply.with_tool_calls(reply.tool_calls[:MAX_TOOL_CALLS_KEPT_PER_ROUND])
         room = self._results_room(message, [*pending, largest])
-        capacity = None if room is None else room // result_floor_tokens(self.counter)
         taken = self._call_ids_in_use(pending)
-        tool_round = ToolRound.of(reply.tool_calls, taken, capacity=capacity)
-        if len(tool_round.run) < tool_round.requested:
-            logger.warning(
-                "%s: the model made %d tool calls in one round; %d run, %d refused, %d dropped",
-                self.key,
-                tool_round.requested,
-                len(tool_round.run),
-                len(tool_round.refused),
-                tool_round.dropped,
-            )
-        reply = reply.with_tool_calls(tool_round.calls)
-        outputs = await self.tools.execute_round(tool_round, context=self.key)
-        texts = [output.text for output in outputs]
-        if room is not None:
-            framing = len(texts) * MESSAGE_OVERHEAD_TOKENS
-            texts = fit_round_results(texts, room - framing, self.counter)
-        calls = tool_round.calls
-        results = [tool_result(c, t) for c, t in zip(calls, texts, strict=True)]
-        kept = [
-            None if output.kept is None else tool_result(call, output.kept)
-            for call, output in zip(calls, outputs, strict=True)
-        ]
-        return reply, results, kept
+        return await self.tools.run_round(reply, room, taken, self.counter, context=self.key)
 
     def _call_ids_in_use(self, pending: Sequence[Message]) -> set[str]:
         """Tool-call ids of the window and this turn: DeepSeek refuses a request in which
@@ -394,8 +339,7 @@ class ChatBot:
         An answer with neither text nor calls comes back as such, for the turn to ask
         again."""
         mode = progress.mode
-        if progress.answer_noted:
-            message, pending = self._noted(message, pending)
+        message, pending = self.notes.on_request(message, pending, progress)
         try:
             return await self._call(message, pending, mode)
         except ContextLengthError as exc:

@@ -12,7 +12,7 @@ from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from .messages import ToolCall
+from .messages import Message, ToolCall, tool_result
 from .tokens import MESSAGE_OVERHEAD_TOKENS, TokenCounter
 
 logger = logging.getLogger("nonebot_plugin_aimemory")
@@ -199,6 +199,44 @@ class ToolRegistry:
             logger.exception("tool %s failed (%s)", call.name, context)
             return ToolText(f"错误：工具执行失败（{type(exc).__name__}）。")
         return (result if isinstance(result, ToolText) else ToolText(result)).capped()
+
+    async def run_round(
+        self,
+        reply: Message,
+        room_tokens: int | None,
+        taken_ids: Iterable[str],
+        counter: TokenCounter,
+        *,
+        context: str = "",
+    ) -> tuple[Message, list[Message], list[Message | None]]:
+        """Run the round `reply` asks for; returns the reply as the history keeps it (ids
+        unique against `taken_ids`, calls bounded by the limit and by the answers
+        `room_tokens` holds), one result per call, all within that room (None: no
+        budget), and what the window keeps of each result when not the result itself
+        (ToolText.kept)."""
+        capacity = None if room_tokens is None else room_tokens // result_floor_tokens(counter)
+        tool_round = ToolRound.of(reply.tool_calls, taken_ids, capacity=capacity)
+        if len(tool_round.run) < tool_round.requested:
+            logger.warning(
+                "%s: the model made %d tool calls in one round; %d run, %d refused, %d dropped",
+                context,
+                tool_round.requested,
+                len(tool_round.run),
+                len(tool_round.refused),
+                tool_round.dropped,
+            )
+        outputs = await self.execute_round(tool_round, context=context)
+        texts = [output.text for output in outputs]
+        if room_tokens is not None:
+            framing = len(texts) * MESSAGE_OVERHEAD_TOKENS
+            texts = fit_round_results(texts, room_tokens - framing, counter)
+        calls = tool_round.calls
+        results = [tool_result(c, t) for c, t in zip(calls, texts, strict=True)]
+        kept = [
+            None if output.kept is None else tool_result(call, output.kept)
+            for call, output in zip(calls, outputs, strict=True)
+        ]
+        return reply.with_tool_calls(calls), results, kept
 
     async def execute_round(self, tool_round: ToolRound, *, context: str = "") -> list[ToolText]:
         """The results of a round's calls, in order: the calls to run are run one after the

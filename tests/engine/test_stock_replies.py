@@ -57,6 +57,7 @@ def test_only_recent_replies_count() -> None:
 async def test_a_stock_reply_is_asked_for_again_with_the_note_on_that_request_only(
     llm: FakeOpenAI, make_bot: Any, store: SqliteHistoryStore
 ) -> None:
+    from nonebot_plugin_aimemory.engine.answer_notes import AnswerNotes
     from nonebot_plugin_aimemory.engine.messages import user
 
     # given a model that says the same thing to anything, unless told not to
@@ -67,7 +68,7 @@ async def test_a_stock_reply_is_asked_for_again_with_the_note_on_that_request_on
 
     llm.responder = copy_shapes
     bot = make_bot()
-    bot.repeat_note = NOTE
+    bot.notes = AnswerNotes(repeat=NOTE)
     await bot.turn(user("记住我周三去杭州"))
     # when another question gets the same words
     result = await bot.turn(user("地球到月球多远？"))
@@ -84,11 +85,12 @@ async def test_a_stock_reply_is_asked_for_again_with_the_note_on_that_request_on
 
 
 async def test_a_stock_reply_is_asked_for_again_only_once(llm: FakeOpenAI, make_bot: Any) -> None:
+    from nonebot_plugin_aimemory.engine.answer_notes import AnswerNotes
     from nonebot_plugin_aimemory.engine.messages import user
 
     llm.responder = lambda body: text("好的，已经帮你记下来了。")
     bot = make_bot()
-    bot.repeat_note = NOTE
+    bot.notes = AnswerNotes(repeat=NOTE)
     await bot.turn(user("记住我周三去杭州"))
     result = await bot.turn(user("地球到月球多远？"))
     assert result.reply == "好的，已经帮你记下来了。"

@@ -1,0 +1,53 @@
+"""The notes a turn adds, for one request only, when it asks the model for its answer
+again: after a stock reply (stock_replies.py), and once it asks with fewer choices
+(AnswerMode), since the same request would get the same nothing. The wording comes from
+the plugin's prompts; empty notes ask again without a note (stock replies: not at all)."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from .messages import Message
+from .stock_replies import is_stock_reply
+from .turn_outcome import TurnProgress
+
+logger = logging.getLogger("nonebot_plugin_aimemory")
+
+
+@dataclass(frozen=True, slots=True)
+class AnswerNotes:
+    """`repeat` follows a member's message whose answer repeated an earlier reply; `answer`
+    goes on the last message of every request once the turn asks with fewer choices."""
+
+    repeat: str = ""
+    answer: str = ""
+
+    def ask_plainer(self, progress: TurnProgress, key: str, why: str) -> None:
+        """Ask the next requests one AnswerMode further down (LLMError after the last),
+        with the answer note on their last message."""
+        progress.ask_plainer(key, why)
+        progress.answer_noted = bool(self.answer)
+
+    def on_request(
+        self, message: Message, pending: list[Message], progress: TurnProgress
+    ) -> tuple[Message, list[Message]]:
+        """The turn's messages as the next request sends them: once the answer is asked
+        for, its note on the last one, where the model reads on from (after a tool result
+        a small model ended its turn at once, a note further up unread)."""
+        if not progress.answer_noted:
+            return message, pending
+        if pending:
+            return message, [*pending[:-1], pending[-1].with_note(self.answer)]
+        return message.with_note(self.answer), pending
+
+    def asks_again(
+        self, reply: str, asked: str, window: Sequence[Message], progress: TurnProgress, key: str
+    ) -> bool:
+        """Whether to ask once more because `reply` is a stock reply (once a turn)."""
+        if not self.repeat or progress.asked_again or not is_stock_reply(reply, asked, window):
+            return False
+        progress.asked_again = True
+        logger.info("%s: the answer repeats an earlier reply; asking once more", key)
+        return True
