@@ -1,12 +1,13 @@
 """Tool calls a model wrote as text. Small models behind some servers (llama.cpp, Ollama
 with a template that does not parse them) put a call in `content` instead of `tool_calls`:
 a bare JSON object, one per line, inside `<tool_call>` tags or a ```json fence, or a call
-in code form, `memory_save({"content": …})`. They are turned into real calls, so they run
+in code form, `memory_save({"content": …})` or `memory_search(query="车", limit=10)`. They are turned into real calls, so they run
 and the member never sees them; `<tool_response>` blocks a model writes in imitation of a
 result are removed from what it says."""
 
 from __future__ import annotations
 
+import ast
 import json
 import re
 import uuid
@@ -21,6 +22,9 @@ _TOOL_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 # A tool's name written as a function just before a JSON object: `memory_save(` + `{…}`.
 _CODE_CALL_HEAD = re.compile(r"(?<![\w.])([A-Za-z_][A-Za-z0-9_-]{0,63})\s*\(\s*$")
 _CODE_CALL_TAIL = re.compile(r"\s*\)")
+_CODE_CALL_NAME = re.compile(r"(?<![\w.])([A-Za-z_][A-Za-z0-9_-]{0,63})\s*\(")
+# How many `)` a keyword-form call is tried to end at: bounds the work on a long text.
+MAX_CLOSERS_TRIED = 16
 # What is left around a call once its JSON is taken out: the tags and fences that held it.
 _WRAPPERS = re.compile(r"</?tool_calls?>|```(?:json|python|tool_call)?|`", re.IGNORECASE)
 # A result block the model wrote itself (an unclosed one runs to the end).
@@ -93,7 +97,58 @@ def _calls_in(text: str, tool_names: Collection[str]) -> list[_Found]:
             index = _first_bracket(text, end)
         else:
             index = _first_bracket(text, index + 1)
+    if code_form:
+        taken = [(item.start, item.end) for item in found]
+        keyword_calls = _keyword_calls(text, tool_names)
+        found += [k for k in keyword_calls if not any(a < k.end and k.start < b for a, b in taken)]
+        found.sort(key=lambda item: item.start)
     return found
+
+
+def _keyword_calls(text: str, tool_names: Collection[str]) -> list[_Found]:
+    """Tools called in Python's keyword form, `memory_search(query="车", limit=10)`, read
+    with the standard library's parser: literal arguments only, nothing evaluated."""
+    found: list[_Found] = []
+    for head in _CODE_CALL_NAME.finditer(text):
+        if head.group(1) not in tool_names or (found and head.start() < found[-1].end):
+            continue
+        call = _keyword_call(text, head.start(), head.group(1))
+        if call is not None:
+            found.append(call)
+    return found
+
+
+def _keyword_call(text: str, start: int, name: str) -> _Found | None:
+    """The keyword-form call of `name` starting at `start`, ending at the first `)` that
+    closes a call of literals; None when none does (within MAX_CLOSERS_TRIED)."""
+    close = start
+    for _ in range(MAX_CLOSERS_TRIED):
+        close = text.find(")", close + 1)
+        if close == -1:
+            return None
+        try:
+            tree = ast.parse(text[start : close + 1], mode="eval")
+        except (SyntaxError, ValueError, RecursionError):
+            continue
+        arguments = _literal_keywords(tree.body, name)
+        if arguments is not None:
+            encoded = json.dumps(arguments, ensure_ascii=False)
+            return _Found(
+                ToolCall(f"call_{uuid.uuid4().hex[:24]}", name, encoded), start, close + 1
+            )
+    return None
+
+
+def _literal_keywords(node: ast.expr, name: str) -> dict[str, Any] | None:
+    """The keyword arguments of `node` when it is `name(key=literal, …)`; else None."""
+    if not isinstance(node, ast.Call) or not isinstance(node.func, ast.Name):
+        return None
+    if node.func.id != name or node.args or any(k.arg is None for k in node.keywords):
+        return None
+    try:
+        return {str(k.arg): ast.literal_eval(k.value) for k in node.keywords}
+    except (ValueError, TypeError, SyntaxError, RecursionError):
+        return None
 
 
 def _code_call(

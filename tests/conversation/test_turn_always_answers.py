@@ -283,7 +283,7 @@ async def test_no_text_even_without_tools_gets_the_empty_notice_and_a_valid_wind
 
 
 @pytest.mark.parametrize(
-    "style", ["object", "parameters", "string_arguments", "tagged", "fenced", "code"]
+    "style", ["object", "parameters", "string_arguments", "tagged", "fenced", "code", "keywords"]
 )
 async def test_a_call_written_as_text_is_run_as_a_tool_call(plugin, style: TextCallStyle) -> None:
     # given a model that writes its memory_save call in its content

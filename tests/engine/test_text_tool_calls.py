@@ -78,6 +78,35 @@ def test_calls_in_code_form_on_several_lines_become_several_calls() -> None:
     assert not recovered.text
 
 
+@pytest.mark.parametrize(
+    "written",
+    [
+        'memory_search(query="开的是什么车来着？", limit=100)',
+        "memory_search( query = '开的是什么车来着？' , limit=100 )",
+        '好的。memory_search(query="开的是什么车来着？", limit=100)',
+    ],
+)
+def test_a_call_in_keyword_form_becomes_a_real_call(written: str) -> None:
+    # seen from Qwen2.5-Coder-1.5B in a private chat, sent to the member as it was
+    recovered = recover_text_tool_calls(said(written))
+    assert calls_of(recovered) == [("memory_search", {"query": "开的是什么车来着？", "limit": 100})]
+    assert "memory_search" not in recovered.text
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        'memory_search(query=open("/etc/passwd").read())',  # not a literal: never evaluated
+        'memory_search("车")',  # positional
+        'print(query="车")',  # not a tool
+        "memory_search(query=(" + "(" * 3000 + ")",
+    ],
+)
+def test_a_keyword_form_that_is_not_a_call_of_literals_is_left_as_it_is(text: str) -> None:
+    reply = said(text)
+    assert recover_text_tool_calls(reply) == reply
+
+
 def test_words_around_a_call_stay_as_its_content() -> None:
     recovered = recover_text_tool_calls(
         said(f"好的，我记一下。\n<tool_call>{SAVE_JSON}</tool_call>")

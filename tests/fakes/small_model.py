@@ -51,7 +51,7 @@ Situation: TypeAlias = Literal["tools", "forced", "bare"]
 # the arguments as a JSON string, wrapped in `<tool_call>` tags, or in a ```json fence.
 # Several calls are written one per line (each in its own tags or fence).
 TextCallStyle: TypeAlias = Literal[
-    "object", "parameters", "string_arguments", "tagged", "fenced", "code"
+    "object", "parameters", "string_arguments", "tagged", "fenced", "code", "keywords"
 ]
 Call: TypeAlias = tuple[str, dict[str, Any]]
 
@@ -110,6 +110,8 @@ def _write_call(name: str, arguments: dict[str, Any], style: TextCallStyle) -> s
         return dumps({"name": name, "arguments": dumps(arguments)})
     if style == "code":  # Qwen2.5-Coder-1.5B on llama.cpp, once asked to answer after tools
         return f"{name}({dumps(arguments)})"
+    if style == "keywords":  # the same model, in a private chat
+        return f"{name}({', '.join(f'{key}={dumps(value)}' for key, value in arguments.items())})"
     written = dumps({"name": name, "arguments": arguments})
     if style == "tagged":
         return f"<tool_call>\n{written}\n</tool_call>"

@@ -217,6 +217,7 @@ def test_the_empty_answerer_says_nothing_while_tools_are_allowed() -> None:
         ("tagged", r'^<tool_call>\n\{"name": "memory_save", .+\}\n</tool_call>$'),
         ("fenced", r'^```json\n\{"name": "memory_save", .+\}\n```$'),
         ("code", r'^memory_save\(\{"content": "[^"]+"\}\)$'),
+        ("keywords", r'^memory_save\(content="[^"]+"\)$'),
     ],
 )
 def test_calls_as_text_writes_the_call_in_content_the_way_small_models_do(
