@@ -23,6 +23,9 @@ _TOOL_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 _CODE_CALL_HEAD = re.compile(r"(?<![\w.])([A-Za-z_][A-Za-z0-9_-]{0,63})\s*\(\s*$")
 _CODE_CALL_TAIL = re.compile(r"\s*\)")
 _CODE_CALL_NAME = re.compile(r"(?<![\w.])([A-Za-z_][A-Za-z0-9_-]{0,63})\s*\(")
+# A whole reply of a tool's name and `key=value` pairs, and one pair of it.
+_BARE_CALL = re.compile(r"^([A-Za-z_][A-Za-z0-9_-]{0,63})[ \t]+(\w+[ \t]*=[^\n]*)$")
+_BARE_PAIR = re.compile(r"(\w+)[ \t]*=[ \t]*(.*?)(?=[ \t]+\w+[ \t]*=|$)")
 # How many `)` a keyword-form call is tried to end at: bounds the work on a long text.
 MAX_CLOSERS_TRIED = 16
 # What is left around a call once its JSON is taken out: the tags and fences that held it.
@@ -78,7 +81,8 @@ def _calls_in(text: str, tool_names: Collection[str]) -> list[_Found]:
     found: list[_Found] = []
     code_form = any(f"{name}(" in text for name in tool_names)
     if '"name"' not in text and not code_form:
-        return found  # JSON spells a call's keys in double quotes: nothing to decode
+        bare = _bare_call(text, tool_names)
+        return [bare] if bare is not None else found
     index = _first_bracket(text)
     while index != -1:
         try:
@@ -97,12 +101,34 @@ def _calls_in(text: str, tool_names: Collection[str]) -> list[_Found]:
             index = _first_bracket(text, end)
         else:
             index = _first_bracket(text, index + 1)
+    bare = _bare_call(text, tool_names)
+    if bare is not None:
+        return [bare]
     if code_form:
         taken = [(item.start, item.end) for item in found]
         keyword_calls = _keyword_calls(text, tool_names)
         found += [k for k in keyword_calls if not any(a < k.end and k.start < b for a, b in taken)]
         found.sort(key=lambda item: item.start)
     return found
+
+
+def _bare_call(text: str, tool_names: Collection[str]) -> _Found | None:
+    """A reply that is nothing but a tool's name and `key=value` pairs, as a small model
+    writes once it has seen such a line (`memory_search query=Caroline research`)."""
+    match = _BARE_CALL.match(text.strip())
+    if match is None or match.group(1) not in tool_names:
+        return None
+    arguments = {key: _bare_value(value) for key, value in _BARE_PAIR.findall(match.group(2))}
+    encoded = json.dumps(arguments, ensure_ascii=False)
+    return _Found(ToolCall(f"call_{uuid.uuid4().hex[:24]}", match.group(1), encoded), 0, len(text))
+
+
+def _bare_value(value: str) -> Any:
+    """A bare argument's value: JSON where it is JSON (numbers, quoted strings), else text."""
+    try:
+        return json.loads(value)
+    except json.JSONDecodeError:
+        return value.strip().strip("'\"")
 
 
 def _keyword_calls(text: str, tool_names: Collection[str]) -> list[_Found]:

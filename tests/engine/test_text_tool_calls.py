@@ -93,6 +93,19 @@ def test_a_call_in_keyword_form_becomes_a_real_call(written: str) -> None:
     assert "memory_search" not in recovered.text
 
 
+def test_a_reply_of_a_tool_name_and_key_value_pairs_becomes_a_real_call() -> None:
+    # seen from Qwen2.5-Coder-1.5B answering LoCoMo questions, once it had seen the shape
+    recovered = recover_text_tool_calls(said("memory_search query=Caroline research limit=3"))
+    assert calls_of(recovered) == [("memory_search", {"query": "Caroline research", "limit": 3})]
+    assert not recovered.text
+
+
+def test_a_sentence_with_an_equals_sign_is_not_a_bare_call() -> None:
+    for text in ("memory_search 这个工具很好用，a=1", "x = 1 的意思是赋值", "print query=1"):
+        reply = said(text)
+        assert recover_text_tool_calls(reply) == reply
+
+
 @pytest.mark.parametrize(
     "text",
     [
