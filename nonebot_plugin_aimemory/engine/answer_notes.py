@@ -42,6 +42,14 @@ class AnswerNotes:
             return message, [*pending[:-1], pending[-1].with_note(self.answer)]
         return message.with_note(self.answer), pending
 
+    def without_notes(self, reply: str) -> str:
+        """`reply` without any note this turn may have sent: a small model echoed the
+        member's message, note and all."""
+        for note in (self.answer, self.repeat):
+            if note and note in reply:
+                reply = reply.replace(note, "")
+        return reply.strip()
+
     def asks_again(
         self, reply: str, asked: str, window: Sequence[Message], progress: TurnProgress, key: str
     ) -> bool:

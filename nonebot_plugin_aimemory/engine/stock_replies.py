@@ -17,6 +17,9 @@ RECENT_REPLIES = 12
 # two messages count as the same question asked again.
 SAME_REPLY_DICE = 0.5
 SAME_QUESTION_DICE = 0.6
+# A reply holding the member's whole message and little else is the message said back
+# ("阿强：我开的是什么车来着？"); a confirmation in other words ("记住啦，…") is not.
+ECHO_DICE = 0.8
 # Replies with fewer letters and digits than this are left alone: "好的" or "收到，马上办"
 # twice is how people talk.
 MIN_REPLY_CHARS = 10
@@ -39,11 +42,13 @@ def _dice(a: frozenset[str], b: frozenset[str]) -> float:
 
 def is_stock_reply(reply: str, asked: str, window: Sequence[Message]) -> bool:
     """Whether `reply` to the message `asked` repeats, word for word or nearly, a reply
-    the window holds to a different message."""
+    the window holds to a different message, or the message itself."""
     shape = _bigrams(reply)
     if len(shape) + 1 < MIN_REPLY_CHARS:
         return False
     asked_shape = _bigrams(asked)
+    if asked_shape and asked_shape <= shape and _dice(shape, asked_shape) >= ECHO_DICE:
+        return True  # the member's whole message said back, a name at most added
     replies = 0
     for message in reversed(window):
         if replies >= RECENT_REPLIES:

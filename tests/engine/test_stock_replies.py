@@ -100,3 +100,29 @@ async def test_a_stock_reply_is_asked_for_again_only_once(llm: FakeOpenAI, make_
 def test_an_answer_in_the_same_form_about_what_was_asked_is_not_a_stock_reply() -> None:
     window = said(("北京明天天气怎么样？", "北京明天晴，最高气温 5 度。"))
     assert not stock("上海明天晴，最高气温 9 度。", "上海明天天气怎么样？", window)
+
+
+def test_the_members_message_said_back_is_a_stock_reply() -> None:
+    asked = "[12-06 14:02] 阿强(20002)：我开的是什么车来着？"
+    assert stock("阿强：我开的是什么车来着？", asked, [])
+
+
+async def test_a_note_the_model_echoes_back_is_never_sent(llm: FakeOpenAI, make_bot: Any) -> None:
+    from nonebot_plugin_aimemory.engine.answer_notes import AnswerNotes
+    from nonebot_plugin_aimemory.engine.messages import user
+
+    # given a model that answers nothing, then says back the member's message, note and all
+    def echo_when_noted(body: dict[str, Any]) -> Reply:
+        last = str(body["messages"][-1]["content"])
+        return text(f"收到：{last}") if "（请用文字回复。）" in last else text("")
+
+    llm.responder = echo_when_noted
+    bot = make_bot()
+    bot.notes = AnswerNotes(answer="（请用文字回复。）")
+    result = await bot.turn(user("我开的是什么车来着？"))
+    assert "（请用文字回复。）" not in result.reply
+    assert result.reply.startswith("收到：我开的是什么车来着？")
+
+
+def test_a_confirmation_in_other_words_is_not_an_echo() -> None:
+    assert not stock("记住啦，下周三去杭州出差。", "记住：我下周三去杭州出差", [])
