@@ -301,10 +301,8 @@ class ChatBot:
     async def _run_tools(
         self, reply: Message, message: Message, pending: Sequence[Message]
     ) -> tuple[Message, list[Message], list[Message | None]]:
-        """Run the round `reply` asks for; returns the reply as the history keeps it (ids
-        unique, calls bounded by the limit and by the answers the budget holds), one result
-        per call, all within the round's room, and what the window keeps of each result
-        when not the result itself (ToolText.kept)."""
+        """Run the round `reply` asks for within the room the budget leaves it, ids unique
+        in the conversation (ToolRegistry.run_round)."""
         largest = reply.with_tool_calls(reply.tool_calls[:MAX_TOOL_CALLS_KEPT_PER_ROUND])
         room = self._results_room(message, [*pending, largest])
         taken = self._call_ids_in_use(pending)

@@ -103,7 +103,7 @@ class TurnProgress:
     call_signatures: set[str] = field(default_factory=set)
     unknown_tools: set[str] = field(default_factory=set)
     # Whether the answer was asked for again for repeating an earlier reply, and whether
-    # the member's message carries the note asking for an answer.
+    # the requests carry the note asking for an answer (answer_notes.py).
     asked_again: bool = False
     answer_noted: bool = False
 
