@@ -187,14 +187,18 @@ async def ask(driver: Driver, question: LocomoQuestion) -> TurnRecord:
         to_me=True,
         event_time=int(time.time()),
     )
-    record = driver.new_record(
+    return await driver.turn(event, question_record(driver, question))
+
+
+def question_record(driver: Driver, question: LocomoQuestion) -> TurnRecord:
+    """The record of a turn that asks `question`, whichever run asks it."""
+    return driver.new_record(
         phase=CATEGORIES[question.category],
         kind="question",
         who=ASKER.name,
         user_id=ASKER.user_id,
         message=question.question,
     )
-    return await driver.turn(event, record)
 
 
 def last_lines(conversation: Conversation, room_tokens: int) -> list[str]:
@@ -229,13 +233,7 @@ async def ask_directly(
                 lines = last_lines(conversation, budget_tokens - ROOM_TOKENS - fixed)
                 run.baseline_lines = len(lines)
                 content = "\n".join(lines) + "\n\n" + question.question
-                record = driver.new_record(
-                    phase=CATEGORIES[question.category],
-                    kind="question",
-                    who=ASKER.name,
-                    user_id=ASKER.user_id,
-                    message=question.question,
-                )
+                record = question_record(driver, question)
                 await direct_turn(client, proxy, driver, record, content, models.main.model)
                 run.baseline.append(locomo_f1(record.reply, question))
         run.baseline_turns, run.baseline_exchanges = driver.turns, proxy.exchanges
