@@ -27,7 +27,7 @@ ANSWER_NOTE = "只回复最新一条消息，别照搬之前的回复，开头�
 REPEAT_NOTE = "（请针对这条消息本身回答，不要重复你之前对别的消息说过的话。）"
 # Added to a member's message, for the rest of the turn, once the model answered with
 # nothing or went round in tool calls and is asked again with fewer choices.
-ANSWER_NOW_NOTE = "（请直接用一两句中文回复这条消息，不要再调用工具。）"
+ANSWER_NOW_NOTE = "（请直接用一两句话回复这条消息，不要再调用工具。）"
 GROUP_CHAT_NOTE = (
     "你正在 QQ 群 {target} 中聊天。每条用户消息以“[时间] 昵称(QQ号)：”开头，注明是谁在说话。"
     + ANSWER_NOTE

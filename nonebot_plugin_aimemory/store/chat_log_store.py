@@ -8,12 +8,12 @@ import asyncio
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from ..text.encodable import REPLACEMENT, encodable
 from .chat_log_index import ChatLogIndex, row_terms
 from .chat_log_vectors import ChatLogVectorStore, forget_vectors
 from .connection import Backend, Connection
 from .job_locks import Job, claim_job
 from .sent_messages import forget_sent_before
+from .storable import storable_text
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,13 +31,6 @@ class ChatRow:
     addressed: bool = True
     refused: bool = False
     id: int = 0
-
-
-def storable(text: str, dialect: str) -> str:
-    """`text` as the log keeps it: `encodable`, and on PostgreSQL, whose text cannot hold
-    NUL, with U+FFFD for it (a separator to the segmenter, as NUL is: the same terms)."""
-    text = encodable(text)
-    return text.replace("\x00", REPLACEMENT) if dialect == "postgresql" else text
 
 
 # `a IS b` with a parameter for b is SQLite's; PostgreSQL spells it out.
@@ -79,8 +72,6 @@ class ChatLogStore:
             lambda: [row_terms(row.role, row.speaker_name, row.text) for row in rows]
         )
 
-        dialect = self.database.dialect
-
         def work(connection: Connection) -> list[int]:
             # The ids are taken by moving the one counter row on: a writer in another process
             # (PostgreSQL) waits for this transaction's lock on it, so no id is taken twice.
@@ -101,11 +92,9 @@ class ChatLogStore:
                         row.session_key,
                         row.created_at,
                         row.speaker_id,
-                        storable(row.speaker_name, dialect)
-                        if row.speaker_name
-                        else row.speaker_name,
+                        storable_text(row.speaker_name) if row.speaker_name else row.speaker_name,
                         row.role,
-                        storable(row.text, dialect),
+                        storable_text(row.text),
                         int(row.addressed),
                         int(row.refused),
                     )
@@ -143,7 +132,7 @@ class ChatLogStore:
                         row.session_key,
                         row.created_at,
                         row.role,
-                        storable(row.text, self.database.dialect),
+                        storable_text(row.text),
                         row.speaker_id,
                     ),
                 ).fetchone()

@@ -17,6 +17,7 @@ from typing import Any, TypeVar
 
 from .connection import Connection
 from .schema import LATEST_SCHEMA, MIGRATIONS, SCHEMA_VERSION, TABLES
+from .storable import storable_rows, storable_values
 
 logger = logging.getLogger("nonebot_plugin_aimemory")
 
@@ -42,6 +43,24 @@ def utc_now_text() -> str:
 def parse_utc_text(text: str) -> datetime:
     """A stored UTC timestamp back as an aware datetime."""
     return datetime.strptime(text, UTC_TEXT_FORMAT).replace(tzinfo=timezone.utc)
+
+
+class SqliteConnection:
+    """The sqlite3 connection as a store's work sees it (connection.py): every parameter
+    passes the text rule both backends share (storable.py)."""
+
+    def __init__(self, connection: sqlite3.Connection) -> None:
+        self._connection = connection
+
+    def execute(self, sql: str, parameters: Iterable[Any] = (), /) -> sqlite3.Cursor:
+        """Run `sql` with `?` placeholders."""
+        return self._connection.execute(sql, storable_values(parameters))
+
+    def executemany(
+        self, sql: str, seq_of_parameters: Iterable[Iterable[Any]], /
+    ) -> sqlite3.Cursor:
+        """Run `sql` once per row of values."""
+        return self._connection.executemany(sql, storable_rows(seq_of_parameters))
 
 
 class Database:
@@ -81,7 +100,7 @@ class Database:
 
     async def read(self, sql: str, params: Iterable[Any] = ()) -> list[Any]:
         """Run one query and return all its rows, as tuples."""
-        values = tuple(params)
+        values = storable_values(params)
         return await self._run(lambda connection: connection.execute(sql, values).fetchall())
 
     async def write(self, work: Callable[[Connection], T]) -> T:
@@ -93,7 +112,7 @@ class Database:
     async def write_one(self, sql: str, params: Iterable[Any] = ()) -> None:
         """One statement, atomic on its own, without a BEGIN/COMMIT around it: the cheapest
         write, for the paths that run while a busy group is chatting."""
-        values = tuple(params)
+        values = storable_values(params)
         await self._run(lambda connection: _execute_only(connection, sql, values))
 
     async def _run(self, work: Callable[[sqlite3.Connection], T]) -> T:
@@ -151,7 +170,7 @@ def _execute_only(connection: sqlite3.Connection, sql: str, values: tuple[Any, .
 def _in_transaction(connection: sqlite3.Connection, work: Callable[[Connection], T]) -> T:
     connection.execute("BEGIN IMMEDIATE")
     try:
-        result = work(connection)
+        result = work(SqliteConnection(connection))
         connection.execute("COMMIT")
     except BaseException:
         # Also when COMMIT itself failed (a full disk): the transaction may still be open.

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from .connection import Connection, Cursor
 from .postgres_schema import SCHEMA_NAME, create_or_check_schema
+from .storable import storable_rows, storable_values
 
 if TYPE_CHECKING:
     import psycopg
@@ -49,12 +50,12 @@ class PgConnection:
 
     def execute(self, sql: str, parameters: Sequence[Any] = (), /) -> Cursor:
         """Run `sql` with `?` placeholders."""
-        return self._connection.execute(pg_sql(sql), tuple(parameters))  # type: ignore[arg-type]
+        return self._connection.execute(pg_sql(sql), storable_values(parameters))  # type: ignore[arg-type]
 
     def executemany(self, sql: str, seq_of_parameters: Iterable[Sequence[Any]], /) -> Cursor:
         """Run `sql` once per row of values."""
         cursor = self._connection.cursor()
-        cursor.executemany(pg_sql(sql), [tuple(values) for values in seq_of_parameters])  # type: ignore[arg-type]
+        cursor.executemany(pg_sql(sql), storable_rows(seq_of_parameters))  # type: ignore[arg-type]
         return cursor
 
     def script(self, sql: str) -> None:
