@@ -166,6 +166,16 @@ class Scope:
         return self.is_friend and self.id == str(user_id)
 
 
+def qq_number(sender_id: object) -> str | None:
+    """The QQ number `sender_id` is, as every scope takes it, or None for an id that cannot
+    be a person: 0, a negative or 21-digit id, a string of anything but digits. A sender
+    with none is answered like an anonymous one: no personal memories, no private chat."""
+    if isinstance(sender_id, bool) or not isinstance(sender_id, int | str):
+        return None
+    text = str(sender_id)
+    return text if _ID.fullmatch(text) else None
+
+
 @functools.lru_cache(maxsize=4096)
 def _parsed(text: str) -> Scope:
     """`Scope.parse`, remembered: a scope is immutable, and the same keys come back on

@@ -12,7 +12,7 @@ from typing import Protocol
 from ..engine.messages import Part, TextPart
 from ..engine.timeouts import within
 from ..engine.turn_context import TurnSpeaker
-from ..scopes import Scope
+from ..scopes import Scope, qq_number
 from .copies import ReceivedMessage
 
 logger = logging.getLogger("nonebot_plugin_aimemory")
@@ -63,13 +63,21 @@ ANONYMOUS_PREFIX = "匿名"
 @dataclass(frozen=True, slots=True)
 class Speaker:
     """Who sent the message, and what they may manage (known for commands only). An
-    anonymous sender's `user_id` is `匿名<id>`; they manage nothing."""
+    anonymous sender (`anonymous`: known by no QQ number) manages nothing; an anonymous
+    group sender's `user_id` is `匿名<id>`."""
 
     user_id: str
     name: str
     is_manager: bool = False
     is_superuser: bool = False
     anonymous: bool = False
+
+    @classmethod
+    def sender(cls, sender_id: object, name: str) -> Speaker:
+        """A sender known by the id the event carries. One that cannot be a QQ number (0,
+        negative, 21+ digits) names nobody we could tell apart or keep memories for: such
+        a sender is anonymous, still known by that id in the chat's lines and log."""
+        return cls(str(sender_id), name, anonymous=qq_number(sender_id) is None)
 
     @classmethod
     def anonymous_sender(cls, anonymous_id: str, name: str) -> Speaker:
@@ -120,7 +128,8 @@ class Incoming:
     @property
     def turn_speaker(self) -> TurnSpeaker:
         """Who a turn on this message acts for (see engine/turn_context.py). An anonymous
-        sender has no QQ number there, so no personal memories (memory/personal.py)."""
+        sender (or one whose id is no QQ number) has no QQ number there, so no personal
+        memories (memory/personal.py)."""
         user_id = "" if self.speaker.anonymous else self.speaker.user_id
         return TurnSpeaker(user_id, in_private_chat=self.group_id is None)
 

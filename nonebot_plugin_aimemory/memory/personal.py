@@ -4,14 +4,14 @@ the speaker. One saved in a group is public: used in any chat where its owner sp
 saved in the owner's private chat is private: used only there, until its owner makes it
 public. A chat sees only its current speaker's personal memories, and the speaker comes from
 the turn (engine/turn_context.py), never from an argument the model or a person types. An
-anonymous group sender has none: their turn has no QQ number (conversation/incoming.py)."""
+anonymous sender has none: their turn has no QQ number (conversation/incoming.py)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from ..scopes import Scope
+from ..scopes import Scope, qq_number
 
 if TYPE_CHECKING:
     from ..engine.turn_context import TurnSpeaker
@@ -43,17 +43,17 @@ def personal_scope(chat_scope: str, user_id: str) -> str:
 
 
 def is_anonymous(speaker: TurnSpeaker | None) -> bool:
-    """Whether the turn's speaker is an anonymous group sender: there is a speaker, but no
-    QQ number to keep personal memories under (the one OneBot reports is shared by every
-    anonymous sender)."""
-    return speaker is not None and not speaker.user_id
+    """Whether the turn's speaker is anonymous: there is a speaker, but no QQ number to keep
+    personal memories under (the one OneBot reports for an anonymous group sender is
+    shared by all of them; 0 or a negative id names nobody)."""
+    return speaker is not None and qq_number(speaker.user_id) is None
 
 
 def personal_view(chat_scope: str, speaker: TurnSpeaker | None) -> MemoryView | None:
     """The speaker's personal memories as the chat `chat_scope` may use them: all of them in
     the speaker's own private chat, the public ones anywhere else; None without a speaker
     or for an anonymous one."""
-    if speaker is None or not speaker.user_id:
+    if speaker is None or is_anonymous(speaker):
         return None
     chat = Scope.parse(chat_scope)
     own_private_chat = speaker.in_private_chat and chat.is_private_chat_of(speaker.user_id)

@@ -9,6 +9,7 @@ import unicodedata
 from collections.abc import Container, Sequence
 
 from ..guard import injection_reason, injection_reason_for_memory, is_personal_number, mask_pii
+from ..scopes import qq_number
 from ..store.memory_store import MemoryRecord
 from ..text.encodable import encodable
 
@@ -23,7 +24,6 @@ ID_LENGTH = 4
 PERSONAL_ID_PREFIX = "u"
 _CHAT_ID_FIRST = ID_ALPHABET.replace(PERSONAL_ID_PREFIX, "")
 
-_QQ_NUMBER = re.compile(r"[0-9]{1,20}")
 _QQ_IN_TEXT = re.compile(r"[(（](\d{5,11})[)）]")
 
 
@@ -90,9 +90,9 @@ def clean_user_id(user_id: object) -> str | None:
     more way into the prompt."""
     if user_id is None:
         return None
-    text = unicodedata.normalize("NFKC", str(user_id)).strip()
+    text = qq_number(unicodedata.normalize("NFKC", str(user_id)).strip())
     # A phone or ID number is never a QQ number, and must not be stored as one.
-    if not _QQ_NUMBER.fullmatch(text) or is_personal_number(text):
+    if text is None or is_personal_number(text):
         return None
     return text
 

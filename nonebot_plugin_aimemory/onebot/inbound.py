@@ -109,7 +109,7 @@ def speaker_of(event: MessageEvent) -> Speaker:
     if not isinstance(event, GroupMessageEvent) or (
         event.anonymous is None and event.sub_type != "anonymous"
     ):
-        return Speaker(str(event.user_id), speaker_name(event))
+        return Speaker.sender(event.user_id, speaker_name(event))
     anonymous = event.anonymous
     anonymous_id = str(anonymous.id) if anonymous is not None else ""
     name = _one_line(anonymous.name) if anonymous is not None else ""
