@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from nonebot.adapters.onebot.v11 import (
@@ -20,6 +20,7 @@ from ..engine.messages import Part, TextPart
 from ..media.images import ImageReader, marker, short_hash_of
 from ..store.sent_messages import SentMessages
 from ..text.lines import LINE_BREAK_MARK
+from .forwards import ForwardFetcher, marker_of, nested_records
 from .members import MemberNames, call_quietly
 from .quotes import HIDDEN_QUOTE, QuotedMessage
 from .segments import (
@@ -41,7 +42,6 @@ FORWARD_LINE_MAX_CHARS = 100
 # Levels of forwarded records shown: a record, and the records forwarded inside it.
 FORWARD_MAX_DEPTH = 2
 FORWARD_INDENT = "  "
-UNAVAILABLE_FORWARD = "[合并转发的聊天记录（无法获取）]"
 UNAVAILABLE_QUOTE = "[引用了一条无法获取的消息]"
 # Downloads one message may cause, its quote's included (forwarded images are never
 # downloaded): a message of dozens of pictures would hold its session for minutes.
@@ -53,13 +53,17 @@ MAX_NAME_LOOKUPS_PER_MESSAGE = 10
 
 @dataclass
 class _Reading:
-    """One message being read: its bot and event, and the image downloads and name
-    lookups it has left."""
+    """One message being read: its bot and event, and the image downloads, name lookups
+    and forwarded-record fetches it has left."""
 
     bot: Bot
     event: MessageEvent
     images_left: int = MAX_IMAGES_PER_MESSAGE
     lookups_left: int = MAX_NAME_LOOKUPS_PER_MESSAGE
+    forwards: ForwardFetcher = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.forwards = ForwardFetcher(self.bot)
 
 
 @dataclass
@@ -87,6 +91,8 @@ class ContentRenderer:
         a part that fails renders as a placeholder."""
         reading = _Reading(bot, event)
         parts: list[Part] = []
+        segments = list(segments)
+        await reading.forwards.prefetch(data_of(s) for s in segments if s.type == "forward")
         try:
             quote = await self.quote(reading)
         except Exception:
@@ -217,67 +223,60 @@ class ContentRenderer:
 
     async def forward(self, reading: _Reading, data: dict[str, Any]) -> str:
         """A forwarded chat record: one line per message, nested records (up to
-        FORWARD_MAX_DEPTH levels) indented beneath theirs, FORWARD_MAX_LINES lines in all."""
-        nodes = await self._forward_nodes(reading.bot, data)
-        if nodes is None:
-            return UNAVAILABLE_FORWARD
+        FORWARD_MAX_DEPTH levels) indented beneath theirs, FORWARD_MAX_LINES lines in all;
+        a record not fetched (within the message's fetch budget) is a marker saying why."""
+        nodes = await reading.forwards.nodes(data)
+        if not isinstance(nodes, list):
+            return nodes.value
         budget = _LineBudget(FORWARD_MAX_LINES)
         lines = await self._forward_lines(reading, nodes, 1, budget)
         tail = f"\n…（还有 {budget.skipped} 条）" if budget.skipped else ""
         return f"{FORWARD_MARKER}\n" + "\n".join(lines) + tail + "\n"
 
-    async def _forward_nodes(self, bot: Bot, data: dict[str, Any]) -> list[Any] | None:
-        """The record's messages: inline (NapCat sends them along) or from `get_forward_msg`."""
-        nodes = data.get("content")
-        if not (isinstance(nodes, list) and nodes) and data.get("id"):
-            fetched = await call_quietly(bot.get_forward_msg(id=str(data["id"])))
-            if isinstance(fetched, dict):
-                nodes = fetched.get("messages") or fetched.get("message")
-            elif isinstance(fetched, list):
-                nodes = fetched
-        return nodes if isinstance(nodes, list) and nodes else None
-
     async def _forward_lines(
         self, reading: _Reading, nodes: list[Any], level: int, budget: _LineBudget
     ) -> list[str]:
         indent = FORWARD_INDENT * (level - 1)
+        parsed = [found for found in map(_forward_node, nodes) if found is not None]
+        expands = level < FORWARD_MAX_DEPTH
+        if expands:
+            # The nested records of the messages that may show them (the last line of the
+            # cap leaves no room), fetched at once.
+            shown = parsed[: max(budget.left - 1, 0)]
+            await reading.forwards.prefetch(r for _, s in shown for r in nested_records(s))
         lines: list[str] = []
-        for node in nodes:
-            parsed = _forward_node(node)
-            if parsed is None:
-                continue
+        for name, segments in parsed:
             if budget.left <= 0:
                 budget.skipped += 1
                 continue
-            name, segments = parsed
-            text, nested = await self._node_text(reading, segments)
-            lines.append(f"{indent}{name}：{_one_line(text)[:FORWARD_LINE_MAX_CHARS]}")
             budget.left -= 1
-            for inner in nested if level < FORWARD_MAX_DEPTH else ():
-                has_room = budget.left > 0
-                inner_nodes = await self._forward_nodes(reading.bot, inner) if has_room else None
-                if inner_nodes is not None:
+            records = nested_records(segments) if expands and budget.left > 0 else []
+            inner = [await reading.forwards.nodes(record) for record in records]
+            text = await self._node_text(reading, segments, [marker_of(n) for n in inner])
+            lines.append(f"{indent}{name}：{_one_line(text)[:FORWARD_LINE_MAX_CHARS]}")
+            for inner_nodes in inner:
+                if isinstance(inner_nodes, list) and budget.left > 0:
                     lines += await self._forward_lines(reading, inner_nodes, level + 1, budget)
         return lines
 
     async def _node_text(
-        self, reading: _Reading, segments: list[MessageSegment]
-    ) -> tuple[str, list[dict[str, Any]]]:
-        """A forwarded message's text and the records nested in it. Its images stay plain
-        markers: a record may hold dozens, and each would cost a download and a vision call."""
+        self, reading: _Reading, segments: list[MessageSegment], nested_markers: list[str]
+    ) -> str:
+        """A forwarded message's text, its nested records shown by `nested_markers` (the
+        plain marker past those). Its images stay plain markers: a record may hold dozens,
+        and each would cost a download and a vision call."""
+        markers = iter(nested_markers)
         texts: list[str] = []
-        nested: list[dict[str, Any]] = []
         for segment in segments:
             if segment.type == "forward":
-                nested.append(data_of(segment))
-                texts.append(FORWARD_MARKER)
+                texts.append(next(markers, FORWARD_MARKER))
             elif segment.type == "at":
                 # Nobody is addressing the bot inside a record: its own @ is shown too.
                 texts.append(await self.at_text(reading, data_of(segment), self_id="") or "")
             else:
                 part = render_safely(segment, "")
                 texts.append(part_text(part) if part is not None else "")
-        return "".join(texts), nested
+        return "".join(texts)
 
 
 def _forward_node(node: Any) -> tuple[str, list[MessageSegment]] | None:

@@ -5,9 +5,11 @@ persisted."""
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import hashlib
 import json
+import math
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -29,13 +31,15 @@ LOOKUPS = ("get_msg", "get_forward_msg", "get_group_member_info")
 
 class QQBot(RecordingBot):
     """A RecordingBot that answers lookups from what the test stored, and fails (as NapCat
-    does, with `ActionFailed`) for anything it does not know."""
+    does, with `ActionFailed`) for anything it does not know. `forward_delays` makes
+    `get_forward_msg` of an id answer late, or never (`math.inf`)."""
 
     def __init__(self) -> None:
         super().__init__()
         self.stored_messages: dict[int, dict[str, Any]] = {}
         self.forwards: dict[str, list[dict[str, Any]]] = {}
         self.members: dict[tuple[int, int], dict[str, Any]] = {}
+        self.forward_delays: dict[str, float] = {}
 
     def add_member(self, group_id: int, user_id: int, card: str = "", nickname: str = "") -> None:
         self.members[(group_id, user_id)] = {
@@ -67,10 +71,19 @@ class QQBot(RecordingBot):
         if api not in LOOKUPS:
             return await super().call_api(api, **data)
         self.calls.append(ApiCall(api, data))
+        if api == "get_forward_msg":
+            await self._answer_late(str(data["id"]))
         found = self._lookup(api, data)
         if found is None:
             raise ActionFailed(status="failed", retcode=200, message=f"{api} failed", data=None)
         return found
+
+    async def _answer_late(self, forward_id: str) -> None:
+        delay = self.forward_delays.get(forward_id, 0.0)
+        if delay == math.inf:
+            await asyncio.get_running_loop().create_future()
+        elif delay > 0:
+            await asyncio.sleep(delay)
 
     def _lookup(self, api: str, data: dict[str, Any]) -> Any:
         if api == "get_msg":
