@@ -103,6 +103,8 @@ class Incoming:
     peers: frozenset[str] = frozenset()
     # What was said, read alike by every account (copies.py); in groups only.
     fingerprint: str = ""
+    # The id this account's implementation gave it: a copy delivered twice carries it twice.
+    message_id: str = ""
     # Addressed (or a command) without naming an account: by the nickname they all share.
     names_no_account: bool = False
     # The group message this is a copy of, once the conversation has matched it.
