@@ -13,6 +13,7 @@ from .. import plugin_config, texts
 from ..deferred_start import deferred_start
 from ..runtime import current_runtime
 from .inbound import command_text, is_addressed, named_accounts, parse_command, session_key_for
+from .unknown_senders import is_private_from_no_one, refuse_private
 
 logger = logging.getLogger("nonebot_plugin_aimemory")
 
@@ -34,6 +35,11 @@ async def handle_message() -> None:
     if runtime is None:
         await _waiting_notice(bot, event)
         return
+    if is_private_from_no_one(event):
+        # No chat to keep it under (unknown_senders.py): a short notice, nothing stored.
+        if await refuse_private(bot, event, runtime.inbound) and _any_matcher_after_ours():
+            current_matcher.get().stop_propagation()
+        return
     incoming = await runtime.inbound.translate(bot, event)
     if incoming is None:
         return
@@ -47,8 +53,8 @@ async def _waiting_notice(bot: Bot, event: MessageEvent) -> None:
     """While the plugin waits for its database, an addressed message (or a command) gets a
     short notice, once a minute per chat and account; nothing else happens to it."""
     waiting = deferred_start()
-    if not waiting.waiting:
-        return
+    if not waiting.waiting or is_private_from_no_one(event):
+        return  # such a sender has no chat to note the notice for; told once we run
     addressed = is_addressed(event, named_accounts(event, frozenset({bot.self_id})))
     if not addressed and parse_command(command_text(event.message)) is None:
         return

@@ -22,6 +22,8 @@ REPLY_TRUNCATED = "……（回复过长，已省略后续内容）"
 EMPTY_MESSAGE = "你好像什么也没说～"
 # While the plugin waits for its PostgreSQL database (deferred_start.py).
 DATABASE_NOT_READY = "机器人的记忆数据库还没连上，暂时不能回答，请稍后再试。"
+# A private message whose sender id is no QQ number (0, negative): nothing is kept for it.
+PRIVATE_SENDER_UNKNOWN = "认不出你的 QQ 号，私聊暂时没法回答，可以在群里找我聊～"
 # In place of a quote said in another chat, or a quote of the bot that it cannot place.
 QUOTE_HIDDEN = "[引用 无法显示]"
 
