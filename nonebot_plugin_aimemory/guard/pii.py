@@ -1,11 +1,13 @@
 """Personal identifiers masked before a memory is stored: mainland mobile numbers, resident
 ID numbers (18 digits with their check digit, and the old 15-digit ones) and bank cards,
 however they are written — separated by any run of punctuation, symbols or blanks
-("138_1234_5678", "138、1234、5678", "(+86)138～1234～5678"), in full-width digits, with
-invisible characters inside (`invisible.py`, the guard's table), glued to letters. Checksums,
-dates and
-number prefixes (`identifiers.py`) keep prices, dates, group numbers and order numbers
-unmasked."""
+("138_1234_5678", "138、1234、5678", "(+86)138～1234～5678"), in the digits of any script or
+style (full-width, Arabic-Indic, Devanagari, Thai, mathematical bold…: every Unicode decimal
+digit, and superscript or circled ones), with invisible characters inside (`invisible.py`,
+the guard's table), glued to letters. The masks match a folded copy of the text and mask the
+characters of the text as written, so nothing outside a masked number changes. Checksums,
+dates and number prefixes (`identifiers.py`) keep prices, dates, group numbers and order
+numbers unmasked."""
 
 from __future__ import annotations
 
@@ -27,15 +29,18 @@ from .identifiers import (
     is_valid_old_id_card,
 )
 from .invisible import char_class, invisible_class, invisible_codes, ranges_of
+from .pii_fold import fold_for_masks
 
 MASK = "*"
 
-_FULL_WIDTH_DIGITS = "".join(map(chr, range(0xFF10, 0xFF1A)))
-_DIGITS = "0-9" + _FULL_WIDTH_DIGITS  # inside a regex class: ASCII and full-width
-_CHECK_X = "Xx\uff38\uff58"  # the ID check character X, ASCII and full-width
+# What the masks match in the folded copy (`pii_fold.py`), where every digit form and every
+# compatibility X already reads as ASCII.
+_DIGITS = "0-9"
+_CHECK_X = "Xx"  # the ID check character X
 # Everything above the Basic Multilingual Plane that may stand between digit groups is a
-# symbol (emoji, pictographs) or a character of a historic script: the whole Supplementary
-# Multilingual Plane separates, as one range (a class of its exact symbols is checked range
+# symbol (emoji, pictographs) or a character of a historic script (its digits and
+# mathematical letters are folded to ASCII first): the whole Supplementary Multilingual
+# Plane separates, as one range (a class of its exact symbols is checked range
 # by range, several times slower).
 _SUPPLEMENTARY_MULTILINGUAL_PLANE = (0x10000, 0x1FFFF)
 _MIN_PII_DIGITS = 11  # a mobile number; nothing shorter is masked
@@ -67,19 +72,18 @@ def _digit_run() -> re.Pattern[str]:
     return re.compile(f"[{_DIGITS}](?:[{separators}]*[{_DIGITS}])*[{_CHECK_X}]?")
 
 
-_DIGIT_CHARS = frozenset(string.digits + _FULL_WIDTH_DIGITS + _CHECK_X)
+_DIGIT_CHARS = frozenset(string.digits + _CHECK_X)
 _GROUP = re.compile("[0-9]+X?")
 
 
 @functools.cache
 def _as_digits() -> dict[int, str | None]:
-    """How a run is read before it is split into groups: digits in ASCII, an X upper case,
-    invisible characters dropped (so "138\u200b1234" is one group), except the Braille
-    blank, a symbol that shows as a space and separates like one; every other separator
-    left standing, to separate groups."""
+    """How a folded run is read before it is split into groups: an X upper case, invisible
+    characters dropped (so "138\u200b1234" is one group), except the Braille blank, a
+    symbol that shows as a space and separates like one; every other separator left
+    standing, to separate groups."""
     return {
-        **{ord(char): str(value) for value, char in enumerate(_FULL_WIDTH_DIGITS)},
-        **{ord(char): "X" for char in _CHECK_X},
+        ord("x"): "X",
         **dict.fromkeys(code for code in invisible_codes() if not _is_separator(chr(code))),
     }
 
@@ -88,14 +92,15 @@ def mask_pii(text: str) -> str:
     """`text` with the identifying digits of mobiles (the middle four), ID numbers (all but
     the first three and last four) and bank cards (all but the last four) replaced by `*`;
     separators, prefixes and surrounding text stay as written."""
+    folded = fold_for_masks(text)
     masked: list[str] | None = None
-    for match in _digit_run().finditer(text):
+    for match in _digit_run().finditer(folded.text):
         if match.end() - match.start() < _MIN_PII_DIGITS:
             continue
         for position in _Run.parse(match).positions_to_mask():
             if masked is None:
                 masked = list(text)
-            masked[position] = MASK
+            masked[folded.origin(position)] = MASK
     return text if masked is None else "".join(masked)
 
 
