@@ -12,8 +12,8 @@ instead, with the reason and exit code 1.
 
 from __future__ import annotations
 
+import importlib.util
 import os
-import re
 import shutil
 import sys
 from pathlib import Path
@@ -24,18 +24,11 @@ from nonebot.adapters.onebot.v11 import Adapter as OneBotV11Adapter
 from nonebot.log import logger
 
 if TYPE_CHECKING:
-    from loguru import Message, Record
+    from loguru import Message
     from nonebot.plugin import Plugin
 
 HERE = Path(__file__).resolve().parent
 PLUGIN = "nonebot_plugin_aimemory"
-# `'aimemory_api_key': 'sk-…'` in NoneBot's dump of its configuration (a dict's repr); an
-# empty value stays `''`, so a key not set still shows.
-SECRET_SETTING = re.compile(
-    r"('[a-z0-9_]*(?:api_key|token|secret|password)[a-z0-9_]*'): (['\"])(?:\\.|(?!\2).)+\2",
-    re.IGNORECASE,
-)
-MASK = "'**********'"
 
 
 def ensure_env_file() -> None:
@@ -49,23 +42,21 @@ def ensure_env_file() -> None:
         )
 
 
-def mask_secrets(text: str) -> str:
-    """The text with the values of secret-looking settings (API keys, tokens) masked."""
-    return SECRET_SETTING.sub(lambda match: f"{match[1]}: {MASK}", text)
-
-
 def mask_secrets_in_the_console() -> None:
     """NoneBot logs its whole configuration at LOG_LEVEL=DEBUG, `.env`'s keys and tokens
-    as typed: its console sink, added again (its format, its level filter) with their
-    values masked. The plugin's own settings are SecretStr, shown masked anyway."""
-    from nonebot.log import default_filter, default_format, logger_id
-
-    def masked(record: Record) -> bool:
-        record["message"] = mask_secrets(record["message"])
-        return default_filter(record)
-
-    logger.remove(logger_id)
-    logger.add(sys.stdout, level=0, diagnose=False, filter=masked, format=default_format)
+    as typed: masked as the plugin's migration tool masks them (secret_masking.py). That
+    module is loaded from its file: importing it by name would import the plugin before
+    NoneBot is set up, and NoneBot refuses to load a plugin imported before it."""
+    package = importlib.util.find_spec(PLUGIN)  # finds the package, runs none of it
+    if package is None or not package.submodule_search_locations:
+        raise SystemExit(f"{PLUGIN} is not installed: python -m pip install .")
+    path = Path(package.submodule_search_locations[0]) / "secret_masking.py"
+    spec = importlib.util.spec_from_file_location(f"{PLUGIN}_secret_masking", path)
+    assert spec is not None
+    assert spec.loader is not None
+    masking = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(masking)
+    masking.mask_secrets_in_the_console()
 
 
 def load_plugin_or_exit() -> Plugin:

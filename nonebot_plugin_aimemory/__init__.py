@@ -17,9 +17,13 @@ from .tool_process import started_as_migration_tool as _started_as_migration_too
 if _started_as_migration_tool():
     # `python -m nonebot_plugin_aimemory.migrate` imports this package before the tool runs,
     # in a process with no bot: NoneBot is set up first, reading the bot's .env, so the
-    # tool finds the database the bot is configured with.
+    # tool finds the database the bot is configured with; its console masks secrets as
+    # bot.py's does.
     import nonebot
 
+    from .secret_masking import mask_secrets_in_the_console
+
+    mask_secrets_in_the_console()
     nonebot.init(driver="~none")
 
 require("nonebot_plugin_localstore")
@@ -94,9 +98,18 @@ def default_db_path() -> str:
     """The database file: `aimemory_db_path`, or one in localstore's data directory."""
     if plugin_config.aimemory_db_path:
         return plugin_config.aimemory_db_path
-    from nonebot_plugin_localstore import get_plugin_data_file
+    from nonebot.plugin import get_plugin_by_module_name
+    from nonebot_plugin_localstore import get_data_file, get_plugin_data_file
+    from nonebot_plugin_localstore.config import Config as LocalstoreConfig
 
-    return str(get_plugin_data_file("aimemory.db"))
+    if get_plugin_by_module_name(__name__) is not None:
+        return str(get_plugin_data_file("aimemory.db"))
+    # Imported, not loaded as a plugin (the migration tool): localstore cannot tell whose
+    # directory is asked for, so it is named, as the bot's plugin id (its module's name).
+    overrides = get_plugin_config(LocalstoreConfig).localstore_plugin_data_dir
+    if __name__ in overrides:
+        return str(overrides[__name__] / "aimemory.db")
+    return str(get_data_file(__name__, "aimemory.db"))
 
 
 def default_personas_dir() -> Path:
