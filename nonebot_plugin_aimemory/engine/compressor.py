@@ -11,15 +11,13 @@ from .errors import LLMError
 from .hooks import PreCompactHooks
 from .llm import Completion, LLMClient
 from .messages import Message
+from .summary_cap import CHARS_PER_CHUNK_TOKEN, cap_summary, details_kept
 from .tokens import TokenCounter, message_tokens
 from .transcript import chunk_lines, render_transcript
 from .usage import Usage
 from .window import first_user_index_at_or_after, truncate_oldest_half
 
 logger = logging.getLogger("nonebot_plugin_aimemory")
-
-# Characters of transcript per token of chunk budget: CJK runs ~0.8 chars/token, so stay under.
-CHARS_PER_CHUNK_TOKEN = 0.7
 
 
 @dataclass(frozen=True, slots=True)
@@ -171,44 +169,6 @@ def fold_chunks(lines: Sequence[str], chunk_tokens: int, counter: TokenCounter) 
     )
 
 
-def cap_summary(summary: str, max_tokens: int, counter: TokenCounter) -> str:
-    """Hard-cut `summary` to `max_tokens`, the last resort after asking the model to shorten
-    it: section headers stay, and the oldest items of the longest section go first."""
-    if counter.count(summary) <= max_tokens:
-        return summary
-    lines = summary.splitlines()
-    costs = [counter.count(line) + 1 for line in lines]
-    headers = {i for i, line in enumerate(lines) if _is_section_header(line)}
-    sections: list[list[int]] = [[]]
-    for index in range(len(lines)):
-        if index in headers:
-            sections.append([])
-        else:
-            sections[-1].append(index)
-    total = sum(costs)
-    dropped: set[int] = set()
-    while total > max_tokens:
-        longest = max(sections, key=len)
-        if not longest:
-            break
-        index = longest.pop(0)
-        dropped.add(index)
-        total -= costs[index]
-    kept = "\n".join(line for i, line in enumerate(lines) if i not in dropped)
-    if counter.count(kept) > max_tokens:  # headers alone, or one enormous line
-        kept = kept[: max(int(max_tokens * CHARS_PER_CHUNK_TOKEN), 1)]
-    return kept
-
-
-def _is_section_header(line: str) -> bool:
-    stripped = line.strip()
-    return (
-        bool(stripped)
-        and stripped.endswith(("：", ":"))
-        and not stripped.startswith(("-", "•", "*"))
-    )
-
-
 class Compressor:
     """Folds the older part of a window into a rolling summary with a (cheaper) model."""
 
@@ -357,14 +317,25 @@ class Compressor:
             )
             usage += completion.usage or Usage()
             shorter = completion.message.text.strip()
-            if shorter:
-                summary = shorter
         except LLMError as exc:
             logger.info("shortening the summary of %s failed: %s", key, exc)
-        tokens = self.counter.count(summary)
+            shorter = ""
+        return self._keeping_details(summary, shorter, key), usage
+
+    def _keeping_details(self, summary: str, shorter: str, key: str) -> str:
+        """The model's shorter summary, cut to the cap if still over it, unless a hard cut
+        of the long one keeps more of its details (a model may shorten by dropping them)."""
+        cap = self.policy.summary_max_tokens
+        hard_cut = cap_summary(summary, cap, self.counter)
+        if not shorter:
+            return hard_cut
+        tokens = self.counter.count(shorter)
         if tokens > cap:
             logger.warning(
                 "summary of %s still %d tokens after shortening; cutting it to %d", key, tokens, cap
             )
-            summary = cap_summary(summary, cap, self.counter)
-        return summary, usage
+            shorter = cap_summary(shorter, cap, self.counter)
+        if details_kept(summary, hard_cut) > details_kept(summary, shorter):
+            logger.info("the shortened summary of %s lost details; cutting the long one", key)
+            return hard_cut
+        return shorter

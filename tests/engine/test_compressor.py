@@ -438,6 +438,36 @@ async def test_an_over_long_summary_is_shortened_by_the_model_first(llm, http, s
     assert cl100k().count(bot.summary or "") <= 300
 
 
+async def test_a_shortened_summary_that_lost_the_details_gives_way_to_a_hard_cut(
+    llm, http, store
+) -> None:
+    llm.responder = FactKeepingLLM(padding="\n- 冗长的重复内容" * 200)
+    bot = make_bot(llm, http, store, budget=4000, summary_max_tokens=300)
+    for i in range(6):
+        await chat(bot, f"#fact{i}:杭州{i}号 {LINE}")
+    long_summary = "事实：\n" + "\n".join(f"- #fact{i}:杭州{i}号" for i in range(6))
+    # The fold answers too long; the shortening call then drops every concrete detail.
+    llm.script(
+        text(long_summary + "\n- 冗长" * 300), text("事实：\n- 大家聊了几件事，有人要出差。")
+    )
+    await bot.compact(reason="test", keep_recent_tokens=0)
+    summary = bot.summary or ""
+    assert "有人要出差" not in summary
+    assert "#fact" in summary
+    assert cl100k().count(summary) <= 300
+
+
+def test_details_kept_counts_numbers_latin_words_and_han_pairs() -> None:
+    from nonebot_plugin_aimemory.engine.summary_cap import details_kept
+
+    original = "小明下周三去杭州出差，住 Hilton 酒店 1203 房。"
+    assert details_kept(original, original) > details_kept(original, "小明要出差。")
+    assert details_kept(original, "小明周三去杭州，住 hilton 1203。") > details_kept(
+        original, "小明下周要出差，住酒店。"
+    )
+    assert details_kept(original, "") == 0
+
+
 def test_hard_cut_keeps_section_headers_and_drops_the_oldest_items_first() -> None:
     from nonebot_plugin_aimemory.engine.compressor import cap_summary
 
