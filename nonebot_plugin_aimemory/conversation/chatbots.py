@@ -16,6 +16,7 @@ from ..engine.tokens import TokenCounter
 from ..engine.tools import Tool, ToolRegistry
 from ..personas.choices import Personas
 from ..scopes import Scope
+from .incoming import COPIED_LINE_START
 
 
 class ToolSource(Protocol):
@@ -73,7 +74,11 @@ class ChatBotFactory:
             max_tool_rounds=self.max_tool_rounds,
             send_images=self.send_images,
             compressor=self.compressor,
-            notes=AnswerNotes(repeat=prompts.REPEAT_NOTE, answer=prompts.ANSWER_NOW_NOTE),
+            notes=AnswerNotes(
+                repeat=prompts.REPEAT_NOTE,
+                answer=prompts.ANSWER_NOW_NOTE,
+                copied_line_start=COPIED_LINE_START,
+            ),
         )
 
     def builtin_tools(self, key: str) -> list[Tool]:

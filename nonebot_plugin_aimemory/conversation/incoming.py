@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import re
 from dataclasses import dataclass, field, replace
 from datetime import datetime, tzinfo
 from typing import Protocol
@@ -17,6 +18,13 @@ from .copies import ReceivedMessage
 
 logger = logging.getLogger("nonebot_plugin_aimemory")
 
+# The start `line_prefix` gives each message, as a model copies it at the start of its own
+# answer: a time in brackets, a name with its QQ number (or 匿名) and a colon, or either.
+COPIED_LINE_START = re.compile(
+    r"\A\s*(?:\[\d{4}-\d{1,2}-\d{1,2}[ T]\d{1,2}:\d{2}(?::\d{2})?\]\s*"
+    r"(?:[^\n\[\]()（）:：]{1,40}[(（](?:\d{1,20}|匿名\d*)[)）]\s*[:：])?"
+    r"|[^\n\[\]()（）:：]{1,40}[(（](?:\d{1,20}|匿名\d*)[)）]\s*[:：])\s*"
+)
 # How long a finished turn keeps its session waiting for its reply to be sent: replies go
 # out in the order the messages came, and a lost hand-over must not hold a chat forever.
 DELIVERY_TIMEOUT_SECONDS = 120.0

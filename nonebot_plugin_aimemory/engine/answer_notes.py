@@ -6,6 +6,7 @@ the plugin's prompts; empty notes ask again without a note (stock replies: not a
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -23,6 +24,9 @@ class AnswerNotes:
 
     repeat: str = ""
     answer: str = ""
+    # The shape of the line each message of the window starts with (`[时间] 昵称(QQ号)：`):
+    # a small model starts its answer with one, copying what it sees above.
+    copied_line_start: re.Pattern[str] | None = None
 
     def ask_plainer(self, progress: TurnProgress, key: str, why: str) -> None:
         """Ask the next requests one AnswerMode further down (LLMError after the last),
@@ -41,6 +45,15 @@ class AnswerNotes:
         if pending:
             return message, [*pending[:-1], pending[-1].with_note(self.answer)]
         return message.with_note(self.answer), pending
+
+    def cleaned(self, reply: str, *, noted: bool) -> str:
+        """`reply` as the member gets it and the window keeps it: without a copied line
+        start, and without the notes when this turn sent any (`noted`)."""
+        if noted:
+            reply = self.without_notes(reply)
+        if self.copied_line_start is not None:
+            reply = self.copied_line_start.sub("", reply, count=1).strip()
+        return reply
 
     def without_notes(self, reply: str) -> str:
         """`reply` without any note this turn may have sent: a small model echoed the

@@ -25,6 +25,7 @@ __all__ = [
     "EmptyAfterTools",
     "EmptyAnswerer",
     "FakeToolResponse",
+    "LineCopier",
     "RepeatingCaller",
     "Situation",
     "SmallModel",
@@ -261,3 +262,29 @@ class FakeToolResponse(SmallModel):
     def with_tools(self, body: dict[str, Any]) -> Reply:
         block = fake_tool_response()
         return text(f"{self.said}\n{block}" if self.said else block)
+
+
+@dataclass
+class LineCopier(SmallModel):
+    """Starts its answer with the line start of the member's message (`[时间] 昵称(QQ号)：`),
+    as the real model did when asked what it had been told: it copies the shape of the
+    lines it sees. Some answers name another member in that copied line."""
+
+    name: str = ""  # the name in the copied line; the member's own when empty
+
+    def with_tools(self, body: dict[str, Any]) -> Reply:
+        return self.copying(body)
+
+    def __call__(self, body: dict[str, Any]) -> Reply:
+        self.seen.append(situation(body))
+        return self.copying(body)
+
+    def copying(self, body: dict[str, Any]) -> Reply:
+        """`answer` after the last user message's line start."""
+        [last] = [m for m in body["messages"] if m["role"] == "user"][-1:]
+        content = last["content"]
+        said = content if isinstance(content, str) else content[0].get("text", "")
+        start = said.split("：", 1)[0] + "：" if "：" in said[:80] else said[: said.find("]") + 1]
+        if self.name:
+            start = start.split("] ", 1)[0] + f"] {self.name}(20003)："
+        return text(f"{start}{self.answer}")
