@@ -34,6 +34,7 @@ from .engine.tools import Tool, ToolError  # noqa: E402
 from .onebot.names import ChatNames  # noqa: E402
 from .panel import PanelData, mount_panel  # noqa: E402
 from .runtime import Extensions, Runtime, current_runtime, install_runtime  # noqa: E402
+from .startup_lines import startup_lines  # noqa: E402
 from .store.opening import DatabaseUnreachable  # noqa: E402
 from .text import jieba_cuts  # noqa: E402
 
@@ -159,9 +160,18 @@ def _install(runtime: Runtime) -> None:
     """The started runtime answers from now on; the panel is mounted."""
     install_runtime(runtime)
     logger.info("nonebot-plugin-aimemory started (model {})", plugin_config.aimemory_model)
-    if notice := plugin_config.first_start_notice(_env_file_in_use(), _onebot_url()):
+    onebot_url = _onebot_url()
+    if notice := plugin_config.first_start_notice(_env_file_in_use(), onebot_url):
         logger.warning(notice)
     _mount_panel_once()
+    for line in startup_lines(
+        plugin_config,
+        onebot_url=onebot_url,
+        access_token_set=_access_token_set(),
+        database=str(getattr(runtime.database, "path", "")) if runtime.persistent else None,
+        panel_url=_served_url(plugin_config.aimemory_panel_path, "http"),
+    ):
+        logger.info(line)
 
 
 def _env_file_in_use() -> Path | None:
@@ -172,13 +182,25 @@ def _env_file_in_use() -> Path | None:
 
 def _onebot_url() -> str | None:
     """Where a OneBot implementation connects (reverse WebSocket), when NoneBot serves."""
+    return _served_url("/onebot/v11/ws", "ws")
+
+
+def _served_url(path: str, scheme: str) -> str | None:
+    """`path` on NoneBot's server, when the driver serves one."""
     from nonebot.drivers import ASGIMixin
 
     if not isinstance(driver, ASGIMixin):
         return None
     host = str(driver.config.host)
     host = f"[{host}]" if ":" in host else host
-    return f"ws://{host}:{driver.config.port}/onebot/v11/ws"
+    return f"{scheme}://{host}:{driver.config.port}{path}"
+
+
+def _access_token_set() -> bool:
+    """Whether the OneBot adapter asks its clients for an access token."""
+    from nonebot.adapters.onebot.v11.config import Config as OneBotConfig
+
+    return bool(get_plugin_config(OneBotConfig).onebot_access_token)
 
 
 # The web panel's routes are added to NoneBot's app once per process; they read the runtime

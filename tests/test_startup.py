@@ -323,3 +323,33 @@ async def test_the_first_start_of_bot_py_without_a_key_runs_and_says_what_to_fil
     assert f"在 .env 文件（{env_file}）里填上 AIMEMORY_API_KEY=" in notice
     assert f"ws://127.0.0.1:{port}/onebot/v11/ws" in notice
     assert answer["message"][-1] == {"type": "text", "data": {"text": texts.NOT_CONFIGURED}}
+
+
+async def test_every_start_says_where_to_connect_which_model_where_the_data_is_and_the_panel(
+    tmp_path: Path, llm: FakeOpenAI
+) -> None:
+    # First without the panel: the line says how to turn it on.
+    async with bot_process(tmp_path, llm, AIMEMORY_MODEL="qwen-plus") as bot:
+        port = bot.port
+    lines = (tmp_path / "bot.log").read_text("utf-8").splitlines()
+
+    def line_with(text: str) -> str:
+        (found,) = [line for line in lines if text in line]
+        assert "INFO" in found
+        return found
+
+    onebot = line_with("OneBot 客户端连接地址（反向 WebSocket）")
+    assert f"ws://127.0.0.1:{port}/onebot/v11/ws" in onebot
+    assert "已设置访问令牌 ONEBOT_ACCESS_TOKEN" in onebot
+    assert "qwen-plus" in line_with("回答用的模型")
+    assert str(tmp_path / "aimemory.db") in line_with("数据保存在 SQLite 文件")
+    assert "AIMEMORY_PANEL_TOKEN=" in line_with("网页面板：未开启")
+    # Then with a panel password and no OneBot token.
+    panel = {"AIMEMORY_PANEL_TOKEN": "a-panel-password-of-16+", "ONEBOT_ACCESS_TOKEN": ""}
+    async with bot_process(tmp_path, llm, **panel) as bot:
+        port = bot.port
+    lines = (tmp_path / "bot.log").read_text("utf-8").splitlines()
+    assert f"http://127.0.0.1:{port}/aimemory" in line_with("网页面板：")
+    assert "未设置访问令牌" in line_with("OneBot 客户端连接地址")
+    secret = panel["AIMEMORY_PANEL_TOKEN"]
+    assert all(secret not in line for line in lines)
