@@ -345,11 +345,12 @@ async def test_every_start_says_where_to_connect_which_model_where_the_data_is_a
     assert str(tmp_path / "aimemory.db") in line_with("数据保存在 SQLite 文件")
     assert "AIMEMORY_PANEL_TOKEN=" in line_with("网页面板：未开启")
     # Then with a panel password and no OneBot token.
-    panel = {"AIMEMORY_PANEL_TOKEN": "a-panel-password-of-16+", "ONEBOT_ACCESS_TOKEN": ""}
-    async with bot_process(tmp_path, llm, **panel) as bot:
+    secret = "a-panel-password-of-16+"
+    async with bot_process(
+        tmp_path, llm, AIMEMORY_PANEL_TOKEN=secret, ONEBOT_ACCESS_TOKEN=""
+    ) as bot:
         port = bot.port
     lines = (tmp_path / "bot.log").read_text("utf-8").splitlines()
     assert f"http://127.0.0.1:{port}/aimemory" in line_with("网页面板：")
     assert "未设置访问令牌" in line_with("OneBot 客户端连接地址")
-    secret = panel["AIMEMORY_PANEL_TOKEN"]
     assert all(secret not in line for line in lines)
