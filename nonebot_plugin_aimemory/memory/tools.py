@@ -16,6 +16,7 @@ from ..engine.turn_context import current_speaker
 from ..scopes import Scope
 from ..text.fit import fit_lines
 from .personal import MemoryView, is_anonymous, personal_view
+from .requested import note_save
 from .rules import MISSING, Missing, clean_user_id
 from .service import MemoryService, SaveOutcome, UpdateOutcome
 
@@ -110,6 +111,7 @@ def _saver(memory: MemoryService, scope: str, personal: bool):
             # Told in the owner's private chat: it stays there until the owner says otherwise.
             private=target is not None and target.include_private,
         )
+        note_save()  # saved, or refused for a reason: either way the turn tried (requested.py)
         if target is None:
             result = describe_save(outcome, memory.max_entries)
         else:

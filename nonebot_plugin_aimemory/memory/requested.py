@@ -1,0 +1,108 @@
+"""A member who asks the bot to remember something ("记住：我在星河科技上班") is told it is
+remembered: a real model often says "好的，已经保存" without calling `memory_save` (issue
+#36: 0 of 2 such facts saved by Qwen2.5-Coder-1.5B, each answered "已保存"). So when a turn
+on such a message ends without a save, the message itself is kept, through every rule a
+tool save passes (guard, masks, tombstones, cap), attributed to its speaker, before the
+answer goes out: what the member was told is true when they read it."""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass
+
+from .rules import is_question
+from .service import MemoryService
+
+logger = logging.getLogger("nonebot_plugin_aimemory")
+
+# An explicit request at the start of the message: the verb of keeping, then what to keep.
+# Asked in Chinese, English or Japanese; "记住了吗" and "remember when…" ask, not request.
+_REQUEST = re.compile(
+    r"\A\s*(?:请|麻烦|帮我|给我|你)?\s*"
+    r"(?:记住|记下|记一下|记好|帮我记|替我记|别忘了|不要忘了|记得)(?:一下)?(?:哦|啊|呀)?"
+    r"\s*(?P<sep>[：:，,、\s])\s*(?P<fact>\S.*)\Z"
+    r"|\A\s*(?:please\s+)?(?:remember|note|don'?t\s+forget)(?:\s+that)?\s*[:,]\s*(?P<en>\S.*)\Z"
+    r"|\A\s*(?P<ja>\S.*?)(?:を)?覚えて(?:おいて|て)?(?:ください|ね)?[。！!]?\s*\Z",
+    re.DOTALL | re.IGNORECASE,
+)
+MIN_FACT_CHARS = 2
+
+
+def requested_fact(text: str) -> str | None:
+    """What the member asks the bot to keep, or None when the text is no such request (a
+    question is none either: "记住了吗？")."""
+    if is_question(text):
+        return None
+    match = _REQUEST.match(text)
+    if match is None:
+        return None
+    fact = (match.group("fact") or match.group("en") or match.group("ja") or "").strip()
+    return fact if len(fact) >= MIN_FACT_CHARS else None
+
+
+@dataclass
+class SavesInTurn:
+    """How many memories the turn's tools saved (or found saved already)."""
+
+    count: int = 0
+
+
+_saves: ContextVar[SavesInTurn | None] = ContextVar("aimemory_saves_in_turn", default=None)
+
+
+@contextmanager
+def watching_saves() -> Iterator[SavesInTurn]:
+    """Count the saves of the enclosed turn."""
+    saves = SavesInTurn()
+    token = _saves.set(saves)
+    try:
+        yield saves
+    finally:
+        _saves.reset(token)
+
+
+def note_save() -> None:
+    """A tool of the current turn saved a memory, or found it there already."""
+    saves = _saves.get()
+    if saves is not None:
+        saves.count += 1
+
+
+class RequestedSaves:
+    """Keeps what a member asked to be remembered when the turn's model did not."""
+
+    def __init__(self, memory: MemoryService) -> None:
+        self.memory = memory
+
+    async def keep(
+        self, scope: str, text: str, *, speaker_id: str, speaker_name: str, saves: SavesInTurn
+    ) -> bool:
+        """Save the fact `text` asks to keep in `scope` unless the turn saved something;
+        whether it was saved now. Never raises: the answer goes out regardless."""
+        fact = requested_fact(text)
+        if fact is None or saves.count:
+            return False
+        who = f"{speaker_name}({speaker_id})" if speaker_id else speaker_name
+        try:
+            outcome = await self.memory.save(
+                scope, f"{who}说：{fact}", user_id=speaker_id or None, source="tool"
+            )
+        except Exception:
+            logger.exception("could not keep the fact %s asked to remember", scope)
+            return False
+        logger.info("%s: kept what the member asked to remember (%s)", scope, outcome.status)
+        return outcome.status == "saved"
+
+
+class NoRequestedSaves:
+    """No long-term memory: nothing to keep."""
+
+    async def keep(
+        self, scope: str, text: str, *, speaker_id: str, speaker_name: str, saves: SavesInTurn
+    ) -> bool:
+        """Nothing is saved."""
+        return False
