@@ -25,7 +25,8 @@ _REQUEST = re.compile(
     r"\A\s*(?:请|麻烦|帮我|给我|你)?\s*"
     r"(?:记住|记下|记一下|记好|帮我记|替我记|别忘了|不要忘了|记得)(?:一下)?(?:哦|啊|呀)?"
     r"\s*(?P<sep>[：:，,、\s])\s*(?P<fact>\S.*)\Z"
-    r"|\A\s*(?:please\s+)?(?:remember|note|don'?t\s+forget)(?:\s+that)?\s*[:,]\s*(?P<en>\S.*)\Z"
+    r"|\A\s*(?:please\s+)?(?:remember|note|don'?t\s+forget)"
+    r"(?:\s+that\s+|\s*[:,]\s*(?:that\s+)?)(?P<en>\S.*)\Z"
     r"|\A\s*(?P<ja>\S.*?)(?:を)?覚えて(?:おいて|て)?(?:ください|ね)?[。！!]?\s*\Z",
     re.DOTALL | re.IGNORECASE,
 )
