@@ -16,12 +16,15 @@ import httpx
 
 from .errors import BODY_EXCERPT_CHARS, LLMError
 from .llm import Endpoint
-from .shared_http import MAX_RESPONSE_BYTES, SharedHttp, TransportFailure
+from .shared_http import MAX_RESPONSE_BYTES, CappedAnswer, SharedHttp, TransportFailure
 from .usage import NO_METER, Usage, UsageMeter
 
 EMBEDDING_TIMEOUT_SECONDS = 15.0
 PAUSE_INITIAL_SECONDS = 60.0
 PAUSE_MAX_SECONDS = 600.0
+# A request whose connection broke off (a kept-alive HTTP/2 connection the server dropped,
+# say) is sent once more, on a fresh one, before the failure pauses embeddings.
+TRANSPORT_ATTEMPTS = 2
 # What a text is to the model: what is searched for, or what is stored and found.
 TextRole = Literal["query", "passage"]
 # The instruction the e5 "-instruct" models' cards give for retrieval (queries only).
@@ -170,6 +173,23 @@ class EmbeddingClient:
         self._pause_seconds = min(doubled, self.pause_max_seconds)
         self._paused_until = self.clock() + self._pause_seconds
 
+    async def _post(self, url: str, content: bytes) -> CappedAnswer:
+        """The answer to a POST, sent again after a retryable transport failure."""
+        attempt = 1
+        while True:
+            try:
+                return await self.http.post_capped(
+                    url,
+                    content=content,
+                    headers=self.endpoint.json_headers,
+                    timeout_seconds=self.timeout_seconds,
+                    max_bytes=self.max_response_bytes,
+                )
+            except TransportFailure as exc:
+                if not exc.retryable or attempt >= TRANSPORT_ATTEMPTS:
+                    raise LLMError(exc.kind, f"embeddings: {exc}") from exc
+            attempt += 1
+
     async def _request(self, texts: Sequence[str], role: TextRole) -> list[list[float]]:
         url = self.endpoint.api_base.rstrip("/") + "/embeddings"
         body = {
@@ -177,16 +197,7 @@ class EmbeddingClient:
             "input": self.roles.texts(texts, role),
             **self.roles.request_fields(role),
         }
-        try:
-            response = await self.http.post_capped(
-                url,
-                content=json.dumps(body).encode(),
-                headers=self.endpoint.json_headers,
-                timeout_seconds=self.timeout_seconds,
-                max_bytes=self.max_response_bytes,
-            )
-        except TransportFailure as exc:
-            raise LLMError(exc.kind, f"embeddings: {exc}") from exc
+        response = await self._post(url, json.dumps(body).encode())
         if response.status_code >= 400:
             raise LLMError("http", response.text[:BODY_EXCERPT_CHARS], response.status_code)
         try:

@@ -1,13 +1,18 @@
-"""The process's httpx client, made when first used (its TLS context reads certifi's ~150
-roots: start-up ~0.1 s and RSS ~2 MB a bot without a model call never pays), and
-`post_capped`, the one way model calls use it: a POST whose answer is bounded in size
-(after decompression) and in time (the whole exchange, not each read)."""
+"""The process's httpx client for model calls, made when first used (its TLS context reads
+certifi's ~150 roots: start-up ~0.1 s and RSS ~2 MB a bot without a model call never pays),
+and `post_capped`, the one way model calls use it: a POST whose answer is bounded in size
+(after decompression) and in time (the whole exchange, not each read).
+
+An https server that offers HTTP/2 (ALPN) gets one kept-alive connection that carries every
+call, each answer on its request's own stream; every other server (plain http, or https
+without h2) gets HTTP/1.1 and a new connection per call, as before HTTP/2."""
 
 from __future__ import annotations
 
 import asyncio
 import json
 import logging
+import ssl
 import zlib
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
@@ -15,13 +20,19 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import httpx
+from h2.exceptions import ProtocolError as H2ProtocolError
 
+from .renewable_client import RenewableClient
 from .timeouts import within
 
 logger = logging.getLogger("nonebot_plugin_aimemory")
 
 MAX_CONNECTIONS = 64
 MAX_KEEPALIVE_CONNECTIONS = 16
+# How long an idle HTTP/2 connection is kept: long enough to carry one turn's calls (tool
+# rounds, compression, review) and a lively chat's next turn, shorter than the idle timeouts
+# servers and load balancers commonly close on (60 s and more), so the client closes first.
+KEEPALIVE_EXPIRY_SECONDS = 30.0
 CONNECT_TIMEOUT_SECONDS = 10.0
 MAX_RESPONSE_BYTES = 16 * 1024 * 1024
 # What an answer may be compressed with: only what is inflated here piece by piece
@@ -60,12 +71,21 @@ class CappedAnswer:
 
 
 class SharedHttp:
-    """One `httpx.AsyncClient` for every role, created at the first `post_capped` (or
-    given: `client`, which `aclose` then closes too)."""
+    """One client for every role (renewed after an exchange that broke off), created at the
+    first `post_capped`; or `client`, used as given (which `aclose` then closes too). `tls`
+    verifies servers instead of certifi's roots and SSL_CERT_FILE/SSL_CERT_DIR (a test's
+    throwaway CA, say)."""
 
-    def __init__(self, timeout_seconds: float, *, client: httpx.AsyncClient | None = None) -> None:
+    def __init__(
+        self,
+        timeout_seconds: float,
+        *,
+        client: httpx.AsyncClient | None = None,
+        tls: ssl.SSLContext | None = None,
+    ) -> None:
         self.timeout_seconds = timeout_seconds
-        self._client = client
+        self._tls = tls
+        self._clients = RenewableClient(self._new_client, given=client)
 
     @classmethod
     def of(cls, http: httpx.AsyncClient | SharedHttp, timeout_seconds: float) -> SharedHttp:
@@ -74,17 +94,28 @@ class SharedHttp:
 
     @property
     def client(self) -> httpx.AsyncClient:
-        """The client, made now if it does not exist yet."""
-        if self._client is None:
-            # trust_env (httpx's default): HTTP(S)_PROXY, ALL_PROXY and NO_PROXY are honoured.
-            self._client = httpx.AsyncClient(
-                timeout=httpx.Timeout(self.timeout_seconds, connect=CONNECT_TIMEOUT_SECONDS),
-                limits=httpx.Limits(
-                    max_connections=MAX_CONNECTIONS,
-                    max_keepalive_connections=MAX_KEEPALIVE_CONNECTIONS,
-                ),
-            )
-        return self._client
+        """The client new calls use, made now if it does not exist yet."""
+        return self._clients.current
+
+    def _new_client(self) -> httpx.AsyncClient:
+        if self._tls is None:
+            # Made once and shared by every renewed client (reading the roots costs ~0.1 s).
+            self._tls = httpx.create_ssl_context()
+        # One client for both protocols: which one a connection speaks is settled by ALPN
+        # when it is made, unknown before, and a server may choose h2 on one connection and
+        # HTTP/1.1 on another; the request's `Connection: close` (`_exchange`) keeps
+        # HTTP/1.1 connections to one call each and leaves HTTP/2 ones kept alive.
+        # trust_env (httpx's default): HTTP(S)_PROXY, ALL_PROXY and NO_PROXY are honoured.
+        return httpx.AsyncClient(
+            http2=True,
+            verify=self._tls,
+            timeout=httpx.Timeout(self.timeout_seconds, connect=CONNECT_TIMEOUT_SECONDS),
+            limits=httpx.Limits(
+                max_connections=MAX_CONNECTIONS,
+                max_keepalive_connections=MAX_KEEPALIVE_CONNECTIONS,
+                keepalive_expiry=KEEPALIVE_EXPIRY_SECONDS,
+            ),
+        )
 
     async def post_capped(
         self,
@@ -99,42 +130,47 @@ class SharedHttp:
         body decompressed up to `max_bytes`; TransportFailure when none can be had."""
         host = urlsplit(url).hostname or url
         try:
-            return await within(
-                self._exchange(url, content, headers, timeout_seconds, max_bytes, host),
-                timeout_seconds,
-            )
+            async with self._clients.lease() as client:
+                return await within(
+                    self._exchange(client, url, content, headers, timeout_seconds, max_bytes),
+                    timeout_seconds,
+                )
         except asyncio.TimeoutError as exc:
             message = f"no whole answer from {host} within {timeout_seconds:g} s"
             raise TransportFailure("timeout", message, retryable=False) from exc
         except (httpx.TransportError, httpx.DecodingError) as exc:
             raise _failure_of(exc) from exc
-        except ValueError as exc:  # a malformed answer the HTTP stack did not map to its own
+        # A malformed answer the HTTP stack did not map to its own errors: a bad HTTP/1.1
+        # head can raise ValueError, a bad HTTP/2 frame mid-body h2's ProtocolError.
+        except (ValueError, H2ProtocolError) as exc:
             raise TransportFailure(
                 "unreachable", f"RemoteProtocolError: {exc!r}", retryable=True
             ) from exc
 
     async def aclose(self) -> None:
-        """Close the client if it was made."""
-        if self._client is not None:
-            await self._client.aclose()
-            self._client = None
+        """Close the clients that were made (or given)."""
+        await self._clients.aclose()
 
+    @staticmethod
     async def _exchange(
-        self,
+        client: httpx.AsyncClient,
         url: str,
         content: bytes,
         headers: Mapping[str, str],
         timeout_seconds: float,
         max_bytes: int,
-        host: str,
     ) -> CappedAnswer:
-        # Connection: close — httpcore would read a stray answer that came in the same
-        # network read as the last one as the answer to the connection's next request.
+        # Connection: close. On HTTP/1.1 it closes the connection after this answer:
+        # httpcore would read a stray answer that came in the same network read as the last
+        # one as the answer to the connection's next request. On HTTP/2 the h2 package
+        # strips connection-specific headers (RFC 9113 §8.2.2; h2 ≥ 2.6) and the connection
+        # stays up: an answer comes on its request's own stream, a stray one has none.
         request_headers = {**headers, "Accept-Encoding": ACCEPT_ENCODING, "Connection": "close"}
         timeout = httpx.Timeout(
             timeout_seconds, connect=min(timeout_seconds, CONNECT_TIMEOUT_SECONDS)
         )
-        request = self.client.stream(
+        host = urlsplit(url).hostname or url
+        request = client.stream(
             "POST", url, content=content, headers=request_headers, timeout=timeout
         )
         async with request as response:
@@ -208,10 +244,11 @@ def _zlib_wrapped(data: bytes) -> bool:
 def _failure_of(exc: httpx.HTTPError) -> TransportFailure:
     """An httpx failure as a TransportFailure. Connection-level failures (refused, reset,
     closed early, garbled) are worth a retry; a read timeout is not: the model is just
-    slow, retrying doubles the wait."""
+    slow, retrying doubles the wait. httpx reports a garbled HTTP/2 frame from the server
+    as a LocalProtocolError, so both kinds of ProtocolError count as garbled."""
     retryable = isinstance(
         exc,
-        httpx.NetworkError | httpx.RemoteProtocolError | httpx.ConnectTimeout | httpx.DecodingError,
+        httpx.NetworkError | httpx.ProtocolError | httpx.ConnectTimeout | httpx.DecodingError,
     )
     kind = "timeout" if isinstance(exc, httpx.TimeoutException) else "unreachable"
     return TransportFailure(kind, f"{type(exc).__name__}: {exc}", retryable=retryable)

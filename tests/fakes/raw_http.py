@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 import re
+import ssl
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
@@ -26,9 +27,9 @@ Answer = Callable[[asyncio.StreamReader, asyncio.StreamWriter, Served], Awaitabl
 
 
 @asynccontextmanager
-async def serving(answer: Answer) -> AsyncIterator[Served]:
-    """A raw-socket server on 127.0.0.1 running `answer` on each connection; on leaving, it
-    waits (up to 5 s) for the connections' answers to end."""
+async def serving(answer: Answer, tls: ssl.SSLContext | None = None) -> AsyncIterator[Served]:
+    """A raw-socket server on 127.0.0.1 running `answer` on each connection (over TLS with
+    `tls`); on leaving, it waits (up to 5 s) for the connections' answers to end."""
     served = Served()
     answering: set[asyncio.Task[None]] = set()
 
@@ -43,8 +44,9 @@ async def serving(answer: Answer) -> AsyncIterator[Served]:
         finally:
             writer.close()
 
-    server = await asyncio.start_server(on_connect, "127.0.0.1", 0)
-    served.base_url = f"http://127.0.0.1:{server.sockets[0].getsockname()[1]}/v1"
+    server = await asyncio.start_server(on_connect, "127.0.0.1", 0, ssl=tls)
+    scheme = "https" if tls else "http"
+    served.base_url = f"{scheme}://127.0.0.1:{server.sockets[0].getsockname()[1]}/v1"
     try:
         yield served
     finally:
