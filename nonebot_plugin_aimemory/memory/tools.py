@@ -83,8 +83,7 @@ def _listing_cap(memory: MemoryService, personal: bool) -> int:
 
 
 def _speakers_view(scope: str, personal: bool) -> MemoryView | None:
-    """The current speaker's personal memories visible in `scope`, or None (personal memory
-    off, or no speaker: a call outside a turn)."""
+    """The speaker's personal memories visible in `scope` (None: off, or outside a turn)."""
     return personal_view(scope, current_speaker()) if personal else None
 
 
