@@ -329,7 +329,7 @@ class _Builder:
             sessions=sessions,
             autoclear=autoclear,
             chat_log=chat_log,
-            memories=memory.relevant,
+            memories=memory.for_turns,
             commands=Commands(
                 dialog, memory.commands, PersonaCommands(personas), personas, self.memory_key
             ),

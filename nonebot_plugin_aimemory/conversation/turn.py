@@ -20,7 +20,7 @@ from ..engine.chatbot import ChatBot
 from ..engine.errors import LLMError
 from ..engine.history import StoreError
 from ..engine.messages import Message, Part, TextPart
-from ..engine.turn_context import TurnSpeaker, speaking
+from ..engine.turn_context import SavesInTurn, TurnSpeaker, speaking, watching_saves
 from ..engine.turn_outcome import AllowanceUsedUp
 from ..engine.usage import UsageRecorder, attributed_to
 from ..store.chat_log_store import ChatRow
@@ -61,6 +61,12 @@ class RelevantMemories(Protocol):
     ) -> tuple[Message, str | None]:
         """The message to send and, when it was changed, the text to persist instead;
         `speaker`'s personal memories visible here count too."""
+        ...
+
+    async def keep_requested(
+        self, scope: str, text: str, *, speaker_id: str, speaker_name: str, saves: SavesInTurn
+    ) -> bool:
+        """Keep what `text` asked to be remembered if the turn saved nothing."""
         ...
 
 
@@ -262,10 +268,20 @@ class Conversation:
                 text,
                 first.turn_speaker,
             )
-            result = await chatbot.turn(
-                message,
-                persist_user_text=persist_text,
-                may_call=lambda: not self._over_quota(first),
+            with watching_saves() as saves:
+                result = await chatbot.turn(
+                    message,
+                    persist_user_text=persist_text,
+                    may_call=lambda: not self._over_quota(first),
+                )
+            # Kept before the answer goes out: what the member is told must be true.
+            speaker = first.turn_speaker.user_id
+            await self.memories.keep_requested(
+                self.memory_key(chatbot.key),
+                text,
+                speaker_id=speaker,
+                speaker_name=first.speaker.name,
+                saves=saves,
             )
         except AllowanceUsedUp:  # its messages are logged and kept in the window
             return self._quota_notice(first, [])

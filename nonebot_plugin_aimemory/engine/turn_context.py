@@ -39,3 +39,31 @@ def speaking(speaker: TurnSpeaker | None) -> Iterator[None]:
         yield
     finally:
         _current.reset(token)
+
+
+@dataclass
+class SavesInTurn:
+    """How many times the turn's tools saved a memory (or tried to: a refusal counts)."""
+
+    count: int = 0
+
+
+_saves: ContextVar[SavesInTurn | None] = ContextVar("aimemory_saves_in_turn", default=None)
+
+
+@contextmanager
+def watching_saves() -> Iterator[SavesInTurn]:
+    """Count the memory saves of the enclosed turn."""
+    saves = SavesInTurn()
+    token = _saves.set(saves)
+    try:
+        yield saves
+    finally:
+        _saves.reset(token)
+
+
+def note_save() -> None:
+    """A tool of the current turn saved a memory, or tried to."""
+    saves = _saves.get()
+    if saves is not None:
+        saves.count += 1

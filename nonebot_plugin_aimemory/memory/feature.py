@@ -9,9 +9,11 @@ from dataclasses import dataclass, field
 from ..engine.background import Background
 from ..engine.messages import Message
 from ..engine.tools import Tool
+from ..engine.turn_context import SavesInTurn, TurnSpeaker
 from .commands import MemoryCommands, MemoryUnavailable
 from .extractor import FactExtractor
 from .inject import NoRelevantMemories, RelevantMemories
+from .requested import NoRequestedSaves, RequestedSaves
 from .service import MemoryService
 from .tools import memory_tools
 
@@ -30,6 +32,29 @@ class NoExtraction:
         """Nothing is running."""
 
 
+@dataclass(frozen=True, slots=True)
+class TurnMemories:
+    """What a turn asks of long-term memory: the memories put before its message, and,
+    once it is answered, what its member asked to remember and the model did not keep."""
+
+    relevant: RelevantMemories | NoRelevantMemories
+    requested: RequestedSaves | NoRequestedSaves
+
+    async def prepend(
+        self, scope: str, message: Message, query: str, speaker: TurnSpeaker | None = None
+    ) -> tuple[Message, str | None]:
+        """The message with the relevant memories before it (see inject.py)."""
+        return await self.relevant.prepend(scope, message, query, speaker)
+
+    async def keep_requested(
+        self, scope: str, text: str, *, speaker_id: str, speaker_name: str, saves: SavesInTurn
+    ) -> bool:
+        """Keep what `text` asked to be remembered, unless the turn saved (requested.py)."""
+        return await self.requested.keep(
+            scope, text, speaker_id=speaker_id, speaker_name=speaker_name, saves=saves
+        )
+
+
 @dataclass
 class LongTermMemory:
     """Memories kept in the database, per scope."""
@@ -41,6 +66,11 @@ class LongTermMemory:
     # Whether the tools also reach the current speaker's personal memories.
     personal: bool = True
     _background: Background = field(default_factory=lambda: Background("long-term memory"))
+
+    @property
+    def for_turns(self) -> TurnMemories:
+        """What each turn asks of long-term memory."""
+        return TurnMemories(self.relevant, RequestedSaves(self.service))
 
     def tools(self, scope: str) -> list[Tool]:
         """The memory tools bound to `scope` (and to the speaker of each turn)."""
@@ -75,6 +105,11 @@ class MemoryOff:
     commands: MemoryUnavailable = field(default_factory=MemoryUnavailable)
     relevant: NoRelevantMemories = field(default_factory=NoRelevantMemories)
     extractor: NoExtraction = field(default_factory=NoExtraction)
+
+    @property
+    def for_turns(self) -> TurnMemories:
+        """Nothing put before a message, nothing kept after it."""
+        return TurnMemories(self.relevant, NoRequestedSaves())
 
     def tools(self, scope: str) -> list[Tool]:
         """No memory tools."""

@@ -9,11 +9,8 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Iterator
-from contextlib import contextmanager
-from contextvars import ContextVar
-from dataclasses import dataclass
 
+from ..engine.turn_context import SavesInTurn
 from .rules import is_question
 from .service import MemoryService
 
@@ -48,34 +45,6 @@ def requested_fact(text: str) -> str | None:
     if len(fact) < MIN_FACT_CHARS or _ADDRESSES_THE_BOT.search(fact):
         return None
     return fact
-
-
-@dataclass
-class SavesInTurn:
-    """How many memories the turn's tools saved (or found saved already)."""
-
-    count: int = 0
-
-
-_saves: ContextVar[SavesInTurn | None] = ContextVar("aimemory_saves_in_turn", default=None)
-
-
-@contextmanager
-def watching_saves() -> Iterator[SavesInTurn]:
-    """Count the saves of the enclosed turn."""
-    saves = SavesInTurn()
-    token = _saves.set(saves)
-    try:
-        yield saves
-    finally:
-        _saves.reset(token)
-
-
-def note_save() -> None:
-    """A tool of the current turn saved a memory, or found it there already."""
-    saves = _saves.get()
-    if saves is not None:
-        saves.count += 1
 
 
 class RequestedSaves:

@@ -12,11 +12,10 @@ from typing import TYPE_CHECKING, Any
 
 from .. import prompts, texts
 from ..engine.tools import MAX_TOOL_RESULT_CHARS, Tool, ToolError, ToolText
-from ..engine.turn_context import current_speaker
+from ..engine.turn_context import current_speaker, note_save
 from ..scopes import Scope
 from ..text.fit import fit_lines
 from .personal import MemoryView, is_anonymous, personal_view
-from .requested import note_save
 from .rules import MISSING, Missing, clean_user_id
 from .service import MemoryService, SaveOutcome, UpdateOutcome
 
