@@ -63,8 +63,8 @@ class SqliteConnection:
         return self._connection.executemany(sql, storable_rows(seq_of_parameters))
 
     def setlimit(self, category: int, limit: int, /) -> int:
-        """sqlite3's own: a test plays an old SQLite's limit on variables with it."""
-        return self._connection.setlimit(category, limit)
+        """sqlite3's own (Python 3.11+): a test plays an old SQLite's limit on variables."""
+        return self._connection.setlimit(category, limit)  # pyright: ignore[reportAttributeAccessIssue]
 
 
 class Database:
