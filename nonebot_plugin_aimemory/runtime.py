@@ -16,6 +16,7 @@ from .chatlog.feature import ChatLogOff, RecordedChat
 from .config import Config, ConfigError
 from .conversation.autoclear import GroupAutoClear
 from .conversation.chatbots import ChatBotFactory
+from .conversation.claims import MessageClaims
 from .conversation.commands import Commands, DialogCommands
 from .conversation.group_windows import group_cleared_in_memory
 from .conversation.sessions import SessionCache
@@ -49,6 +50,7 @@ from .store.counters import GroupCounterStore, MemoryOnlyCounterStore
 from .store.history_store import MemoryOnlyHistoryStore, SqliteHistoryStore
 from .store.image_store import ImageDescriptionStore
 from .store.liveness import RunningMark
+from .store.message_claims import MessageClaimStore
 from .store.opening import open_backend
 from .store.persona_store import PersonaStore
 from .store.plugin_state import MemoryOnlyPluginState, PluginStateStore
@@ -338,6 +340,7 @@ class _Builder:
             daily_quota_tokens=config.aimemory_daily_tokens_per_chat,
             window_key=personas.window_key,
             memory_key=self.memory_key,
+            copies=MessageClaims(MessageClaimStore(database) if database else None),
             prepare=lambda: text_tools_ready(counter),
         )
 

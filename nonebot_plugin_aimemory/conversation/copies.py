@@ -3,7 +3,10 @@ messages per account, so one message can arrive with different ids: copies are t
 the chat, the sender, what was said (`fingerprint`, read the same by every account) and
 when QQ says it was sent. A message is logged once, by whichever copy comes first, and
 answered at most once when no account is named in it (the shared nickname, a command):
-by the lowest account present in the group, or by the first to claim it."""
+by the lowest account present in the group; one that has not got it yet is waited for,
+at most LOWER_ACCOUNT_WAIT_SECONDS, and then the account that has it answers. This is
+one process's memory of them; with a database, the claims there decide instead, by the
+same rule (claims.py, store/message_claims.py)."""
 
 from __future__ import annotations
 
@@ -13,15 +16,25 @@ from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 
 from ..store.chat_log_store import ChatRow
+from ..store.message_claims import PRESENT_SECONDS, SAME_MESSAGE_SECONDS
 
-# Copies of one message carry the same send time; this much apart are two messages.
-SAME_MESSAGE_SECONDS = 60.0
 # Recent messages remembered per chat (a copy arrives seconds after the first), and chats:
 # some 10 MB at most.
 MESSAGES_PER_CHAT = 32
 CHATS_REMEMBERED = 2048
-# An account that received one of a group's messages this recently is taken to be in it.
-PRESENT_SECONDS = 600.0
+# How long a copy of a message naming no account waits for a lower account present in the
+# group to claim it: copies through several accounts come within a second of each other,
+# and one that never comes (that account missed the message) must not leave it unanswered.
+LOWER_ACCOUNT_WAIT_SECONDS = 2.0
+
+
+def takes_the_answer(account: str, present: Collection[str], *, waited: bool) -> bool | None:
+    """Whether `account` answers a message that names no account and that nobody claimed:
+    yes when it is the lowest account `present` in the chat, or after it `waited` for the
+    lower ones; None (ask again) while a lower one may still claim it."""
+    if waited or min([*present, account], key=_as_number) == account:
+        return True
+    return None
 
 
 @dataclass(eq=False)
@@ -35,6 +48,8 @@ class ReceivedMessage:
     answered_by: str | None = None
     # The one chat-log row of it, once a copy was logged.
     logged_row: ChatRow | None = None
+    # False when another bot process on the database writes that row.
+    loggable: bool = True
 
 
 class ReceivedCopies:
@@ -67,18 +82,25 @@ class ReceivedCopies:
         recent.append(message)
         return message
 
-    def may_answer(
-        self, message: ReceivedMessage, chat: str, account: str, peers: Collection[str]
-    ) -> bool:
+    def decide(
+        self,
+        message: ReceivedMessage,
+        chat: str,
+        account: str,
+        peers: Collection[str],
+        *,
+        waited: bool = False,
+    ) -> bool | None:
         """Whether `account` answers a message that names no account: the one that claimed
-        it already, else the lowest of `peers` present in the chat (`account` always is)."""
+        it already, else the lowest of `peers` present in the chat (`account` always is),
+        else, once it `waited`, `account`. None: not yet (ask again after a while)."""
         if message.answered_by is not None:
             return message.answered_by == account
-        present = [peer for peer in peers if peer == account or self._is_present(chat, peer)]
-        if min(present, key=_as_number, default=account) != account:
-            return False
-        message.answered_by = account
-        return True
+        present = [peer for peer in peers if self._is_present(chat, peer)]
+        answers = takes_the_answer(account, present, waited=waited)
+        if answers:
+            message.answered_by = account
+        return answers
 
     def _recent(self, chat: str) -> deque[ReceivedMessage]:
         recent = self._chats.get(chat)
@@ -102,5 +124,5 @@ class ReceivedCopies:
         return seen is not None and self.clock() - seen <= PRESENT_SECONDS
 
 
-def _as_number(account: str) -> int:
-    return int(account) if account.isdigit() else 0
+def _as_number(account: str) -> tuple[int, str]:
+    return (int(account) if account.isdigit() else 0, account)

@@ -12,7 +12,6 @@ import asyncio
 import logging
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import replace
 from datetime import tzinfo
 from typing import Protocol
 
@@ -27,7 +26,7 @@ from ..engine.usage import UsageRecorder, attributed_to
 from ..store.chat_log_store import ChatRow
 from .autoclear import GroupAutoClear
 from .bursts import Burst, OpenBursts
-from .copies import ReceivedCopies
+from .claims import MessageClaims
 from .failures import failure_text, log_failure
 from .incoming import Command, Incoming, Outcome, nothing, parts_text, say
 from .log_rows import assistant_row, user_row
@@ -101,7 +100,7 @@ class Conversation:
         daily_quota_tokens: int = 0,
         window_key: Callable[[str], str] = lambda chat_key: chat_key,
         memory_key: Callable[[str], str] = lambda window_key: window_key,
-        copies: ReceivedCopies | None = None,
+        copies: MessageClaims | None = None,
         prepare: Callable[[], Awaitable[None]] = nothing_to_prepare,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
@@ -112,7 +111,8 @@ class Conversation:
         self.window_key = window_key
         # A window's memories: the chat's, shared by the accounts (memory/placement.py).
         self.memory_key = memory_key
-        self.copies = copies or ReceivedCopies()
+        # Which copy of a message does what, whichever accounts and processes got it.
+        self.copies = copies or MessageClaims()
         # What a turn needs loaded (tokenizer, segmenter), loaded off the event loop before
         # the first one rather than at start-up.
         self.prepare = prepare
@@ -130,7 +130,10 @@ class Conversation:
 
     async def answer(self, incoming: Incoming) -> Outcome:
         """What to send for this message (often nothing: it was not for the bot)."""
-        incoming = self._matched(incoming)
+        matched = await self.copies.match(incoming, log_ambient=self.log_ambient)
+        if matched is None:
+            return nothing()  # another bot process took this very copy
+        incoming = matched
         if incoming.command is not None:
             return await self._command(incoming, incoming.command)
         if not incoming.addressed:
@@ -146,30 +149,6 @@ class Conversation:
         if self._over_quota(incoming):
             return self._quota_notice(incoming, [incoming])
         return await self._queued_turn(incoming)
-
-    def _matched(self, incoming: Incoming) -> Incoming:
-        """A group message matched to the copies other accounts received (logged once); one
-        that names no account is answered by one account only (copies.py). With one
-        account there is nothing to match: nothing is kept."""
-        if incoming.group_id is None or len(incoming.peers) <= 1:
-            return incoming
-        chat = incoming.log_key
-        received = self.copies.receive(
-            chat,
-            incoming.speaker.user_id,
-            incoming.fingerprint,
-            incoming.sent_at.timestamp(),
-            incoming.account,
-        )
-        incoming = replace(incoming, received=received)
-        for_the_bot = incoming.addressed or incoming.command is not None
-        if (
-            for_the_bot
-            and incoming.names_no_account
-            and not self.copies.may_answer(received, chat, incoming.account, incoming.peers)
-        ):
-            return incoming.ignored_here()
-        return incoming
 
     def _over_quota(self, incoming: Incoming) -> bool:
         """Whether the chat used its daily quota (SUPERUSERS may always go on)."""
@@ -357,6 +336,7 @@ class Conversation:
         (their user messages stay in the window); queued bursts are kept unanswered."""
         self._closing = True
         await self.sessions.settle(grace_seconds)
+        await self.copies.close()
 
     def _failed(self, first: Incoming, model: str, error: LLMError, rows: list[ChatRow]) -> Outcome:
         """What to send after a failed turn; refused messages are marked in the chat log."""
@@ -390,6 +370,8 @@ class Conversation:
         an account was addressed with, read in full, over a plain one still queued);
         whether this row is the one logged."""
         received = incoming.received
+        if received is not None and not received.loggable:
+            return False  # another bot process writes it
         logged = received.logged_row if received is not None else None
         if logged is None:
             self._log(row)

@@ -310,5 +310,6 @@ class Inbound:
             account=bot.self_id,
             peers=peers,
             fingerprint=fingerprint_of(event.original_message) if in_group else "",
+            message_id=str(event.message_id),
             names_no_account=in_group and not named,
         )

@@ -85,8 +85,9 @@ def account_mark(account: str) -> str:
 class RunningMark:
     """This process's marks in its database (None: no database), renewed every minute
     while the bot runs and removed when it stops: that a bot runs, and which process serves
-    each account. Two processes serving one account (on one PostgreSQL database) would
-    both answer its chats: the second one logs it, once."""
+    each account. Two processes serving one account (on one PostgreSQL database) answer
+    each message once between them (message_claims.py), but each keeps its own copy of the
+    account's windows: the second one logs it, once."""
 
     def __init__(self, state: StateStore | None) -> None:
         self.state = state
@@ -122,7 +123,7 @@ class RunningMark:
             self._warned.add(account)
             logger.warning(
                 "bot account %s is also served by another process (%s) on this database: "
-                "both would answer its chats; run each account in one process only",
+                "their windows of its chats drift apart; run each account in one process only",
                 account,
                 other,
             )

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from .schema import SCHEMA_VERSION
+from .sqlite_migrations import MESSAGE_CLAIMS  # written for both databases
 
 if TYPE_CHECKING:
     from .connection import Connection
@@ -35,6 +36,7 @@ MIGRATIONS: dict[int, str] = {
     ALTER TABLE memories ADD COLUMN IF NOT EXISTS embedding_model TEXT;
     ALTER TABLE memories ADD COLUMN IF NOT EXISTS embedding_convention TEXT;
     """,
+    19: MESSAGE_CLAIMS,
 }
 
 
@@ -196,6 +198,7 @@ CREATE TABLE IF NOT EXISTS plugin_state (
     value TEXT NOT NULL
 );
 """
+LATEST_SCHEMA += MESSAGE_CLAIMS  # the same on both databases (sqlite_migrations.py)
 
 
 def create_or_check_schema(connection: PgConnection) -> None:

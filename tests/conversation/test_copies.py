@@ -57,19 +57,30 @@ def test_the_lowest_account_present_answers_and_the_others_do_not() -> None:
     peers = frozenset({"42", "43"})
     seen.receive(CHAT, "2001", "大家好", SENT, "42")  # 42 is known to be in the group
     message = seen.receive(CHAT, "2001", "小忆 在吗", SENT, "43")
-    assert not seen.may_answer(message, CHAT, "43", peers)
+    assert seen.decide(message, CHAT, "43", peers) is None  # 43 waits for 42's copy
     seen.receive(CHAT, "2001", "小忆 在吗", SENT, "42")
-    assert seen.may_answer(message, CHAT, "42", peers)
+    assert seen.decide(message, CHAT, "42", peers) is True
     assert message.answered_by == "42"
+    assert seen.decide(message, CHAT, "43", peers) is False
+
+
+def test_a_higher_account_answers_when_the_lower_one_never_got_the_message() -> None:
+    seen = copies()
+    peers = frozenset({"42", "43"})
+    seen.receive(CHAT, "2001", "大家好", SENT, "42")
+    message = seen.receive(CHAT, "2001", "小忆 在吗", SENT, "43")
+    assert seen.decide(message, CHAT, "43", peers, waited=True) is True
+    # The lower account's late copy finds the message answered.
+    seen.receive(CHAT, "2001", "小忆 在吗", SENT, "42")
+    assert seen.decide(message, CHAT, "42", peers) is False
 
 
 def test_an_account_never_seen_in_the_group_does_not_hold_the_answer_back() -> None:
     seen = copies()
     message = seen.receive(CHAT, "2001", "小忆 在吗", SENT, "43")
-    assert seen.may_answer(message, CHAT, "43", frozenset({"42", "43"}))
-    # The lower account's late copy finds the message answered.
+    assert seen.decide(message, CHAT, "43", frozenset({"42", "43"})) is True
     seen.receive(CHAT, "2001", "小忆 在吗", SENT, "42")
-    assert not seen.may_answer(message, CHAT, "42", frozenset({"42", "43"}))
+    assert seen.decide(message, CHAT, "42", frozenset({"42", "43"})) is False
 
 
 def test_an_account_silent_in_the_group_for_ten_minutes_is_taken_to_have_left() -> None:
@@ -78,12 +89,19 @@ def test_an_account_silent_in_the_group_for_ten_minutes_is_taken_to_have_left() 
     seen.receive(CHAT, "2001", "大家好", SENT, "42")
     clock.now = 601.0
     message = seen.receive(CHAT, "2001", "小忆 在吗", SENT + 601, "43")
-    assert seen.may_answer(message, CHAT, "43", frozenset({"42", "43"}))
+    assert seen.decide(message, CHAT, "43", frozenset({"42", "43"})) is True
+
+
+def test_an_account_no_longer_connected_is_not_waited_for() -> None:
+    seen = copies()
+    seen.receive(CHAT, "2001", "大家好", SENT, "42")
+    message = seen.receive(CHAT, "2001", "小忆 在吗", SENT, "43")
+    assert seen.decide(message, CHAT, "43", frozenset({"43"})) is True
 
 
 def test_numbers_are_compared_as_numbers() -> None:
-    seen = copies()
-    peers = frozenset({"9", "10"})
-    seen.receive(CHAT, "2001", "大家好", SENT, "9")
-    message = seen.receive(CHAT, "2001", "小忆 在吗", SENT, "10")
-    assert not seen.may_answer(message, CHAT, "10", peers)  # 9 < 10, though "10" < "9"
+    from nonebot_plugin_aimemory.conversation.copies import takes_the_answer
+
+    assert takes_the_answer("10", ["9", "10"], waited=False) is None  # 9 < 10, though "10" < "9"
+    assert takes_the_answer("9", ["9", "10"], waited=False) is True
+    assert takes_the_answer("10", ["9", "10"], waited=True) is True

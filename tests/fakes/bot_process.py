@@ -61,12 +61,19 @@ def private_event(message_id: int, user_id: int, text: str) -> str:
     )
 
 
-def group_event(message_id: int, segments: list[dict[str, Any]]) -> str:
-    """A member's message in group 777 as the JSON a OneBot v11 implementation pushes."""
+def group_event(
+    message_id: int,
+    segments: list[dict[str, Any]],
+    *,
+    self_id: int = SELF_ID,
+    sent_at: int | None = None,
+) -> str:
+    """A member's message in group 777 as the JSON a OneBot v11 implementation pushes to
+    account `self_id` (sent now, unless `sent_at`)."""
     return json.dumps(
         {
-            "time": int(time.time()),
-            "self_id": SELF_ID,
+            "time": int(time.time()) if sent_at is None else sent_at,
+            "self_id": self_id,
             "post_type": "message",
             "message_type": "group",
             "sub_type": "normal",
@@ -118,15 +125,42 @@ class BotProcess:
         self.process.kill()
         await asyncio.wait_for(self.process.wait(), 15)
 
+    async def sends_within(
+        self, seconds: float, *, expected: int | None = None
+    ) -> list[dict[str, Any]]:
+        """Answer the bot's API calls for `seconds` (or until it sent `expected` messages);
+        the params of every message it sent."""
+        sent: list[dict[str, Any]] = []
+        deadline = asyncio.get_running_loop().time() + seconds
+        while (left := deadline - asyncio.get_running_loop().time()) > 0:
+            if expected is not None and len(sent) >= expected:
+                break
+            try:
+                data = json.loads(await asyncio.wait_for(self.ws.recv(), left))
+            except asyncio.TimeoutError:
+                break
+            if "action" not in data:
+                continue
+            is_send = data["action"] in SEND_ACTIONS
+            if is_send:
+                sent.append(data["params"])
+            result = {"message_id": 555} if is_send else {}
+            reply = {"status": "ok", "retcode": 0, "data": result, "echo": data.get("echo")}
+            await self.ws.send(json.dumps(reply))
+        return sent
+
     def log_tail(self) -> str:
         """The end of the process's output, for a failure's message."""
         return log_tail(self.log_path)
 
 
 @contextlib.asynccontextmanager
-async def bot_process(folder: Path, llm: FakeOpenAI, **env: str) -> AsyncIterator[BotProcess]:
+async def bot_process(
+    folder: Path, llm: FakeOpenAI, *, self_id: int = SELF_ID, **env: str
+) -> AsyncIterator[BotProcess]:
     """`python bot.py` in `folder` (a copy of the repository's), its database
-    `folder/aimemory.db`, its log `folder/bot.log`; killed on exit if still running."""
+    `folder/aimemory.db`, its log `folder/bot.log`, connected as account `self_id`;
+    killed on exit if still running."""
     shutil.copy(ROOT / "bot.py", folder / "bot.py")
     shutil.copy(ROOT / ".env.example", folder / ".env.example")
     port = free_port()
@@ -153,7 +187,7 @@ async def bot_process(folder: Path, llm: FakeOpenAI, **env: str) -> AsyncIterato
             stderr=subprocess.STDOUT,
         )
     try:
-        ws = await _connect(port, process, log_path)
+        ws = await _connect(port, process, log_path, self_id)
         try:
             yield BotProcess(process, ws, log_path, port)
         finally:
@@ -165,10 +199,10 @@ async def bot_process(folder: Path, llm: FakeOpenAI, **env: str) -> AsyncIterato
 
 
 async def _connect(
-    port: int, process: asyncio.subprocess.Process, log_path: Path
+    port: int, process: asyncio.subprocess.Process, log_path: Path, self_id: int
 ) -> ClientConnection:
     headers = {
-        "X-Self-ID": str(SELF_ID),
+        "X-Self-ID": str(self_id),
         "X-Client-Role": "Universal",
         "Authorization": f"Bearer {ACCESS_TOKEN}",
     }

@@ -175,6 +175,58 @@ async def test_the_shared_nickname_is_answered_by_the_lowest_account_only(
     assert plugin.llm.pending == 1
 
 
+async def test_a_nickname_call_only_the_lower_account_received_is_answered_at_once(
+    plugin: PluginHarness, two: tuple[OneBotClient, ...]
+) -> None:
+    from nonebot_plugin_aimemory.conversation.copies import LOWER_ACCOUNT_WAIT_SECONDS
+
+    home, _ = two
+    plugin.llm.script(text("先热个身"), text("我在"))
+    await both_receive(two, group_message(at(HOME, "你好"), group_id=GROUP))  # both are here
+    await replies(two, 1)  # (and the first turn has loaded the tokenizer)
+    loop = asyncio.get_running_loop()
+    started = loop.time()
+    await home.send_event(group_message(f"{NICKNAME} 在吗", group_id=GROUP))
+
+    assert sent_text(await home.next_send()) == "我在"
+    assert loop.time() - started < LOWER_ACCOUNT_WAIT_SECONDS
+    assert await replies(two) == {HOME: [], SECOND: []}
+
+
+async def test_a_nickname_call_only_the_higher_account_received_is_answered_after_a_wait(
+    plugin: PluginHarness, two: tuple[OneBotClient, ...]
+) -> None:
+    from nonebot_plugin_aimemory.conversation.copies import LOWER_ACCOUNT_WAIT_SECONDS
+
+    _, second = two
+    plugin.llm.script(text("我在"), text("多余的回答"))
+    await both_receive(two, group_message("大家好", group_id=GROUP))  # both are here
+    loop = asyncio.get_running_loop()
+    started = loop.time()
+    await second.send_event(group_message(f"{NICKNAME} 在吗", group_id=GROUP))
+
+    assert await replies(two, 1) == {HOME: [], SECOND: ["我在"]}
+    assert loop.time() - started >= LOWER_ACCOUNT_WAIT_SECONDS
+    assert plugin.llm.pending == 1
+
+
+async def test_a_nickname_call_the_lower_account_receives_during_the_wait_is_its_own(
+    plugin: PluginHarness, two: tuple[OneBotClient, ...]
+) -> None:
+    home, second = two
+    plugin.llm.script(text("我来回答"), text("多余的回答"))
+    await both_receive(two, group_message("大家好", group_id=GROUP))
+    call = group_message(f"{NICKNAME} 在吗", group_id=GROUP)
+    await second.send_event(call)
+    await asyncio.sleep(0.5)  # the lower account's copy comes late, within the wait
+    late = call.model_copy(deep=True)
+    late.message_id += 100_000
+    await home.send_event(late)
+
+    assert await replies(two, 1) == {HOME: ["我来回答"], SECOND: []}
+    assert plugin.llm.pending == 1
+
+
 async def test_a_command_naming_no_account_is_answered_once(
     plugin: PluginHarness, two: tuple[OneBotClient, ...]
 ) -> None:

@@ -33,10 +33,11 @@ TOKEN_USAGE = 15
 SENT_MESSAGES = 16
 ACCOUNTS = 17
 VECTOR_MAKERS = 18
+MESSAGE_CLAIMS = 19
 # The schema version these tests were written for: the parametrised cases below are fixed
 # at collection, before the plugin can be imported; a guard test keeps it equal to
 # SCHEMA_VERSION, so a new migration is not left without its cases.
-LATEST_VERSION = 18
+LATEST_VERSION = 19
 
 AT = "2026-11-30T00:00:00.000000Z"
 IMAGE_HASH = "ab" * 32
@@ -243,6 +244,22 @@ def write_sample_rows(path: Path, version: int) -> None:
             "VALUES (?, ?, 'g:1', ?)",
             (BOT_ACCOUNT, SENT_MESSAGE_ID, AT),
         )
+    if version >= MESSAGE_CLAIMS:
+        # A claim and a presence long past, of a process long gone.
+        connection.execute(
+            "INSERT INTO message_claims (id, chat, sender, said, sent_at, claimed_at) "
+            "VALUES (7, 'g:1', '10001', 'ab', 1.0, 1.0)"
+        )
+        connection.execute(
+            "INSERT INTO message_copies (message, account, message_id, process) "
+            "VALUES (7, ?, '9', 'gone')",
+            (BOT_ACCOUNT,),
+        )
+        connection.execute(
+            "INSERT INTO chat_presence (chat, account, process, seen_at) "
+            "VALUES ('g:1', ?, 'gone', 1.0)",
+            (BOT_ACCOUNT,),
+        )
     connection.commit()
     connection.close()
 
@@ -255,6 +272,7 @@ async def assert_sample_rows_readable(database: Database, version: int) -> None:
     from nonebot_plugin_aimemory.store.history_store import SqliteHistoryStore
     from nonebot_plugin_aimemory.store.image_store import ImageDescriptionStore
     from nonebot_plugin_aimemory.store.memory_store import MemoryStore
+    from nonebot_plugin_aimemory.store.message_claims import MessageClaimStore
     from nonebot_plugin_aimemory.store.packed_vectors import unpack_vector
     from nonebot_plugin_aimemory.store.persona_store import PersonaStore
     from nonebot_plugin_aimemory.store.review_store import ReviewStore
@@ -342,6 +360,11 @@ async def assert_sample_rows_readable(database: Database, version: int) -> None:
     # Messages sent before records were kept have none: quotes of them stay hidden.
     sent_to = await SentMessageStore(database).chat_of(BOT_ACCOUNT, SENT_MESSAGE_ID)
     assert sent_to == ("g:1" if version >= SENT_MESSAGES else None)
+
+    # Old claims are pruned; none are left of any version.
+    await MessageClaimStore(database).prune()
+    for table in ("message_claims", "message_copies", "chat_presence"):
+        assert await database.read(f"SELECT COUNT(*) FROM {table}") == [(0,)]
 
 
 async def test_a_new_database_has_the_schema_every_migration_builds(tmp_path) -> None:
