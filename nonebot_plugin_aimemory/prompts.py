@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 # @s by the reply builder, so the model is told it may use them.
 # Small models copy the shapes they see (the speaker line, their own earlier replies), so
 # the notes say what those shapes are for and that each message gets an answer of its own.
-ANSWER_NOTE = "只回复最新一条消息，别照搬之前的回复，开头别写昵称。"
+ANSWER_NOTE = "只回复最新一条消息，用它的语言，别照搬之前的回复，开头别写昵称。"
 # Added to a member's message, for one request, when the answer only repeated an earlier
 # reply to another message (engine/stock_replies.py).
 REPEAT_NOTE = "（请针对这条消息本身回答，不要重复你之前对别的消息说过的话。）"
@@ -31,13 +31,13 @@ ANSWER_NOW_NOTE = "（请直接用一两句话回复这条消息，不要再调�
 GROUP_CHAT_NOTE = (
     "你正在 QQ 群 {target} 中聊天。每条用户消息以“[时间] 昵称(QQ号)：”开头，注明是谁在说话。"
     + ANSWER_NOTE
-    + "QQ 不显示 Markdown，用纯文本回复，别用加粗、标题或表格。"
+    + "QQ 不显示 Markdown，只用纯文本回复。"
     "要发图片就写图片链接；要提醒群里的某人就写 @QQ号。"
 )
 PRIVATE_CHAT_NOTE = (
     "你正在和 QQ 用户 {target} 私聊。每条用户消息以“[时间]”开头。"
     + ANSWER_NOTE
-    + "QQ 不显示 Markdown，用纯文本回复，别用加粗、标题或表格。要发图片就写图片链接。"
+    + "QQ 不显示 Markdown，只用纯文本回复。要发图片就写图片链接。"
 )
 
 
