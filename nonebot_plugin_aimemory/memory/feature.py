@@ -70,7 +70,7 @@ class LongTermMemory:
     @property
     def for_turns(self) -> TurnMemories:
         """What each turn asks of long-term memory."""
-        return TurnMemories(self.relevant, RequestedSaves(self.service))
+        return TurnMemories(self.relevant, RequestedSaves(self.service, personal=self.personal))
 
     def tools(self, scope: str) -> list[Tool]:
         """The memory tools bound to `scope` (and to the speaker of each turn)."""

@@ -418,5 +418,6 @@ async def test_a_call_cut_off_by_the_length_limit_ends_in_one_text_and_a_valid_w
     # and nothing was saved from the cut call: what the member asked to keep is kept in
     # their own words once answered (memory/requested.py); the next request is accepted
     kept = ["小红(3601)说：我下周三去杭州出差"] if sent == ANSWER else []
-    assert await saved(plugin) == kept
+    assert await saved(plugin) == []
+    assert await saved(plugin, f"u:{USER}") == kept  # about the member: theirs
     await assert_next_turn_is_accepted(plugin, bot, ask("在吗"))

@@ -62,7 +62,7 @@ def remember(text: str):
     return group_message(text, group_id=GROUP, user_id=MEMBER, card="小红", to_me=True)
 
 
-async def live_memories(plugin, scope: str = f"g:{GROUP}") -> list[tuple[str, str | None]]:
+async def live_memories(plugin, scope: str = f"u:{MEMBER}") -> list[tuple[str, str | None]]:
     records = await plugin.runtime.memory.service.store.load_scope(scope)
     return [(r.content, r.user_id) for r in records if not r.deleted]
 
@@ -82,10 +82,37 @@ async def test_a_fact_the_model_only_says_it_saved_is_kept_before_the_answer(plu
     plugin.llm.responder = lambda body: text("好的，已经保存为长期记忆。")
     bot = WatchingBot()
     await bot.receive(remember("记住：我现在在星河科技上班。"))
-    # then the fact is kept, about and by the member, before the answer was sent
+    # then the fact is kept, about and by the member, in their personal memories (it is
+    # about them), before the answer was sent
     expected = [("小红(3812)说：我现在在星河科技上班。", str(MEMBER))]
     assert saved_when_answered == [expected]
     assert bot.sent_texts == ["好的，已经保存为长期记忆。"]
+    [record] = await plugin.runtime.memory.service.store.load_scope(f"u:{MEMBER}")
+    assert not record.private  # said in a group: public, used wherever its owner speaks
+
+
+async def test_a_fact_kept_in_a_group_reaches_the_members_private_chat(plugin) -> None:
+    from tests.fakes.bots import RecordingBot
+    from tests.fakes.events import private_message
+    from tests.fakes.openai_server import text
+
+    plugin.llm.responder = lambda body: text("好的")
+    await RecordingBot().receive(remember("记住：我家猫叫团子。"))
+    await RecordingBot().receive(private_message("我家猫叫什么来着？", user_id=MEMBER))
+    # the member's own memory is put before their question in private
+    asked = plugin.llm.chat_requests[-1]["messages"]
+    assert "团子" in str(asked[-1]["content"])
+
+
+async def test_a_fact_about_the_group_is_kept_in_the_chats_memories(plugin) -> None:
+    from tests.fakes.bots import RecordingBot
+    from tests.fakes.openai_server import text
+
+    plugin.llm.responder = lambda body: text("好的")
+    await RecordingBot().receive(remember("记住：周五聚餐改到七点"))
+    assert await live_memories(plugin, f"g:{GROUP}") == [
+        ("小红(3812)说：周五聚餐改到七点", str(MEMBER))
+    ]
 
 
 async def test_nothing_more_is_kept_when_the_model_saved_it(plugin) -> None:
@@ -100,7 +127,8 @@ async def test_nothing_more_is_kept_when_the_model_saved_it(plugin) -> None:
     )
     plugin.llm.responder = lambda body: next(replies)
     await RecordingBot().receive(remember("记住：我现在在星河科技上班。"))
-    assert await live_memories(plugin) == [("小红(3812)在星河科技上班", None)]
+    assert await live_memories(plugin, f"g:{GROUP}") == [("小红(3812)在星河科技上班", None)]
+    assert await live_memories(plugin) == []
 
 
 @pytest.mark.parametrize(
@@ -122,6 +150,7 @@ async def test_a_request_in_private_is_kept_in_that_private_chat(plugin) -> None
 
     plugin.llm.responder = lambda body: text("好的，记住了")
     await RecordingBot().receive(private_message("帮我记一下：我对花生过敏", user_id=3813))
-    kept = await live_memories(plugin, "f:3813")
-    assert [user for _, user in kept] == ["3813"]
-    assert kept[0][0].endswith("说：我对花生过敏")
+    # about the member, told in their private chat: personal and private
+    [record] = await plugin.runtime.memory.service.store.load_scope("u:3813")
+    assert (record.user_id, record.private) == ("3813", True)
+    assert record.content.endswith("说：我对花生过敏")
