@@ -7,6 +7,7 @@ import logging
 
 from .. import texts
 from ..engine.errors import LLMError
+from ..engine.turn_trace import note_failure
 
 logger = logging.getLogger("nonebot_plugin_aimemory")
 
@@ -29,7 +30,9 @@ def failure_text(error: LLMError) -> str:
 
 
 def log_failure(key: str, model: str, error: LLMError) -> None:
-    """One log line with what the provider answered: status, error code and message."""
+    """One log line with what the provider answered: status, error code and message (and
+    the same for a turn someone watches, engine/turn_trace.py)."""
+    note_failure(model, error)
     said = f"code={error.code} message={error.provider_message!r}"
     if error.kind == "account":
         logger.error(

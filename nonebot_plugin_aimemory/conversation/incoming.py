@@ -13,6 +13,7 @@ from typing import Protocol
 from ..engine.messages import Part, TextPart
 from ..engine.timeouts import within
 from ..engine.turn_context import TurnSpeaker
+from ..engine.turn_trace import TurnTrace
 from ..scopes import Scope, qq_number
 from .copies import ReceivedMessage
 
@@ -117,6 +118,8 @@ class Incoming:
     names_no_account: bool = False
     # The group message this is a copy of, once the conversation has matched it.
     received: ReceivedMessage | None = None
+    # Where its turn records what it did, for someone watching (the try page); QQ: None.
+    trace: TurnTrace | None = None
 
     @property
     def log_key(self) -> str:

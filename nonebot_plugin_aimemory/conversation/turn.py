@@ -22,6 +22,7 @@ from ..engine.history import StoreError
 from ..engine.messages import Message, Part, TextPart
 from ..engine.turn_context import SavesInTurn, TurnSpeaker, speaking, watching_saves
 from ..engine.turn_outcome import AllowanceUsedUp
+from ..engine.turn_trace import tracing
 from ..engine.usage import UsageRecorder, attributed_to
 from ..store.chat_log_store import ChatRow
 from .autoclear import GroupAutoClear
@@ -203,8 +204,10 @@ class Conversation:
 
         async def job(chatbot: ChatBot) -> None:
             # Tools acting for a person (personal memories) read the speaker from here; the
-            # turn's model calls (compression and images included) are counted for the chat.
-            with speaking(incoming.turn_speaker), attributed_to(incoming.key):
+            # turn's model calls (compression and images included) are counted for the chat;
+            # the trace goes with the answer, to the newest message's handler.
+            trace = burst.messages[-1].trace
+            with speaking(incoming.turn_speaker), attributed_to(incoming.key), tracing(trace):
                 await self._answer_burst(chatbot, burst)
 
         session = self.sessions.get_or_create(self.window_key(incoming.key))

@@ -14,6 +14,7 @@ from typing import Any
 
 from .messages import Message, ToolCall, tool_result
 from .tokens import MESSAGE_OVERHEAD_TOKENS, TokenCounter
+from .turn_trace import note_tool_uses
 
 logger = logging.getLogger("nonebot_plugin_aimemory")
 
@@ -231,6 +232,7 @@ class ToolRegistry:
             framing = len(texts) * MESSAGE_OVERHEAD_TOKENS
             texts = fit_round_results(texts, room_tokens - framing, counter)
         calls = tool_round.calls
+        note_tool_uses(calls, texts)
         results = [tool_result(c, t) for c, t in zip(calls, texts, strict=True)]
         kept = [
             None if output.kept is None else tool_result(call, output.kept)

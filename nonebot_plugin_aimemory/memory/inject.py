@@ -9,6 +9,7 @@ import logging
 from .. import prompts
 from ..engine.messages import Message, TextPart
 from ..engine.turn_context import TurnSpeaker
+from ..engine.turn_trace import note_memories
 from .personal import MemoryView, personal_view
 from .service import MemoryService
 
@@ -49,6 +50,7 @@ class RelevantMemories:
         )
         if not block:
             return message, None
+        note_memories(block)
         parts = message.content if isinstance(message.content, tuple) else (TextPart(message.text),)
         notes = f"{block}\n{prompts.MEMORY_INJECTION_FOOTER}\n"
         injected = Message("user", (TextPart(notes), *parts))
