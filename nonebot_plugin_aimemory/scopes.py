@@ -22,6 +22,11 @@ _ID = re.compile(r"[1-9][0-9]{0,19}")
 _KEY = re.compile(
     r"(?P<kind>[gfu]):(?P<id>[^#@]*)(?:@(?P<account>[^#]*))?(?:#(?P<persona>.*))?", re.DOTALL
 )
+# The made-up chats and people of the panel's try page (trychat/) have ids from 2**64 up:
+# 20 digits, which the rule above takes, so every store and page treats them as any other
+# chat's; but beyond every 64-bit integer, and OneBot v11 (every implementation, QQ itself)
+# gives QQ and group numbers as 64-bit integers, so no event can ever name one of them.
+TEST_ID_FLOOR = 2**64
 
 
 class ScopeKind(str, Enum):
@@ -149,6 +154,11 @@ class Scope:
         """Whether this holds a person's memories rather than a chat's."""
         return self.kind is ScopeKind.PERSON
 
+    @property
+    def is_test(self) -> bool:
+        """Whether this is one of the try page's made-up chats or people (TEST_ID_FLOOR)."""
+        return is_test_id(self.id)
+
     def with_persona(self, persona: str | None) -> Scope:
         """This scope's part for `persona` (the bare scope for the default persona)."""
         return replace(self, persona=None if persona in (None, DEFAULT_PERSONA) else persona)
@@ -164,6 +174,11 @@ class Scope:
     def is_private_chat_of(self, user_id: int | str) -> bool:
         """Whether this is `user_id`'s private chat with the bot (any persona)."""
         return self.is_friend and self.id == str(user_id)
+
+
+def is_test_id(text: str) -> bool:
+    """Whether `text` is an id of the try page's made-up chats and people, never QQ's."""
+    return len(text) == 20 and text.isdigit() and int(text) >= TEST_ID_FLOOR
 
 
 def qq_number(sender_id: object) -> str | None:

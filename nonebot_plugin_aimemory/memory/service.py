@@ -225,6 +225,14 @@ class MemoryService:
         ids = [e.record.id for e in await search.visible(self._index, view)]
         return len(await deletions.delete(self._writing(), view, ids, by_person=True))
 
+    async def erase(self, scope: str) -> int:
+        """Delete the scope's memories for good, tombstones too, leaving nothing a save would
+        be refused for: only for the try page's test chats, which start over when cleared."""
+        async with self._index.writing(scope):
+            erased = await self.store.erase_scope(scope)
+            self._index.forget(scope)
+        return erased
+
     async def set_private(self, scope: str, memory_id: str, private: bool) -> MemoryRecord | None:
         """Make a live memory private or public (its owner's choice); None when there is no
         live memory with that id."""

@@ -224,6 +224,20 @@ class ChatLogStore:
         by_id = {int(row[0]): _row(row) for row in rows}
         return [by_id[i] for i in ids if i in by_id]
 
+    async def delete_chat(self, session_key: str) -> int:
+        """Remove every row of one chat, with its index rows and vectors (the try page
+        clearing a test chat); how many rows went."""
+
+        def work(connection: Connection) -> int:
+            self.index.unindex_rows(connection, "c.session_key = ?", (session_key,))
+            forget_vectors(connection, "session_key = ?", (session_key,))
+            cursor = connection.execute(
+                "DELETE FROM chat_log WHERE session_key = ?", (session_key,)
+            )
+            return cursor.rowcount
+
+        return await self.database.write(work)
+
     async def delete_older_than(self, cutoff: str) -> int:
         """Remove rows logged before `cutoff` (fixed-width UTC text), their index rows and
         their vectors, and the records of the bot's messages sent before it. How many rows

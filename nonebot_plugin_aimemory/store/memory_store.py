@@ -196,6 +196,17 @@ class MemoryStore:
 
         await self.database.write(work)
 
+    async def erase_scope(self, scope: str) -> int:
+        """Delete every memory of `scope` for good, deleted ones and tombstones included (the
+        try page clearing a test chat); how many memories went."""
+
+        def work(connection: Connection) -> int:
+            self._lock(connection, scope)
+            connection.execute("DELETE FROM memory_tombstones WHERE scope = ?", (scope,))
+            return connection.execute("DELETE FROM memories WHERE scope = ?", (scope,)).rowcount
+
+        return await self.database.write(work)
+
     async def lift_tombstone(self, scope: str, normalized: str) -> None:
         """Remove the tombstone so this content may be saved again."""
 

@@ -1,0 +1,4 @@
+"""The panel's try page as an adapter of its own, beside onebot/: the operator speaks as
+made-up people in made-up chats (members.py, ids no QQ event can carry), each message read
+as QQ's are (inbound.py) and answered by the same conversation (chat.py); a test chat can
+be cleared to try again (clearing.py). No web framework here: panel/try_routes.py serves it."""
