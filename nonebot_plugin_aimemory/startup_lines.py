@@ -1,7 +1,7 @@
 """What the operator reads at every start, one line each, in Chinese: where the OneBot
 client connects (and whether it needs a token), which model answers, where the data is
-kept, and whether the web panel is on (and how to turn it on): the next step is always on
-the screen."""
+kept, and whether the web panel is on (and how to turn it on, to try the bot without QQ on
+its try page): the next step is always on the screen."""
 
 from __future__ import annotations
 
@@ -10,8 +10,9 @@ from .providers import DEFAULT_PROVIDER
 from .store.postgres import redacted
 
 PANEL_OFF = (
-    "网页面板：未开启。想在浏览器里查看会话、管理记忆和用量，"
-    "就在 .env 里设置 AIMEMORY_PANEL_TOKEN=至少 16 位的密码，重启后打开 {url}"
+    "网页面板：未开启。想不用 QQ 先在浏览器里和机器人聊聊，或查看会话、管理记忆和用量，"
+    "就在 .env 里设置 AIMEMORY_PANEL_TOKEN=至少 16 位的密码，重启后打开 {url}/try 试聊"
+    "（面板首页是 {url}）"
 )
 
 
@@ -65,4 +66,4 @@ def _panel_line(config: Config, panel_url: str | None) -> str:
         return PANEL_OFF.format(url=base)
     if panel_url is None:
         return "网页面板：已设置密码，但当前 DRIVER 不提供网页服务（需要 ~fastapi）"
-    return f"网页面板：{panel_url}（用 AIMEMORY_PANEL_TOKEN 登录）"
+    return f"网页面板：{panel_url}（用 AIMEMORY_PANEL_TOKEN 登录）；不用 QQ 试聊：{panel_url}/try"

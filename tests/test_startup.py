@@ -344,6 +344,7 @@ async def test_every_start_says_where_to_connect_which_model_where_the_data_is_a
     assert "qwen-plus" in line_with("回答用的模型")
     assert str(tmp_path / "aimemory.db") in line_with("数据保存在 SQLite 文件")
     assert "AIMEMORY_PANEL_TOKEN=" in line_with("网页面板：未开启")
+    assert f"http://127.0.0.1:{port}/aimemory/try" in line_with("网页面板：未开启")
     # Then with a panel password and no OneBot token.
     secret = "a-panel-password-of-16+"
     async with bot_process(
@@ -352,5 +353,6 @@ async def test_every_start_says_where_to_connect_which_model_where_the_data_is_a
         port = bot.port
     lines = (tmp_path / "bot.log").read_text("utf-8").splitlines()
     assert f"http://127.0.0.1:{port}/aimemory" in line_with("网页面板：")
+    assert f"http://127.0.0.1:{port}/aimemory/try" in line_with("网页面板：")
     assert "未设置访问令牌" in line_with("OneBot 客户端连接地址")
     assert all(secret not in line for line in lines)

@@ -158,7 +158,12 @@ async def json_object(request: Request) -> dict[str, Any]:
     """The body as a JSON object, whatever its content type says (`curl -d` sends a form's);
     an empty body is an empty object, a longer one than MAX_API_BODY_BYTES 413, anything
     else 400."""
-    raw = await bounded_body(request, MAX_API_BODY_BYTES)
+    return await json_object_within(request, MAX_API_BODY_BYTES)
+
+
+async def json_object_within(request: Request, max_bytes: int) -> dict[str, Any]:
+    """`json_object` for a route whose bodies may be up to `max_bytes` long."""
+    raw = await bounded_body(request, max_bytes)
     if not raw:
         return {}
     try:

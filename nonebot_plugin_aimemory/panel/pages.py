@@ -1,6 +1,7 @@
-"""The panel's pages over HTTP: the login form and what it posts to, logging out, the two
-pages (static files shipped in `static/`, the base path filled in) and their scripts and
-styles. A page needs a logged-in session; without one the home page is the login form."""
+"""The panel's pages over HTTP: the login form and what it posts to, logging out, the
+overview, a chat's page and the try page (static files shipped in `static/`, the base path
+filled in) and their scripts and styles. A page needs a logged-in session; without one the
+home page is the login form."""
 
 from __future__ import annotations
 
@@ -31,8 +32,12 @@ STATIC_TYPES = {
     "panel.js": "text/javascript; charset=utf-8",
     "overview.js": "text/javascript; charset=utf-8",
     "chat.js": "text/javascript; charset=utf-8",
+    "try.js": "text/javascript; charset=utf-8",
 }
-PAGES = ("login.html", "overview.html", "chat.html", "error.html")
+PAGES = ("login.html", "overview.html", "chat.html", "error.html", "try.html")
+# Where the login form may lead besides the overview (its hidden `next` field): a page
+# named here, never an address, so the form cannot be made to send anyone elsewhere.
+AFTER_LOGIN = {"try": "/try"}
 # The login form's body is a few dozen bytes; anything much longer is not one.
 MAX_LOGIN_BODY_BYTES = 4096
 SECURITY_HEADERS = {
@@ -77,11 +82,14 @@ class PanelPages:
         add(f"{base}/static/{{name}}", self.static, methods=["GET"])
         add(f"{base}/chats/{{scope}}", self.chat_page, methods=["GET"])
         add(f"{base}/people/{{qq}}", self.person_page, methods=["GET"])
+        add(f"{base}/try", self.try_page, methods=["GET"])
         return router
 
-    def page(self, name: str, status: int = 200, error: str = "") -> HTMLResponse:
+    def page(
+        self, name: str, status: int = 200, error: str = "", after_login: str = ""
+    ) -> HTMLResponse:
         """A page with the base path, the time zone its times are shown in (and maybe an
-        error) filled in."""
+        error, and for the login form the page it leads to) filled in."""
         # The zone the runtime counts days in (empty before it started: the page's own
         # API calls then say the bot is not running).
         runtime = self.runtime()
@@ -90,6 +98,7 @@ class PanelPages:
         body = body.replace("{{zone}}", html.escape(zone.name if zone else ""))
         body = body.replace("{{zone_label}}", html.escape(zone.label if zone else ""))
         body = body.replace("{{error}}", html.escape(error))
+        body = body.replace("{{next}}", html.escape(after_login))
         return HTMLResponse(body, status_code=status, headers=SECURITY_HEADERS)
 
     async def home(self, session_id: str | None = Cookie(None, alias=SESSION_COOKIE)) -> Response:
@@ -113,6 +122,14 @@ class PanelPages:
         if runtime is not None and not await scope_is_known(runtime, parsed):
             return self.page("error.html", 404, texts.panel_chat_not_found(str(parsed)))
         return self.page("chat.html")
+
+    async def try_page(
+        self, session_id: str | None = Cookie(None, alias=SESSION_COOKIE)
+    ) -> Response:
+        """The try page: chat with the bot in test chats (its data comes from the API)."""
+        if self.auth.session(session_id) is None:
+            return self.page("login.html", 401, texts.PANEL_UNAUTHORIZED, after_login="try")
+        return self.page("try.html")
 
     async def person_page(self, qq: str) -> Response:
         """The overview's "look up a QQ number" form: to that person's page. The key is
@@ -142,11 +159,14 @@ class PanelPages:
             return self.page("login.html", 429, texts.PANEL_TOO_MANY_ATTEMPTS)
         form = parse_qs(raw.decode("utf-8", "replace"))
         token = (form.get("token") or [""])[0]
+        after = (form.get("next") or [""])[0]
+        after = after if after in AFTER_LOGIN else ""
         if not self.auth.token_matches(token):
             self.auth.note_failure(client)
-            return self.page("login.html", 401, texts.PANEL_WRONG_TOKEN)
+            return self.page("login.html", 401, texts.PANEL_WRONG_TOKEN, after_login=after)
         sid, session = self.auth.open_session()
-        response = RedirectResponse(f"{self.base}/", status_code=303, headers=SECURITY_HEADERS)
+        target = f"{self.base}{AFTER_LOGIN.get(after, '/')}"
+        response = RedirectResponse(target, status_code=303, headers=SECURITY_HEADERS)
         secure = _is_https(request)
         response.set_cookie(
             SESSION_COOKIE,

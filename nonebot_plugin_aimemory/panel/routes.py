@@ -24,6 +24,7 @@ from .dependencies import (
 )
 from .pages import PanelPages
 from .scopes import Scope
+from .try_routes import try_router
 from .views import chat_log, memories, review, usage
 from .views.chat_log import CHAT_LOG_DEFAULT_LIMIT
 from .views.memory_bodies import MemoryCreate, MemoryPatch
@@ -50,6 +51,7 @@ def build_router(
     router = APIRouter()
     router.include_router(PanelPages(base, auth, runtime).router())
     router.include_router(api)
+    router.include_router(try_router(base, deps))
     return router
 
 

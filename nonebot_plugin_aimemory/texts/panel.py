@@ -61,3 +61,30 @@ def panel_update_refused(status: str, reason: str) -> str:
     if status == "empty":
         return "内容为空。"
     return f"内容被拒绝：{reason}" if reason else "内容被拒绝。"
+
+
+TRY_NOT_A_TEST_CHAT = "试聊只能在测试会话里进行：测试群，或小明、小红、小刚的私聊。"
+TRY_BAD_SPEAKER = "这个测试会话里没有这个说话人。"
+TRY_BAD_MESSAGE = (
+    "消息格式不对：需要说话人（speaker）和文字（text）；at 是列表，reply 要有 speaker 和 text。"
+)
+# What each LLMError kind means, for the try page's details of a failed answer.
+_FAILURE_KINDS = {
+    "timeout": "请求超时",
+    "unreachable": "连不上模型服务",
+    "garbage": "返回的内容无法解析",
+    "empty": "返回了空回答",
+    "http": "请求被拒绝或服务出错",
+    "context_length": "超出模型的上下文长度",
+    "refused": "内容被服务商拒绝",
+    "account": "密钥、余额或额度有问题",
+}
+
+
+def try_failure(
+    *, model: str, kind: str, status: int | None, code: str | None, message: str
+) -> str:
+    """What the provider said when the model gave no answer, on the try page."""
+    where = "，".join(part for part in (f"HTTP {status}" if status else "", code or "") if part)
+    said = f"：{message}" if message else ""
+    return f"模型 {model} 没有给出回答，{_FAILURE_KINDS.get(kind, kind)}（{where or kind}）{said}"

@@ -32,6 +32,10 @@
     showTitle();
     const summary = document.getElementById("summary");
     const facts = [
+      // The try page's made-up chats and people: their usage is theirs, shown as a test's.
+      info.test ? el("div", { class: "chat-scope", id: "test-note" },
+        el("span", { class: "badge test", text: "测试" }), " 试聊页的虚构会话，用量单独计算 · ",
+        el("a", { href: base + "/try" + (personal ? "" : "#" + encodeURIComponent(scope)), text: "去试聊" })) : null,
       info.persona ? el("div", { class: "chat-scope", text: "人设 " + info.persona }) : null,
       el("div", { class: "chat-facts" },
         el("span", { id: "memory-total", text: "记忆 " + info.memories + " / " + info.max_memories }),

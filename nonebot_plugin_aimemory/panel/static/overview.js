@@ -1,4 +1,5 @@
-// The overview: every chat with its context ring, and the people with personal memories.
+// The overview: every chat with its context ring, the try page's test chats apart, and the
+// people with personal memories.
 "use strict";
 
 (() => {
@@ -19,6 +20,7 @@
           el("div", { class: "chat-title" },
             el("span", { class: "name", text: chat.name || chat.scope }),
             chat.persona ? el("span", { class: "badge", text: chat.persona }) : null,
+            chat.test ? el("span", { class: "badge test", text: "测试" }) : null,
             account ? el("span", { class: "badge account", text: account }) : null),
           chat.name ? el("div", { class: "chat-scope", text: chat.scope }) : null,
           el("div", { class: "chat-facts" },
@@ -30,12 +32,17 @@
 
   function render() {
     const filter = document.getElementById("chat-filter").value.trim().toLowerCase();
-    const shown = chats.filter((c) => !filter || c.scope.toLowerCase().includes(filter) ||
+    const real = chats.filter((c) => !c.test);
+    const tests = chats.filter((c) => c.test);
+    const shown = real.filter((c) => !filter || c.scope.toLowerCase().includes(filter) ||
       (c.name || "").toLowerCase().includes(filter) || (c.several_accounts && (c.account || "").includes(filter)));
     document.getElementById("chats").replaceChildren(...shown.map(chatItem));
-    document.getElementById("chat-count").textContent = "（" + chats.length + "）";
+    document.getElementById("chat-count").textContent = "（" + real.length + "）";
+    document.getElementById("test-chats").replaceChildren(...tests.map(chatItem));
+    document.getElementById("test-count").textContent = "（" + tests.length + "）";
+    document.getElementById("test-card").hidden = !tests.length;
     document.getElementById("chats-status").textContent = "";
-    empty("chats", !chats.length ? "none" : (!shown.length ? "filter" : null));
+    empty("chats", !real.length ? "none" : (!shown.length ? "filter" : null));
   }
 
   async function loadChats() {
@@ -50,6 +57,7 @@
     document.getElementById("people").replaceChildren(...people.map((p) =>
       el("li", { class: "person", "data-scope": p.scope },
         el("a", { href: chatLink(p.scope), text: (p.name ? p.name + " · " : "") + p.scope }),
+        p.test ? el("span", { class: "badge test", text: "测试" }) : null,
         el("span", { class: "hint", text: " " + p.memories + " 条" + owner(p) }))));
     document.getElementById("people-count").textContent = "（" + people.length + "）";
     empty("people", people.length ? null : "none");

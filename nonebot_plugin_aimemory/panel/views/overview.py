@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from ... import texts
 from ...store.overview_store import OverviewStore, StoredWindow
+from ...trychat.members import chat_title
 from ..scopes import Scope
 from .accounts import AccountView, account_view
 from .chat_log import recorded_chat
@@ -164,12 +165,16 @@ class PanelData:
             "last_active": last_active,
             "tokens_today": shared.today.get(chat_key, 0),
             "resident": session is not None,
+            # The try page's made-up chats: listed, and their usage shown, as tests.
+            "test": scope.is_test,
             **shared.accounts.fields(scope),
         }
 
     def name(self, scope: Scope) -> str | None:
         """The chat's name (whichever account or persona), or for a person the nickname of
-        their private chat, if known."""
+        their private chat, if known; the try page's made-up names for its test chats."""
+        if scope.is_test:
+            return chat_title(scope)
         chat = Scope.friend(scope.id) if scope.is_personal else scope.log_chat
         return self.names.name(str(chat))
 
@@ -194,6 +199,7 @@ class PanelData:
                 "memories": memories,
                 "account": accounts.memory_account(scope),
                 "several_accounts": accounts.several,
+                "test": scope.is_test,
             }
             for scope, memories in people
         ]
