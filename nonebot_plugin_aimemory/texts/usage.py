@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from ..scopes import Scope
+
 if TYPE_CHECKING:
     from ..engine.usage import TokenCounts
 
@@ -63,5 +65,11 @@ def usage_report_all_chats(
     lines = ["所有会话合计", today, week]
     if top_chats:
         lines.append("近 7 天用得最多的会话：")
-        lines += [f"- {chat}：{counts.total_tokens} tokens" for chat, counts in top_chats]
+        lines += [f"- {_chat(chat)}：{counts.total_tokens} tokens" for chat, counts in top_chats]
     return "\n".join(lines)
+
+
+def _chat(chat: str) -> str:
+    """A chat's key, the try page's test chats marked as such."""
+    scope = Scope.parse_or_none(chat)
+    return f"{chat}（试聊测试）" if scope is not None and scope.is_test else chat
