@@ -203,3 +203,9 @@ def test_statements_are_not_taken_for_questions() -> None:
 
     assert not is_question("阿强(20002)问过学吉他难不难，大家说不难。")
     assert not is_question("Lily works at 星河科技 (asked on Friday)")
+    # Without the mark, a sentence-final 吗/么 still asks; 这么/那么 do not.
+    assert is_question("记住了吗")
+    assert is_question("明天下雨吗。")
+    assert is_question("你叫什么")
+    assert not is_question("小明说他从没这么开心过，真的就是那么")
+    assert not is_question("阿强(20002)喜欢吃烤鸭")
