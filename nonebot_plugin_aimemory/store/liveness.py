@@ -36,6 +36,11 @@ class StateStore(Protocol):
         """Unset `name`."""
         ...
 
+    @property
+    def for_one_process(self) -> bool:
+        """Whether the database is meant for one bot process."""
+        ...
+
 
 def this_process() -> str:
     """`<pid>@<host>`: which process holds the database."""
@@ -93,6 +98,7 @@ class RunningMark:
         self.state = state
         self.accounts: set[str] = set()
         self._warned: set[str] = set()
+        self._looked = False
         self._background = Background("running mark")
 
     def start(self) -> None:
@@ -107,12 +113,28 @@ class RunningMark:
             self._background.spawn(self._mark_account(account), name="account mark")
 
     async def renew(self) -> None:
-        """Every mark again."""
+        """Every mark again (the first time, after a look for another bot on the file)."""
         if self.state is None:
             return
+        if not self._looked:
+            self._looked = True
+            await self._warn_of_another_bot(self.state)
         await mark_running(self.state)
         for account in sorted(self.accounts):
             await self._mark_account(account)
+
+    async def _warn_of_another_bot(self, state: StateStore) -> None:
+        """Two bots started by one system user share the plugin's data folder, so one file:
+        say so at start-up rather than let them mix their memories silently."""
+        other = await running_bot(state)
+        if other is None or other.startswith(f"{this_process()} ") or not state.for_one_process:
+            return
+        logger.warning(
+            "另一个机器人进程（%s）也在用这个数据库文件：两个机器人会共用、互相改写记忆和聊天"
+            "记录。每个机器人请用自己的数据文件：在各自的 .env 里设置不同的 AIMEMORY_DB_PATH，"
+            "或 LOCALSTORE_USE_CWD=true 让数据放在各自的目录里",
+            other,
+        )
 
     async def _mark_account(self, account: str) -> None:
         assert self.state is not None

@@ -12,6 +12,12 @@ class PluginStateStore:
     def __init__(self, database: Backend) -> None:
         self.database = database
 
+    @property
+    def for_one_process(self) -> bool:
+        """Whether the database is meant for one bot process (a SQLite file is: a second
+        bot on it shares and overwrites the first one's memories without meaning to)."""
+        return self.database.dialect == "sqlite"
+
     async def get(self, name: str) -> str | None:
         """The value of `name`, or None when it was never set."""
         rows = await self.database.read("SELECT value FROM plugin_state WHERE name = ?", (name,))
@@ -50,6 +56,11 @@ class MemoryOnlyPluginState:
 
     def __init__(self) -> None:
         self._values: dict[str, str] = {}
+
+    @property
+    def for_one_process(self) -> bool:
+        """Nothing is shared with another process."""
+        return True
 
     async def get(self, name: str) -> str | None:
         """The value of `name`, or None."""
