@@ -13,9 +13,11 @@ from .. import prompts
 from ..engine.llm import LLMClient
 from ..engine.messages import Message
 from ..engine.usage import attributed_to
+from ..memory import attribution
 from ..memory.service import MemoryService
 from ..scopes import Scope
 from ..store.chat_log_store import ChatLogStore, ChatRow
+from ..store.provenance import Provenance
 from ..text.fit import cut_line, fit_lines
 from ..text.model_json import parse_json_object
 from .lines import format_row
@@ -30,10 +32,29 @@ MIN_PARTIAL_ROW_CHARS = 200
 
 @dataclass(frozen=True, slots=True)
 class Shown:
-    """The chat-log rows a review was shown, and which of them the bot wrote."""
+    """The chat-log rows a review was shown (of the chat `chat`), and which of them the
+    bot wrote."""
 
-    row_ids: set[int]
+    rows: dict[int, ChatRow]
     bots_rows: set[int]
+    chat: str
+
+    @property
+    def row_ids(self) -> set[int]:
+        """The ids of the rows shown."""
+        return set(self.rows)
+
+    def provenance(self, content: str, evidence: list[int]) -> Provenance:
+        """A memory the review drew from `evidence`: said by the author of those rows when
+        they are one person (by a quote's or a forwarded line's author when it holds the
+        content), never by the bot."""
+        lines = [
+            (row.text, attribution.person_of(row.speaker_id, row.speaker_name))
+            for row in (self.rows[i] for i in evidence if i in self.rows)
+            if row.id not in self.bots_rows
+        ]
+        said_by = attribution.author_of_evidence(content, lines)
+        return Provenance("review", said_by=said_by, chat=self.chat)
 
 
 @dataclass(slots=True)
@@ -93,7 +114,8 @@ class MemoryReviewer:
             context=f"review {scope}",
         )
         outcome = ReviewOutcome(last_row=fetched[-1].id)
-        shown = Shown({row.id for row in rows}, {row.id for row in rows if row.role == "assistant"})
+        bots = {row.id for row in rows if row.role == "assistant"}
+        shown = Shown({row.id: row for row in rows}, bots, chat_key)
         await self._apply(scope, completion.message.text, shown, outcome)
 
         logger.info(
@@ -147,6 +169,7 @@ class MemoryReviewer:
                 user_id=str(op["user_id"]) if op.get("user_id") else None,
                 source="review",
                 evidence=evidence,
+                provenance=shown.provenance(content, evidence),
             )
             if saved.status == "saved":
                 outcome.created += 1

@@ -12,7 +12,7 @@ from typing import Protocol
 
 from ..engine.messages import Part, TextPart
 from ..engine.timeouts import within
-from ..engine.turn_context import TurnSpeaker
+from ..engine.turn_context import TurnSpeaker, Voice
 from ..engine.turn_trace import TurnTrace
 from ..scopes import Scope, qq_number
 from .copies import ReceivedMessage
@@ -31,6 +31,16 @@ COPIED_LINE_START = re.compile(
 DELIVERY_TIMEOUT_SECONDS = 120.0
 
 
+@dataclass(frozen=True, slots=True)
+class RichContent:
+    """A message read in full: its parts as the model reads them, the sender's own words
+    among them, and the words of others it carries (a quote, forwarded lines)."""
+
+    parts: list[Part]
+    own_text: str = ""
+    voices: tuple[Voice, ...] = ()
+
+
 class Content(Protocol):
     """What a person sent, readable two ways: cheaply, and in full."""
 
@@ -43,7 +53,7 @@ class Content(Protocol):
         """The content without any I/O: images as markers, nothing fetched."""
         ...
 
-    async def rich(self) -> list[Part]:
+    async def rich(self) -> RichContent:
         """The content in full: images read, names looked up, quotes and forwards fetched."""
         ...
 
@@ -144,7 +154,14 @@ class Incoming:
         sender (or one whose id is no QQ number) has no QQ number there, so no personal
         memories (memory/personal.py)."""
         user_id = "" if self.speaker.anonymous else self.speaker.user_id
-        return TurnSpeaker(user_id, in_private_chat=self.group_id is None)
+        return TurnSpeaker(
+            user_id, self.group_id is None, name=self.speaker.name, chat=self.log_key
+        )
+
+    def own_voice(self, content: RichContent) -> Voice:
+        """The sender's own words in `content`, as a turn hears them."""
+        speaker = self.turn_speaker
+        return Voice("said", speaker.user_id or None, speaker.name, content.own_text)
 
 
 def parts_text(parts: list[Part]) -> str:

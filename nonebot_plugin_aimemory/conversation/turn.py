@@ -20,7 +20,7 @@ from ..engine.chatbot import ChatBot
 from ..engine.errors import LLMError
 from ..engine.history import StoreError
 from ..engine.messages import Message, Part, TextPart
-from ..engine.turn_context import SavesInTurn, TurnSpeaker, speaking, watching_saves
+from ..engine.turn_context import SavesInTurn, TurnSpeaker, Voice, hearing, speaking, watching_saves
 from ..engine.turn_outcome import AllowanceUsedUp
 from ..engine.turn_trace import tracing
 from ..engine.usage import UsageRecorder, attributed_to
@@ -65,9 +65,9 @@ class RelevantMemories(Protocol):
         ...
 
     async def keep_requested(
-        self, scope: str, text: str, *, speaker_id: str, speaker_name: str, saves: SavesInTurn
+        self, scope: str, text: str, speaker: TurnSpeaker, saves: SavesInTurn
     ) -> bool:
-        """Keep what `text` asked to be remembered if the turn saved nothing."""
+        """Keep what `text` asked `speaker`'s turn to remember if it saved nothing."""
         ...
 
 
@@ -264,27 +264,23 @@ class Conversation:
         rows: list[ChatRow] = []
         try:
             await self.prepare()
-            parts, text = await self._read_all(messages, rows)
+            parts, text, voices = await self._read_all(messages, rows)
             message, persist_text = await self.memories.prepend(
                 self.memory_key(chatbot.key),
                 user_message(first.line_prefix(self.zone), parts),
                 text,
                 first.turn_speaker,
             )
-            with watching_saves() as saves:
+            # A memory saved in the turn is attributed by whose words it holds.
+            with watching_saves() as saves, hearing(voices):
                 result = await chatbot.turn(
                     message,
                     persist_user_text=persist_text,
                     may_call=lambda: not self._over_quota(first),
                 )
             # Kept before the answer goes out: what the member is told must be true.
-            speaker = first.turn_speaker.user_id
             await self.memories.keep_requested(
-                self.memory_key(chatbot.key),
-                text,
-                speaker_id=speaker,
-                speaker_name=first.speaker.name,
-                saves=saves,
+                self.memory_key(chatbot.key), text, first.turn_speaker, saves
             )
         except AllowanceUsedUp:  # its messages are logged and kept in the window
             return self._quota_notice(first, [])
@@ -304,22 +300,24 @@ class Conversation:
 
     async def _read_all(
         self, messages: list[Incoming], rows: list[ChatRow]
-    ) -> tuple[list[Part], str]:
-        """The burst's messages in full, one per line; each one's chat-log row is written
-        as it is read (into `rows`)."""
+    ) -> tuple[list[Part], str, list[Voice]]:
+        """The burst's messages in full, one per line, and whose words they hold; each
+        one's chat-log row is written as it is read (into `rows`)."""
         parts: list[Part] = []
         lines: list[str] = []
+        voices: list[Voice] = []
         for incoming in messages:
             content = await incoming.content.rich()
-            line = parts_text(content)
+            line = parts_text(content.parts)
             row = user_row(incoming, line)
             if self._log_user(incoming, row):
                 rows.append(row)
             if parts:
                 parts.append(TextPart("\n"))
-            parts += content
+            parts += content.parts
             lines.append(line)
-        return parts, "\n".join(lines)
+            voices += [incoming.own_voice(content), *content.voices]
+        return parts, "\n".join(lines), voices
 
     async def _keep_unanswered(self, chatbot: ChatBot, messages: list[Incoming]) -> None:
         """At shutdown a queued burst gets no answer, but it is not lost: its messages go

@@ -1,7 +1,9 @@
 """`~记忆` commands: people see, search, delete and restore what the bot remembers. The
 review actions (开启 / 关闭 / 间隔 / 立即生成) go to the chat log's reviewer. `~记忆 我的 …`
 acts on the sender's own personal memories (personal.py), in any chat, for anyone but an
-anonymous sender (who has none); the other actions on the chat's memories only."""
+anonymous sender (who has none); the other actions on the chat's memories only. Anyone may
+add one (`添加`): it is theirs to answer for, and goes through the rules the model's saves
+go through."""
 
 from __future__ import annotations
 
@@ -10,6 +12,8 @@ from typing import Protocol
 
 from .. import texts
 from ..engine.turn_context import TurnSpeaker
+from ..store.provenance import Provenance
+from .attribution import spoken_by
 from .personal import MemoryView, is_anonymous, personal_view, someones_memories
 from .rules import clean_user_id
 from .service import PURGE_DELETED_AFTER_DAYS, MemoryFull, MemoryService
@@ -78,7 +82,9 @@ class MemoryCommands:
             return await self._page(scope, argument)
         if action == "搜索" and argument:
             hits = await memory.search(scope, argument, SEARCH_LIMIT)
-            return texts.memory_search_result(argument, [h.memory for h in hits])
+            return texts.memory_search_result(argument, [h.memory for h in hits], memory.zone)
+        if action == "添加" and argument:
+            return await self._add(scope, argument, caller)
         if action == "删除" and _looks_like_id(argument):
             deleted = await memory.forget(scope, argument, by_person=True)
             if deleted is None:
@@ -101,6 +107,14 @@ class MemoryCommands:
             )
             return f"{status}\n{await self.reviews.status(scope)}"
         return texts.MEMORY_USAGE
+
+    async def _add(self, scope: str, content: str, caller: TurnSpeaker | None) -> str:
+        """`~记忆 添加 <内容>`: the caller's words, saved through every rule."""
+        typed = spoken_by(caller, "command") if caller is not None else Provenance("command")
+        outcome = await self.memory.save(scope, content, source="command", provenance=typed)
+        if outcome.status == "saved" and outcome.memory is not None:
+            return texts.memory_added(outcome.memory)
+        return texts.memory_not_added(outcome)
 
     async def _personal_count(
         self, scope: str, caller: TurnSpeaker | None
@@ -153,7 +167,7 @@ class MemoryCommands:
         if page > pages:
             return texts.memory_no_such_page(page, pages, len(records))
         return texts.personal_memory_page(
-            records, page, PAGE_SIZE, with_private=view.include_private
+            records, page, PAGE_SIZE, self.memory.zone, with_private=view.include_private
         )
 
     @staticmethod
@@ -222,7 +236,7 @@ class MemoryCommands:
         pages = texts.memory_page_count(len(records), PAGE_SIZE)
         if page > pages:
             return texts.memory_no_such_page(page, pages, len(records))
-        return texts.memory_page(records, page, PAGE_SIZE)
+        return texts.memory_page(records, page, PAGE_SIZE, self.memory.zone)
 
     async def _restore(self, where: str | MemoryView, memory_id: str) -> str:
         """Undo a deletion in the chat's memories (`where` a scope) or the caller's own."""

@@ -5,16 +5,20 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
 from ..engine.background import Background
 from ..engine.errors import LLMError
 from ..engine.llm import LLMClient
 from ..engine.messages import Message
 from ..engine.transcript import chunk_lines, render_transcript
+from ..engine.turn_context import Voice
 from ..engine.usage import attributed_to
 from ..prompts import EXTRACT_PROMPT, TRANSCRIPT_ASSISTANT_LABEL, copies_the_format
 from ..scopes import Scope
+from ..store.provenance import Person, Provenance
 from ..text.model_json import parse_json_object
+from . import attribution
 from .service import MemoryService
 
 logger = logging.getLogger("nonebot_plugin_aimemory")
@@ -51,16 +55,17 @@ class FactExtractor:
         model calls are counted for the scope's chat."""
         lines = render_transcript(messages, assistant_label=TRANSCRIPT_ASSISTANT_LABEL)
         chunks = transcript_chunks(lines)
+        fold = _Fold.of(scope, messages)
         saved = 0
         with attributed_to(Scope.parse(scope).chat_key):
             for index, chunk in enumerate(chunks, 1):
                 saved += await self._extract_chunk(
-                    self.memory_key(scope), chunk, f"{index}/{len(chunks)}"
+                    self.memory_key(scope), chunk, f"{index}/{len(chunks)}", fold
                 )
         logger.info("saved %d memories from messages folded in %s", saved, scope)
         return saved
 
-    async def _extract_chunk(self, scope: str, transcript: str, part: str) -> int:
+    async def _extract_chunk(self, scope: str, transcript: str, part: str, fold: _Fold) -> int:
         """Ask for the facts of one chunk and save them; returns how many were new."""
         try:
             completion = await self.llm.complete(
@@ -81,6 +86,7 @@ class FactExtractor:
                 tags=fact.get("tags"),
                 user_id=fact.get("user_id"),
                 source="extract",
+                provenance=fold.provenance(fact["content"]),
             )
             saved += outcome.status == "saved"
         return saved
@@ -89,6 +95,29 @@ class FactExtractor:
         """Wait for extractions still running (used at shutdown), at most
         DRAIN_GRACE_SECONDS; a model call still in flight then is cancelled."""
         await self._background.settle(DRAIN_GRACE_SECONDS)
+
+
+@dataclass(frozen=True, slots=True)
+class _Fold:
+    """The folded messages as a fact's provenance needs them: whose words they hold, and
+    the chat they were said in."""
+
+    voices: list[Voice]
+    chat: str
+
+    @classmethod
+    def of(cls, window_key: str, messages: Sequence[Message]) -> _Fold:
+        """The voices of the folded messages of the window `window_key` (the bot's own
+        words are nobody's: they are left out)."""
+        where = Scope.parse(window_key)
+        friend = Person(where.id) if where.is_friend else None
+        said = [message.text for message in messages if message.role == "user"]
+        return cls(attribution.folded_voices(said, friend), where.log_chat.key)
+
+    def provenance(self, fact: str) -> Provenance:
+        """A fact drawn from the fold: said by the sender of the words it matches best."""
+        said_by = attribution.speaker_of(attribution.best_voice(fact, self.voices))
+        return Provenance("extract", said_by=said_by, chat=self.chat)
 
 
 def transcript_chunks(lines: Sequence[str]) -> list[str]:

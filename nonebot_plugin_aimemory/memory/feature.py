@@ -47,12 +47,10 @@ class TurnMemories:
         return await self.relevant.prepend(scope, message, query, speaker)
 
     async def keep_requested(
-        self, scope: str, text: str, *, speaker_id: str, speaker_name: str, saves: SavesInTurn
+        self, scope: str, text: str, speaker: TurnSpeaker, saves: SavesInTurn
     ) -> bool:
         """Keep what `text` asked to be remembered, unless the turn saved (requested.py)."""
-        return await self.requested.keep(
-            scope, text, speaker_id=speaker_id, speaker_name=speaker_name, saves=saves
-        )
+        return await self.requested.keep(scope, text, speaker, saves)
 
 
 @dataclass

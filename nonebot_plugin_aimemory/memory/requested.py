@@ -10,7 +10,8 @@ from __future__ import annotations
 import logging
 import re
 
-from ..engine.turn_context import SavesInTurn, current_speaker
+from ..engine.turn_context import SavesInTurn, TurnSpeaker
+from .attribution import spoken_by
 from .personal import MemoryView, personal_view
 from .rules import is_question
 from .service import MemoryService
@@ -59,23 +60,24 @@ class RequestedSaves:
         self.memory = memory
         self.personal = personal
 
-    async def keep(
-        self, scope: str, text: str, *, speaker_id: str, speaker_name: str, saves: SavesInTurn
-    ) -> bool:
-        """Save the fact `text` asks to keep in `scope` unless the turn saved something;
-        whether it was saved now. Never raises: the answer goes out regardless."""
+    async def keep(self, scope: str, text: str, speaker: TurnSpeaker, saves: SavesInTurn) -> bool:
+        """Save the fact `text` asks `speaker`'s turn to keep in `scope` unless the turn
+        saved something; whether it was saved now. Never raises: the answer goes out
+        regardless."""
         fact = requested_fact(text)
         if fact is None or saves.count:
             return False
-        who = f"{speaker_name}({speaker_id})" if speaker_id else speaker_name
-        view = self._speakers_own(scope, fact)
+        user_id = speaker.user_id or None
+        who = f"{speaker.name}({user_id})" if user_id else speaker.name
+        view = self._speakers_own(scope, fact, speaker)
         try:
             outcome = await self.memory.save(
                 view.scope if view is not None else scope,
                 f"{who}说：{fact}",
-                user_id=speaker_id or None,
+                user_id=user_id,
                 source="tool",
                 private=view is not None and view.include_private,
+                provenance=spoken_by(speaker, "said"),  # their own words, as they asked
             )
         except Exception:
             logger.exception("could not keep the fact %s asked to remember", scope)
@@ -83,19 +85,17 @@ class RequestedSaves:
         logger.info("%s: kept what the member asked to remember (%s)", scope, outcome.status)
         return outcome.status == "saved"
 
-    def _speakers_own(self, scope: str, fact: str) -> MemoryView | None:
+    def _speakers_own(self, scope: str, fact: str, speaker: TurnSpeaker) -> MemoryView | None:
         """The speaker's personal memories when `fact` is about the speaker (said in the
         first person) and personal memory is on; None for the chat's."""
         if not self.personal or _FIRST_PERSON.search(fact) is None:
             return None
-        return personal_view(scope, current_speaker())
+        return personal_view(scope, speaker)
 
 
 class NoRequestedSaves:
     """No long-term memory: nothing to keep."""
 
-    async def keep(
-        self, scope: str, text: str, *, speaker_id: str, speaker_name: str, saves: SavesInTurn
-    ) -> bool:
+    async def keep(self, scope: str, text: str, speaker: TurnSpeaker, saves: SavesInTurn) -> bool:
         """Nothing is saved."""
         return False

@@ -16,6 +16,7 @@ from datetime import datetime, timezone, tzinfo
 
 from ..engine.embeddings import Embedder, NoEmbeddings
 from ..store.memory_store import MemoryRecord, MemoryStore
+from ..store.provenance import Provenance
 from . import deletions, search, writes
 from .deletions import PURGE_DELETED_AFTER_DAYS, MemoryFull
 from .index import ScopeIndex
@@ -168,9 +169,11 @@ class MemoryService:
         source: Source = "tool",
         evidence: Sequence[int] = (),
         private: bool = False,
+        provenance: Provenance = Provenance(),
     ) -> SaveOutcome:
         """Save one memory through every rule; never raises for bad content. `private`: a
-        personal memory told in its owner's private chat (see personal.py)."""
+        personal memory told in its owner's private chat (see personal.py); `provenance`:
+        where it came from (unknown unless given)."""
         return await writes.save(
             self._writing(),
             scope,
@@ -181,6 +184,7 @@ class MemoryService:
             source=source,
             evidence=evidence,
             private=private,
+            provenance=provenance,
         )
 
     async def update(

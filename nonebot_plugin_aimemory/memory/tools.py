@@ -6,26 +6,27 @@ the message, and search, update and forget see that person's memories visible he
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from collections.abc import Iterable
+from typing import Any
 
 from .. import prompts, texts
-from ..engine.tools import MAX_TOOL_RESULT_CHARS, Tool, ToolError, ToolText
+from ..engine.tools import Tool, ToolError, ToolText
 from ..engine.turn_context import current_speaker, note_save
 from ..scopes import Scope
-from ..text.fit import fit_lines
+from . import attribution
 from .personal import MemoryView, is_anonymous, personal_view
 from .rules import MISSING, Missing, clean_user_id
-from .service import MemoryService, SaveOutcome, UpdateOutcome
-
-if TYPE_CHECKING:
-    from .service import SearchHit
+from .service import MemoryService
+from .tool_results import (
+    SearchPage,
+    describe_personal_save,
+    describe_save,
+    describe_update,
+    search_page,
+)
 
 SEARCH_LIMIT_DEFAULT = 10
 SEARCH_LIMIT_MAX = 50  # with a query; without one the model may list every entry
-# Room left under the engine's cap on tool results for the paging note, so it is never cut.
-SEARCH_RESULT_MAX_CHARS = MAX_TOOL_RESULT_CHARS - 500
 USER_ID_PROBLEM = "user_id 必须是 QQ 号（纯数字）；要清空请传空字符串"
 ANONYMOUS_SPEAKER_NOT_SAVED = (
     "未保存：这条消息是匿名发的，匿名消息没有个人记忆（认不出是谁）。"
@@ -108,12 +109,14 @@ def _saver(memory: MemoryService, scope: str, personal: bool):
             source="tool",
             # Told in the owner's private chat: it stays there until the owner says otherwise.
             private=target is not None and target.include_private,
+            provenance=attribution.in_turn(content),  # whose words: never the model's say
         )
         note_save()  # saved, or refused for a reason: either way the turn tried (requested.py)
+        zone = memory.zone
         if target is None:
-            result = describe_save(outcome, memory.max_entries)
+            result = describe_save(outcome, memory.max_entries, zone)
         else:
-            result = describe_personal_save(outcome, memory.personal_max_entries, target)
+            result = describe_personal_save(outcome, memory.personal_max_entries, target, zone)
         result = f"{result}\n{note}" if note else result
         return _personal_in_shared(result, scope) if target is not None else result
 
@@ -162,7 +165,7 @@ def _searcher(memory: MemoryService, scope: str, personal: bool):
             return "没有找到相关记忆。" if has_query else "当前会话还没有任何记忆。"
         if offset >= len(hits):
             return f"offset={offset} 超出了范围：一共只有 {len(hits)} 条。"
-        page = search_page(hits, offset)
+        page = search_page(hits, offset, memory.zone)
         return _for_shared_window(page) if _is_shared(scope) else page.text
 
     return search
@@ -206,11 +209,12 @@ def _updater(memory: MemoryService, scope: str, personal: bool):
         outcome = await memory.update(scope, memory_id, **fields)
         speakers = _speakers_view(scope, personal)
         if outcome.status != "not_found" or speakers is None:
-            return describe_update(outcome, memory_id)
+            return describe_update(outcome, memory_id, memory.zone)
         outcome = await memory.update(
             speakers.scope, memory_id, **fields, include_private=speakers.include_private
         )
-        return _personal_in_shared(describe_update(outcome, memory_id, view=speakers), scope)
+        described = describe_update(outcome, memory_id, memory.zone, view=speakers)
+        return _personal_in_shared(described, scope)
 
     return update
 
@@ -234,116 +238,6 @@ def _forgetter(memory: MemoryService, scope: str, personal: bool):
         return f"已删除记忆 #{deleted.id}。"
 
     return forget
-
-
-@dataclass(frozen=True, slots=True)
-class SearchPage:
-    """The hits a search result shows, their lines, and the paging note (if any)."""
-
-    shown: list[SearchHit]
-    lines: list[str]
-    notes: list[str]
-
-    @property
-    def text(self) -> str:
-        """The result as the model reads it."""
-        return "\n".join([*self.lines, *self.notes])
-
-
-def search_page(hits: Sequence[SearchHit], offset: int) -> SearchPage:
-    """Hits from `offset` on, one per line, as many as fit the result size; when some do
-    not fit, a last line says how many are left and which offset shows them."""
-    fitted = fit_lines(
-        [texts.memory_line(hit.memory, personal=hit.personal) for hit in hits[offset:]],
-        SEARCH_RESULT_MAX_CHARS,
-        # The first hit is shown whole even over the budget (a memory is at most 2000
-        # characters), so paging always moves on.
-        shorten=lambda line, _room, rank: line if rank == 0 else None,
-    )
-    shown = [hits[offset + index] for index in fitted.indices]
-    left = len(hits) - offset - len(fitted.lines)
-    notes = []
-    if left > 0:
-        next_offset = offset + len(fitted.lines)
-        notes.append(f"（还有 {left} 条没有显示，用 offset={next_offset} 继续查看）")
-    return SearchPage(shown, fitted.lines, notes)
-
-
-def describe_save(outcome: SaveOutcome, max_entries: int) -> str:
-    """The tool result for a save, written for the model to act on."""
-    if outcome.status == "saved" and outcome.memory is not None:
-        lines = [f"已保存记忆 {texts.memory_line(outcome.memory)}"]
-        if outcome.truncated:
-            lines.append("注意：内容超过 2000 字，已截断保存。")
-        if outcome.similar:
-            similar = "；".join(texts.memory_line(m) for m in outcome.similar)
-            lines.append(
-                f"发现相似的记忆：{similar}。如果说的是同一件事，请用 memory_update 合并成一条，"
-                "再用 memory_forget 删除多余的。"
-            )
-        return "\n".join(lines)
-    if outcome.status == "duplicate" and outcome.memory is not None:
-        return f"相同内容的记忆已存在：#{outcome.memory.id}，无需重复保存。"
-    if outcome.status == "tombstoned":
-        return "未保存：这条内容已被用户手动删除，不能再次保存。"
-    if outcome.status == "full":
-        return (
-            f"未保存：本会话的记忆已满（{max_entries} 条）。请先用 memory_update 合并相近的记忆，"
-            "或用 memory_forget 删除过时的记忆，再保存。"
-        )
-    if outcome.status == "empty":
-        return "未保存：内容为空。"
-    return f"未保存：{outcome.reason}。"
-
-
-def describe_personal_save(outcome: SaveOutcome, max_entries: int, view: MemoryView) -> str:
-    """The tool result for a save into the speaker's personal memories: as for the chat's,
-    lines marked personal, and nothing said of a memory this chat may not see (a private
-    one, in a group)."""
-    if outcome.status == "saved" and outcome.memory is not None:
-        lines = [f"已保存记忆 {texts.memory_line(outcome.memory, personal=True)}"]
-        if outcome.truncated:
-            lines.append("注意：内容超过 2000 字，已截断保存。")
-        similar = [m for m in outcome.similar if view.shows(m)]
-        if similar:
-            shown = "；".join(texts.memory_line(m, personal=True) for m in similar)
-            lines.append(
-                f"发现相似的记忆：{shown}。如果说的是同一件事，请用 memory_update 合并成一条，"
-                "再用 memory_forget 删除多余的。"
-            )
-        return "\n".join(lines)
-    if outcome.status == "duplicate" and outcome.memory is not None:
-        if not view.shows(outcome.memory):
-            return "这位发言人的个人记忆里已有相同内容，无需重复保存。"
-        return f"相同内容的记忆已存在：#{outcome.memory.id}，无需重复保存。"
-    if outcome.status == "full":
-        return (
-            f"未保存：这位发言人的个人记忆已满（{max_entries} 条）。请先用 memory_update 合并"
-            "相近的记忆，或用 memory_forget 删除过时的记忆，再保存。"
-        )
-    return describe_save(outcome, max_entries)
-
-
-def describe_update(
-    outcome: UpdateOutcome, memory_id: str, *, view: MemoryView | None = None
-) -> str:
-    """The model-facing result of a memory update (`view`: the speaker's personal memories
-    it was found in, if not the chat's)."""
-    if outcome.status == "not_found":
-        return texts.memory_not_found(memory_id)
-    if outcome.status == "updated" and outcome.memory is not None:
-        note = "（内容超过 2000 字，已截断）" if outcome.truncated else ""
-        line = texts.memory_line(outcome.memory, personal=view is not None)
-        return f"已更新记忆 {line}{note}"
-    if outcome.status == "duplicate" and outcome.memory is not None:
-        if view is not None and not view.shows(outcome.memory):
-            return "未更新：这位发言人的个人记忆里已有相同内容，请改用 memory_forget 删除这一条。"
-        return f"未更新：与已有记忆 #{outcome.memory.id} 内容相同，请改用 memory_forget 删除多余的一条。"
-    if outcome.status == "tombstoned":
-        return "未更新：这个内容已被用户手动删除过，不能再保存。"
-    if outcome.status == "empty":
-        return "未更新：content 不能为空；要删除请用 memory_forget。"
-    return f"未更新：{outcome.reason}。"
 
 
 def _text_argument(arguments: dict[str, Any], name: str) -> str:

@@ -13,6 +13,7 @@ from .. import texts
 from ..guard import injection_reason, injection_reason_for_memory, mask_pii
 from ..store.database import utc_text
 from ..store.memory_store import MemoryRecord, MemoryStore
+from ..store.provenance import Provenance
 from ..text import segmenter
 from ..text.encodable import encodable
 from .gist import Gist
@@ -88,6 +89,7 @@ async def save(
     source: Source,
     evidence: Sequence[int],
     private: bool,
+    provenance: Provenance,
 ) -> SaveOutcome:
     """Save one memory through every rule to a scope holding at most `cap`; never raises
     for bad content."""
@@ -109,8 +111,7 @@ async def save(
             return refusal
         embedding = await ctx.vectors.embed_quietly(text)
     async with ctx.index.writing(scope) as loaded:
-        refusal = save_refusal(loaded, normalized, gist, cap)
-        if refusal is not None:
+        if (refusal := save_refusal(loaded, normalized, gist, cap)) is not None:
             return refusal
         similar = near_duplicates(loaded, text, user_id)
         now = ctx.now_text()
@@ -126,6 +127,7 @@ async def save(
             created_at=now,
             updated_at=now,
             private=private,
+            provenance=provenance,
         )
         stored = await ctx.store.insert(scope, record, cap=cap)
         if stored != "inserted":

@@ -1,6 +1,7 @@
 """The rich form of an addressed QQ message: images read (MAX_IMAGES_PER_MESSAGE at
 most), @names looked up, the quoted message and forwarded chat records fetched. A part
-that fails becomes a placeholder."""
+that fails becomes a placeholder. Whose words are whose is kept beside it (`RichContent`):
+the sender's own, the quote's author's, each forwarded message's sender's."""
 
 from __future__ import annotations
 
@@ -16,10 +17,19 @@ from nonebot.adapters.onebot.v11 import (
     MessageSegment,
 )
 
+from ..conversation.incoming import RichContent, parts_text
 from ..engine.messages import Part, TextPart
+from ..engine.turn_context import Voice
 from ..media.images import ImageReader, marker, short_hash_of
 from ..store.sent_messages import SentMessages
-from ..text.lines import LINE_BREAK_MARK
+from ..text.lines import (
+    BOT_NAME,
+    LINE_BREAK_MARK,
+    QUOTE_CLOSING,
+    QUOTE_OPENING,
+    QUOTE_SPEAKER_END,
+    name_on_one_line,
+)
 from .forwards import ForwardFetcher, marker_of, nested_records
 from .members import MemberNames, call_quietly
 from .quotes import HIDDEN_QUOTE, QuotedMessage
@@ -53,14 +63,15 @@ MAX_NAME_LOOKUPS_PER_MESSAGE = 10
 
 @dataclass
 class _Reading:
-    """One message being read: its bot and event, and the image downloads, name lookups
-    and forwarded-record fetches it has left."""
+    """One message being read: its bot and event, the image downloads, name lookups and
+    forwarded-record fetches it has left, and the others' words it was found to carry."""
 
     bot: Bot
     event: MessageEvent
     images_left: int = MAX_IMAGES_PER_MESSAGE
     lookups_left: int = MAX_NAME_LOOKUPS_PER_MESSAGE
     forwards: ForwardFetcher = field(init=False)
+    voices: list[Voice] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         self.forwards = ForwardFetcher(self.bot)
@@ -86,11 +97,12 @@ class ContentRenderer:
 
     async def render(
         self, bot: Bot, event: MessageEvent, segments: Iterable[MessageSegment]
-    ) -> list[Part]:
+    ) -> RichContent:
         """The quoted message, then the event's `segments` (what is left of a long paste);
         a part that fails renders as a placeholder."""
         reading = _Reading(bot, event)
         parts: list[Part] = []
+        own: list[Part] = []
         segments = list(segments)
         await reading.forwards.prefetch(data_of(s) for s in segments if s.type == "forward")
         try:
@@ -102,11 +114,14 @@ class ContentRenderer:
             parts += [*quote, TextPart("\n")]
         for segment in segments:
             try:
-                parts.extend(await self.segment(reading, segment))
+                rendered = await self.segment(reading, segment)
             except Exception:
                 logger.warning("could not render a %r segment", segment.type, exc_info=True)
-                parts.append(TextPart(f"[{segment.type}]"))
-        return merge_text(parts)
+                rendered = [TextPart(f"[{segment.type}]")]
+            parts.extend(rendered)
+            if segment.type != "forward":  # a record's lines are its senders' words
+                own.extend(rendered)
+        return RichContent(merge_text(parts), parts_text(own), tuple(reading.voices))
 
     async def segment(self, reading: _Reading, segment: MessageSegment) -> list[Part]:
         """One segment of the user's own message in rich form; a forward is fetched and
@@ -198,9 +213,15 @@ class ContentRenderer:
     async def _quote_parts(self, reading: _Reading, quoted: QuotedMessage) -> list[Part]:
         user_id = quoted.sender_id
         is_bot = user_id == str(reading.event.self_id)
-        speaker = "机器人" if is_bot else f"{quoted.sender_name or user_id}({user_id})"
+        name = name_on_one_line(quoted.sender_name or "")
+        speaker = BOT_NAME if is_bot else f"{name or user_id}({user_id})"
         body = await self._clipped(reading, quoted.segments, QUOTE_MAX_CHARS)
-        return merge_text([TextPart(f"[引用 {speaker}："), *body, TextPart("]")])
+        # The bot's words are its account's: never the member's who quotes them.
+        reading.voices.append(
+            Voice("quoted", user_id, BOT_NAME if is_bot else name, parts_text(body))
+        )
+        opening = TextPart(f"{QUOTE_OPENING}{speaker}{QUOTE_SPEAKER_END}")
+        return merge_text([opening, *body, TextPart(QUOTE_CLOSING)])
 
     async def _clipped(
         self, reading: _Reading, segments: list[MessageSegment], max_chars: int
@@ -245,7 +266,7 @@ class ContentRenderer:
             shown = parsed[: max(budget.left - 1, 0)]
             await reading.forwards.prefetch(r for _, s in shown for r in nested_records(s))
         lines: list[str] = []
-        for name, segments in parsed:
+        for sender, segments in parsed:
             if budget.left <= 0:
                 budget.skipped += 1
                 continue
@@ -253,7 +274,9 @@ class ContentRenderer:
             records = nested_records(segments) if expands and budget.left > 0 else []
             inner = [await reading.forwards.nodes(record) for record in records]
             text = await self._node_text(reading, segments, [marker_of(n) for n in inner])
-            lines.append(f"{indent}{name}：{_one_line(text)[:FORWARD_LINE_MAX_CHARS]}")
+            said = _one_line(text)[:FORWARD_LINE_MAX_CHARS]
+            reading.voices.append(Voice("forwarded", sender.user_id, sender.name, said))
+            lines.append(f"{indent}{sender.name}：{said}")
             for inner_nodes in inner:
                 if isinstance(inner_nodes, list) and budget.left > 0:
                     lines += await self._forward_lines(reading, inner_nodes, level + 1, budget)
@@ -279,15 +302,28 @@ class ContentRenderer:
         return "".join(texts)
 
 
-def _forward_node(node: Any) -> tuple[str, list[MessageSegment]] | None:
-    """Sender name and content of a forwarded message in any implementation's shape:
-    NapCat's message events, go-cqhttp's CQ-code `content`, `node` segments."""
+@dataclass(frozen=True, slots=True)
+class _Sender:
+    """Who sent a forwarded message: the QQ number when the record reports one."""
+
+    user_id: str | None
+    name: str
+
+
+def _forward_node(node: Any) -> tuple[_Sender, list[MessageSegment]] | None:
+    """Sender and content of a forwarded message in any implementation's shape: NapCat's
+    message events, go-cqhttp's CQ-code `content`, `node` segments."""
     if not isinstance(node, dict):
         return None
     body = dict_at(node, "data") if node.get("type") == "node" else node
     sender = dict_at(body, "sender")
     name = sender.get("card") or sender.get("nickname") or body.get("nickname") or "某人"
-    return str(name), as_segments(body.get("message", body.get("content")))
+    user_id = sender.get("user_id") or body.get("user_id") or body.get("uin")
+    shown = name_on_one_line(str(name)) or "某人"
+    return (
+        _Sender(str(user_id) if user_id else None, shown),
+        as_segments(body.get("message", body.get("content"))),
+    )
 
 
 def _one_line(text: str) -> str:

@@ -6,16 +6,18 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable
+from dataclasses import replace
 from datetime import datetime, timezone
 
 from nonebot.adapters.onebot.v11 import Bot, GroupMessageEvent, Message, MessageEvent
 from nonebot.internal.adapter import Event
 
 from ..config import Config
-from ..conversation.incoming import ANONYMOUS_PREFIX, Command, Incoming, Speaker
+from ..conversation.incoming import ANONYMOUS_PREFIX, Command, Incoming, RichContent, Speaker
 from ..engine.messages import Part, TextPart
 from ..scopes import Scope
 from ..text.encodable import encodable
+from ..text.lines import name_on_one_line
 from .accounts import Accounts
 from .content import ContentRenderer
 from .pastes import MAX_PASTE_CHARS, KeptSegments, keep_within_limit, omission_note
@@ -85,21 +87,12 @@ def fingerprint_of(message: Message) -> str:
     return "".join(pieces)[:MAX_FINGERPRINT_CHARS]
 
 
-# A name is shown inside `[时间] 名字(QQ号)：`: the marks of that line, written the
-# full-width way, so a card cannot end its own line early or imitate another speaker's.
-_LINE_MARKS = str.maketrans({"[": "［", "]": "］", "(": "（", ")": "）", ":": "∶", "：": "∶"})
-
-
 def speaker_name(event: MessageEvent) -> str:
     """The sender's group card, else nickname, else QQ number; on one line, with the marks
     of a speaker line neutralised."""
     sender = event.sender
-    return _one_line(getattr(sender, "card", None) or sender.nickname or "") or str(event.user_id)
-
-
-def _one_line(raw: str) -> str:
-    """A name on one line, the marks of a speaker line written the full-width way."""
-    return " ".join(encodable(raw).split()).translate(_LINE_MARKS)
+    shown = name_on_one_line(getattr(sender, "card", None) or sender.nickname or "")
+    return shown or str(event.user_id)
 
 
 def speaker_of(event: MessageEvent) -> Speaker:
@@ -112,7 +105,7 @@ def speaker_of(event: MessageEvent) -> Speaker:
         return Speaker.sender(event.user_id, speaker_name(event))
     anonymous = event.anonymous
     anonymous_id = str(anonymous.id) if anonymous is not None else ""
-    name = _one_line(anonymous.name) if anonymous is not None else ""
+    name = name_on_one_line(anonymous.name) if anonymous is not None else ""
     return Speaker.anonymous_sender(anonymous_id, name or ANONYMOUS_PREFIX)
 
 
@@ -186,11 +179,11 @@ class EventContent:
             self._plain = _finished(kept.plain, kept.cut_chars)
         return list(self._plain)
 
-    async def rich(self) -> list[Part]:
+    async def rich(self) -> RichContent:
         """The content with images read and quotes and forwards fetched."""
         kept = self._within_limit()
-        parts = await self.renderer.render(self.bot, self.event, kept.segments)
-        return _finished(parts, kept.cut_chars)
+        rendered = await self.renderer.render(self.bot, self.event, kept.segments)
+        return replace(rendered, parts=_finished(rendered.parts, kept.cut_chars))
 
     def _within_limit(self) -> KeptSegments:
         """The segments within MAX_PASTE_CHARS (worked out once)."""

@@ -14,10 +14,10 @@ from nonebot.adapters.onebot.v11 import Message, MessageSegment
 
 from ..engine.messages import Part, TextPart
 from ..media.images import marker, short_hash_of
+from ..text.lines import FORWARD_MARKER as FORWARD_MARKER
 
 logger = logging.getLogger("nonebot_plugin_aimemory")
 
-FORWARD_MARKER = "[合并转发的聊天记录]"
 CARD_TITLE_KEYS = ("title", "prompt", "desc", "tag")
 CARD_URL_KEYS = ("qqdocurl", "jumpUrl", "url", "jumpurl")
 # Both stop at the first quote after the attribute: linear, whatever the card holds.

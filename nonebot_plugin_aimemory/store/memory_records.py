@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from ..engine.embeddings import VectorMaker
+from .provenance import PROVENANCE_COLUMNS, Provenance
 
 
 @dataclass(slots=True)
@@ -29,6 +30,8 @@ class MemoryRecord:
     # A personal memory told in its owner's private chat: used only there (see
     # memory/personal.py). Chat memories are never private.
     private: bool = False
+    # Where it came from (provenance.py); all unknown for memories saved before it was kept.
+    provenance: Provenance = field(default_factory=Provenance)
 
     @property
     def deleted(self) -> bool:
@@ -46,8 +49,10 @@ class Tombstone:
 
 
 def record_from_row(row: Sequence[object], maker: VectorMaker | None) -> MemoryRecord:
-    """A memory row; its vector only if `maker` made it (any vector when `maker` is None:
-    no embedding model is configured, so nothing compares it)."""
+    """A memory row (its provenance columns last); its vector only if `maker` made it (any
+    vector when `maker` is None: no embedding model is configured, so nothing compares it)."""
+    first = len(row) - len(PROVENANCE_COLUMNS)
+    provenance = Provenance.from_columns(tuple(row[first:]))
     (
         id_,
         content,
@@ -63,7 +68,7 @@ def record_from_row(row: Sequence[object], maker: VectorMaker | None) -> MemoryR
         private,
         embedding_model,
         embedding_convention,
-    ) = row
+    ) = row[:first]
     current = maker is None or (embedding_model, embedding_convention) == (
         maker.model,
         maker.convention,
@@ -81,6 +86,7 @@ def record_from_row(row: Sequence[object], maker: VectorMaker | None) -> MemoryR
         updated_at=str(updated),
         deleted_at=str(deleted) if deleted is not None else None,
         private=bool(private),
+        provenance=provenance,
     )
 
 

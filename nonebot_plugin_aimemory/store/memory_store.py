@@ -15,6 +15,7 @@ from .job_locks import Job, claim_job
 from .memory_records import MemoryRecord as MemoryRecord
 from .memory_records import Tombstone as Tombstone
 from .memory_records import json_text, record_from_row
+from .provenance import PROVENANCE_COLUMNS
 
 _SCOPE_STAMP = (
     "SELECT (SELECT COUNT(*) FROM memories WHERE scope = ?), (SELECT MAX(updated_at) FROM "
@@ -25,10 +26,15 @@ _SCOPE_STAMP = (
 InsertResult = Literal["inserted", "duplicate", "tombstoned", "full"]
 UpdateResult = Literal["updated", "missing", "duplicate", "tombstoned"]
 
-_COLUMNS = (
-    "id, content, normalized, tags, user_id, embedding, evidence, source, created_at, "
-    "updated_at, deleted_at, private, embedding_model, embedding_convention"
+# The order record_from_row reads them in; the provenance columns (never changed after the
+# insert: they say how the memory arrived) last.
+_COLUMN_NAMES = (
+    *("id", "content", "normalized", "tags", "user_id", "embedding", "evidence", "source"),
+    *("created_at", "updated_at", "deleted_at", "private"),
+    *("embedding_model", "embedding_convention", *PROVENANCE_COLUMNS),
 )
+_COLUMNS = ", ".join(_COLUMN_NAMES)
+_INSERT = f"INSERT INTO memories (scope, {_COLUMNS}) VALUES (?{', ?' * len(_COLUMN_NAMES)})"
 
 
 class MemoryStore:
@@ -90,9 +96,13 @@ class MemoryStore:
             if cap is not None and _live_count(connection, scope) >= cap:
                 return "full"
             connection.execute(
-                f"INSERT INTO memories (scope, {_COLUMNS}) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (scope, *_values(record), *self._made_by(record.embedding)),
+                _INSERT,
+                (
+                    scope,
+                    *_values(record),
+                    *self._made_by(record.embedding),
+                    *record.provenance.columns(),
+                ),
             )
             return "inserted"
 

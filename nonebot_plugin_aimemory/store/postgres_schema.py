@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from .schema import SCHEMA_VERSION
-from .sqlite_migrations import MESSAGE_CLAIMS  # written for both databases
+from .sqlite_migrations import MEMORY_PROVENANCE, MESSAGE_CLAIMS  # written for both
 
 if TYPE_CHECKING:
     from .connection import Connection
@@ -37,6 +37,7 @@ MIGRATIONS: dict[int, str] = {
     ALTER TABLE memories ADD COLUMN IF NOT EXISTS embedding_convention TEXT;
     """,
     19: MESSAGE_CLAIMS,
+    20: MEMORY_PROVENANCE,
 }
 
 
@@ -90,6 +91,12 @@ CREATE TABLE IF NOT EXISTS memories (
     private INTEGER NOT NULL DEFAULT 0,
     embedding_model TEXT,
     embedding_convention TEXT,
+    origin TEXT,
+    said_by_id TEXT,
+    said_by_name TEXT,
+    told_by_id TEXT,
+    told_by_name TEXT,
+    said_in TEXT,
     PRIMARY KEY (scope, id)
 );
 CREATE INDEX IF NOT EXISTS memories_by_normalized ON memories (scope, normalized);

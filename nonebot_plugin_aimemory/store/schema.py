@@ -56,6 +56,12 @@ CREATE TABLE IF NOT EXISTS memories (
     private INTEGER NOT NULL DEFAULT 0,
     embedding_model TEXT,
     embedding_convention TEXT,
+    origin TEXT,
+    said_by_id TEXT,
+    said_by_name TEXT,
+    told_by_id TEXT,
+    told_by_name TEXT,
+    said_in TEXT,
     PRIMARY KEY (scope, id)
 ) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS memories_by_normalized ON memories (scope, normalized);

@@ -39,6 +39,20 @@ CREATE TABLE IF NOT EXISTS claim_holders (
 );
 """
 
+# Schema version 20, written for both databases: where each memory came from
+# (store/provenance.py). What an old row tells is kept (the reviewer's, the extraction's, and
+# the panel's, the one writer of `source` 'command' before); the rest stays unknown.
+MEMORY_PROVENANCE = """
+ALTER TABLE memories ADD COLUMN origin TEXT;
+ALTER TABLE memories ADD COLUMN said_by_id TEXT;
+ALTER TABLE memories ADD COLUMN said_by_name TEXT;
+ALTER TABLE memories ADD COLUMN told_by_id TEXT;
+ALTER TABLE memories ADD COLUMN told_by_name TEXT;
+ALTER TABLE memories ADD COLUMN said_in TEXT;
+UPDATE memories SET origin = CASE source
+    WHEN 'review' THEN 'review' WHEN 'extract' THEN 'extract' WHEN 'command' THEN 'panel' END;
+"""
+
 # Each entry migrates from version i to i + 1; never edit a released entry, append a new one.
 MIGRATIONS: tuple[str, ...] = (
     """
@@ -280,4 +294,5 @@ MIGRATIONS: tuple[str, ...] = (
     # (store/message_claims.py): each message once, each account's copy of it, which
     # accounts are present in which chat, and which processes are alive to hold claims.
     MESSAGE_CLAIMS,
+    MEMORY_PROVENANCE,
 )

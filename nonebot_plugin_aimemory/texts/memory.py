@@ -3,14 +3,18 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import date, datetime, tzinfo
 from typing import TYPE_CHECKING
+
+from .panel import panel_save_refused
+from .provenance import provenance_note
 
 if TYPE_CHECKING:
     from ..store.memory_store import MemoryRecord
 
 MEMORY_USAGE = (
-    "用法：~记忆 列表 [页码] | 搜索 <词> | 删除 <编号> | 清空 | 恢复 <编号> | 状态 | "
-    "开启 | 关闭 | 间隔 <秒> | 立即生成 | 我的 …（你的个人记忆）"
+    "用法：~记忆 列表 [页码] | 搜索 <词> | 添加 <内容> | 删除 <编号> | 清空 | 恢复 <编号> | "
+    "状态 | 开启 | 关闭 | 间隔 <秒> | 立即生成 | 我的 …（你的个人记忆）"
 )
 MEMORY_UNAVAILABLE = "长期记忆不可用：数据库无法打开，请联系机器人管理员。"
 MEMORY_EMPTY = "还没有任何记忆。"
@@ -35,6 +39,21 @@ def memory_line(record: MemoryRecord, *, personal: bool = False) -> str:
     return line
 
 
+def attributed_line(record: MemoryRecord, zone: tzinfo, *, personal: bool = False) -> str:
+    """`memory_line`, then where the memory came from, its day in `zone`:
+    `#ab3d 内容（小明(20001) 说，12-01）` (nothing more when that is unknown)."""
+    said_on = _day(record.created_at, zone)
+    return memory_line(record, personal=personal) + provenance_note(record.provenance, said_on)
+
+
+def _day(stored: str, zone: tzinfo) -> date | None:
+    """The day of a stored UTC time (`2026-12-01T08:00:00.000000Z`) in `zone`."""
+    try:
+        return datetime.fromisoformat(stored).astimezone(zone).date()
+    except ValueError:
+        return None
+
+
 def memory_not_found(memory_id: str) -> str:
     """Reply when no memory has the given id."""
     return f"没有编号为 #{memory_id.strip().lstrip('#')} 的记忆。"
@@ -50,13 +69,13 @@ def memory_page_count(total: int, page_size: int) -> int:
     return max(1, -(-total // page_size))
 
 
-def memory_page(records: Sequence[MemoryRecord], page: int, page_size: int) -> str:
+def memory_page(records: Sequence[MemoryRecord], page: int, page_size: int, zone: tzinfo) -> str:
     """One page of the `~记忆 列表` listing (`page` within 1…memory_page_count)."""
     total = len(records)
     pages = memory_page_count(total, page_size)
     shown = records[(page - 1) * page_size : page * page_size]
     header = f"记忆（第 {page}/{pages} 页，共 {total} 条）："
-    return "\n".join([header, *(memory_line(r) for r in shown)])
+    return "\n".join([header, *(attributed_line(r, zone) for r in shown)])
 
 
 def memory_no_such_page(page: int, pages: int, total: int) -> str:
@@ -64,11 +83,22 @@ def memory_no_such_page(page: int, pages: int, total: int) -> str:
     return f"没有第 {page} 页：记忆共 {total} 条，{pages} 页。"
 
 
-def memory_search_result(query: str, records: Sequence[MemoryRecord]) -> str:
+def memory_search_result(query: str, records: Sequence[MemoryRecord], zone: tzinfo) -> str:
     """The `~记忆 搜索` result, or a note that nothing matched."""
     if not records:
         return f"没有找到与“{query}”相关的记忆。"
-    return "\n".join([f"与“{query}”相关的记忆：", *(memory_line(r) for r in records)])
+    lines = (attributed_line(r, zone) for r in records)
+    return "\n".join([f"与“{query}”相关的记忆：", *lines])
+
+
+def memory_added(record: MemoryRecord) -> str:
+    """Confirm `~记忆 添加`."""
+    return f"已记下记忆 #{record.id}：{record.content[:50]}"
+
+
+def memory_not_added(outcome: object) -> str:
+    """Why `~记忆 添加` stored nothing (a SaveOutcome), as the panel says it."""
+    return f"没有记下：{panel_save_refused(outcome)}"
 
 
 def memory_deleted(record: MemoryRecord) -> str:
@@ -146,7 +176,12 @@ PERSONAL_MEMORY_OTHERS_DENIED = "只有机器人超级用户可以删除别人�
 
 
 def personal_memory_page(
-    records: Sequence[MemoryRecord], page: int, page_size: int, *, with_private: bool
+    records: Sequence[MemoryRecord],
+    page: int,
+    page_size: int,
+    zone: tzinfo,
+    *,
+    with_private: bool,
 ) -> str:
     """One page of `~记忆 我的`, in the format of `~记忆 列表`; in a group, a note that
     private memories are not listed."""
@@ -155,7 +190,7 @@ def personal_memory_page(
     shown = records[(page - 1) * page_size : page * page_size]
     where = "" if with_private else "，私密的只在私聊里显示"
     header = f"你的个人记忆（第 {page}/{pages} 页，共 {total} 条{where}）："
-    return "\n".join([header, *(memory_line(r, personal=True) for r in shown)])
+    return "\n".join([header, *(attributed_line(r, zone, personal=True) for r in shown)])
 
 
 def personal_memory_not_found(memory_id: str) -> str:

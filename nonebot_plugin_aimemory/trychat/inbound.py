@@ -12,8 +12,9 @@ from collections.abc import Collection
 from dataclasses import dataclass
 from datetime import datetime, timezone
 
-from ..conversation.incoming import Incoming, Speaker
+from ..conversation.incoming import Incoming, RichContent, Speaker, parts_text
 from ..engine.messages import Part, TextPart
+from ..engine.turn_context import Voice
 from ..engine.turn_trace import TurnTrace
 from ..onebot.content import QUOTE_MAX_CHARS
 from ..onebot.inbound import MAX_FINGERPRINT_CHARS, parse_command
@@ -21,6 +22,7 @@ from ..onebot.pastes import MAX_PASTE_CHARS, omission_note
 from ..onebot.segments import plain_at_text
 from ..scopes import Scope
 from ..text.encodable import encodable
+from ..text.lines import BOT_NAME, QUOTE_CLOSING, QUOTE_OPENING, QUOTE_SPEAKER_END
 from .members import TestMember, member
 
 # Who an @ or a quote names besides the members: the bot itself.
@@ -51,11 +53,12 @@ class PageContent:
     """The content of a page message (the `Content` of conversation/incoming.py): nothing
     to fetch, so the plain and the rich form differ only by the quote before it."""
 
-    __slots__ = ("_parts", "_quote")
+    __slots__ = ("_parts", "_quote", "_quoted")
 
-    def __init__(self, parts: list[Part], quote: str | None) -> None:
+    def __init__(self, parts: list[Part], quote: str | None, quoted: Voice | None = None) -> None:
         self._parts = parts
         self._quote = quote
+        self._quoted = quoted  # whose words the quote holds
 
     @property
     def quotes_a_message(self) -> bool:
@@ -66,11 +69,13 @@ class PageContent:
         """The content as typed (cut, with its note, when too long)."""
         return list(self._parts)
 
-    async def rich(self) -> list[Part]:
+    async def rich(self) -> RichContent:
         """The quote, on its own line, then the content."""
+        own = parts_text(self._parts)
         if self._quote is None:
-            return list(self._parts)
-        return [TextPart(f"{self._quote}\n"), *self._parts]
+            return RichContent(list(self._parts), own)
+        voices = (self._quoted,) if self._quoted is not None else ()
+        return RichContent([TextPart(f"{self._quote}\n"), *self._parts], own, voices)
 
 
 @dataclass(frozen=True, slots=True)
@@ -140,16 +145,26 @@ def _content(message: PageMessage, text: str) -> tuple[PageContent, int]:
     whole = ats + text
     kept, cut_chars = whole[:MAX_PASTE_CHARS], max(0, len(whole) - MAX_PASTE_CHARS)
     parts: list[Part] = [TextPart(kept + (omission_note(cut_chars) if cut_chars else ""))]
-    return PageContent(parts, _quote_line(message.quote)), cut_chars
+    quoted = _quoted(message.quote)
+    quote = None if quoted is None else _quote_line(quoted)
+    return PageContent(parts, quote, quoted), cut_chars
 
 
-def _quote_line(quote: Quote | None) -> str | None:
-    """`[引用 机器人：…]` / `[引用 小明(…)：…]`, as onebot/content.py writes a QQ quote."""
+def _quoted(quote: Quote | None) -> Voice | None:
+    """Whose words a reply quotes: a member's, or the bot's (no QQ number on this page)."""
     if quote is None:
         return None
+    said = encodable(quote.text).strip()[:QUOTE_MAX_CHARS]
     quoted = member(quote.speaker_id)
-    speaker = f"{quoted.name}({quoted.user_id})" if quoted is not None else "机器人"
-    return f"[引用 {speaker}：{encodable(quote.text).strip()[:QUOTE_MAX_CHARS]}]"
+    if quoted is None:
+        return Voice("quoted", None, BOT_NAME, said)
+    return Voice("quoted", quoted.user_id, quoted.name, said)
+
+
+def _quote_line(quoted: Voice) -> str:
+    """`[引用 机器人：…]` / `[引用 小明(…)：…]`, as onebot/content.py writes a QQ quote."""
+    speaker = f"{quoted.name}({quoted.user_id})" if quoted.user_id else quoted.name
+    return f"{QUOTE_OPENING}{speaker}{QUOTE_SPEAKER_END}{quoted.text}{QUOTE_CLOSING}"
 
 
 def _fingerprint(message: PageMessage, text: str) -> str:

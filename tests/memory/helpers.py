@@ -86,3 +86,13 @@ async def wait_for(check, timeout_seconds: float = 2.0) -> bool:
 def read_result(result: str | ToolText) -> str:
     """A tool handler's result as the turn's request carries it."""
     return result if isinstance(result, str) else result.text
+
+
+def told_today(plugin, name: str, user_id: object) -> str:
+    """How a memory a member told the bot today is shown after its line:
+    `（小明(2001) 说，12-06）` (their QQ number alone when they have no name)."""
+    from datetime import datetime
+
+    zone = plugin.runtime.memory.service.zone
+    who = f"{name}({user_id})" if name else str(user_id)
+    return f"（{who} 说，{datetime.now(zone):%m-%d}）"

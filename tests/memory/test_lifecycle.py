@@ -7,7 +7,14 @@ import asyncio
 
 from tests.fakes.bots import RecordingBot
 from tests.fakes.events import group_message, private_message
-from tests.memory.helpers import command, model_calls_one, saved_id, stored_bodies, wait_for
+from tests.memory.helpers import (
+    command,
+    model_calls_one,
+    saved_id,
+    stored_bodies,
+    told_today,
+    wait_for,
+)
 
 VEGETARIAN = "小明(2001)吃素，不吃任何肉类"
 
@@ -22,7 +29,9 @@ async def test_memories_survive_a_restart(plugin) -> None:
     await plugin.restart()
     listing = await command(bot, group_message("~记忆 列表", group_id=1001))
 
-    assert listing.splitlines()[1:] == [f"#{memory_id} {VEGETARIAN}"]
+    assert listing.splitlines()[1:] == [
+        f"#{memory_id} {VEGETARIAN}{told_today(plugin, '小明', 2001)}"
+    ]
 
 
 async def test_memories_survive_session_eviction(plugin) -> None:
@@ -46,7 +55,7 @@ async def test_memories_survive_session_eviction(plugin) -> None:
         plugin, bot, private_message("我吃什么", user_id=1002), "memory_search", {"query": "吃素"}
     )
 
-    assert result == f"#{memory_id} {VEGETARIAN}"
+    assert result == f"#{memory_id} {VEGETARIAN}{told_today(plugin, '小红', 1002)}"
 
 
 async def test_clearing_the_conversation_keeps_the_memories(plugin) -> None:
@@ -63,7 +72,9 @@ async def test_clearing_the_conversation_keeps_the_memories(plugin) -> None:
 
     assert cleared == texts.CLEARED
     assert await stored_bodies(plugin, "g:1003") == []
-    assert listing.splitlines()[1:] == [f"#{memory_id} {VEGETARIAN}"]
+    assert listing.splitlines()[1:] == [
+        f"#{memory_id} {VEGETARIAN}{told_today(plugin, '小明', 2001)}"
+    ]
 
 
 async def test_group_auto_clear_keeps_the_memories(plugin) -> None:
@@ -83,4 +94,6 @@ async def test_group_auto_clear_keeps_the_memories(plugin) -> None:
 
     assert await wait_for(window_cleared)
     listing = await command(bot, group_message("~记忆 列表", group_id=1004))
-    assert listing.splitlines()[1:] == [f"#{memory_id} {VEGETARIAN}"]
+    assert listing.splitlines()[1:] == [
+        f"#{memory_id} {VEGETARIAN}{told_today(plugin, '小明', 2001)}"
+    ]

@@ -6,7 +6,7 @@ got."""
 from __future__ import annotations
 
 from tests.fakes.bots import RecordingBot
-from tests.memory.helpers import command, model_calls_one, stored
+from tests.memory.helpers import command, model_calls_one, stored, told_today
 from tests.memory.personal_helpers import (
     BIRTHDAY,
     BOB,
@@ -42,7 +42,8 @@ async def test_a_speaker_memory_saved_in_a_group_is_a_public_personal_memory(plu
     (saved,) = await stored(plugin, BOB_SCOPE)
     assert PERSONAL_ID.fullmatch(saved.id)
     assert (saved.content, saved.private, saved.user_id) == (CAKE, False, str(BOB))
-    assert result == f"已保存记忆 #{saved.id} [个人] {CAKE} (关于 {BOB})"
+    said = told_today(plugin, "Bob", BOB)
+    assert result == f"已保存记忆 #{saved.id} [个人] {CAKE} (关于 {BOB}){said}"
     assert await stored(plugin, f"g:{GROUP_A}") == []
 
 
@@ -176,8 +177,8 @@ async def test_bobs_private_memory_is_used_in_his_private_chat(plugin) -> None:
         plugin, bot, bob_alone("查一下"), "memory_search", {"query": "生日"}
     )
 
-    assert injected == [line]
-    assert searched == line
+    assert injected == [line]  # an injected note says no more than before
+    assert searched == line + told_today(plugin, "Bob", BOB)
 
 
 async def test_a_private_memory_made_public_is_used_in_groups(plugin) -> None:
@@ -223,7 +224,10 @@ async def test_search_ranks_chat_and_personal_memories_together_with_distinct_id
 
     lines = result.splitlines()
     assert sorted(lines) == sorted(
-        [f"#{chat.memory.id} {group_cake}", f"#{cake_id} [个人] {CAKE} (关于 {BOB})"]
+        [
+            f"#{chat.memory.id} {group_cake}",
+            f"#{cake_id} [个人] {CAKE} (关于 {BOB}){told_today(plugin, 'Bob', BOB)}",
+        ]
     )
     assert len(chat.memory.id) == 4
     assert not chat.memory.id.startswith("u")

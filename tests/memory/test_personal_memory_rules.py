@@ -11,7 +11,14 @@ from typing import Any
 import pytest
 
 from tests.fakes.bots import RecordingBot
-from tests.memory.helpers import command, model_calls_one, read_result, saved_id, stored
+from tests.memory.helpers import (
+    command,
+    model_calls_one,
+    read_result,
+    saved_id,
+    stored,
+    told_today,
+)
 from tests.memory.personal_helpers import (
     BIRTHDAY,
     BOB,
@@ -305,7 +312,8 @@ async def test_each_persona_keeps_its_own_personal_memories(plugin) -> None:
     assert personal_scope(f"g:{GROUP_A}#猫娘", str(BOB)) == f"u:{BOB}#猫娘"
     assert [r.content for r in await stored(plugin, f"u:{BOB}#猫娘")] == [CAKE]
     assert await stored(plugin, BOB_SCOPE) == []
-    assert as_cat == f"#{saved_id(saved)} [个人] {CAKE} (关于 {BOB})"
+    # Bob by QQ number alone: the turn knows no name of his.
+    assert as_cat == f"#{saved_id(saved)} [个人] {CAKE} (关于 {BOB}){told_today(plugin, '', BOB)}"
     assert as_default == "没有找到相关记忆。"
     assert CAKE in listed_as_cat
 
@@ -368,4 +376,4 @@ async def test_personal_memories_survive_the_janitor_evicting_the_session(plugin
 
     assert f"g:{GROUP_A}" in sessions
     assert injected == [f"#{cake_id} [个人] {CAKE} (关于 {BOB})"]
-    assert searched == f"#{cake_id} [个人] {CAKE} (关于 {BOB})"
+    assert searched == f"#{cake_id} [个人] {CAKE} (关于 {BOB}){told_today(plugin, 'Bob', BOB)}"

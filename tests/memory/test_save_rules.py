@@ -9,7 +9,7 @@ import pytest
 
 from tests.fakes.bots import RecordingBot
 from tests.fakes.events import group_message
-from tests.memory.helpers import model_calls, model_calls_one, saved_id, stored
+from tests.memory.helpers import model_calls, model_calls_one, saved_id, stored, told_today
 
 GROUP = 301
 SCOPE = f"g:{GROUP}"
@@ -149,7 +149,8 @@ async def test_tags_and_user_id_are_stored_with_the_memory(plugin) -> None:
 
     (record,) = await stored(plugin, SCOPE)
     assert (record.tags, record.user_id) == (["饮食", "习惯"], "2001")
-    assert result == f"已保存记忆 #{record.id} 小明(2001)吃素 [标签：饮食、习惯] (关于 2001)"
+    line = f"#{record.id} 小明(2001)吃素 [标签：饮食、习惯] (关于 2001)"
+    assert result == f"已保存记忆 {line}{told_today(plugin, '小明', 2001)}"
 
 
 async def test_memory_ids_are_short_and_easy_to_type(plugin) -> None:

@@ -10,7 +10,7 @@ from nonebot.adapters.onebot.v11 import MessageEvent
 
 from tests.fakes.bots import RecordingBot
 from tests.fakes.events import group_message, private_message
-from tests.memory.helpers import command, model_calls_one, saved_id, stored
+from tests.memory.helpers import command, model_calls_one, saved_id, stored, told_today
 
 SECRET = "本群的暗号是芝麻开门"
 Chat = Callable[[str], MessageEvent]
@@ -54,7 +54,9 @@ async def test_search_never_returns_another_scopes_memories(plugin, owner, other
 
     assert by_keyword == "没有找到相关记忆。"
     assert listing == "当前会话还没有任何记忆。"
-    assert own == f"#{secret_id} {SECRET}"
+    sender = owner("").sender
+    teller = told_today(plugin, sender.card or sender.nickname, sender.user_id)
+    assert own == f"#{secret_id} {SECRET}{teller}"
 
 
 @pairs
@@ -128,7 +130,8 @@ async def test_memory_list_command_shows_only_this_groups_entries(plugin) -> Non
     listing = await command(bot, group_message("~记忆 列表", group_id=202))
 
     assert empty == texts.MEMORY_EMPTY
-    assert listing.splitlines()[1:] == [f"#{own_id} 我们群周六一起打球"]
+    told = told_today(plugin, "小明", 2001)
+    assert listing.splitlines()[1:] == [f"#{own_id} 我们群周六一起打球{told}"]
     assert "芝麻开门" not in listing
 
 

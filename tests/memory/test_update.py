@@ -32,6 +32,13 @@ async def the_record(plugin):
     return record
 
 
+def shown(plugin, record) -> str:
+    """The record as a tool result shows it: with where it came from."""
+    from nonebot_plugin_aimemory import texts
+
+    return texts.attributed_line(record, plugin.runtime.memory.service.zone)
+
+
 async def test_changing_only_the_content_keeps_tags_and_user_id(plugin) -> None:
     bot = RecordingBot()
     memory_id = await saved_with_tags_and_user(plugin, bot)
@@ -67,7 +74,6 @@ async def test_empty_user_id_clears_it_and_keeps_the_rest(plugin) -> None:
 
 
 async def test_update_result_shows_the_entry_as_stored_after_masking(plugin) -> None:
-    from nonebot_plugin_aimemory import texts
 
     bot = RecordingBot()
     memory_id = await saved_with_tags_and_user(plugin, bot)
@@ -76,11 +82,10 @@ async def test_update_result_shows_the_entry_as_stored_after_masking(plugin) -> 
 
     record = await the_record(plugin)
     assert record.content == "小明(2001)的手机号是138****5678"
-    assert result == f"已更新记忆 {texts.memory_line(record)}"
+    assert result == f"已更新记忆 {shown(plugin, record)}"
 
 
 async def test_update_result_shows_the_truncated_entry_and_says_so(plugin) -> None:
-    from nonebot_plugin_aimemory import texts
 
     bot = RecordingBot()
     memory_id = await saved_with_tags_and_user(plugin, bot)
@@ -90,7 +95,7 @@ async def test_update_result_shows_the_truncated_entry_and_says_so(plugin) -> No
 
     record = await the_record(plugin)
     assert record.content == diary[:2000]
-    assert result == f"已更新记忆 {texts.memory_line(record)}（内容超过 2000 字，已截断）"
+    assert result == f"已更新记忆 {shown(plugin, record)}（内容超过 2000 字，已截断）"
 
 
 @pytest.mark.parametrize("empty", ["", "   "], ids=["empty", "blank"])
@@ -143,7 +148,6 @@ async def test_content_change_recomputes_the_embedding(plugin) -> None:
 
 
 async def test_null_content_keeps_the_content_and_applies_the_other_fields(plugin) -> None:
-    from nonebot_plugin_aimemory import texts
 
     bot = RecordingBot()
     memory_id = await saved_with_tags_and_user(plugin, bot)
@@ -152,7 +156,7 @@ async def test_null_content_keeps_the_content_and_applies_the_other_fields(plugi
 
     record = await the_record(plugin)
     assert (record.content, record.tags, record.user_id) == ("小明(2001)吃素", ["口味"], "2001")
-    assert result == f"已更新记忆 {texts.memory_line(record)}"
+    assert result == f"已更新记忆 {shown(plugin, record)}"
 
 
 @pytest.mark.parametrize("field", ["tags", "user_id"])
@@ -215,7 +219,6 @@ async def test_save_with_a_user_id_that_is_not_a_qq_number_is_refused(plugin) ->
     ids=["case", "full width"],
 )
 async def test_a_case_or_width_only_edit_is_stored(plugin, edited) -> None:
-    from nonebot_plugin_aimemory import texts
 
     bot = RecordingBot()
     first = await model_calls_one(
@@ -227,4 +230,4 @@ async def test_a_case_or_width_only_edit_is_stored(plugin, edited) -> None:
 
     (record,) = await stored(plugin, SCOPE)
     assert (record.id, record.content) == (memory_id, edited)
-    assert result == f"已更新记忆 {texts.memory_line(record)}"
+    assert result == f"已更新记忆 {shown(plugin, record)}"

@@ -102,6 +102,10 @@ async def test_log_in_edit_delete_and_restore_a_memory_in_a_real_browser(plugin)
         await page.click(f"{chat} a")
         await page.wait_for("document.body.dataset.loaded === '1'")
         assert await page.wait_for(memory_text(memory_id)) == SAVED
+        # It says who said it.
+        said_by = f"li.memory[data-id={json.dumps(memory_id)}] .provenance"
+        shown = await page.evaluate(f"document.querySelector({json.dumps(said_by)}).textContent")
+        assert shown == "小明(2001) 说"
 
         # Edit it.
         await page.click(f'li.memory[data-id="{memory_id}"] button.edit')

@@ -34,10 +34,11 @@ SENT_MESSAGES = 16
 ACCOUNTS = 17
 VECTOR_MAKERS = 18
 MESSAGE_CLAIMS = 19
+MEMORY_PROVENANCE = 20
 # The schema version these tests were written for: the parametrised cases below are fixed
 # at collection, before the plugin can be imported; a guard test keeps it equal to
 # SCHEMA_VERSION, so a new migration is not left without its cases.
-LATEST_VERSION = 19
+LATEST_VERSION = 20
 
 AT = "2026-11-30T00:00:00.000000Z"
 IMAGE_HASH = "ab" * 32
@@ -166,6 +167,11 @@ def write_sample_rows(path: Path, version: int) -> None:
         )
         if version >= TOMBSTONE_SUBJECTS:
             connection.execute("UPDATE memory_tombstones SET user_id = '10001'")
+        if version >= MEMORY_PROVENANCE:
+            connection.execute(
+                "UPDATE memories SET origin = 'review', said_by_id = '10001', "
+                "said_by_name = '小明', said_in = 'g:1' WHERE id = 'm1'"
+            )
     if version >= CHAT_LOG:
         for row_id, key, text, tokens in (
             (1, "g:1", "周五去爬山", "周五 爬山"),
@@ -300,10 +306,22 @@ async def assert_sample_rows_readable(database: Database, version: int) -> None:
         assert tombstone.user_id == "10001"
         # Memories written before visibility existed are chat memories: public.
         assert not records["m1"].private
+        # The reviewer's memories were its before provenance was kept; who said them is
+        # known only since.
+        provenance = records["m1"].provenance
+        assert provenance.origin == "review"
+        said_by = provenance.said_by
+        said = None if said_by is None else (said_by.user_id, said_by.name)
+        known = version >= MEMORY_PROVENANCE
+        assert said == (("10001", "小明") if known else None)
+        assert provenance.chat == ("g:1" if known else None)
     else:
         assert records == {}
-    personal = [(r.id, r.private) for r in await memories.load_scope("u:10001")]
-    assert personal == ([("u2345", True)] if version >= PRIVATE_MEMORIES else [])
+    personal = [
+        (r.id, r.private, r.provenance.origin) for r in await memories.load_scope("u:10001")
+    ]
+    # A tool's save of before: how it came is unknown.
+    assert personal == ([("u2345", True, None)] if version >= PRIVATE_MEMORIES else [])
 
     chat_log = ChatLogStore(database)
     review = await ReviewStore(database).get("g:1")

@@ -28,7 +28,7 @@ def read(text: str, *, group: bool = True, at=(), quote=None):
 async def rich_text(read_message) -> str:
     from nonebot_plugin_aimemory.conversation.incoming import parts_text
 
-    return parts_text(await read_message.incoming.content.rich())
+    return parts_text((await read_message.incoming.content.rich()).parts)
 
 
 def test_every_made_up_id_is_beyond_any_64_bit_number_and_still_a_scope() -> None:

@@ -94,6 +94,8 @@
           el("code", { text: "#" + memory.id }),
           memory.private ? el("span", { class: "badge", text: "私密" }) : null,
           memory.user_id ? el("span", { class: "hint", text: "QQ " + memory.user_id }) : null,
+          memory.provenance && memory.provenance.text
+            ? el("span", { class: "hint provenance", text: memory.provenance.text }) : null,
           time(memory.updated_at, { class: "hint" })),
         el("p", { class: "content", text: memory.content }),
         el("div", { class: "tags" }, ...memory.tags.map((t) => el("span", { class: "tag", text: t }))),

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 from ... import texts
 from ...memory.placement import memory_key_for
 from ...memory.service import MemoryFull, MemoryService, SaveOutcome, UpdateOutcome
+from ...store.provenance import Provenance
 from ..scopes import Scope
 from .errors import PanelError, bad_request, not_found, refusal
 from .memory_bodies import MemoryCreate, MemoryPatch
@@ -20,6 +21,7 @@ if TYPE_CHECKING:
     from ...store.memory_store import MemoryRecord
 
 MEMORY_SEARCH_LIMIT = 50
+_BY_PANEL = Provenance("panel")
 
 
 def memory_service(runtime: Runtime) -> MemoryService | None:
@@ -54,10 +56,24 @@ def memory_json(record: MemoryRecord) -> dict[str, Any]:
         "updated_at": record.updated_at,
         "source": record.source,
         "private": record.private,
+        "provenance": provenance_json(record.provenance),
     }
     if record.deleted_at is not None:
         shown["deleted_at"] = record.deleted_at
     return shown
+
+
+def provenance_json(provenance: Provenance) -> dict[str, Any]:
+    """Where a memory came from, as the API shows it (None for what is unknown), with the
+    short text the page shows (`小明(20001) 说`; '' when unknown)."""
+    said_by, told_by = provenance.said_by, provenance.told_by
+    return {
+        "origin": provenance.origin,
+        "said_by": None if said_by is None else {"user_id": said_by.user_id, "name": said_by.name},
+        "told_by": None if told_by is None else {"user_id": told_by.user_id, "name": told_by.name},
+        "chat": provenance.chat,
+        "text": texts.provenance_summary(provenance),
+    }
 
 
 async def existing_memory(service: MemoryService, scope: Scope, memory_id: str) -> MemoryRecord:
@@ -78,7 +94,10 @@ async def list_memories(service: MemoryService, scope: Scope, query: str | None)
 
 async def create_memory(service: MemoryService, scope: Scope, body: MemoryCreate) -> dict[str, Any]:
     """Save through every rule; the saved memory with near-duplicate hints, or why not."""
-    outcome = await service.save(scope.key, body.content, tags=body.tags, source="command")
+    # The operator is nobody the chat knows: said by no one, added by the panel.
+    outcome = await service.save(
+        scope.key, body.content, tags=body.tags, source="command", provenance=_BY_PANEL
+    )
     if outcome.status == "saved" and outcome.memory is not None:
         return {
             **memory_json(outcome.memory),

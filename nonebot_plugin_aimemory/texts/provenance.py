@@ -1,0 +1,59 @@
+"""Where a memory came from, as `~记忆 列表`, the panel and the model's tool results show it:
+briefly, since every token of a tool result costs, and nothing at all when it is unknown."""
+
+from __future__ import annotations
+
+from datetime import date
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ..store.provenance import Person, Provenance
+
+AUTOMATIC = "自动整理"
+BY_PANEL = "管理面板添加"
+# The origins that say when someone told it (the reviewer's and the extraction's are later).
+_DATED = frozenset({"said", "quoted", "forwarded", "command", "panel"})
+
+
+def who(person: Person | None) -> str:
+    """`小明(20001)`; the name or the QQ number alone when only one is known."""
+    if person is None:
+        return ""
+    if person.name and person.user_id:
+        return f"{person.name}({person.user_id})"
+    return person.name or person.user_id or ""
+
+
+def _short(person: Person | None) -> str:
+    """Who passed it on, by name alone (their QQ number when they have none)."""
+    return "" if person is None else person.name or person.user_id or ""
+
+
+def provenance_summary(provenance: Provenance) -> str:
+    """`小明(20001) 说`, `小红(20002) 的话，小明引用`, `自动整理`…; '' when unknown."""
+    said_by = who(provenance.said_by)
+    told_by = _short(provenance.told_by)
+    origin = provenance.origin
+    if origin == "said" and said_by:
+        return f"{said_by} 说"
+    if origin in ("quoted", "forwarded") and said_by:
+        passed = "引用" if origin == "quoted" else "转发"
+        return f"{said_by} 的话，{told_by} {passed}" if told_by else f"{said_by} 的话，{passed}"
+    if origin in ("review", "extract"):
+        return f"{said_by} 说，{AUTOMATIC}" if said_by else AUTOMATIC
+    if origin == "command" and said_by:
+        return f"{said_by} 用命令记下"
+    if origin == "panel":
+        return BY_PANEL
+    return ""
+
+
+def provenance_note(provenance: Provenance, said_on: date | None) -> str:
+    """`（小明(20001) 说，12-01）` after a memory's line (the day it was told, when someone
+    told it); '' when where it came from is unknown."""
+    summary = provenance_summary(provenance)
+    if not summary:
+        return ""
+    if said_on is not None and provenance.origin in _DATED:
+        summary += f"，{said_on:%m-%d}"
+    return f"（{summary}）"
