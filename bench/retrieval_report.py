@@ -39,9 +39,11 @@ TARGET_MARGINS = {
     "hybrid": (("rrf", 3.0), ("keyword", 0.0), ("dense", 0.0)),
 }
 BASIS_LABELS = {"bm25": "BM25", "rrf": "RRF", "keyword": "keyword only", "dense": "dense"}
-TARGET_P99_MS = {CHAT: 20.0, MEMORY: 5.0}
 # The search timed at size: a path, alone (keyword only) or with the hybrid's vectors.
 HYBRID_LATENCY = " (hybrid)"
+# The hybrid chat search's: issue #39 (every row by exact cosine); the hybrid memory
+# search's is reported only.
+TARGET_P99_MS = {CHAT: 20.0, MEMORY: 5.0, CHAT + HYBRID_LATENCY: 50.0}
 # What a ranking shows, best first: each item's messages (chat rows) or turns (memories).
 Ranking = Sequence[frozenset[str]]
 # Each evidence piece's 1-based rank in a ranking, None where the ranking lacks it.
@@ -134,10 +136,10 @@ def print_verdicts(all_results: Sequence[SetResults], quick: bool) -> None:
         _print_recall_verdicts(results)
         for path, (size, samples) in results.latencies.items():
             if path not in TARGET_P99_MS:
-                continue  # the hybrid's: reported, no target (the vector scan is Python)
+                continue
             p99, target_ms = ms(percentile(samples, 0.99)), TARGET_P99_MS[path]
             label = f"{name} {path} p99 {p99:.2f} ms <= {target_ms:.0f} ms over {size}"
-            verdict(label, p99 <= target_ms, quick=quick and path == CHAT)
+            verdict(label, p99 <= target_ms, quick=quick and path.startswith(CHAT))
 
 
 def _print_recall_verdicts(results: SetResults) -> None:

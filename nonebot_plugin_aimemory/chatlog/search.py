@@ -42,14 +42,32 @@ async def search_rows(
         return []  # nothing but stopwords: nothing to look for, by words or by meaning
     query_vector = await vectors.query_vector(text)
     if query_vector is None:
-        ids = [row_id for row_id, _ in keyword.scored[:limit]]
+        ids = [row_id for row_id, _ in keyword.scored]
     else:
         ranked = await vectors.ranking(session_key, query_vector, keyword.periods)
         coverage = await _coverage(store, keyword)
-        ids = [row_id for row_id, _ in fuse_rankings(keyword.scored, ranked, coverage)[:limit]]
-    rows = await store.rows_by_id(ids)
-    # Both rankings read this session only; checked again, as it must never fail.
-    return [row for row in rows if row.session_key == session_key]
+        ids = [row_id for row_id, _ in fuse_rankings(keyword.scored, ranked, coverage)]
+    return await _shown_rows(store, vectors, session_key, ids, limit)
+
+
+async def _shown_rows(
+    store: ChatLogStore, vectors: RowVectors, session_key: str, ids: Sequence[int], limit: int
+) -> list[ChatRow]:
+    """The first `limit` rows of `ids` that are still there, of this session, and not
+    refused. The vectors are ranked from memory (row_matrices.py), which may still hold a
+    row removed or refused since: it is skipped, the next one shown, and the vectors told."""
+    shown: list[ChatRow] = []
+    start = 0
+    while len(shown) < limit and start < len(ids):
+        wanted = ids[start : start + limit - len(shown)]
+        start += len(wanted)
+        rows = await store.rows_by_id(wanted)
+        # Both rankings read this session only; checked again, as it must never fail.
+        good = [row for row in rows if row.session_key == session_key and not row.refused]
+        shown += good
+        if len(good) < len(wanted):
+            vectors.forget(session_key, set(wanted) - {row.id for row in good})
+    return shown
 
 
 async def _coverage(store: ChatLogStore, keyword: KeywordRanking) -> dict[int, float]:

@@ -4,22 +4,19 @@ rows left without a vector (the server was down, the bot stopped first, the key 
 turned on) are filled in newest first, at start and whenever the server answers again; and
 a search ranks a session's rows by their cosine to the query.
 
-A search reads at most `scan_rows` vectors of its session whole (the cosine is Python: 6 to
-14 us a row of 384 dimensions on the bench's 2-core machine, idle to busy), the rows of the
-periods the query names first, then the newest. Older rows are ranked first by their
-sketches (sign bits, a Hamming distance per row: well under a microsecond), and the closest
-`DEEP_ROWS` of them are read whole and ranked by cosine with the rest: a question about
-something said long ago can still be answered by meaning. No vector is kept in memory
-between searches: RAM is what a small VPS lacks.
+A search ranks every row of its session by exact cosine with numpy, over the session's
+vectors held in memory (row_matrices.py: read once, then only what was embedded since;
+64 MiB for all sessions, a longer chat's oldest rows left to keyword search). numpy is
+imported by the first search, so a bot without chat-log vectors never loads it.
 
 On PostgreSQL with pgvector (there, or created when the role may: store/postgres_schema.py)
 the database ranks the session's rows itself, every one of them, by exact cosine (`<=>`):
-the rows of the named periods first, then the rest, as many as the in-process ranking
-holds. Rows stored before pgvector was there (or copied from SQLite) get their pgvector
-vector from their packed bytes in the background, at start; a session with rows still
-waiting for it is ranked in-process meanwhile, so no row is missed. Without pgvector
-(Debian's stock server, or no permission), one log line says so and the ranking above is
-used.
+the rows of the named periods first, then the rest, `RANKED_ROWS` in all, as in memory.
+Rows stored before pgvector was there (or copied from SQLite) get their pgvector vector
+from their packed bytes in the background, at start; a session with rows still waiting
+for it is ranked in memory meanwhile, so no row is missed. Without pgvector
+(Debian's stock server, or no permission), one log line says so and the ranking in memory
+is used.
 
 A group chat's row is embedded as its speaker's name and its text. Each vector is
 recorded with its maker (model, prefix convention and that form of the row). After a change
@@ -30,9 +27,10 @@ rank by keyword alone."""
 from __future__ import annotations
 
 import asyncio
-import heapq
+import importlib
 import logging
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
+from typing import TYPE_CHECKING
 
 from ..engine.background import Background
 from ..engine.embeddings import Embedder, EmbeddingClient, VectorMaker
@@ -41,9 +39,11 @@ from ..store.chat_log_index import PeriodBoost
 from ..store.chat_log_pgvector import PgvectorColumn, fits_pgvector
 from ..store.chat_log_store import ChatRow
 from ..store.chat_log_vectors import ChatLogVectorStore, Unembedded
-from ..store.packed_vectors import QueryVector, pack_sketch, sketch_bits
 from .embedded_rows import embeddable, embedded_row, embedded_text, row_maker
 from .vector_progress import BackfillProgress, FillProgress
+
+if TYPE_CHECKING:
+    from .row_matrices import RowMatrices
 
 logger = logging.getLogger("nonebot_plugin_aimemory")
 
@@ -52,29 +52,17 @@ EMBED_BATCH_ROWS = 64
 # Rows written while the worker is busy wait here; beyond this many (a server that hangs
 # while a busy group chats) they are left to the backfill.
 MAX_PENDING_ROWS = 5000
-# Vector components one search may score: 2 000 rows of a 384-dimensional model (500 of a
-# 1 536-dimensional one). On the bench's busy 2-core machine that ranking took 28 ms at the
-# median (38 ms p99), the whole hybrid search 32 to 43 ms (p99 52 to 66 ms, with the query's
-# embedding; bench/retrieval.py's hybrid latency line); 4 000 rows took 70 ms and 160 ms.
-SCAN_COMPONENTS = 2000 * 384
-# Older rows read whole after their sketches ranked them: binary quantisation loses the
-# order among near neighbours, not the neighbourhood, so rescoring the closest few holds
-# the nearest ones (rescoring is how binary vector search is used, e.g. Cohere's and
-# Hugging Face's write-ups on embedding quantisation). bench/sketch_recall.py, 20 789 rows
-# of e5 vectors: of the exact top 10 among the older rows, 500 rescored kept 71 %, 1 500
-# kept 87 %, 3 000 kept 94 %, at 59, 64 and 69 ms a search (exact cosine over all: 97 ms).
-DEEP_ROWS = 1500
+# Rows of the vector ranking a search fuses with the keyword one: its scores are normalised
+# over them (text/fusion.py). As deep as the scan it replaced (the newest 2 000 rows and
+# the 1 500 older ones closest by sign sketch, at 384 dimensions), so the fusion weighs
+# alike; pgvector's ranking holds as many.
+RANKED_ROWS = 3500
 # Packed vectors copied into pgvector's column per step of that background work.
 FILL_BATCH_ROWS = 500
 # Added to the cosine of a row said in a period the query names: more than any two cosines
 # differ by (they lie in -1..1), so those rows rank ahead by score as a keyword match of the
 # period does, and the rest keep their order below them.
 PERIOD_LIFT = 2.0
-
-
-def scan_rows(dimensions: int) -> int:
-    """How many vectors of `dimensions` one search scans at most."""
-    return max(1, SCAN_COMPONENTS // max(1, dimensions))
 
 
 class ChatLogVectors:
@@ -99,6 +87,8 @@ class ChatLogVectors:
         self._closed = False
         self._progress = BackfillProgress(maker)
         self._filling = FillProgress()
+        # The sessions' vectors in memory, once a search needs them (numpy is loaded then).
+        self._matrices: RowMatrices | None = None
 
     def start(self) -> None:
         """Fill in, in the background, the vectors rows are missing."""
@@ -111,6 +101,7 @@ class ChatLogVectors:
         self._closed = True
         await self._background.close(cancel=True)
         self._pending.clear()
+        self._matrices = None
 
     def written(self, rows: Sequence[ChatRow]) -> None:
         """Rows just written (with their ids): embed them in the background (never awaits)."""
@@ -158,36 +149,38 @@ class ChatLogVectors:
     ) -> list[tuple[int, float]]:
         """The session's rows (ids) by cosine to `query_vector`, best first: rows of the
         periods in `periods` ahead of the rest (their cosines lifted by `PERIOD_LIFT`), as a
-        keyword match scores more for being said then. With pgvector, the closest of each
-        among all the session's rows; otherwise the newest of the periods, then the newest
-        of all and the older rows closest by sketch."""
+        keyword match scores more for being said then: the closest `RANKED_ROWS` of the
+        session's rows by exact cosine, ranked by pgvector where the database has it,
+        otherwise in memory."""
         column = await self._ranking_column(session_key, query_vector)
         if column is not None:
             return await self._database_ranking(column, session_key, query_vector, periods)
-        bound = scan_rows(len(query_vector))
-        in_period: dict[int, bytes] = {}
-        for boost in periods:
-            if len(in_period) >= bound:
-                break
-            span = (boost.first_id, boost.last_id)
-            found = await self.store.newest(
-                session_key, self.maker, bound - len(in_period), within=span
-            )
-            in_period.update(found)
-        others: dict[int, bytes] = {}
-        newest = await self.store.newest(session_key, self.maker, bound)
-        if len(in_period) < bound:
-            # The newest rows may be in a period already: read enough to fill the bound.
-            for row_id, packed in newest:
-                if row_id not in in_period and len(in_period) + len(others) < bound:
-                    others[row_id] = packed
-        if len(newest) == bound:  # older rows exist: their sketches pick the closest
-            older = await self._closest_older(session_key, query_vector, newest[-1][0])
-            others.update((row_id, packed) for row_id, packed in older if row_id not in in_period)
-        query = QueryVector.of(query_vector)
-        return await asyncio.to_thread(
-            lambda: [*_lifted(_by_similarity(query, in_period)), *_by_similarity(query, others)]
-        )
+        matrices = await self._row_matrices()
+        spans = [(boost.first_id, boost.last_id) for boost in periods]
+        in_period, others = await matrices.ranking(session_key, query_vector, spans, RANKED_ROWS)
+        return [*_lifted(in_period), *others]
+
+    @property
+    def held_bytes(self) -> int:
+        """The memory the sessions' vectors held for searches take (for benches)."""
+        return self._matrices.nbytes if self._matrices is not None else 0
+
+    def forget(self, session_key: str, row_ids: Collection[int]) -> None:
+        """Rows a search ranked that are gone or refused since their vectors were read:
+        never ranked again."""
+        if self._matrices is not None:
+            self._matrices.forget(session_key, row_ids)
+
+    async def _row_matrices(self) -> RowMatrices:
+        """The sessions' vectors in memory; the first call imports numpy, off the event
+        loop (0.1 to 0.2 s)."""
+        if self._matrices is not None:
+            return self._matrices
+        module = await asyncio.to_thread(importlib.import_module, ".row_matrices", __package__)
+        # (Another search may have made them while this one waited for the import.)
+        matrices: RowMatrices = self._matrices or module.RowMatrices(self.store, self.maker)
+        self._matrices = matrices
+        return matrices
 
     async def _ranking_column(
         self, session_key: str, query_vector: Sequence[float]
@@ -212,17 +205,15 @@ class ChatLogVectors:
         periods: Sequence[PeriodBoost],
     ) -> list[tuple[int, float]]:
         """pgvector's ranking of the session's rows: the closest of the periods first, then
-        the closest of the others, as many in all as the in-process ranking holds (so the
-        fusion weighs both alike)."""
-        bound = scan_rows(len(query_vector))
+        the closest of the others, `RANKED_ROWS` in all."""
         spans = [(boost.first_id, boost.last_id) for boost in periods]
         in_period: list[tuple[int, float]] = []
         if spans:
             in_period = await column.nearest(
-                session_key, self.maker, query_vector, bound, within=spans
+                session_key, self.maker, query_vector, RANKED_ROWS, within=spans
             )
         others = await column.nearest(
-            session_key, self.maker, query_vector, bound + DEEP_ROWS - len(in_period), outside=spans
+            session_key, self.maker, query_vector, RANKED_ROWS - len(in_period), outside=spans
         )
         return [*_lifted(in_period), *others]
 
@@ -239,18 +230,6 @@ class ChatLogVectors:
         self._filling.done(found)
         if not found:
             self._unfilled = False
-
-    async def _closest_older(
-        self, session_key: str, query_vector: Sequence[float], below_id: int
-    ) -> list[tuple[int, bytes]]:
-        """The vectors of the `DEEP_ROWS` rows older than `below_id` whose sketches are
-        closest to the query's."""
-        sketches = await self.store.sketches_below(session_key, self.maker, below_id)
-        if not sketches:
-            return []
-        query = sketch_bits(pack_sketch(query_vector))
-        closest = await asyncio.to_thread(_closest_by_sketch, query, sketches, DEEP_ROWS)
-        return await self.store.by_ids(session_key, self.maker, closest)
 
     def _wake(self) -> None:
         if self._closed or (self._worker is not None and not self._worker.done()):
@@ -310,29 +289,17 @@ class ChatLogVectors:
             await self.store.put(
                 self.maker, [(row.id, v) for row, v in zip(batch, vectors, strict=True)]
             )
+            if self._matrices is not None:
+                self._matrices.stored([(row.id, row.session_key) for row in batch])
             if resume_below is not None:
                 self._below_id = resume_below
                 self._progress.done(len(batch))
-
-
-def _closest_by_sketch(query: int, sketches: list[tuple[int, bytes]], count: int) -> list[int]:
-    """The ids of the `count` sketches nearest `query` in Hamming distance, nearest first."""
-    distances = [
-        ((query ^ sketch_bits(sketch)).bit_count(), -row_id) for row_id, sketch in sketches
-    ]
-    return [-negated for _, negated in heapq.nsmallest(count, distances)]
 
 
 def _lifted(in_period: list[tuple[int, float]]) -> list[tuple[int, float]]:
     """The rows of the named periods with their cosines lifted by `PERIOD_LIFT`: ahead of
     every other row by score, as the fusion compares scores (text/fusion.py)."""
     return [(row_id, similarity + PERIOD_LIFT) for row_id, similarity in in_period]
-
-
-def _by_similarity(query: QueryVector, vectors: dict[int, bytes]) -> list[tuple[int, float]]:
-    scored = [(row_id, query.similarity(packed)) for row_id, packed in vectors.items()]
-    scored.sort(key=lambda pair: (pair[1], pair[0]), reverse=True)
-    return scored
 
 
 class NoChatLogVectors:
@@ -365,6 +332,9 @@ class NoChatLogVectors:
     ) -> list[tuple[int, float]]:
         """No vectors: an empty ranking."""
         return []
+
+    def forget(self, session_key: str, row_ids: Collection[int]) -> None:
+        """Nothing ranked, nothing to forget."""
 
 
 RowVectors = ChatLogVectors | NoChatLogVectors

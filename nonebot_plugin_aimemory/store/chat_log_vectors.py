@@ -1,5 +1,5 @@
 """Vectors of chat-log rows (optional, `aimemory_chat_log_embeddings`): one per row, packed
-small with its sketch (packed_vectors.py), and recorded with what made it (the model and
+small (packed_vectors.py), and recorded with what made it (the model and
 its prefix convention); on PostgreSQL with pgvector, also in pgvector's column, which the
 database ranks (chat_log_pgvector.py)."""
 
@@ -13,7 +13,7 @@ from ..engine.embeddings import VectorMaker
 from .chat_log_pgvector import PgvectorColumn, fits_pgvector, open_pgvector_column, pgvector_text
 from .chat_log_terms_index import lock_chat_log
 from .connection import Backend, Connection
-from .packed_vectors import pack_sketch, pack_vector
+from .packed_vectors import HEADER, pack_vector
 
 # Row ids in one `IN (...)` read: below SQLite's old limit of 999 bound parameters.
 IDS_PER_READ = 500
@@ -48,18 +48,16 @@ class ChatLogVectorStore:
         return self.pgvector is not None
 
     async def put(self, maker: VectorMaker, vectors: Sequence[tuple[int, Sequence[float]]]) -> int:
-        """Store vectors of `maker` by row id, packed, with their sketches (and as pgvector
-        vectors where the database ranks them), replacing older ones; a row removed or
-        refused meanwhile gets none. Returns how many were stored."""
+        """Store vectors of `maker` by row id, packed (and as pgvector vectors where the
+        database ranks them), replacing older ones; a row removed or refused meanwhile gets
+        none. Returns how many were stored."""
         pgvector = self.pgvector
-        # Off the event loop: packing and writing out a 384-dimensional vector take about
-        # 0.7 ms, and a backfill's batch holds 64.
+        # Off the event loop: a backfill's batch holds 64 vectors, packed in Python.
         packed = await asyncio.to_thread(
             lambda: sorted(
                 (
                     row_id,
                     pack_vector(v),
-                    pack_sketch(v),
                     pgvector_text(v) if pgvector is not None and fits_pgvector(v) else None,
                 )
                 for row_id, v in vectors
@@ -72,12 +70,14 @@ class ChatLogVectorStore:
         )
         sql = (
             "INSERT INTO chat_log_vectors "
-            f"(row_id, session_key, model, convention, vector, sketch{embedding[1]}) "
-            f"SELECT id, session_key, ?, ?, ?, ?{embedding[0]} FROM chat_log "
+            f"(row_id, session_key, model, convention, vector{embedding[1]}) "
+            f"SELECT id, session_key, ?, ?, ?{embedding[0]} FROM chat_log "
             "WHERE id = ? AND refused = 0 "
             "ON CONFLICT (row_id) DO UPDATE SET session_key = excluded.session_key, "
             "model = excluded.model, convention = excluded.convention, "
-            f"vector = excluded.vector, sketch = excluded.sketch{embedding[2]}"
+            # The sketch column (sign bits an earlier release ranked older rows by) is left
+            # empty: exact search reads the vectors themselves (chatlog/row_matrix.py).
+            f"vector = excluded.vector, sketch = NULL{embedding[2]}"
         )
 
         def work(connection: Connection) -> int:
@@ -88,8 +88,8 @@ class ChatLogVectorStore:
             stored = 0
             # In id order: a b-tree filled in descending order (a backfill goes newest
             # first) is left with half-empty pages, 820 bytes a row instead of 460.
-            for row_id, vector, sketch, text in packed:
-                values = (vector, sketch, text) if pgvector is not None else (vector, sketch)
+            for row_id, vector, text in packed:
+                values = (vector, text) if pgvector is not None else (vector,)
                 cursor = connection.execute(sql, (maker.model, maker.convention, *values, row_id))
                 stored += cursor.rowcount
             return stored
@@ -132,28 +132,34 @@ class ChatLogVectorStore:
         limit: int,
         *,
         within: tuple[int, int] | None = None,
+        below_id: int | None = None,
+        dimensions: int | None = None,
     ) -> list[tuple[int, bytes]]:
-        """The session's newest `limit` vectors of `maker` (only rows with ids in
-        `within`, inclusive, if given), newest first, by row id."""
-        span = "AND row_id BETWEEN ? AND ? " if within is not None else ""
+        """The session's newest `limit` vectors of `maker`, newest first, by row id: only
+        rows with ids in `within` (inclusive) and below `below_id`, and vectors of
+        `dimensions` components, where given."""
+        where, params = _narrowed(within=within, below_id=below_id, dimensions=dimensions)
         rows = await self.database.read(
             "SELECT row_id, vector FROM chat_log_vectors "
-            f"WHERE session_key = ? {span}AND model = ? AND convention = ? "
+            f"WHERE session_key = ? {where}AND model = ? AND convention = ? "
             "ORDER BY row_id DESC LIMIT ?",
-            (session_key, *(within or ()), *_made_by(maker), limit),
+            (session_key, *params, *_made_by(maker), limit),
         )
         return [(int(row_id), bytes(packed)) for row_id, packed in rows]
 
-    async def sketches_below(
-        self, session_key: str, maker: VectorMaker, below_id: int
+    async def after(
+        self, session_key: str, maker: VectorMaker, dimensions: int, after_id: int, limit: int
     ) -> list[tuple[int, bytes]]:
-        """The sketches of the session's vectors of `maker` on rows older than `below_id`."""
+        """The session's oldest `limit` vectors of `maker` and `dimensions` on rows after
+        `after_id`, oldest first."""
+        where, params = _narrowed(dimensions=dimensions)
         rows = await self.database.read(
-            "SELECT row_id, sketch FROM chat_log_vectors WHERE session_key = ? "
-            "AND row_id < ? AND model = ? AND convention = ? AND sketch IS NOT NULL",
-            (session_key, below_id, *_made_by(maker)),
+            "SELECT row_id, vector FROM chat_log_vectors "
+            f"WHERE session_key = ? AND row_id > ? {where}AND model = ? AND convention = ? "
+            "ORDER BY row_id LIMIT ?",
+            (session_key, after_id, *params, *_made_by(maker), limit),
         )
-        return [(int(row_id), bytes(sketch)) for row_id, sketch in rows]
+        return [(int(row_id), bytes(packed)) for row_id, packed in rows]
 
     async def by_ids(
         self, session_key: str, maker: VectorMaker, row_ids: Sequence[int]
@@ -182,6 +188,28 @@ class ChatLogVectorStore:
 
 def _made_by(maker: VectorMaker) -> tuple[str, str]:
     return (maker.model, maker.convention)
+
+
+def _narrowed(
+    *,
+    within: tuple[int, int] | None = None,
+    below_id: int | None = None,
+    dimensions: int | None = None,
+) -> tuple[str, list[int]]:
+    """The conditions (each followed by a space) and values of a read's optional limits."""
+    conditions: list[str] = []
+    params: list[int] = []
+    if within is not None:
+        conditions.append("AND row_id BETWEEN ? AND ? ")
+        params += within
+    if below_id is not None:
+        conditions.append("AND row_id < ? ")
+        params.append(below_id)
+    if dimensions is not None:
+        # A stored vector is its header and a byte per component (packed_vectors.py).
+        conditions.append("AND length(vector) = ? ")
+        params.append(HEADER.size + dimensions)
+    return "".join(conditions), params
 
 
 def forget_vectors(connection: Connection, where: str, params: Sequence[object]) -> None:

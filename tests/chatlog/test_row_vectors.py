@@ -159,17 +159,13 @@ async def test_another_sessions_rows_are_never_returned_however_close_their_vect
     assert found_there[:2] == [PARAPHRASE, BASKETBALL]
 
 
-# ---------------------------------------------------------------- periods and the scan bound
+# ---------------------------------------------------------------- periods and old rows
 
 
-async def test_rows_of_a_named_period_are_scanned_and_ranked_first_even_beyond_the_bound(
-    plugin, monkeypatch
-) -> None:
-    from nonebot_plugin_aimemory.chatlog import vectors as vectors_module
+async def test_rows_of_a_named_period_are_ranked_first_then_every_other_row(plugin) -> None:
     from nonebot_plugin_aimemory.chatlog.tools import named_periods
 
     await with_row_vectors(plugin)
-    monkeypatch.setattr(vectors_module, "SCAN_COMPONENTS", 2 * len(embed_text("x")))
     now = datetime.now(timezone.utc)
     milk = OTHERS[2]
     await write(plugin, milk, at=now - timedelta(days=1))
@@ -183,36 +179,52 @@ async def test_rows_of_a_named_period_are_scanned_and_ranked_first_even_beyond_t
     assert cosine(query, embed_text(BASKETBALL)) > cosine(query, embed_text(milk))
 
     with_period = await vectors.ranking(GROUP, query, keyword.periods)
-    newest_only = await vectors.ranking(GROUP, query, [])
+    without = await vectors.ranking(GROUP, query, [])
 
     # Yesterday's row first, though today's newest is closer; without the period, the
-    # closest first, and the older rows (reached through their sketches) among the rest.
+    # closest first, and every row of the chat.
     assert [row_id for row_id, _ in with_period][:2] == [ids[milk], ids[BASKETBALL]]
-    assert newest_only[0][0] == ids[BASKETBALL]
-    assert sorted(row_id for row_id, _ in newest_only) == sorted(ids.values())
+    assert without[0][0] == ids[BASKETBALL]
+    assert sorted(row_id for row_id, _ in without) == sorted(ids.values())
 
 
-async def test_a_row_older_than_the_rows_read_whole_is_found_through_its_sketch(
-    plugin, monkeypatch
-) -> None:
-    from nonebot_plugin_aimemory.chatlog import vectors as vectors_module
-
+async def test_the_oldest_row_of_a_long_chat_is_found_by_meaning(plugin) -> None:
     await with_row_vectors(plugin)
     fillers = [f"周末我们去海底捞吃火锅第{i}次" for i in range(30)]
     await write(plugin, BASKETBALL, *fillers)
-    # Two rows read whole, and one older row by its sketch: the basketball line must be it.
-    monkeypatch.setattr(vectors_module, "SCAN_COMPONENTS", 2 * len(embed_text("x")))
-    monkeypatch.setattr(vectors_module, "DEEP_ROWS", 1)
-    query = await row_vectors(plugin).query_vector(PARAPHRASE)
-    assert query is not None
 
-    ranked = await row_vectors(plugin).ranking(GROUP, query, [])
-
-    rows = await plugin.runtime.chat_log.writer.store.recent(GROUP, 40)
-    texts = {row.id: row.text for row in rows}
-    assert len(ranked) == 3
-    assert texts[ranked[0][0]] == BASKETBALL
     assert (await search(plugin, PARAPHRASE))[0] == BASKETBALL
+
+
+async def test_a_row_embedded_below_the_newest_after_a_search_is_found_by_the_next(
+    plugin,
+) -> None:
+    runtime = await with_row_vectors(plugin)
+    embedder = runtime.memory.service.embedder
+    embedder.pause_initial_seconds = embedder.pause_max_seconds = 0.05
+    plugin.llm.embeddings_fail = True
+    await write(plugin, BASKETBALL)  # left without a vector for now
+    plugin.llm.embeddings_fail = False
+    await asyncio.sleep(embedder.pause_max_seconds)
+    await write(plugin, *OTHERS)
+    await search(plugin, "milk")  # the session's vectors are read: no basketball yet
+
+    await row_vectors(plugin).backfill()  # an older row gets its vector
+
+    assert (await search(plugin, PARAPHRASE))[0] == BASKETBALL
+
+
+async def test_a_row_refused_after_a_search_is_never_shown_again(plugin) -> None:
+    await with_row_vectors(plugin)
+    await write(plugin, BASKETBALL, *OTHERS)
+    assert (await search(plugin, PARAPHRASE))[0] == BASKETBALL  # vectors read
+
+    writer = plugin.runtime.chat_log.writer
+    (basketball,) = [r for r in await writer.store.recent(GROUP, 10) if r.text == BASKETBALL]
+    await writer.store.mark_refused([basketball])
+
+    assert BASKETBALL not in await search(plugin, PARAPHRASE)
+    assert BASKETBALL not in await search(plugin, PARAPHRASE)  # (and forgotten)
 
 
 # ---------------------------------------------------------------- writing and backfilling
@@ -372,10 +384,14 @@ async def test_retention_removes_the_vectors_of_the_rows_it_removes(plugin) -> N
     await write(plugin, BASKETBALL, at=old)
     await write(plugin, *OTHERS)
     assert await vector_count(plugin) == len(OTHERS) + 1
+    assert (await search(plugin, PARAPHRASE))[0] == BASKETBALL  # vectors read
+    await plugin.runtime.chat_log.flush()
+    await row_vectors(plugin).settle()  # (the search's own turn is logged too)
+    before = await vector_count(plugin)
 
     await plugin.runtime.chat_log.writer.cleanup()
 
-    assert await vector_count(plugin) == len(OTHERS)
+    assert await vector_count(plugin) == before - 1
     assert BASKETBALL not in await search(plugin, PARAPHRASE)
 
 

@@ -6,6 +6,7 @@ a server without pgvector, one log line and the in-process ranking."""
 
 from __future__ import annotations
 
+import math
 import random
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING
@@ -30,7 +31,7 @@ if TYPE_CHECKING:
     from tests.fakes.postgres import PostgresServer
 
 SESSION = "g:1"
-DIMENSIONS = 384  # the in-process ranking reads the newest 2 000 of them whole
+DIMENSIONS = 384
 
 
 async def open_store(url: str) -> ChatLogStore:
@@ -84,6 +85,17 @@ def asked_of_the_database(monkeypatch) -> list[str]:
     return asked
 
 
+def as_stored(vector: list[float]) -> list[float]:
+    from nonebot_plugin_aimemory.store.packed_vectors import pack_vector, unpack_vector
+
+    return unpack_vector(pack_vector(vector))
+
+
+def true_cosine(a: list[float], b: list[float]) -> float:
+    dot = sum(x * y for x, y in zip(a, b, strict=True))
+    return dot / math.sqrt(sum(x * x for x in a) * sum(y * y for y in b))
+
+
 def near(rng: random.Random, vector: list[float], spread: float) -> list[float]:
     """A vector close to `vector` (a unit one), the closer the smaller `spread`."""
     noise = random_unit(rng, len(vector))
@@ -93,13 +105,9 @@ def near(rng: random.Random, vector: list[float], spread: float) -> list[float]:
 # ---------------------------------------------------------------- the whole session
 
 
-async def test_a_row_older_than_the_rows_read_whole_is_found_by_the_database(
-    store, monkeypatch
-) -> None:
+async def test_every_row_is_ranked_by_the_database_by_its_true_cosine(store, monkeypatch) -> None:
     from nonebot_plugin_aimemory.chatlog import vectors as vectors_module
 
-    # In-process, only the newest 2 000 rows would be ranked: no older one by sketch.
-    monkeypatch.setattr(vectors_module, "DEEP_ROWS", 0)
     rng = random.Random(11)
     query = random_unit(rng, DIMENSIONS)
     ids = await store.insert_many([row(SESSION, f"第{i}句") for i in range(2100)])
@@ -109,14 +117,22 @@ async def test_a_row_older_than_the_rows_read_whole_is_found_by_the_database(
     await store.vectors.put(MODEL, list(vectors.items()))
     row_vectors = await started(store)
     asked = asked_of_the_database(monkeypatch)
+    monkeypatch.setattr(vectors_module, "RANKED_ROWS", 2000)
 
     ranked = await row_vectors.ranking(SESSION, query, [])
 
     assert asked == [SESSION]
     assert ranked[0][0] == oldest
-    assert len(ranked) == vectors_module.scan_rows(DIMENSIONS)  # as many as in-process
-    store.vectors.pgvector = None  # the same search without pgvector misses it
-    assert oldest not in {r for r, _ in await row_vectors.ranking(SESSION, query, [])}
+    assert len(ranked) == 2000
+    # Filled in from the packed int8 vectors: their cosines, computed in plain Python.
+    truth = {row_id: true_cosine(query, as_stored(vector)) for row_id, vector in vectors.items()}
+    for row_id, similarity in ranked:
+        assert similarity == pytest.approx(truth[row_id], abs=1e-5)
+    by_truth = sorted(ids, key=lambda row_id: -truth[row_id])
+    assert [row_id for row_id, _ in ranked[:10]] == by_truth[:10]
+    store.vectors.pgvector = None  # the same search in memory: the same rows first
+    in_memory = await row_vectors.ranking(SESSION, query, [])
+    assert [row_id for row_id, _ in in_memory[:5]] == by_truth[:5]
 
 
 async def test_rows_of_the_named_periods_come_first_then_the_closest_of_the_rest(

@@ -62,34 +62,16 @@ def test_a_packed_vector_takes_one_byte_a_component_and_four_more() -> None:
 
 
 def test_the_cosine_of_packed_vectors_is_the_cosine_of_the_floats() -> None:
-    from nonebot_plugin_aimemory.store.packed_vectors import QueryVector
+    from nonebot_plugin_aimemory.store.packed_vectors import unpack_vector
 
     rng = random.Random(7)
     query = random_unit(rng)
-    prepared = QueryVector.of(query)
     for _ in range(50):
         stored = random_unit(rng)
         exact = sum(a * b for a, b in zip(query, stored, strict=True))
 
-        assert prepared.similarity(packed(stored)) == pytest.approx(exact, abs=0.005)
-
-
-def test_the_cosine_does_not_depend_on_the_query_vectors_length() -> None:
-    from nonebot_plugin_aimemory.store.packed_vectors import QueryVector
-
-    stored = packed([0.6, 0.8, 0.0])
-
-    assert QueryVector.of([3.0, 4.0, 0.0]).similarity(stored) == pytest.approx(1.0, abs=0.01)
-    assert QueryVector.of([0.0, 0.0, 2.0]).similarity(stored) == pytest.approx(0.0, abs=0.01)
-
-
-def test_a_vector_of_another_length_or_a_zero_vector_is_not_similar() -> None:
-    from nonebot_plugin_aimemory.store.packed_vectors import QueryVector
-
-    query = QueryVector.of([1.0, 0.0, 0.0])
-
-    assert query.similarity(packed([1.0, 0.0, 0.0, 0.0])) == 0.0
-    assert query.similarity(packed([0.0, 0.0, 0.0])) == 0.0
+        kept = sum(a * b for a, b in zip(query, unpack_vector(packed(stored)), strict=True))
+        assert kept == pytest.approx(exact, abs=0.005)
 
 
 def test_unpacking_gives_the_unit_vector_back() -> None:
@@ -212,42 +194,33 @@ async def test_a_vector_of_the_same_model_with_other_prefixes_is_another_vector(
     assert await any_chat_store.vectors.count("g:1", OTHER_PREFIXES) == 1
 
 
-async def test_sketches_and_whole_vectors_are_read_by_row_below_an_id(any_chat_store) -> None:
-    from nonebot_plugin_aimemory.store.packed_vectors import pack_sketch
-
-    ids = await any_chat_store.insert_many([row("g:1", str(i)) for i in range(4)])
+async def test_vectors_are_read_below_or_after_an_id_and_by_their_length(
+    any_chat_store,
+) -> None:
+    ids = await any_chat_store.insert_many([row("g:1", str(i)) for i in range(5)])
     await any_chat_store.insert_many([row("g:2", "别处")])
-    vectors = {row_id: [1.0, -0.5 * n, 0.0] for n, row_id in enumerate(ids)}
-    await any_chat_store.vectors.put(MODEL, list(vectors.items()))
+    await any_chat_store.vectors.put(MODEL, [(i, [1.0, 0.5, 0.0]) for i in ids[:4]])
+    await any_chat_store.vectors.put(MODEL, [(ids[4], [1.0, 0.5])])  # another length
 
-    sketches = await any_chat_store.vectors.sketches_below("g:1", MODEL, ids[3])
+    below = await any_chat_store.vectors.newest("g:1", MODEL, 2, below_id=ids[3], dimensions=3)
+    after = await any_chat_store.vectors.after("g:1", MODEL, 3, ids[0], 10)
+    shorter = await any_chat_store.vectors.after("g:1", MODEL, 2, 0, 10)
     whole = await any_chat_store.vectors.by_ids("g:1", MODEL, [ids[0], ids[2], 999])
 
-    assert sorted(sketches) == [(i, pack_sketch(vectors[i])) for i in ids[:3]]
+    assert [row_id for row_id, _ in below] == [ids[2], ids[1]]
+    assert [row_id for row_id, _ in after] == [ids[1], ids[2], ids[3]]
+    assert [row_id for row_id, _ in shorter] == [ids[4]]
     assert sorted(row_id for row_id, _ in whole) == [ids[0], ids[2]]
-    assert await any_chat_store.vectors.sketches_below("g:1", OTHER_MODEL, ids[3]) == []
+    assert await any_chat_store.vectors.after("g:1", OTHER_MODEL, 3, 0, 10) == []
 
 
-def test_a_sketch_holds_the_sign_of_each_component_zero_as_neither() -> None:
-    from nonebot_plugin_aimemory.store.packed_vectors import pack_sketch, sketch_bits
+async def test_no_sketch_is_stored_and_an_earlier_one_is_cleared(any_chat_store) -> None:
+    (row_id,) = await any_chat_store.insert_many([row("g:1", "一")])
+    await any_chat_store.vectors.put(MODEL, [(row_id, [1.0, 0.0])])
+    database = any_chat_store.vectors.database
+    # As an earlier release left it: the vector's sign bits beside it.
+    await database.write_one("UPDATE chat_log_vectors SET sketch = ?", (b"\x01",))
 
-    bits = sketch_bits(pack_sketch([0.5, -0.5, 0.0, 1.0]))
+    await any_chat_store.vectors.put(MODEL, [(row_id, [0.0, 1.0])])
 
-    assert bits & 0b1111 == 0b1001  # positive: components 0 and 3
-    assert bits >> 4 == 0b0010  # negative: component 1
-    assert len(pack_sketch([1.0] * 384)) == 96
-
-
-def test_sketch_distances_follow_the_cosine_on_random_vectors() -> None:
-    from nonebot_plugin_aimemory.store.packed_vectors import pack_sketch, sketch_bits
-
-    rng = random.Random(3)
-    query = random_unit(rng)
-    near = unit([q + rng.gauss(0, 0.3 / math.sqrt(len(query))) for q in query])  # cosine ~0.96
-    far = random_unit(rng)
-    distance = {
-        name: (sketch_bits(pack_sketch(query)) ^ sketch_bits(pack_sketch(v))).bit_count()
-        for name, v in (("near", near), ("far", far))
-    }
-
-    assert distance["near"] < distance["far"] / 2
+    assert await database.read("SELECT sketch FROM chat_log_vectors") == [(None,)]

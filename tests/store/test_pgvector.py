@@ -283,7 +283,7 @@ async def test_a_vector_replaced_by_another_models_is_ranked_as_the_new_one(
 async def test_vectors_stored_before_pgvector_get_theirs_from_their_packed_bytes(
     pgvector_server: PostgresServer, pgvector_url: str
 ) -> None:
-    from nonebot_plugin_aimemory.store.packed_vectors import QueryVector, pack_vector
+    from nonebot_plugin_aimemory.store.packed_vectors import pack_vector, unpack_vector
 
     rng = random.Random(9)
     before = await open_store(pgvector_url)  # no pgvector yet: no column either
@@ -315,8 +315,10 @@ async def test_vectors_stored_before_pgvector_get_theirs_from_their_packed_bytes
     assert (first, second, third) == (5, 2, 0)
     assert not still_waiting
     # The cosines of the int8 vectors, which the in-process ranking computes too.
-    prepared = QueryVector.of(query)
-    in_process = {i: prepared.similarity(pack_vector(v)) for i, v in vectors.items()}
+    in_process = {
+        i: sum(q * s for q, s in zip(query, unpack_vector(pack_vector(v)), strict=True))
+        for i, v in vectors.items()
+    }
     assert sorted(r for r, _ in ranked) == sorted(ids)
     for row_id, similarity in ranked:
         assert similarity == pytest.approx(in_process[row_id], abs=1e-5)
