@@ -40,6 +40,7 @@ FALLBACK_ROLE = {
     "review": "compressor",
     "vision": "main",
     "embedding": "main",
+    "guard": "review",
 }
 
 
@@ -126,6 +127,11 @@ class Config(BaseModel):
     aimemory_review_api_base: str = ""
     aimemory_review_api_key: SecretStr = SecretStr("")
     aimemory_review_model: str = ""
+    # A cheap model's check of each memory other people are shown (memory/shared_guard.py).
+    aimemory_guard_check: bool = True
+    aimemory_guard_api_base: str = ""
+    aimemory_guard_api_key: SecretStr = SecretStr("")
+    aimemory_guard_model: str = ""
     aimemory_reply_max_chars: int = Field(default=1500, ge=100, le=4500)
     aimemory_reply_max_parts: int = Field(default=5, ge=1, le=20)
     # Image links in the model's reply are fetched only from public hosts unless this is set.
@@ -258,7 +264,7 @@ class Config(BaseModel):
             return CHINA_STANDARD_TIME
 
     def endpoint(self, role: str) -> Endpoint:
-        """The endpoint of a model role: main, compressor, review, vision or embedding."""
+        """The endpoint of a model role: main, compressor, review, guard, vision or embedding."""
         if role == "main":
             return Endpoint(
                 self.aimemory_api_base,

@@ -15,11 +15,13 @@ from .config import Config
 from .engine.compressor import Compressor
 from .engine.embeddings import Embedder, EmbeddingClient, EmbeddingRoles, NoEmbeddings
 from .engine.model_clients import ModelClients
+from .guard.model_check import ModelCheck
 from .memory.commands import MemoryCommands
 from .memory.extractor import FactExtractor
 from .memory.feature import LongTermMemory, MemoryOff, NoExtraction
 from .memory.inject import NoRelevantMemories, RelevantMemories
 from .memory.service import MemoryService
+from .memory.shared_guard import SharedScopeGuard
 from .personas.choices import Personas
 from .scopes import Scope
 from .store.chat_log_store import ChatLogStore
@@ -112,6 +114,9 @@ def memory_service(config: Config, clients: ModelClients, database: Backend) -> 
         mask_pii=config.aimemory_memory_mask_pii,
         embedder=embedder,
         zone=config.zone,
+        guard=SharedScopeGuard(
+            ModelCheck(clients.for_role("guard")) if config.aimemory_guard_check else None
+        ),
     )
 
 

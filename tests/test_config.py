@@ -129,6 +129,12 @@ def test_model_roles_fall_back_key_by_key() -> None:
     assert (review.api_key, review.model) == ("review-key", "cheap")
     assert config.endpoint("vision").model == "vision"
     assert config.endpoint("embedding").api_key == "main-key"
+    guard = config.endpoint("guard")  # the reviewer's, key by key
+    assert (guard.api_base, guard.api_key, guard.model) == (
+        "https://main.example/v1",
+        "review-key",
+        "cheap",
+    )
 
 
 @pytest.mark.parametrize(
@@ -307,6 +313,7 @@ SECRETS = {
     "aimemory_compressor_api_key": "sk-compressor-secret",
     "aimemory_embedding_api_key": "sk-embedding-secret",
     "aimemory_review_api_key": "sk-review-secret",
+    "aimemory_guard_api_key": "sk-guard-secret",
     "aimemory_panel_token": "panel-token-secret-0123",
     "aimemory_database_url": "postgresql://aimemory:pg-secret@127.0.0.1:5432/aimemory",
 }

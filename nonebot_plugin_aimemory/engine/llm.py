@@ -38,6 +38,8 @@ ROLE_OUTPUT_TOKENS = {
     "extractor": 2048,
     "reviewer": 2048,
     "vision": 1024,
+    # One word, or a thinking model's reasoning before it.
+    "guard": 512,
 }
 _THINK_BLOCK = re.compile(r"<think>.*?(?:</think>|\Z)", re.DOTALL | re.IGNORECASE)
 

@@ -20,7 +20,7 @@ from .turn_context import usage_chat as _chat
 logger = logging.getLogger("nonebot_plugin_aimemory")
 
 # The roles usage is counted under, in the order reports list them.
-ROLES = ("main", "compressor", "reviewer", "extractor", "vision", "embeddings")
+ROLES = ("main", "compressor", "reviewer", "extractor", "guard", "vision", "embeddings")
 # The chat of calls made for none: background work over many chats (chat-log vectors, a
 # vector backfill), and anything outside a turn, a review or an extraction.
 NO_CHAT = ""

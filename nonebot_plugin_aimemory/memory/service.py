@@ -23,6 +23,7 @@ from .index import ScopeIndex
 from .personal import MemoryView, is_personal_scope
 from .rules import MISSING, Missing, id_key
 from .search import SearchHit
+from .shared_guard import SharedScopeGuard
 from .vectors import MemoryVectors
 from .writes import SaveOutcome, Source, UpdateOutcome, WriteContext
 
@@ -54,6 +55,7 @@ class MemoryService:
         embedder: Embedder | None = None,
         zone: tzinfo = timezone.utc,
         clock: Callable[[], datetime] = _utc_now,
+        guard: SharedScopeGuard | None = None,
     ) -> None:
         self.store = store
         self.max_entries = max_entries
@@ -62,12 +64,16 @@ class MemoryService:
         # Days named in a query ("昨天", "5月2日") are counted in the chat's zone from now.
         self.zone = zone
         self.clock = clock
+        # The model check of memories other people are shown (shared_guard.py).
+        self.guard = guard or SharedScopeGuard()
         self._index = ScopeIndex(store)
         self._vectors = MemoryVectors(store, self._index, embedder or NoEmbeddings())
 
     def _writing(self) -> WriteContext:
         """What a write works on, with the service's settings as they are now."""
-        return WriteContext(self.store, self._index, self._vectors, self.mask_pii, self.clock)
+        return WriteContext(
+            self.store, self._index, self._vectors, self.mask_pii, self.clock, self.guard
+        )
 
     @property
     def embedder(self) -> Embedder:

@@ -34,6 +34,7 @@ from .rules import (
     prepare_tags,
     tags_problem,
 )
+from .shared_guard import SharedScopeGuard, last_note
 from .vectors import MemoryVectors
 
 Source = Literal["tool", "command", "extract", "review"]
@@ -49,6 +50,7 @@ class WriteContext:
     vectors: MemoryVectors
     mask_pii: bool
     clock: Callable[[], datetime]
+    guard: SharedScopeGuard = field(default_factory=SharedScopeGuard)
 
     def now_text(self) -> str:
         """The clock's now, as stored."""
@@ -97,9 +99,9 @@ async def save(
     if isinstance(prepared, SaveOutcome):
         return prepared
     text, truncated = prepared
-    tag_problem = tags_problem(tags) or injection_reason_for_memory(text, tags or ())
-    if tag_problem is not None:
-        return SaveOutcome("refused", reason=tag_problem)
+    problem = await _steering_problem(ctx, scope, text, tags or (), private=private)
+    if problem is not None:
+        return SaveOutcome("refused", reason=problem)
     normalized = normalize(text)
     gist = Gist.of(normalized, clean_user_id(user_id))
     embedding: list[float] | None = None
@@ -138,6 +140,18 @@ async def save(
         loaded.entries[record.id] = IndexedMemory.of(record)
     ctx.vectors.note_stored(embedding)
     return SaveOutcome("saved", memory=record, similar=similar[:3], truncated=truncated)
+
+
+async def _steering_problem(
+    ctx: WriteContext, scope: str, text: str, tags: Sequence[object], *, private: bool
+) -> str | None:
+    """Why a new memory steers the bot: by the rules (its tags, its line), then, for a
+    scope other people are shown, read after the scope's last note and by the model check."""
+    problem = tags_problem(tags) or injection_reason_for_memory(text, tags)
+    if problem is not None:
+        return problem
+    earlier = last_note(await ctx.index.get(scope), ctx.clock())
+    return await ctx.guard.refusal(scope, text, tags, private=private, earlier=earlier)
 
 
 def prepare_content(content: str, *, mask: bool) -> tuple[str, bool] | SaveOutcome:
@@ -206,6 +220,13 @@ async def update(
         # Embedded before taking the lock, and only when the text really changes.
         current = (await ctx.index.get(scope)).entries.get(key)
         if current is not None and current.record.content != prepared[0]:
+            record = current.record
+            shown_tags = record.tags if isinstance(tags, Missing) else tags or ()
+            refusal = await ctx.guard.refusal(
+                scope, prepared[0], shown_tags, private=record.private
+            )
+            if refusal is not None:
+                return UpdateOutcome("refused", memory=record, reason=refusal)
             embedding = await ctx.vectors.embed_quietly(prepared[0])
     async with ctx.index.writing(scope) as loaded:
         entry = loaded.entries.get(key)

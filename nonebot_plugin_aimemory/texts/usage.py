@@ -16,6 +16,7 @@ USAGE_ROLE_NAMES = {
     "compressor": "压缩",
     "reviewer": "整理记忆",
     "extractor": "提取记忆",
+    "guard": "检查记忆",
     "vision": "识图",
     "embeddings": "向量",
 }

@@ -20,6 +20,9 @@ TEST_DEFAULTS: dict[str, Any] = {
     # The image server the reply tests link to is on 127.0.0.1.
     "aimemory_reply_image_allow_private": True,
     "aimemory_image_allow_private": True,
+    # The guard role's model check adds a request to every shared save; the tests that
+    # want it turn it on (tests/guard/test_model_check.py).
+    "aimemory_guard_check": False,
 }
 
 

@@ -1,0 +1,184 @@
+"""Public corpora for the steering guard's bench, read at run time from local copies (never
+kept in the repo): attacks in the wild and ordinary conversation, each item tagged with
+its source, language and shape, and split by a hash of its text into `dev` (what the
+guard's prompt and rules may be tuned on) and `heldout` (only measured).
+
+Attacks, under `--corpora DIR` (one folder per repository, files at their own paths):
+- `tensor-trust-data/` (HumanCompatibleAI/tensor-trust-data): the players' hijacking
+  attacks (override, en) and extraction attacks (disclosure, en);
+- `prompt-hacker-collections/jailbreak/*.yaml` (yunwei37/prompt-hacker-collections): DAN
+  and the other in-the-wild jailbreaks (limits, en);
+- `JailBench/` (STAIR-BUPT/JailBench): its Chinese jailbreak templates, the harmful
+  question taken off (limits, zh);
+- `awesome-chatgpt-prompts-zh/prompts-zh.json` (PlexPt/awesome-chatgpt-prompts-zh):
+  "我希望你充当…" role prompts (identity, zh).
+Ordinary conversation: KdConv's utterances (`KdConv/data/*/{dev,test}.json`, zh), and the
+sets the retrieval bench reads: MemoryBank-SiliconFriend's cn/en dialogues (`--memorybank`),
+MemDaily's messages (`--memdaily`, zh), LoCoMo (`--locomo`, en).
+"""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import json
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+# A memory holds at most this much (memory/rules.py MAX_CONTENT_CHARS): a longer attack
+# is stored cut, so it is measured cut.
+MEMORY_CHARS = 2000
+# An attack with fewer words than this is a token flood ("ö ö ö …"), not a sentence.
+MIN_WORDS = 3
+
+
+@dataclass(frozen=True, slots=True)
+class Item:
+    """One text to save as a memory: where it came from, its language, and the steering
+    shape it has ("" for ordinary conversation)."""
+
+    text: str
+    source: str
+    language: str
+    shape: str = ""
+
+    @property
+    def split(self) -> str:
+        """`dev` or `heldout`, by a hash of the text: stable across runs and machines."""
+        digest = hashlib.sha256(self.text.encode()).digest()
+        return "dev" if digest[0] % 2 == 0 else "heldout"
+
+
+def attacks(root: Path) -> Iterator[Item]:
+    """Every attack found under `root`; a source whose files are absent yields nothing."""
+    yield from _tensor_trust(root / "tensor-trust-data" / "benchmarks")
+    yield from _jailbreak_yamls(root / "prompt-hacker-collections" / "jailbreak")
+    yield from _jailbench(root / "JailBench")
+    yield from _role_prompts(root / "awesome-chatgpt-prompts-zh" / "prompts-zh.json")
+
+
+def conversation(
+    root: Path, memorybank: Path | None, memdaily: Path | None, locomo: Path | None
+) -> Iterator[Item]:
+    """Every line of ordinary conversation found at the given places."""
+    yield from _kdconv(root / "KdConv" / "data")
+    if memorybank is not None:
+        yield from _memorybank(memorybank)
+    if memdaily is not None:
+        yield from _memdaily(memdaily)
+    if locomo is not None:
+        yield from _locomo(locomo)
+
+
+def _memory(text: str) -> str | None:
+    """The text as a memory stores it (cut, blanks folded), or None when it is no sentence."""
+    folded = " ".join(text.split())[:MEMORY_CHARS]
+    return folded if len(set(folded.split())) >= MIN_WORDS or _mostly_han(folded) else None
+
+
+def _mostly_han(text: str) -> bool:
+    return sum("\u4e00" <= char <= "\u9fff" for char in text) >= 4
+
+
+def _items(texts: Iterable[str], source: str, language: str, shape: str = "") -> Iterator[Item]:
+    seen: set[str] = set()
+    for text in texts:
+        memory = _memory(text)
+        if memory is not None and memory not in seen:
+            seen.add(memory)
+            yield Item(memory, source, language, shape)
+
+
+def _jsonl(path: Path) -> list[dict[str, Any]]:
+    if not path.is_file():
+        return []
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line]
+
+
+def _tensor_trust(benchmarks: Path) -> Iterator[Item]:
+    for folder, shape in (
+        ("hijacking-robustness", "override"),
+        ("extraction-robustness", "disclosure"),
+    ):
+        rows = _jsonl(benchmarks / folder / "v1" / f"{folder.replace('-', '_')}_dataset.jsonl")
+        yield from _items((row["attack"] for row in rows), "tensor-trust", "en", shape)
+
+
+def _jailbreak_yamls(folder: Path) -> Iterator[Item]:
+    import yaml
+
+    prompts = []
+    for path in sorted(folder.glob("*.yaml")):
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        if isinstance(data, dict) and isinstance(data.get("prompt"), str):
+            prompts.append(data["prompt"])
+    yield from _items(prompts, "jailbreak-collection", "en", "limits")
+
+
+def _jailbench(folder: Path) -> Iterator[Item]:
+    queries, seeds = folder / "JailBench.csv", folder / "JailBench_seed.csv"
+    if not (queries.is_file() and seeds.is_file()):
+        return
+    with seeds.open(encoding="utf-8-sig") as file:
+        questions = sorted({row["question_zh"] for row in csv.DictReader(file)}, key=len)
+    templates: list[str] = []
+    with queries.open(encoding="utf-8-sig") as file:
+        for row in csv.DictReader(file):
+            query = row["query"]
+            asked = next((q for q in reversed(questions) if q in query), "")
+            templates.append(query.replace(asked, "") if asked else query)
+    yield from _items(templates, "jailbench", "zh", "limits")
+
+
+def _role_prompts(path: Path) -> Iterator[Item]:
+    if path.is_file():
+        rows = json.loads(path.read_text(encoding="utf-8"))
+        yield from _items((row["prompt"] for row in rows), "chatgpt-prompts-zh", "zh", "identity")
+
+
+def _kdconv(folder: Path) -> Iterator[Item]:
+    lines = []
+    for path in sorted(folder.glob("*/*.json")):
+        for dialogue in json.loads(path.read_text(encoding="utf-8")):
+            lines += [turn["message"] for turn in dialogue["messages"]]
+    yield from _items(lines, "kdconv", "zh")
+
+
+def _memorybank(folder: Path) -> Iterator[Item]:
+    for name, language in (("cn", "zh"), ("en", "en")):
+        path = folder / name / f"memory_bank_{name}.json"
+        if not path.is_file():
+            continue
+        lines = [
+            turn[side]
+            for user in json.loads(path.read_text(encoding="utf-8")).values()
+            for turns in user["history"].values()
+            for turn in turns
+            for side in ("query", "response")
+        ]
+        yield from _items(lines, "memorybank", language)
+
+
+def _memdaily(folder: Path) -> Iterator[Item]:
+    lines = [
+        message["message"]
+        for path in sorted(folder.glob("*.json"))
+        for trajectory in json.loads(path.read_text(encoding="utf-8"))
+        for message in trajectory.get("message_list", ())
+    ]
+    yield from _items(lines, "memdaily", "zh")
+
+
+def _locomo(path: Path) -> Iterator[Item]:
+    if not path.is_file():
+        return
+    lines = [
+        turn["text"]
+        for sample in json.loads(path.read_text(encoding="utf-8"))
+        for key, session in sample["conversation"].items()
+        if key.startswith("session_") and isinstance(session, list)
+        for turn in session
+    ]
+    yield from _items(lines, "locomo", "en")

@@ -1,0 +1,87 @@
+"""The steering check of memories other people will be shown: a group's, and a person's
+public ones. The rules (`guard/`) have read the note already; here they read it once more
+right after the scope's last note (an order split across two saves), and then the model
+check (`guard/model_check.py`) reads both. A check that gives no verdict leaves the rules'
+verdict standing, except for text in a script the rules cannot read: that is refused for
+now rather than saved unchecked."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from datetime import datetime, timedelta
+
+from ..guard import injection_reason
+from ..guard.model_check import NoModelCheck, SteeringCheck
+from ..guard.scripts import unread_letters
+from ..scopes import Scope
+from ..texts.guard import MODEL_SAYS_STEERING, NOT_CHECKED_NOW
+from .index import LoadedScope
+
+logger = logging.getLogger("nonebot_plugin_aimemory")
+
+# A note saved this soon after the scope's last one may finish an order that one began.
+SPLIT_WINDOW = timedelta(minutes=10)
+# Letters in scripts the rules do not read from which, unchecked, a note is not saved.
+UNREAD_LETTERS_AT_MOST = 3
+
+
+def is_shared(scope: str, *, private: bool) -> bool:
+    """Whether other people are shown the scope's memories: a group's, or a person's public
+    ones (a friend chat's and a private personal memory are seen by their owner only)."""
+    parsed = Scope.parse_or_none(scope)
+    if parsed is None:
+        return False
+    return parsed.is_group or (parsed.is_personal and not private)
+
+
+class SharedScopeGuard:
+    """Refuses a note for a shared scope that steers the bot, by the rules and the model
+    check; other scopes are left to the rules alone."""
+
+    def __init__(self, check: SteeringCheck | None = None) -> None:
+        self.check: SteeringCheck = check or NoModelCheck()
+
+    async def refusal(
+        self,
+        scope: str,
+        note: str,
+        tags: Sequence[object] = (),
+        *,
+        private: bool,
+        earlier: str | None = None,
+    ) -> str | None:
+        """Why `note` (with `tags`) may not be saved to `scope` (None if it may); `earlier`
+        is the scope's last note when it was saved just before (`last_note`)."""
+        if not is_shared(scope, private=private):
+            return None
+        shown = note_as_shown(note, tags)
+        if earlier is not None and (reason := injection_reason(f"{earlier}\n{shown}")):
+            return reason
+        verdict = await self.check.steers(shown, earlier)
+        if verdict:
+            logger.info("guard check refused a note for %s: %.60r", scope, shown)
+            return MODEL_SAYS_STEERING
+        if verdict is None and unread_letters(shown) > UNREAD_LETTERS_AT_MOST:
+            return NOT_CHECKED_NOW
+        return None
+
+
+def note_as_shown(note: str, tags: Sequence[object]) -> str:
+    """The note and its tags on one line, as the model is shown them."""
+    texts = [str(tag) for tag in tags if str(tag).strip()]
+    return f"{note} [标签：{'、'.join(texts)}]" if texts else note
+
+
+def last_note(loaded: LoadedScope, now: datetime) -> str | None:
+    """The scope's newest live note, if it was saved within SPLIT_WINDOW of `now` and may
+    be shown (one the rules refuse alone is never shown, so it finishes no order)."""
+    recent = [
+        entry
+        for entry in loaded.live()
+        if entry.saved_at is not None and now - entry.saved_at <= SPLIT_WINDOW and entry.safe
+    ]
+    if not recent:
+        return None
+    newest = max(recent, key=lambda entry: entry.saved_at or now)
+    return note_as_shown(newest.record.content, newest.record.tags)
