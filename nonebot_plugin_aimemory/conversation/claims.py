@@ -96,6 +96,10 @@ class MessageClaims:
         """The copy as this process handles it: matched to its message (`received`), an
         ordinary chat line when another account answers it, None when another process
         took this very copy (one account connected to both)."""
+        if incoming.group_id is not None:
+            # Before any await: a copy that reached this process counts at once, though
+            # its claim reaches the database after a higher account's.
+            self.memory.note_present(incoming.log_key, incoming.account)
         if self.store is None:
             return await self._matched_in_memory(incoming)
         for_the_bot = incoming.addressed or incoming.command is not None
@@ -174,8 +178,11 @@ class MessageClaims:
         return _as_answered(matched, answers=answers)
 
     def _decider(self, incoming: Incoming, waited: bool) -> Decide:
+        """The rule, on the accounts present by the database and those this process awaits
+        (read now, on the event loop: the decision runs on the database's thread)."""
         account = incoming.account
-        return lambda present: takes_the_answer(account, present, waited=waited)
+        awaited = self.memory.awaited(incoming.log_key, incoming.peers)
+        return lambda present: takes_the_answer(account, present | awaited, waited=waited)
 
     async def _pause(self, deadline: float) -> None:
         """Until a copy is matched or claimed here, a poll interval passes, or `deadline`."""

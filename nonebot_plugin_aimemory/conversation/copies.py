@@ -1,12 +1,13 @@
 """The same group message received through several bot accounts. Implementations number
 messages per account, so one message can arrive with different ids: copies are told by
 the chat, the sender, what was said (`fingerprint`, read the same by every account) and
-when QQ says it was sent. A message is logged once, by whichever copy comes first, and
+when QQ says it was sent. A message is logged once (log_rows.py says by which copy), and
 answered at most once when no account is named in it (the shared nickname, a command):
 by the lowest account present in the group; one that has not got it yet is waited for,
 at most LOWER_ACCOUNT_WAIT_SECONDS, and then the account that has it answers. This is
 one process's memory of them; with a database, the claims there decide instead, by the
-same rule (claims.py, store/message_claims.py)."""
+same rule (claims.py, store/message_claims.py), and this memory adds what only this
+process knows: its accounts' copies that reached it a moment ago."""
 
 from __future__ import annotations
 
@@ -46,8 +47,11 @@ class ReceivedMessage:
     sent_at: float
     receivers: set[str] = field(default_factory=set)
     answered_by: str | None = None
-    # The one chat-log row of it, once a copy was logged.
+    # The account whose copy is answered here: its turn logs the message, read in full.
+    read_by: str | None = None
+    # The one chat-log row of it, once a copy was logged, and the account of that copy.
     logged_row: ChatRow | None = None
+    logged_by: str | None = None
     # False when another bot process on the database writes that row.
     loggable: bool = True
 
@@ -59,6 +63,8 @@ class ReceivedCopies:
         self.clock = clock
         self._chats: OrderedDict[str, deque[ReceivedMessage]] = OrderedDict()
         self._present: OrderedDict[tuple[str, str], float] = OrderedDict()
+        # Each chat's current stretch of copies received here: (first, last) clock time.
+        self._heard: OrderedDict[str, tuple[float, float]] = OrderedDict()
 
     def receive(
         self, chat: str, sender: str, fingerprint: str, sent_at: float, account: str
@@ -66,7 +72,7 @@ class ReceivedCopies:
         """The message `account` received: an earlier copy another account received, or a
         new one. The same person saying the same thing twice is two messages: a copy is
         matched only to a message this account has not received yet."""
-        self._note_present(chat, account)
+        self.note_present(chat, account)
         recent = self._recent(chat)
         said = hash(fingerprint)
         for message in recent:
@@ -92,12 +98,11 @@ class ReceivedCopies:
         waited: bool = False,
     ) -> bool | None:
         """Whether `account` answers a message that names no account: the one that claimed
-        it already, else the lowest of `peers` present in the chat (`account` always is),
+        it already, else the lowest of `peers` awaited in the chat (`account` always is),
         else, once it `waited`, `account`. None: not yet (ask again after a while)."""
         if message.answered_by is not None:
             return message.answered_by == account
-        present = [peer for peer in peers if self._is_present(chat, peer)]
-        answers = takes_the_answer(account, present, waited=waited)
+        answers = takes_the_answer(account, self.awaited(chat, peers), waited=waited)
         if answers:
             message.answered_by = account
         return answers
@@ -112,12 +117,31 @@ class ReceivedCopies:
             self._chats.move_to_end(chat)
         return recent
 
-    def _note_present(self, chat: str, account: str) -> None:
+    def note_present(self, chat: str, account: str) -> None:
+        """`account`'s copy of a message in `chat` reached this process now."""
+        now = self.clock()
         key = (chat, account)
-        self._present[key] = self.clock()
+        self._present[key] = now
         self._present.move_to_end(key)
         if len(self._present) > CHATS_REMEMBERED * 2:
             self._present.popitem(last=False)
+        first, last = self._heard.get(chat, (now, now))
+        self._heard[chat] = (first if now - last <= PRESENT_SECONDS else now, now)
+        self._heard.move_to_end(chat)
+        if len(self._heard) > CHATS_REMEMBERED:
+            self._heard.popitem(last=False)
+
+    def awaited(self, chat: str, peers: Collection[str]) -> frozenset[str]:
+        """Which of `peers` (this process's accounts, connected) a copy in `chat` waits
+        for when they are lower: those present there lately, and all of them while the
+        chat's copies have been coming for less than LOWER_ACCOUNT_WAIT_SECONDS — copies
+        through several connections come in any order, so an account's absence shows only
+        once the chat was heard for longer than a copy takes."""
+        now = self.clock()
+        first, last = self._heard.get(chat, (now, now))
+        if now - first < LOWER_ACCOUNT_WAIT_SECONDS or now - last > PRESENT_SECONDS:
+            return frozenset(peers)
+        return frozenset(peer for peer in peers if self._is_present(chat, peer))
 
     def _is_present(self, chat: str, account: str) -> bool:
         seen = self._present.get((chat, account))

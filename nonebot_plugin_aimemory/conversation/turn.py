@@ -30,28 +30,11 @@ from .bursts import Burst, OpenBursts
 from .claims import MessageClaims
 from .failures import failure_text, log_failure
 from .incoming import Command, Incoming, Outcome, nothing, parts_text, say
-from .log_rows import assistant_row, user_row
+from .log_rows import ChatLogSink, assistant_row, log_user_once, read_here, user_row
 from .notices import NoticeTimes
 from .sessions import SessionCache, TurnStopped
 
 logger = logging.getLogger("nonebot_plugin_aimemory")
-
-
-class ChatLogSink(Protocol):
-    """Where the objective chat log is written (batched; never awaits)."""
-
-    def add(self, row: ChatRow, *, review: bool = False, review_for: str | None = None) -> None:
-        """Queue one row; `review` marks its session for a memory review, `review_for`
-        the scope named instead."""
-        ...
-
-    def mark_refused(self, row: ChatRow) -> None:
-        """Mark a row added earlier as refused by the model service."""
-        ...
-
-    def replace(self, queued: ChatRow, row: ChatRow) -> bool:
-        """Put `row` in place of `queued` if that is still waiting to be written."""
-        ...
 
 
 class RelevantMemories(Protocol):
@@ -193,6 +176,7 @@ class Conversation:
         """Join the speaker's open burst, or open one and queue its turn. Nothing awaits
         before that, so one chat's messages are taken in arrival order; a turn keeps its
         session until its reply was sent, so replies go out in that order too."""
+        read_here(self.chat_log, incoming)
         chars = len(parts_text(incoming.content.plain()))
         burst = self.bursts.find(incoming.key, incoming.speaker.user_id)
         if burst is not None:
@@ -367,20 +351,9 @@ class Conversation:
         return say(apology)
 
     def _log_user(self, incoming: Incoming, row: ChatRow) -> bool:
-        """Queue a person's message, once for all the accounts that received it (the copy
-        an account was addressed with, read in full, over a plain one still queued);
+        """Queue a person's message, once for all the copies received (log_rows.py);
         whether this row is the one logged."""
-        received = incoming.received
-        if received is not None and not received.loggable:
-            return False  # another bot process writes it
-        logged = received.logged_row if received is not None else None
-        if logged is None:
-            self._log(row)
-        elif not (row.addressed and not logged.addressed and self.chat_log.replace(logged, row)):
-            return False
-        if received is not None:
-            received.logged_row = row
-        return True
+        return log_user_once(self.chat_log, incoming, row)
 
     def _log(self, row: ChatRow, *, review_for: str | None = None) -> None:
         """Queue a chat-log row. A flush it starts writes (and embeds) every chat's rows; it

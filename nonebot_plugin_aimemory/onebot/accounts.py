@@ -41,8 +41,15 @@ class Accounts:
         self._claiming = asyncio.Lock()
 
     async def load(self) -> None:
-        """Read the home account (none yet on a new database)."""
+        """Read the home account. A database with none gets the first account connected
+        already, if any: started after its accounts connected (a deferred start, a
+        restart), the plugin never hears their connections, and the first message to come
+        in is any account's."""
         self.home = await self.state.get(HOME_ACCOUNT)
+        if self.home is None:
+            served = [account for account in self._connected_in_order() if self.serves(account)]
+            if served:
+                await self.key_account(served[0])
 
     def serves(self, account: str) -> bool:
         """Whether the plugin answers as `account`."""
@@ -50,9 +57,12 @@ class Accounts:
 
     def connected(self) -> frozenset[str]:
         """Every OneBot v11 account connected to this NoneBot now."""
-        return frozenset(
-            self_id for self_id, bot in nonebot.get_bots().items() if isinstance(bot, Bot)
-        )
+        return frozenset(self._connected_in_order())
+
+    def _connected_in_order(self) -> list[str]:
+        """The connected OneBot v11 accounts, the first to connect first (NoneBot keeps
+        its bots in the order they connected)."""
+        return [self_id for self_id, bot in nonebot.get_bots().items() if isinstance(bot, Bot)]
 
     def peers(self, connected: frozenset[str]) -> frozenset[str]:
         """Of the `connected` accounts, those the plugin answers as."""

@@ -26,6 +26,16 @@ SENT = datetime(2026, 11, 30, 12, 0, tzinfo=timezone.utc)
 WAIT_SECONDS = 0.5
 
 
+class Clock:
+    """A clock the test sets (for this process's memory of who is in which group)."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
 @dataclass
 class Said:
     """What a member sent, as plain text."""
@@ -158,3 +168,59 @@ async def test_a_copy_another_process_took_is_dropped(
 
     assert await first.match(call, log_ambient=False) is not None
     assert await second.match(call, log_ambient=False) is None
+
+
+@pytest.fixture
+async def one_process(tmp_path: Path) -> AsyncIterator[MessageClaims]:
+    """The claims of one bot process with both accounts, on a SQLite file."""
+    from nonebot_plugin_aimemory.conversation.claims import MessageClaims
+    from nonebot_plugin_aimemory.store.database import Database
+    from nonebot_plugin_aimemory.store.message_claims import MessageClaimStore
+
+    database = await Database.open(tmp_path / "aimemory.db")
+    claims = MessageClaims(MessageClaimStore(database), wait_seconds=WAIT_SECONDS)
+    yield claims
+    await claims.close()
+    await database.close()
+
+
+async def test_a_call_the_higher_account_got_first_in_a_quiet_group_is_the_lowers(
+    one_process: MessageClaims,
+) -> None:
+    # The first message of a group heard by nobody lately: presence says nothing yet, and
+    # the two connections deliver their copies in any order.
+    higher = asyncio.create_task(answered(one_process, nickname_call(HIGHER, "9002")))
+    await asyncio.sleep(WAIT_SECONDS / 5)
+    lower = await answered(one_process, nickname_call(LOWER, "2"))
+
+    assert (lower, await higher) == (True, False)
+
+
+async def test_a_copy_counts_here_before_its_presence_reaches_the_database(
+    tmp_path: Path,
+) -> None:
+    from nonebot_plugin_aimemory.conversation.claims import MessageClaims
+    from nonebot_plugin_aimemory.store.database import Database
+    from nonebot_plugin_aimemory.store.message_claims import MessageClaimStore
+
+    class SlowPresence(MessageClaimStore):
+        """A database whose presence notes come late (a busy PostgreSQL pool)."""
+
+        async def note_present(self, chat: str, account: str) -> None:
+            await asyncio.sleep(WAIT_SECONDS * 4)
+
+    database = await Database.open(tmp_path / "aimemory.db")
+    claims = MessageClaims(SlowPresence(database), wait_seconds=WAIT_SECONDS)
+    clock = Clock()
+    claims.memory.clock = clock
+    noting = asyncio.create_task(claims.match(chat_line(LOWER, "1"), log_ambient=False))
+    await asyncio.sleep(0)  # the lower account's line reached this process
+    clock.now = 3.0  # and the group has been heard for longer than a copy takes
+    loop = asyncio.get_running_loop()
+    started = loop.time()
+
+    assert await answered(claims, nickname_call(HIGHER, "9002"))
+    assert loop.time() - started >= WAIT_SECONDS  # it waited for the lower account
+    noting.cancel()
+    await claims.close()
+    await database.close()

@@ -75,21 +75,47 @@ def test_a_higher_account_answers_when_the_lower_one_never_got_the_message() -> 
     assert seen.decide(message, CHAT, "42", peers) is False
 
 
-def test_an_account_never_seen_in_the_group_does_not_hold_the_answer_back() -> None:
-    seen = copies()
-    message = seen.receive(CHAT, "2001", "小忆 在吗", SENT, "43")
+def test_an_account_the_group_was_heard_without_does_not_hold_the_answer_back() -> None:
+    clock = Clock()
+    seen = copies(clock)
+    seen.receive(CHAT, "2001", "大家好", SENT, "43")
+    clock.now = 3.0  # longer than a copy through another account takes: 42 is not here
+    message = seen.receive(CHAT, "2001", "小忆 在吗", SENT + 3, "43")
     assert seen.decide(message, CHAT, "43", frozenset({"42", "43"})) is True
-    seen.receive(CHAT, "2001", "小忆 在吗", SENT, "42")
+    seen.receive(CHAT, "2001", "小忆 在吗", SENT + 3, "42")
     assert seen.decide(message, CHAT, "42", frozenset({"42", "43"})) is False
+
+
+def test_in_a_group_just_heard_every_lower_account_connected_is_waited_for() -> None:
+    # Copies through two connections come in any order: the first message of a quiet
+    # group, received by the higher account first, is still the lower one's to answer.
+    seen = copies()
+    peers = frozenset({"42", "43"})
+    message = seen.receive(CHAT, "2001", "~对话 状态", SENT, "43")
+    assert seen.decide(message, CHAT, "43", peers) is None
+    seen.receive(CHAT, "2001", "~对话 状态", SENT, "42")
+    assert seen.decide(message, CHAT, "42", peers) is True
+    assert seen.decide(message, CHAT, "43", peers) is False
 
 
 def test_an_account_silent_in_the_group_for_ten_minutes_is_taken_to_have_left() -> None:
     clock = Clock()
     seen = copies(clock)
     seen.receive(CHAT, "2001", "大家好", SENT, "42")
+    for clock.now in (300.0, 600.0):  # the group goes on talking, 43 hears it all
+        seen.receive(CHAT, "2001", f"第{clock.now}秒", SENT + clock.now, "43")
     clock.now = 601.0
     message = seen.receive(CHAT, "2001", "小忆 在吗", SENT + 601, "43")
     assert seen.decide(message, CHAT, "43", frozenset({"42", "43"})) is True
+
+
+def test_a_group_quiet_for_ten_minutes_is_heard_anew() -> None:
+    clock = Clock()
+    seen = copies(clock)
+    seen.receive(CHAT, "2001", "大家好", SENT, "43")
+    clock.now = 700.0  # nobody said anything since: 42's absence says nothing
+    message = seen.receive(CHAT, "2001", "小忆 在吗", SENT + 700, "43")
+    assert seen.decide(message, CHAT, "43", frozenset({"42", "43"})) is None
 
 
 def test_an_account_no_longer_connected_is_not_waited_for() -> None:

@@ -388,6 +388,27 @@ async def test_an_account_that_disconnects_mid_turn_loses_only_its_reply(
     assert window[-1].text == "这句发不出去了"
 
 
+async def test_the_first_account_connected_is_home_when_the_plugin_starts_after_both(
+    plugin: PluginHarness, two: tuple[OneBotClient, ...]
+) -> None:
+    # A database with no home account yet, and a plugin started (a deferred start, a
+    # restart) after both accounts connected: it never hears their connections.
+    from tests.chatlog.helpers import eventually
+
+    async def home_recorded() -> bool:  # (the running plugin heard them)
+        return plugin.runtime.inbound.accounts.home is not None
+
+    await eventually(home_recorded)
+    await plugin.runtime.database.write_one("DELETE FROM plugin_state")
+    await plugin.restart()
+    plugin.llm.script(text("我在"))
+    await two[1].send_event(group_message(at(SECOND, "你好"), group_id=GROUP))
+    await replies(two, 1)
+
+    windows = await plugin.runtime.database.read("SELECT key FROM sessions")
+    assert windows == [(f"g:{GROUP}@{SECOND}",)]
+
+
 async def test_an_upgraded_single_account_install_keeps_everything_for_that_account(
     app: App, plugin: PluginHarness
 ) -> None:
