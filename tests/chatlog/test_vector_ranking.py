@@ -117,3 +117,50 @@ async def test_a_chat_longer_than_the_memory_budget_keeps_its_newest_rows_and_na
 
     assert [row_id for row_id, _ in newest] == ids[21:]
     assert [row_id for row_id, _ in with_period] == [ids[2], ids[3], *ids[21:]]
+
+
+async def test_the_least_recently_searched_chat_is_given_up_when_the_budget_is_full(
+    any_chat_store,
+) -> None:
+    from nonebot_plugin_aimemory.chatlog.row_matrices import RowMatrices
+    from nonebot_plugin_aimemory.chatlog.row_matrix import BLOCK_ROWS, ROW_OVERHEAD_BYTES
+
+    one_block = BLOCK_ROWS * (2 + ROW_OVERHEAD_BYTES)
+    for session in ("g:1", "g:2"):
+        ids = await any_chat_store.insert_many([row(session, str(i)) for i in range(3)])
+        await any_chat_store.vectors.put(MODEL, [(row_id, [1.0, 0.5]) for row_id in ids])
+    vectors = row_vectors(any_chat_store)
+    vectors._matrices = RowMatrices(vectors.store, vectors.maker, budget_bytes=one_block * 3 // 2)
+
+    await vectors.ranking("g:1", [1.0, 0.0], [])
+    both = await vectors.ranking("g:2", [1.0, 0.0], [])
+    again = await vectors.ranking("g:1", [1.0, 0.0], [])
+
+    assert vectors.held_bytes == one_block  # one chat's block at a time
+    assert len(both) == len(again) == 3
+
+
+async def test_a_chat_not_searched_for_a_while_is_given_up_and_read_again(
+    any_chat_store, monkeypatch
+) -> None:
+    from nonebot_plugin_aimemory.chatlog import row_matrices
+
+    ids = await any_chat_store.insert_many([row(SESSION, str(i)) for i in range(2)])
+    await any_chat_store.vectors.put(MODEL, [(ids[0], [1.0, 0.0])])
+    vectors = row_vectors(any_chat_store)
+    await vectors.ranking(SESSION, [1.0, 0.0], [])
+    later = row_matrices.time.monotonic() + row_matrices.IDLE_SECONDS + 1
+    monkeypatch.setattr(row_matrices.time, "monotonic", lambda: later)
+    reads: list[int | None] = []
+    real_newest = any_chat_store.vectors.newest
+
+    async def newest(*args, **kwargs):
+        reads.append(kwargs.get("below_id"))
+        return await real_newest(*args, **kwargs)
+
+    monkeypatch.setattr(any_chat_store.vectors, "newest", newest)
+
+    ranked = await vectors.ranking(SESSION, [1.0, 0.0], [])
+
+    assert reads == [None]  # read again from the newest row
+    assert [row_id for row_id, _ in ranked] == [ids[0]]
