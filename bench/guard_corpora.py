@@ -43,10 +43,15 @@ class Item:
     source: str
     language: str
     shape: str = ""
+    # The split a corpus gives its items itself (the project's own, tests/guard/corpus).
+    given_split: str = ""
 
     @property
     def split(self) -> str:
-        """`dev` or `heldout`, by a hash of the text: stable across runs and machines."""
+        """`dev` or `heldout`: the corpus's own, else by a hash of the text (stable across
+        runs and machines)."""
+        if self.given_split:
+            return self.given_split
         digest = hashlib.sha256(self.text.encode()).digest()
         return "dev" if digest[0] % 2 == 0 else "heldout"
 
@@ -70,6 +75,20 @@ def conversation(
         yield from _memdaily(memdaily)
     if locomo is not None:
         yield from _locomo(locomo)
+
+
+def project_corpus() -> Iterator[Item]:
+    """The guard's own hand-written corpus (tests/guard/corpus): every shape in ten
+    languages and light obfuscation, and benign lines of six kinds, in its own splits."""
+    from tests.guard.corpus import SPLITS
+    from tests.guard.corpus import attacks as own_attacks
+    from tests.guard.corpus import benign as own_benign
+
+    for split in SPLITS:
+        for (shape, language), lines in own_attacks(split).items():
+            yield from (Item(line, "project", language, shape, split) for line in lines)
+        for kind, lines in own_benign(split).items():
+            yield from (Item(line, "project", kind, "", split) for line in lines)
 
 
 def _memory(text: str) -> str | None:

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from bench.guard_corpora import Item, attacks, conversation
+from bench.guard_corpora import Item, attacks, conversation, project_corpus
 
 if TYPE_CHECKING:
     from nonebot_plugin_aimemory.guard.model_check import ModelCheck
@@ -47,7 +47,7 @@ def options(parser: argparse.ArgumentParser) -> None:
     add("--locomo", type=Path, help="LoCoMo's locomo10.json")
     add("--model-url", help="an OpenAI-compatible API base for the model check")
     add("--model-name", default="guard", help="the model's name at --model-url")
-    add("--model-sample", type=int, default=12, help="items per source the model reads")
+    add("--model-sample", type=int, default=6, help="items the model reads per source and language")
     add("--model-max-chars", type=int, default=600, help="longest item the model reads")
 
 
@@ -79,7 +79,8 @@ class ModelRun:
 
 
 def group_of(item: Item) -> str:
-    """An attack's language and shape, or a conversation line's source and language."""
+    """An attack's language and shape, or a conversation line's source and language (its
+    kind, for the project's own benign lines)."""
     return f"{item.language} {item.shape}" if item.shape else f"{item.source} {item.language}"
 
 
@@ -96,9 +97,10 @@ async def run_public(args: argparse.Namespace, quick: bool) -> float | None:
     items = [
         *attacks(args.corpora),
         *conversation(args.corpora, args.memorybank, args.memdaily, args.locomo),
+        *project_corpus(),
     ]
     held_out = [item for item in items if item.split == "heldout"]
-    if not any(item.shape for item in held_out):
+    if not any(item.shape and item.source != "project" for item in held_out):
         print(f"public corpora: skipped, none found under {args.corpora} (see bench/README.md)")
         return None
     rules = Tally()
@@ -107,7 +109,7 @@ async def run_public(args: argparse.Namespace, quick: bool) -> float | None:
         refused = rules_refuse(item.text)
         rules.add(group_of(item), refused)
         if not refused:
-            passed[item.source].append(item)
+            passed[f"{item.source} {item.language}"].append(item)
     model = await check_sample(args, passed, quick) if args.model_url else None
     print_table("attacks refused (held-out)", rules, model, attack=True)
     worst = print_table("conversation refused (held-out)", rules, model, attack=False)
@@ -120,7 +122,8 @@ async def run_public(args: argparse.Namespace, quick: bool) -> float | None:
 async def check_sample(
     args: argparse.Namespace, passed: dict[str, list[Item]], quick: bool
 ) -> ModelRun:
-    """The model's verdicts on a sample of each source's items the rules passed."""
+    """The model's verdicts on a sample of the items the rules passed, of each source and
+    language."""
     rng, run = random.Random(20261206), ModelRun()
     size = 2 if quick else args.model_sample
     sample: list[Item] = []
@@ -131,6 +134,8 @@ async def check_sample(
     for item in sample:
         verdict = await timed_verdict(check, item.text, run)
         run.caught.add(group_of(item), bool(verdict))
+        # As it goes: on a busy CPU a check takes tens of seconds.
+        print(f"  model {verdict!s:<5} {group_of(item):<28} {item.text[:60]!r}", flush=True)
     return run
 
 

@@ -74,6 +74,8 @@ class Completion:
     message: Message
     usage: Usage | None
     finish_reason: str | None
+    # The choice's `logprobs` as the server sent them, when asked for (guard/model_check.py).
+    logprobs: Any = None
 
 
 def strip_reasoning(text: str) -> str:
@@ -288,7 +290,12 @@ def parse_completion(response: CappedAnswer, *, context: str = "") -> Completion
         raise LLMError("empty", f"no content and no tool calls ({context})")
     reasoning = _reasoning_content(raw_message.get("reasoning_content"))
     message = Message("assistant", text if text else None, tool_calls=calls, reasoning=reasoning)
-    return Completion(message, _parse_usage(data.get("usage")), choice.get("finish_reason"))
+    return Completion(
+        message,
+        _parse_usage(data.get("usage")),
+        choice.get("finish_reason"),
+        choice.get("logprobs"),
+    )
 
 
 def _reasoning_content(raw: Any) -> str | None:

@@ -2,7 +2,10 @@
 steer the model (`injection.py`: the four shapes of `steering_shapes.py` over the word
 classes of ten languages in `lexicon/`, and the forged turns of `steering_turns.py`, read
 through `normalise.py`), and personal numbers, masked before a memory is stored
-(`pii.py`). Both read through the same table of invisible characters (`invisible.py`)."""
+(`pii.py`). Both read through the same table of invisible characters (`invisible.py`).
+For memories other people are shown, a cheap model reads what the rules let through
+(`model_check.py`, used by `memory/shared_guard.py`); `scripts.py` says which letters the
+rules can read at all."""
 
 from __future__ import annotations
 

@@ -1,17 +1,21 @@
 """A second reader for memories that other people will be shown: the configured cheap model
 (the "guard" role, falling back to the reviewer's settings) reads a note as data and says
-whether it steers the bot. It answers one word; anything else, an error or a timeout is no
-verdict, and the caller falls back to the rules (`memory/shared_guard.py`)."""
+yes (it steers the bot) or no. Where the server gives the answer's log-probabilities, the
+verdict is the probability of yes against a threshold measured on held-out data (a small
+model leans to yes, and its first word says less than its odds); elsewhere the word
+stands. An error, a timeout or another answer is no verdict, and the caller falls back to
+the rules (`memory/shared_guard.py`)."""
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import math
 import re
-from typing import Protocol
+from typing import Any, Protocol
 
 from ..engine.errors import LLMError
-from ..engine.llm import LLMClient
+from ..engine.llm import Completion, LLMClient
 from ..engine.messages import Message
 from ..prompts import GUARD_CHECK_PROMPT, guard_check_note
 
@@ -22,6 +26,10 @@ CHECK_TIMEOUT_SECONDS = 20.0
 # The answer's first word (a model may answer in the note's language).
 YES, NO = ("yes", "是"), ("no", "否", "不")
 _FIRST_WORD = re.compile(r"[a-z]+")
+# P(yes) from which a note is refused, when the server gives log-probabilities: set on the
+# development split of bench.guard's corpora for at most 1 % of ordinary chat refused.
+STEERING_PROBABILITY = 0.62
+_ODDS = {"logprobs": True, "top_logprobs": 5}
 
 
 class SteeringCheck(Protocol):
@@ -46,23 +54,61 @@ class ModelCheck:
     def __init__(self, llm: LLMClient, timeout_seconds: float = CHECK_TIMEOUT_SECONDS) -> None:
         self.llm = llm
         self.timeout_seconds = timeout_seconds
+        # Cleared when the server refuses the log-probability fields: the word then stands.
+        self.asks_odds = True
 
     async def steers(self, note: str, earlier: str | None = None) -> bool | None:
         """True when the model says the note steers, False when it says it is a plain
         note, None when it could not be asked or gave no such answer (logged)."""
+        completion = await self.answer(note, earlier)
+        if completion is None:
+            return None
+        probability = yes_probability(completion.logprobs)
+        if probability is not None:
+            return probability >= STEERING_PROBABILITY
+        return verdict_of(completion.message.text, model=self.llm.model)
+
+    async def answer(self, note: str, earlier: str | None = None) -> Completion | None:
+        """The model's answer (with its log-probabilities where the server gives them), or
+        None when none came within the timeout (logged)."""
         messages = [
             Message("system", GUARD_CHECK_PROMPT),
             Message("user", guard_check_note(note, earlier)),
         ]
-        asked = self.llm.complete(messages, context="guard check", extra={"temperature": 0})
-        try:
-            completion = await asyncio.wait_for(asked, self.timeout_seconds)
-        except (LLMError, asyncio.TimeoutError) as exc:
-            logger.warning(
-                "guard check failed (model=%s): %s; the rules decide", self.llm.model, exc
-            )
-            return None
-        return verdict_of(completion.message.text, model=self.llm.model)
+        for _ in range(2):
+            extra: dict[str, Any] = {"temperature": 0, **(_ODDS if self.asks_odds else {})}
+            asked = self.llm.complete(messages, context="guard check", extra=extra)
+            try:
+                return await asyncio.wait_for(asked, self.timeout_seconds)
+            except LLMError as exc:
+                if not (self.asks_odds and exc.status == 400):
+                    return _failed(self.llm.model, exc)
+                # A server that knows no log-probabilities says so with a 400: ask for the word.
+                self.asks_odds = False
+            except asyncio.TimeoutError as exc:
+                return _failed(self.llm.model, exc)
+        return None
+
+
+def _failed(model: str, exc: Exception) -> None:
+    logger.warning("guard check failed (model=%s): %r; the rules decide", model, exc)
+
+
+def yes_probability(logprobs: Any) -> float | None:
+    """P(yes) against P(no) at the answer's first token, from the choice's `logprobs` (the
+    OpenAI shape: content[0].top_logprobs); None when they are absent or name neither."""
+    try:
+        top = logprobs["content"][0]["top_logprobs"]
+        odds = {"yes": 0.0, "no": 0.0}
+        for entry in top:
+            word = str(entry["token"]).strip().lower()
+            side = "yes" if word in YES else "no" if word in NO else None
+            if side is not None:
+                odds[side] += math.exp(float(entry["logprob"]))
+    except (KeyError, IndexError, TypeError, ValueError):
+        return None
+    total = odds["yes"] + odds["no"]
+    return odds["yes"] / total if total > 0 else None
 
 
 def verdict_of(answer: str, *, model: str = "") -> bool | None:

@@ -147,3 +147,44 @@ async def test_an_order_at_the_end_of_a_long_memory_reaches_the_checker_whole(pl
 
     assert result == model_says_steering()
     assert order in checker_requests(plugin)[0]
+
+
+def answer_with_odds(word: str, yes_logprob: float, no_logprob: float):
+    """The checker's answer as a server that gives log-probabilities sends it."""
+    import json
+
+    from tests.fakes.openai_server import raw
+
+    top = [{"token": "Yes", "logprob": yes_logprob}, {"token": "No", "logprob": no_logprob}]
+    choice = {
+        "index": 0,
+        "message": {"role": "assistant", "content": word},
+        "finish_reason": "stop",
+        "logprobs": {"content": [{"token": word, "logprob": -0.5, "top_logprobs": top}]},
+    }
+    body = {"id": "c1", "object": "chat.completion", "model": "fake-model", "choices": [choice]}
+    return raw(200, json.dumps(body))
+
+
+async def test_a_hesitant_yes_is_no_refusal_where_the_odds_are_given(plugin) -> None:
+    # P(yes) = 0.55: the word says yes, the odds are under the threshold.
+    result = await save_with_checker(plugin, PLAIN_FACT, answer_with_odds("Yes", -1.2, -1.4))
+
+    assert saved_id(result)
+
+
+async def test_a_likely_yes_is_a_refusal_where_the_odds_are_given(plugin) -> None:
+    result = await save_with_checker(plugin, REWORDED_ORDER, answer_with_odds("No", -0.3, -2.5))
+
+    assert result == model_says_steering()
+
+
+async def test_a_server_refusing_log_probabilities_is_asked_for_the_word(plugin) -> None:
+    refused = error(400, "logprobs is not supported")
+
+    result = await save_with_checker(plugin, REWORDED_ORDER, refused, text("yes"))
+
+    assert result == model_says_steering()
+    checks = [body for body in plugin.llm.chat_requests if body["messages"][0]["role"] == "system"]
+    checks = [body for body in checks if body["messages"][1]["content"].startswith("Note:")]
+    assert ["top_logprobs" in body for body in checks] == [True, False]
