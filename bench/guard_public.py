@@ -92,7 +92,7 @@ def rules_refuse(text: str) -> bool:
 
 
 async def run_public(args: argparse.Namespace, quick: bool) -> float | None:
-    """Print the public corpora's figures; the worst held-out false-positive rate with the
+    """Print the public corpora's figures; the pooled held-out false-positive rate with the
     model check (the rules' alone without one), or None when no corpus was found."""
     items = [
         *attacks(args.corpora),
@@ -177,9 +177,10 @@ async def timed_verdict(check: ModelCheck, text: str, run: ModelRun) -> bool | N
 
 def print_table(title: str, rules: Tally, model: ModelRun | None, *, attack: bool) -> float:
     """One table: per group, the rules' rate and, with a model run, the combined one and
-    the sample it rests on; returns the worst combined (or rules') rate."""
+    the sample it rests on, then all groups pooled; returns the pooled rate (combined with
+    the model's where it read a sample, the rules' elsewhere)."""
     print(f"\n{title}")
-    worst = 0.0
+    refused = lines = 0.0
     groups = sorted(g for g in rules.total if (" " in g) and _is_attack_group(g) == attack)
     for group in groups:
         rate = rules.rate(group)
@@ -190,8 +191,13 @@ def print_table(title: str, rules: Tally, model: ModelRun | None, *, attack: boo
             line += f"  + model {combined:6.1%}  (model caught {caught} of {of} the rules passed)"
             rate = combined
         print(line)
-        worst = max(worst, rate)
-    return worst
+        refused += rate * rules.total[group]
+        lines += rules.total[group]
+    pooled = refused / lines if lines else 0.0
+    print(
+        f"  {'all pooled':<28} {lines:>6.0f}  {'with the model' if model else 'rules'} {pooled:6.2%}"
+    )
+    return pooled
 
 
 def _is_attack_group(group: str) -> bool:
