@@ -38,6 +38,12 @@ MIGRATIONS: dict[int, str] = {
     """,
     19: MESSAGE_CLAIMS,
     20: MEMORY_PROVENANCE,
+    # A btree row holds at most 2 704 bytes: a memory's content is looked up by its md5,
+    # the equality of the content itself checked beside it (the scope's rows are few).
+    21: """
+    DROP INDEX IF EXISTS memories_by_normalized;
+    CREATE INDEX IF NOT EXISTS memories_by_normalized ON memories (scope, md5(normalized));
+    """,
 }
 
 
@@ -99,7 +105,7 @@ CREATE TABLE IF NOT EXISTS memories (
     said_in TEXT,
     PRIMARY KEY (scope, id)
 );
-CREATE INDEX IF NOT EXISTS memories_by_normalized ON memories (scope, normalized);
+CREATE INDEX IF NOT EXISTS memories_by_normalized ON memories (scope, md5(normalized));
 CREATE TABLE IF NOT EXISTS memory_tombstones (
     scope TEXT NOT NULL,
     normalized TEXT NOT NULL,

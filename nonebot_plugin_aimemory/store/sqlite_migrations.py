@@ -295,4 +295,8 @@ MIGRATIONS: tuple[str, ...] = (
     # accounts are present in which chat, and which processes are alive to hold claims.
     MESSAGE_CLAIMS,
     MEMORY_PROVENANCE,
+    # PostgreSQL's btree holds at most 2 704 bytes a row, less than a memory of 2 000
+    # characters can take: there the lookup by content is indexed by its md5
+    # (postgres_schema.py). A SQLite index has no such limit: nothing changes here.
+    "SELECT 1;",
 )

@@ -41,7 +41,7 @@ PROPERTY = settings(
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
 _example = itertools.count(1)
-MEMORY_CHARS = 600
+MEMORY_CHARS = 2000  # what a save keeps (memory/rules.py MAX_CONTENT_CHARS)
 
 
 @pytest.fixture
@@ -73,9 +73,8 @@ async def round_trip(database: Any, text: str, example: int) -> dict[str, Any]:
 
     scope = f"g:{example}"
     memories = MemoryStore(database)
-    # PostgreSQL's btree on (scope, normalized) holds at most 2 704 bytes a row: a memory's
-    # text is kept within that here (a known limit, see the issue's note; saves are capped
-    # at 2 000 characters, which incompressible 4-byte text can exceed).
+    # A save keeps 2 000 characters: up to 8 000 bytes, beyond a PostgreSQL btree row's
+    # 2 704, so the content is indexed there by its md5 (postgres_schema.py).
     kept = text[:MEMORY_CHARS]
     record = MemoryRecord(
         id=f"m{example}", content=kept, normalized=kept, tags=[text[:50]], user_id="10001"
@@ -146,5 +145,24 @@ async def test_a_memory_holding_nul_is_saved_by_the_tool_on_postgresql(postgres_
         assert await store.insert("g:1", record) == "inserted"
         [stored] = await store.load_scope("g:1")
         assert stored.content == "小明喜欢\ufffd猫"
+    finally:
+        await database.close()
+
+
+async def test_a_long_memory_of_rare_characters_saves_on_postgresql(postgres_url) -> None:
+    """2 000 characters that do not compress (4 bytes each) are 8 000 bytes: more than a
+    PostgreSQL btree row holds; the memory saves, and a second save is a duplicate."""
+    import random
+
+    from nonebot_plugin_aimemory.store.memory_store import MemoryRecord, MemoryStore
+    from nonebot_plugin_aimemory.store.postgres import PostgresDatabase
+
+    draw = random.Random(7)
+    text = "".join(chr(draw.randrange(0x20000, 0x2A6D6)) for _ in range(2000))
+    database = await PostgresDatabase.open(postgres_url)
+    try:
+        store = MemoryStore(database)
+        assert await store.insert("g:1", MemoryRecord("m1", text, text)) == "inserted"
+        assert await store.insert("g:1", MemoryRecord("m2", text, text)) == "duplicate"
     finally:
         await database.close()

@@ -35,10 +35,11 @@ ACCOUNTS = 17
 VECTOR_MAKERS = 18
 MESSAGE_CLAIMS = 19
 MEMORY_PROVENANCE = 20
+MEMORY_CONTENT_BY_MD5 = 21  # PostgreSQL only; no new rows to sample
 # The schema version these tests were written for: the parametrised cases below are fixed
 # at collection, before the plugin can be imported; a guard test keeps it equal to
 # SCHEMA_VERSION, so a new migration is not left without its cases.
-LATEST_VERSION = 20
+LATEST_VERSION = 21
 
 AT = "2026-11-30T00:00:00.000000Z"
 IMAGE_HASH = "ab" * 32

@@ -15,6 +15,8 @@ from tests.memory.helpers import command
 from tests.store.test_migrations import write_old_database
 
 AT = "2026-11-30T08:00:00.000000Z"
+# The version before provenance (20) was added.
+BEFORE_PROVENANCE = 19
 # (id, content, source) as the previous version stored them.
 OLD_MEMORIES = (
     ("t1", "小明喜欢爬山", "tool"),
@@ -61,15 +63,14 @@ async def old_postgres(url: str, version: int) -> None:
 async def test_old_memories_show_what_is_known_of_where_they_came_from(
     plugin, tmp_path: Path, request: pytest.FixtureRequest, backend: str
 ) -> None:
-    from nonebot_plugin_aimemory.store.schema import SCHEMA_VERSION
 
     if backend == "sqlite":
         path = tmp_path / "old.db"
-        old_sqlite(path, SCHEMA_VERSION - 1)
+        old_sqlite(path, BEFORE_PROVENANCE)
         await plugin.restart(aimemory_db_path=str(path))
     else:
         url = str(request.getfixturevalue("postgres_url"))
-        await old_postgres(url, SCHEMA_VERSION - 1)
+        await old_postgres(url, BEFORE_PROVENANCE)
         await plugin.restart(aimemory_database_url=url)
 
     records = {r.id: r for r in await plugin.runtime.memory.service.store.load_scope("g:111")}
