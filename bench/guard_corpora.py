@@ -11,7 +11,11 @@ Attacks, under `--corpora DIR` (one folder per repository, files at their own pa
 - `JailBench/` (STAIR-BUPT/JailBench): its Chinese jailbreak templates, the harmful
   question taken off (limits, zh);
 - `awesome-chatgpt-prompts-zh/prompts-zh.json` (PlexPt/awesome-chatgpt-prompts-zh):
-  "我希望你充当…" role prompts (identity, zh).
+  "我希望你充当…" role prompts (identity, zh);
+- `llm-security-prompt-injection/data/raw/*.parquet` (sinanw/llm-security-prompt-injection,
+  a copy of deepset/prompt-injections; read with pyarrow): goal hijacking and the like in
+  English and in German translation, shape not labelled ("injection"), and the ordinary
+  questions beside them (conversation, en and de).
 Ordinary conversation: KdConv's utterances (`KdConv/data/*/{dev,test}.json`, zh), and the
 sets the retrieval bench reads: MemoryBank-SiliconFriend's cn/en dialogues (`--memorybank`),
 MemDaily's messages (`--memdaily`, zh), LoCoMo (`--locomo`, en).
@@ -21,7 +25,9 @@ from __future__ import annotations
 
 import csv
 import hashlib
+import importlib
 import json
+import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,6 +38,12 @@ from typing import Any
 MEMORY_CHARS = 2000
 # An attack with fewer words than this is a token flood ("ö ö ö …"), not a sentence.
 MIN_WORDS = 3
+# deepset's set gives no language: its lines are English or German (a few in other
+# languages), told apart by their commonest words.
+_GERMAN_WORDS = re.compile(
+    r"\b(?:und|nicht|ich|die|der|das|ist|sie|du|mir|dich|ein|eine|wie|was)\b"
+)
+_ENGLISH_WORDS = re.compile(r"\b(?:and|not|the|is|you|me|what|how|of|to|with|are|it|do)\b")
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,6 +74,7 @@ def attacks(root: Path) -> Iterator[Item]:
     yield from _jailbreak_yamls(root / "prompt-hacker-collections" / "jailbreak")
     yield from _jailbench(root / "JailBench")
     yield from _role_prompts(root / "awesome-chatgpt-prompts-zh" / "prompts-zh.json")
+    yield from _deepset(_deepset_folder(root), injections=True)
 
 
 def conversation(
@@ -69,6 +82,7 @@ def conversation(
 ) -> Iterator[Item]:
     """Every line of ordinary conversation found at the given places."""
     yield from _kdconv(root / "KdConv" / "data")
+    yield from _deepset(_deepset_folder(root), injections=False)
     if memorybank is not None:
         yield from _memorybank(memorybank)
     if memdaily is not None:
@@ -155,6 +169,37 @@ def _role_prompts(path: Path) -> Iterator[Item]:
     if path.is_file():
         rows = json.loads(path.read_text(encoding="utf-8"))
         yield from _items((row["prompt"] for row in rows), "chatgpt-prompts-zh", "zh", "identity")
+
+
+def _deepset_folder(root: Path) -> Path:
+    return root / "llm-security-prompt-injection" / "data" / "raw"
+
+
+def _deepset(folder: Path, *, injections: bool) -> Iterator[Item]:
+    paths = sorted(folder.glob("*.parquet"))
+    if not paths:
+        return
+    try:  # optional: only this source needs it
+        parquet = importlib.import_module("pyarrow.parquet")
+    except ImportError:
+        if injections:
+            print(f"deepset prompt-injections under {folder}: skipped, pyarrow is not installed")
+        return
+    by_language: dict[str, list[str]] = {}
+    for path in paths:
+        for row in parquet.read_table(path).to_pylist():
+            if bool(row["label"]) == injections:
+                by_language.setdefault(_german_or_english(row["text"]), []).append(row["text"])
+    for language, texts in sorted(by_language.items()):
+        yield from _items(texts, "deepset", language, "injection" if injections else "")
+
+
+def _german_or_english(text: str) -> str:
+    if re.search("[\u0400-\u04ff]", text):
+        return "ru"
+    lowered = text.lower()
+    german, english = len(_GERMAN_WORDS.findall(lowered)), len(_ENGLISH_WORDS.findall(lowered))
+    return "de" if german > english else "en" if english > german else "other"
 
 
 def _kdconv(folder: Path) -> Iterator[Item]:

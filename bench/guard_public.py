@@ -201,7 +201,7 @@ def print_table(title: str, rules: Tally, model: ModelRun | None, *, attack: boo
 
 
 def _is_attack_group(group: str) -> bool:
-    return group.split(" ", 1)[1] in {"identity", "override", "disclosure", "limits"}
+    return group.split(" ", 1)[1] in {"identity", "override", "disclosure", "limits", "injection"}
 
 
 def _sampled(model: ModelRun, group: str) -> tuple[int, int] | None:

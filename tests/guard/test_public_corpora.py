@@ -44,3 +44,23 @@ def test_the_rules_refuse_at_most_one_percent_of_held_out_chinese_conversation()
     refused = [line for line in held_out if rules_refuse(line)]
 
     assert len(refused) <= MAX_FALSE_POSITIVE_RATE * len(held_out), refused[:10]
+
+
+def test_deepsets_injections_are_skipped_with_a_reason_without_pyarrow(
+    tmp_path, capsys, monkeypatch
+) -> None:
+    import importlib
+
+    from bench.guard_corpora import attacks
+
+    folder = tmp_path / "llm-security-prompt-injection" / "data" / "raw"
+    folder.mkdir(parents=True)
+    (folder / "train.parquet").write_bytes(b"PAR1")
+
+    def no_pyarrow(name: str, *args, **kwargs):
+        raise ImportError(name)
+
+    monkeypatch.setattr(importlib, "import_module", no_pyarrow)
+
+    assert list(attacks(tmp_path)) == []
+    assert "skipped, pyarrow is not installed" in capsys.readouterr().out
