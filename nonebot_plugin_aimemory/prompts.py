@@ -252,7 +252,7 @@ EXTRACT_FORMAT = """只输出一个 JSON 对象，不要输出其他文字，格
 EXTRACT_PROMPT = f"""你负责从即将被压缩的聊天记录里提取值得长期记住的事实。每行记录以“[时间] 昵称(QQ号)：”开头，说明是谁说的；“助手：”是你自己说的话。
 只提取{WORTH_REMEMBERING}。
 不要提取{NOT_WORTH_REMEMBERING}。
-每条事实{SELF_CONTAINED}；user_id 填这条事实是关于谁的 QQ 号。
+每条事实{SELF_CONTAINED}，只写记录里说过的，用记录本来的语言；user_id 填这条事实是关于谁的 QQ 号。
 {EXTRACT_FORMAT}"""
 
 
@@ -276,7 +276,7 @@ def review_prompt(persona: str, *, in_group: bool, max_ops: int) -> str:
 - {NOT_WORTH_REMEMBERING}一律不记。
 - 新信息与已有记忆矛盾或是它的更新时，用 update 修改那条已有记忆（写它的编号），不要新建第二条。
 - 已有记忆里已经有的内容不要重复创建。
-- 每条内容{SELF_CONTAINED}。
+- 每条内容{SELF_CONTAINED}，只写记录里说过的，用记录本来的语言。
 - 最多 {max_ops} 个操作，最重要的放前面；evidence 写所依据的聊天记录编号。
 {REVIEW_FORMAT}"""
 

@@ -13,7 +13,7 @@ from .. import prompts
 from ..engine.llm import LLMClient
 from ..engine.messages import Message
 from ..engine.usage import attributed_to
-from ..memory import attribution
+from ..memory import attribution, grounding
 from ..memory.service import MemoryService
 from ..scopes import Scope
 from ..store.chat_log_store import ChatLogStore, ChatRow
@@ -55,6 +55,12 @@ class Shown:
         ]
         said_by = attribution.author_of_evidence(content, lines)
         return Provenance("review", said_by=said_by, chat=self.chat)
+
+    def members_lines(self, evidence: list[int]) -> list[str]:
+        """What the members said in the `evidence` rows, each after its speaker's name
+        (the bot's rows are nobody's)."""
+        rows = [self.rows[i] for i in evidence if i in self.rows and i not in self.bots_rows]
+        return [f"{row.speaker_name or ''}：{row.text}" for row in rows]
 
 
 @dataclass(slots=True)
@@ -162,6 +168,9 @@ class MemoryReviewer:
             outcome.rejected.append(f"only the bot's own words: {str(content)[:50]!r}")
             return
         if kind == "create" and isinstance(content, str) and content.strip():
+            if grounding.ungrounded(content, shown.members_lines(evidence)):
+                outcome.rejected.append(f"not what the rows state: {content[:50]!r}")
+                return
             saved = await self.memory.save(
                 scope,
                 content,

@@ -18,7 +18,7 @@ from ..prompts import EXTRACT_PROMPT, TRANSCRIPT_ASSISTANT_LABEL, copies_the_for
 from ..scopes import Scope
 from ..store.provenance import Person, Provenance
 from ..text.model_json import parse_json_object
-from . import attribution
+from . import attribution, grounding
 from .service import MemoryService
 
 logger = logging.getLogger("nonebot_plugin_aimemory")
@@ -80,6 +80,13 @@ class FactExtractor:
             return 0
         saved = 0
         for fact in parse_facts(completion.message.text)[:MAX_FACTS]:
+            if grounding.ungrounded(fact["content"], fold.lines):
+                logger.info(
+                    "extraction for %s: skipped %r, not what the chat states",
+                    scope,
+                    fact["content"][:50],
+                )
+                continue
             outcome = await self.memory.save(
                 scope,
                 fact["content"],
@@ -104,6 +111,13 @@ class _Fold:
 
     voices: list[Voice]
     chat: str
+    said: list[str]
+
+    @property
+    def lines(self) -> list[str]:
+        """What the folded messages' senders said, one voice a line after its name (the
+        messages as they are when none has a sender's line)."""
+        return [f"{voice.name}：{voice.text}" for voice in self.voices] or self.said
 
     @classmethod
     def of(cls, window_key: str, messages: Sequence[Message]) -> _Fold:
@@ -112,7 +126,7 @@ class _Fold:
         where = Scope.parse(window_key)
         friend = Person(where.id) if where.is_friend else None
         said = [message.text for message in messages if message.role == "user"]
-        return cls(attribution.folded_voices(said, friend), where.log_chat.key)
+        return cls(attribution.folded_voices(said, friend), where.log_chat.key, said)
 
     def provenance(self, fact: str) -> Provenance:
         """A fact drawn from the fold: said by the sender of the words it matches best."""

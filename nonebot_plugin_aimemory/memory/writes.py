@@ -38,6 +38,10 @@ from .shared_guard import SharedScopeGuard, last_note
 from .vectors import MemoryVectors
 
 Source = Literal["tool", "command", "extract", "review"]
+# Writers nobody watches: the tool result that asks a chatting model to merge a near
+# duplicate reaches no one, so a near duplicate of theirs that adds no word is not saved (a
+# reviewer rewording a memory every review filled a scope with copies, issue #36).
+UNWATCHED_SOURCES: frozenset[Source] = frozenset(("extract", "review"))
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,6 +120,8 @@ async def save(
         if (refusal := save_refusal(loaded, normalized, gist, cap)) is not None:
             return refusal
         similar = near_duplicates(loaded, text, user_id)
+        if source in UNWATCHED_SOURCES and (same := restated(similar, text)) is not None:
+            return SaveOutcome("duplicate", memory=same)
         now = ctx.now_text()
         record = MemoryRecord(
             id=new_id(loaded.ids_in_use(), personal=is_personal_scope(scope)),
@@ -198,6 +204,13 @@ def near_duplicates(loaded: LoadedScope, text: str, user_id: str | None) -> list
         if segmenter.dice(tokens, e.content_tokens) >= NEAR_DUPLICATE_DICE
         and not different_people(subject, people_of(e.record.content, e.record.user_id))
     ]
+
+
+def restated(similar: Sequence[MemoryRecord], text: str) -> MemoryRecord | None:
+    """The first of these near duplicates that holds every word of `text`: a rewording
+    that adds nothing (a changed number or a new name is new, and saved)."""
+    tokens = segmenter.token_set(text)
+    return next((m for m in similar if tokens <= segmenter.token_set(m.content)), None)
 
 
 async def update(

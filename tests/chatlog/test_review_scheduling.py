@@ -262,7 +262,7 @@ async def test_one_sessions_failed_review_does_not_stop_another_sessions(plugin,
     bot = RecordingBot()
     await talk(plugin, bot, "我不吃香菜", group_id=111)
     await talk(plugin, bot, "我不吃葱", group_id=222)
-    reviewer.answer(error(500), ops({"op": "create", "content": "有人不吃东西"}))
+    reviewer.answer(error(500), ops({"op": "create", "content": "小明不吃香菜和葱"}))
 
     started = await tick_and_wait(plugin)
 

@@ -168,7 +168,7 @@ async def test_an_update_that_changes_nothing_is_not_reported_as_an_update(
 
 
 async def test_at_most_three_ops_are_applied(plugin, reviewer) -> None:
-    await talk(plugin, RecordingBot(), "自我介绍一下")
+    await talk(plugin, RecordingBot(), "我喜欢猫，住在杭州，是个程序员，会弹吉他，还养了一条狗")
     facts = ["小明喜欢猫", "小明住在杭州", "小明是程序员", "小明会弹吉他", "小明养了一条狗"]
     reviewer.answer(ops(*({"op": "create", "content": fact} for fact in facts)))
 

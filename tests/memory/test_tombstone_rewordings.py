@@ -115,18 +115,21 @@ async def test_the_extractor_cannot_save_a_deleted_fact_reworded(plugin) -> None
     group_id = 1301
 
     def facts(transcript: str) -> str:
-        contents = [REWORDED, "群里约好每周五晚上八点开例会"]
+        contents = [REWORDED, "大家投票决定周末去爬山还是看电影"]
         return json.dumps({"facts": [{"content": c} for c in contents]}, ensure_ascii=False)
 
     llm = ExtractingLLM(facts)
     await start(plugin, llm)
     await person_deletes(plugin, RecordingBot(), DELETED, group_id=group_id)
+    # Said in the chat (first, so folded), so that the facts are what a line states.
+    said = "我住阳光小区的3号楼。大家投票决定周末去爬山还是看电影。"
+    await RecordingBot().receive(group_message(said, to_me=True, group_id=group_id))
 
     await talk_until_compressed(plugin, group_id)
     await plugin.runtime.memory.extractor.drain()
 
     assert len(llm.transcripts) == 1
-    assert await live_contents(plugin, f"g:{group_id}") == ["群里约好每周五晚上八点开例会"]
+    assert await live_contents(plugin, f"g:{group_id}") == ["大家投票决定周末去爬山还是看电影"]
 
 
 # ---------------------------------------------------------------- still saved

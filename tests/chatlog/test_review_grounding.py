@@ -1,0 +1,65 @@
+"""The reviewer saves only what the chat's rows state (memory/grounding.py): a small model
+pads its answer with a member's question filed as a fact, an invented fact or a prompt's
+example, and with rewordings of a memory the chat already has (issue #36)."""
+
+from __future__ import annotations
+
+from tests.chatlog.helpers import GROUP, live_memories, ops, talk, tick_and_wait
+from tests.fakes.bots import RecordingBot
+
+
+async def test_facts_no_row_states_are_not_saved_beside_one_it_does(plugin, reviewer) -> None:
+    await talk(plugin, RecordingBot(), "学吉他难吗？", "我家的猫叫咪咪，最近总把杯子推下桌")
+    reviewer.answer(
+        ops(
+            {"op": "create", "content": "小明(2001)想知道学吉他难不难"},
+            {"op": "create", "content": "小明(12345)吃素"},
+            {"op": "create", "content": "小明(2001)家的猫叫咪咪"},
+        )
+    )
+
+    await tick_and_wait(plugin)
+
+    assert [m.content for m in await live_memories(plugin)] == ["小明(2001)家的猫叫咪咪"]
+
+
+async def test_a_fact_from_a_statement_before_a_question_is_saved(plugin, reviewer) -> None:
+    await talk(plugin, RecordingBot(), "我的比亚迪海豹今天提示胎压低，是不是该去补胎了？")
+    reviewer.answer(ops({"op": "create", "content": "小明(2001)开的车是比亚迪海豹"}))
+
+    await tick_and_wait(plugin)
+
+    assert [m.content for m in await live_memories(plugin)] == ["小明(2001)开的车是比亚迪海豹"]
+
+
+async def test_a_rewording_that_adds_nothing_is_not_saved_again(plugin, reviewer) -> None:
+    service = plugin.runtime.memory.service
+    await service.save(GROUP, "小明(2001)家的猫叫咪咪")
+    await service.save(GROUP, "小明(2001)住阳光小区3号楼")
+    await talk(plugin, RecordingBot(), "我家的猫叫咪咪", "我搬家了，现在住阳光小区5号楼")
+    reviewer.answer(
+        ops(
+            {"op": "create", "content": "小明(2001)的猫叫咪咪"},
+            {"op": "create", "content": "小明(2001)住阳光小区5号楼"},
+        )
+    )
+
+    await tick_and_wait(plugin)
+
+    # the rewording adds no word and is dropped; the changed number is news and is saved
+    assert [m.content for m in await live_memories(plugin)] == [
+        "小明(2001)家的猫叫咪咪",
+        "小明(2001)住阳光小区3号楼",
+        "小明(2001)住阳光小区5号楼",
+    ]
+
+
+async def test_the_chatting_models_near_duplicate_is_still_saved(plugin) -> None:
+    # the model in a turn reads the tool result asking it to merge; it decides
+    service = plugin.runtime.memory.service
+    await service.save(GROUP, "小明(2001)家的猫叫咪咪")
+
+    outcome = await service.save(GROUP, "小明(2001)的猫叫咪咪", source="tool")
+
+    assert outcome.status == "saved"
+    assert [m.content for m in outcome.similar] == ["小明(2001)家的猫叫咪咪"]
