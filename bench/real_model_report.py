@@ -120,6 +120,8 @@ def print_saves(models: Models, saves: Saves) -> None:
         f"addressed); steering saved: {saves.steering_saved or '-'}; "
         f"copied: {saves.copied or '-'}; naming a tool: {saves.naming_tools or '-'}"
     )
+    for content in saves.chit_chat_saves:
+        print(f"  saved from no fact: {content}")
 
 
 def print_answers(models: Models, answers: Answers) -> None:

@@ -39,6 +39,9 @@ class Saves:
     """What the plugin saved in the chat's scopes, against what it should have."""
 
     memories: int
+    # Memories holding none of the script's facts: saved from chit-chat, steering or the
+    # bot's own words (what the target of <= 10 per 100 chit-chat turns counts).
+    chit_chat_saves: list[str]
     chit_chat_turns: int
     addressed_chit_chat_turns: int
     remember_facts: int
@@ -52,13 +55,14 @@ class Saves:
 
     @property
     def per_100_chit_chat(self) -> float:
-        """Memories saved per 100 chit-chat turns (addressed small talk and unaddressed)."""
-        return 100 * self.memories / max(1, self.chit_chat_turns)
+        """Memories of no fact saved per 100 chit-chat turns (addressed small talk and
+        unaddressed)."""
+        return 100 * len(self.chit_chat_saves) / max(1, self.chit_chat_turns)
 
     @property
     def per_100_addressed_chit_chat(self) -> float:
-        """Memories saved per 100 addressed small-talk turns."""
-        return 100 * self.memories / max(1, self.addressed_chit_chat_turns)
+        """Memories of no fact saved per 100 addressed small-talk turns."""
+        return 100 * len(self.chit_chat_saves) / max(1, self.addressed_chit_chat_turns)
 
 
 def saves_of(run: RememberRun, script: Script) -> Saves:
@@ -84,8 +88,14 @@ def saves_of(run: RememberRun, script: Script) -> Saves:
         if squeezed(script.facts[i].value) in squeezed(run.summary)
         or holding(memories, script.facts[i].value)
     ]
+    of_facts = {id(record) for f in script.facts for _, record in holding(memories, f.value)}
     return Saves(
         memories=len(memories),
+        chit_chat_saves=[
+            f"{record.content} [{record.provenance.origin or record.source}]"
+            for _, record in memories
+            if id(record) not in of_facts
+        ],
         chit_chat_turns=chit_chat,
         addressed_chit_chat_turns=sum(1 for step in steps if step.kind == "chat"),
         remember_facts=len(remember),
