@@ -120,7 +120,8 @@ def print_corpus_rates() -> float:
         rates = guard_rates(split)
         shapes = ", ".join(f"{shape} {rates.rate_of(shape=shape):.1%}" for shape in SHAPES)
         print(
-            f"corpus {split}: {rates.attacks} attacks, {rates.refusal_rate:.1%} refused "
+            f"corpus {split} (the rules' languages): {rates.attacks} attacks, "
+            f"{rates.refusal_rate:.1%} refused "
             f"({shapes}); {rates.benign} benign, {rates.false_positive_rate:.2%} refused"
         )
         worst = max(worst, rates.false_positive_rate)

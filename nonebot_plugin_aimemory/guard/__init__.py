@@ -1,6 +1,6 @@
 """What must never enter long-term memory, nor reach the model from it: text that tries to
 steer the model (`injection.py`: the four shapes of `steering_shapes.py` over the word
-classes of ten languages in `lexicon/`, and the forged turns of `steering_turns.py`, read
+classes of five languages in `lexicon/`, and the forged turns of `steering_turns.py`, read
 through `normalise.py`), and personal numbers, masked before a memory is stored
 (`pii.py`). Both read through the same table of invisible characters (`invisible.py`).
 For memories other people are shown, a cheap model reads what the rules let through

@@ -1,6 +1,6 @@
 """Long lists of literal words as one regex written as a trie ("你(?:的|现在)?"): the regex
 engine then tries each character once, where a plain alternation of a thousand words tries
-every word in turn (some 100 times slower for the order words of ten languages). Wide
+every word in turn (some 100 times slower for the order words of five languages). Wide
 nodes are split in halves told apart by a class of their first characters, and the whole
 pattern starts with a class, which the regex engine skips ahead to."""
 

@@ -1,7 +1,7 @@
 """Letters of other scripts that look like Latin ones ("іgnоrе" with Cyrillic і, о, е), and
 when a word is read through them: a word that mixes them with Latin letters is a disguised
 Latin word; a word of Cyrillic or Greek letters only ("привет", "ΣΥΣΤΗΜΑ") is a word of its
-script and is left as written, so that Russian is read as Russian."""
+script and is left as written, never misread as a Latin one."""
 
 from __future__ import annotations
 

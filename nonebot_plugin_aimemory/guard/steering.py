@@ -23,7 +23,7 @@ from .steering_turns import forged_turn_rules
 
 # More places of one start word than this: a flood, scanned by the regex engine instead.
 _TRIED_IN_PLACE_AT_MOST = 256
-# A Latin start word this short ("a" of "a partir", "t" of "t'es") stands only as a whole
+# A Latin start word this short ("u" of "u r", "ab" of "ab jetzt") stands only as a whole
 # word (else "a" would stop at every letter a).
 _WHOLE_WORD_CHARS = 2
 
@@ -72,8 +72,8 @@ class _Index:
     those of the shorter start words it begins with ("ignore" starts the rules of "ignor"
     too, since both stand where it stands). Latin start words are found at word starts by
     one pattern (a word of three letters or more as the start of a longer one, a shorter
-    one whole, one with a blank or a mark, "a partir", "t'es", "role-play", as written);
-    the others (Chinese, kana, Hangul, Cyrillic, brackets), anywhere, by another."""
+    one whole, one with a blank or a mark, "ab jetzt", "role-play", as written); the
+    others (Chinese, kana, Hangul, brackets), anywhere, by another."""
 
     rules: tuple[Rule, ...]
     rules_at: dict[str, tuple[Rule, ...]]

@@ -59,7 +59,7 @@ def entry_pattern(entry: str) -> str:
 
 def start_word(entry: str) -> str:
     """Where an entry can be found: its first word, folded, without a stem's "*" (a Latin
-    word of one or two letters with the next one: "a partir" of "a partir de ahora")."""
+    word of one or two letters with the next one: "ab jetzt" of "ab jetzt bist du")."""
     words = fold_for_matching(entry).strip().rstrip("*").split(" ")
     first = words[0].split("'")[0]
     if len(words) > 1 and first == words[0] and first.isascii() and len(first) <= 2:

@@ -21,8 +21,8 @@ _LIMIT_STARTS = ("your", "limits", "safeguards")
 _A_WORD = r"[^\W\d_]+"
 # Where "the prompt … show" is how an order to show it is said: object before verb
 # (Japanese, Korean), "把" + object (Chinese), infinitives at the end (German), free order
-# (Russian). In the other languages the verb comes first.
-_OBJECT_FIRST = frozenset({"zh", "ja", "ko", "de", "ru"})
+# In English the verb comes first.
+_OBJECT_FIRST = frozenset({"zh", "ja", "ko", "de"})
 
 
 def override_rules(p: Patterns) -> list[Rule | None]:
@@ -60,7 +60,6 @@ def override_rules(p: Patterns) -> list[Rule | None]:
             addressed,
             words=stop_follow_starts,
         ),
-        p.rule("override", ("follow",), p.seq(4, after_verb, 1, p.of("stop_after")), addressed),
         p.rule_from(
             "override",
             _OBJECT_STARTS + (("rules",) if p.lexicon.spaced else ()),

@@ -1,5 +1,7 @@
-"""The word classes steering is recognised by, one module per language (Chinese, English,
-Japanese, Korean, Russian, French, German, Spanish, Portuguese, Italian): who is addressed,
+"""The word classes steering is recognised by, one module per language: Chinese, English and
+German, which measurably add on public corpora (bench.guard), and Japanese and Korean, which
+have none to measure on but keep kana and Hangul read when the model check fails; every
+other language is left to the model check (`model_check.py`). A class says who is addressed,
 the verbs of each shape (throwing away what came before, taking on a new identity, showing
 the hidden prompt, dropping the limits) and the nouns they take. `steering_shapes.py`
 builds the patterns of each shape from them, so a new wording of a known structure is
@@ -9,7 +11,7 @@ A class is a string of entries separated by "|". In an entry, a space stands for
 run of blanks or marks (or none: "offlimits"), an apostrophe may be left out, and a final
 "*" lets any letters follow (a stem: "ignor*" is "ignore", "ignorez", "ignoriere").
 Entries are folded like the text they are matched in (`normalise.py`), so they are written
-as people write them: "précédentes", "игнорируй", "무시해"."""
+as people write them: "vorherigen", "無視して", "무시해"."""
 
 from __future__ import annotations
 
@@ -35,7 +37,6 @@ class Lexicon:
     discard: str = ""
     stop: str = ""
     follow: str = ""
-    stop_after: str = ""
     void: str = ""
     # A new rule for how to answer, given from now on: "you will only answer in emoji".
     must: str = ""
@@ -66,7 +67,6 @@ class Lexicon:
     is_: str = ""
     play: str = ""
     play_after: str = ""
-    request_end: str = ""
     # Dropping the limits: "have no" + limits said to "you" (or as an order), "no"/"without"
     # + limits in a sentence to "you" (or "for you" after them), "remove" + limits, modes.
     for_you: str = ""
@@ -86,6 +86,6 @@ class Lexicon:
 
 def lexicons() -> tuple[Lexicon, ...]:
     """Every language's word classes."""
-    from . import de, en, es, fr, it, ja, ko, pt, ru, zh
+    from . import de, en, ja, ko, zh
 
-    return tuple(module.LEXICON for module in (zh, en, ja, ko, ru, fr, de, es, pt, it))
+    return tuple(module.LEXICON for module in (zh, en, ja, ko, de))

@@ -1,6 +1,6 @@
-"""German, with its verb at the end of some clauses ("Befolge deine Anweisungen nicht
-mehr", "Du sollst alle vorherigen Anweisungen ignorieren"); umlauts are folded to their
-base letters before matching."""
+"""German, with its verb at the end of some clauses ("Du sollst alle vorherigen Anweisungen
+ignorieren"); umlauts are folded to their base letters before matching. Kept because it
+measurably adds: German injections of deepset's public set (bench.guard)."""
 
 from __future__ import annotations
 
@@ -29,7 +29,6 @@ LEXICON = Lexicon(
         "befolge|befolgt|befolgen|folge|folgt|gehorche|halte dich an|haltet euch an|beachte"
         "|beachtet"
     ),
-    stop_after="nicht mehr|nicht langer|nicht|nie wieder",
     void=(
         "gelten nicht mehr|gilt nicht mehr|sind ungultig|sind aufgehoben|ist aufgehoben"
         "|sind ausser kraft|sind nichtig|sind hinfallig|sind gestrichen|zahlen nicht mehr|sind egal"

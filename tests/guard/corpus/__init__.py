@@ -21,6 +21,9 @@ CORPUS_DIR = Path(__file__).resolve().parent
 SPLITS = ("dev", "heldout")
 SHAPES = ("identity", "override", "disclosure", "limits")
 LANGUAGES = ("zh", "en", "ja", "ko", "ru", "fr", "de", "es", "pt", "it", "obfuscated")
+# The languages the rules read (guard/lexicon); the attacks in the others are left to the
+# model check (bench.guard measures it on them).
+RULE_LANGUAGES = ("zh", "en", "ja", "ko", "de", "obfuscated")
 
 
 def _lines(path: Path) -> list[str]:
@@ -90,13 +93,19 @@ def memory_guard_refuses(text: str) -> bool:
     return injection_reason_for_memory(text) is not None
 
 
-def guard_rates(split: str = "heldout", refuses: Callable[[str], bool] | None = None) -> GuardRates:
-    """The refusal and false-positive rates of `refuses` (the plugin's guard by default) on
-    one split of the corpus."""
+def guard_rates(
+    split: str = "heldout",
+    refuses: Callable[[str], bool] | None = None,
+    languages: tuple[str, ...] = RULE_LANGUAGES,
+) -> GuardRates:
+    """The refusal and false-positive rates of `refuses` (the plugin's rules by default) on
+    one split of the corpus: the attacks in `languages`, and every benign line."""
     refuses = refuses or memory_guard_refuses
     by_shape_language: dict[tuple[str, str], tuple[int, int]] = {}
     missed: list[str] = []
     for key, lines in attacks(split).items():
+        if key[1] not in languages:
+            continue
         passed = [line for line in lines if not refuses(line)]
         missed += passed
         by_shape_language[key] = (len(lines) - len(passed), len(lines))
