@@ -23,8 +23,12 @@ def format_row(row: ChatRow, zone: tzinfo) -> str:
     return LINE_BREAK_MARK.join(f"[{moment}] {speaker}：{row.text}".splitlines())
 
 
+# Room left under the cap on tool results for the lines that frame the rows as quoted data.
+ROWS_MAX_CHARS = MAX_TOOL_RESULT_CHARS - 100
+
+
 def format_rows(rows: Sequence[ChatRow], zone: tzinfo, *, keep: str = "newest") -> str:
     """Lines within the tool-result cap, keeping the newest (or the first, best-ranked); one
     line longer than the cap shows its start, not "nothing found"."""
     lines = [format_row(row, zone) for row in rows]
-    return fit_lines(lines, MAX_TOOL_RESULT_CHARS, newest=keep == "newest", shorten=cut_first).text
+    return fit_lines(lines, ROWS_MAX_CHARS, newest=keep == "newest", shorten=cut_first).text

@@ -37,7 +37,7 @@ def chat_log_tools(
         await chat_log.flush()
         limit = _limit(arguments.get("limit"))
         rows = await chat_log.store.recent(session_key, limit, with_refused=False)
-        return format_rows(rows, zone) or "还没有聊天记录。"
+        return quoted_rows(format_rows(rows, zone)) or "还没有聊天记录。"
 
     async def search_current_chat(arguments: dict[str, Any]) -> str:
         """Chat-log rows of this session that best match `keyword` (words or a question;
@@ -56,7 +56,8 @@ def chat_log_tools(
             periods,
         )
         shown = keyword if len(keyword) <= 50 else keyword[:50] + "…"
-        return format_rows(rows, zone, keep="first") or f"没有找到包含“{shown}”的聊天记录。"
+        found = quoted_rows(format_rows(rows, zone, keep="first"))
+        return found or f"没有找到包含“{shown}”的聊天记录。"
 
     return [
         Tool(
@@ -75,6 +76,13 @@ def chat_log_tools(
             ),
         ),
     ]
+
+
+def quoted_rows(lines: str) -> str:
+    """Chat-log lines as the model reads them: quoted data in one block ('' for none)."""
+    return (
+        prompts.framed(prompts.CHAT_LOG_OPENING, lines, prompts.CHAT_LOG_CLOSING) if lines else ""
+    )
 
 
 async def named_periods(

@@ -47,6 +47,7 @@ class RelevantMemories:
             [hit.memory for hit in hits],
             self.max_chars,
             personal={hit.memory.id for hit in hits if hit.personal},
+            zone=self.memory.zone,
         )
         if not block:
             return message, None

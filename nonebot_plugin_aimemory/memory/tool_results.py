@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from datetime import tzinfo
 from typing import TYPE_CHECKING
 
-from .. import texts
+from .. import prompts, texts
 from ..engine.tools import MAX_TOOL_RESULT_CHARS
 from ..text.fit import fit_lines
 
@@ -30,8 +30,12 @@ class SearchPage:
 
     @property
     def text(self) -> str:
-        """The result as the model reads it."""
-        return "\n".join([*self.lines, *self.notes])
+        """The result as the model reads it: the hits as quoted data in one block, then
+        the paging note."""
+        block = prompts.framed(
+            prompts.MEMORY_RESULTS_OPENING, "\n".join(self.lines), prompts.MEMORY_RESULTS_CLOSING
+        )
+        return "\n".join([block, *self.notes])
 
 
 def search_page(hits: Sequence[SearchHit], offset: int, zone: tzinfo) -> SearchPage:
@@ -39,7 +43,10 @@ def search_page(hits: Sequence[SearchHit], offset: int, zone: tzinfo) -> SearchP
     result size; when some do not fit, a last line says how many are left and which offset
     shows them."""
     fitted = fit_lines(
-        [texts.attributed_line(hit.memory, zone, personal=hit.personal) for hit in hits[offset:]],
+        [
+            texts.attributed_line(hit.memory, zone, personal=hit.personal, quoted=True)
+            for hit in hits[offset:]
+        ],
         SEARCH_RESULT_MAX_CHARS,
         # The first hit is shown whole even over the budget (a memory is at most 2000
         # characters), so paging always moves on.

@@ -25,13 +25,14 @@ PERSONAL_MARK = "个人"
 PRIVATE_PERSONAL_MARK = "个人·私密"
 
 
-def memory_line(record: MemoryRecord, *, personal: bool = False) -> str:
+def memory_line(record: MemoryRecord, *, personal: bool = False, quoted: bool = False) -> str:
     """`#ab3d 内容 [标签：a、b] (关于 12345)` — one memory on one line; a person's memory
-    `#u3fa9 [个人] 内容 …` (`[个人·私密]` when private)."""
+    `#u3fa9 [个人] 内容 …` (`[个人·私密]` when private). `quoted` (what the model reads):
+    the content in 「」, any 「」 of its own turned to 『』 so that it cannot end the quote."""
     line = f"#{record.id} "
     if personal:
         line += f"[{PRIVATE_PERSONAL_MARK if record.private else PERSONAL_MARK}] "
-    line += record.content
+    line += quote(record.content) if quoted else record.content
     if record.tags:
         line += f" [标签：{'、'.join(record.tags)}]"
     if record.user_id:
@@ -39,11 +40,19 @@ def memory_line(record: MemoryRecord, *, personal: bool = False) -> str:
     return line
 
 
-def attributed_line(record: MemoryRecord, zone: tzinfo, *, personal: bool = False) -> str:
+def attributed_line(
+    record: MemoryRecord, zone: tzinfo, *, personal: bool = False, quoted: bool = False
+) -> str:
     """`memory_line`, then where the memory came from, its day in `zone`:
     `#ab3d 内容（小明(20001) 说，12-01）` (nothing more when that is unknown)."""
     said_on = _day(record.created_at, zone)
-    return memory_line(record, personal=personal) + provenance_note(record.provenance, said_on)
+    line = memory_line(record, personal=personal, quoted=quoted)
+    return line + provenance_note(record.provenance, said_on)
+
+
+def quote(content: str) -> str:
+    """`「content」`, its own corner brackets turned to white ones."""
+    return "「" + content.replace("「", "『").replace("」", "』") + "」"
 
 
 def _day(stored: str, zone: tzinfo) -> date | None:
