@@ -1,7 +1,7 @@
 """Which letters the steering rules can read: those of the scripts their languages are
 written in (Latin, Chinese, kana, Hangul, and the forms `normalise.py` folds into them).
-Text in any other script (Cyrillic, Thai, Arabic…) passes the rules unread, so it is saved
-to a shared scope only when the model check read it."""
+Text in any other script (Cyrillic, Greek, Thai, Arabic…) passes the rules unread, so it
+is saved to a shared scope only when the model check read it."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import unicodedata
 
 # The first word of a letter's Unicode name, for the scripts the rules read.
 READ_SCRIPTS = frozenset(
-    {"LATIN", "CJK", "HIRAGANA", "KATAKANA", "HANGUL", "GREEK", "FULLWIDTH",
+    {"LATIN", "CJK", "HIRAGANA", "KATAKANA", "HANGUL", "FULLWIDTH",
      "HALFWIDTH", "MATHEMATICAL", "MODIFIER", "SMALL", "CIRCLED", "PARENTHESIZED",
      "SQUARED", "NEGATIVE"}
 )  # fmt: skip
