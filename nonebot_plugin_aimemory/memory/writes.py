@@ -108,14 +108,9 @@ async def save(
         return SaveOutcome("refused", reason=problem)
     normalized = normalize(text)
     gist = Gist.of(normalized, clean_user_id(user_id))
-    embedding: list[float] | None = None
-    if ctx.vectors.embedder.enabled:
-        # The lock is not held while the embedding server answers; the rules are checked
-        # before the call too, so that a duplicate costs no request.
-        refusal = save_refusal(await ctx.index.get(scope), normalized, gist, cap)
-        if refusal is not None:
-            return refusal
-        embedding = await ctx.vectors.embed_quietly(text)
+    embedding = await _embedding_unless_refused(ctx, scope, text, normalized, gist, cap)
+    if isinstance(embedding, SaveOutcome):
+        return embedding
     async with ctx.index.writing(scope) as loaded:
         if (refusal := save_refusal(loaded, normalized, gist, cap)) is not None:
             return refusal
@@ -146,6 +141,18 @@ async def save(
         loaded.entries[record.id] = IndexedMemory.of(record)
     ctx.vectors.note_stored(embedding)
     return SaveOutcome("saved", memory=record, similar=similar[:3], truncated=truncated)
+
+
+async def _embedding_unless_refused(
+    ctx: WriteContext, scope: str, text: str, normalized: str, gist: Gist, cap: int
+) -> list[float] | SaveOutcome | None:
+    """The text's embedding (None without an embedder), or why it may not be saved: the
+    lock is not held while the embedding server answers, so the rules are checked before
+    the call too, and a duplicate costs no request."""
+    if not ctx.vectors.embedder.enabled:
+        return None
+    refusal = save_refusal(await ctx.index.get(scope), normalized, gist, cap)
+    return refusal if refusal is not None else await ctx.vectors.embed_quietly(text)
 
 
 async def _steering_problem(
