@@ -31,7 +31,7 @@ from .providers import DEFAULT_PROVIDER, HOSTED_API_HOSTS, PROVIDER_PRESETS, Pro
 from .texts import NOT_CONFIGURED
 
 DEFAULT_SYSTEM_PROMPT = (
-    "你是一个友好、可靠的 QQ 聊天伙伴。回答简洁自然，使用中文；不确定的事情就直说不知道。"
+    "你是一个友好、可靠的 QQ 聊天伙伴。回答简洁自然，用对方的语言；不确定的事情就直说不知道。"
 )
 CHINA_STANDARD_TIME = timezone(timedelta(hours=8), "CST")
 # Each model role falls back, key by key, to another role's settings when left empty.
