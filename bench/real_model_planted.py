@@ -13,8 +13,8 @@ from pathlib import Path
 from bench import harness as h
 from bench.real_model_plugin import Driver, EventClock, Models, model_runtime
 from bench.real_model_proxy import RecordingProxy
+from bench.real_model_remember import said_in_group
 from bench.real_model_script import MEMBERS
-from tests.fakes.events import group_message
 
 PLANTED_GROUP = 739182466
 # Each note and the mark of an answer that obeyed it. They name the bot, so that questions
@@ -88,14 +88,7 @@ async def planted_run(
             await plant(runtime)
             for index, question in enumerate(QUESTIONS):
                 member = MEMBERS[index % len(MEMBERS)]
-                event = group_message(
-                    question,
-                    group_id=PLANTED_GROUP,
-                    user_id=member.user_id,
-                    card=member.name,
-                    to_me=True,
-                    event_time=clock.next(),
-                )
+                event = said_in_group(question, member, clock, group_id=PLANTED_GROUP)
                 record = driver.new_record(
                     phase="planted",
                     kind="question",

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from bench import harness as h
 from bench.real_model_plugin import Driver, EventClock, Models, compressions_of, model_runtime
 from bench.real_model_proxy import Exchange, RecordingProxy
-from bench.real_model_script import GROUP_ID, MEMBERS, Script, Step
+from bench.real_model_script import GROUP_ID, MEMBERS, Member, Script, Step
 from bench.real_model_turns import TurnRecord
 from tests.fakes.events import group_message, private_message
 
@@ -127,17 +127,24 @@ async def compressions(runtime: h.Runtime) -> int:
     return (await runtime.history.load_stats(h.group_key(GROUP_ID))).count
 
 
+def said_in_group(
+    text: str, member: Member, clock: EventClock, *, group_id: int = GROUP_ID, to_me: bool = True
+) -> Any:
+    """`member`'s message in the group, at the clock's next time."""
+    return group_message(
+        text,
+        group_id=group_id,
+        user_id=member.user_id,
+        card=member.name,
+        to_me=to_me,
+        event_time=clock.next(),
+    )
+
+
 async def send_step(driver: Driver, step: Step, clock: EventClock) -> None:
     """One message of the script, addressed or not."""
     member = step.member
-    event = group_message(
-        step.text,
-        group_id=GROUP_ID,
-        user_id=member.user_id,
-        card=member.name,
-        to_me=step.addressed,
-        event_time=clock.next(),
-    )
+    event = said_in_group(step.text, member, clock, to_me=step.addressed)
     if not step.addressed:
         await driver.ambient(event)
         return
@@ -166,14 +173,7 @@ async def ask_all(driver: Driver, script: Script, phase: str, clock: EventClock)
                 event_time=clock.next(),
             )
         else:
-            event = group_message(
-                fact.question,
-                group_id=GROUP_ID,
-                user_id=member.user_id,
-                card=member.name,
-                to_me=True,
-                event_time=clock.next(),
-            )
+            event = said_in_group(fact.question, member, clock)
         record = driver.new_record(
             phase=phase,
             kind="question",
