@@ -279,7 +279,11 @@ def test_injection_skips_a_record_that_does_not_fit_and_keeps_the_next() -> None
 
     block = prompts.memory_injection(records, 1500)
 
-    assert block.splitlines() == [prompts.MEMORY_INJECTION_HEADER, "#aaaa 短的一条", "#cccc 又一条"]
+    assert block.splitlines() == [
+        prompts.MEMORY_INJECTION_HEADER,
+        "#aaaa 「短的一条」",
+        "#cccc 「又一条」",
+    ]
 
 
 def test_injection_cuts_an_over_budget_best_record_to_half_the_budget() -> None:
@@ -290,10 +294,10 @@ def test_injection_cuts_an_over_budget_best_record_to_half_the_budget() -> None:
     block = prompts.memory_injection(records, 1500)
 
     _, best, rest = block.splitlines()
-    assert best.startswith("#aaaa 长")
+    assert best.startswith("#aaaa 「长")
     assert best.endswith("…")
     assert len(prompts.MEMORY_INJECTION_HEADER) + 1 + len(best) == 1500 // 2
-    assert rest == "#bbbb 短的一条"
+    assert rest == "#bbbb 「短的一条」"
 
 
 def test_injection_drops_the_best_record_when_no_content_would_be_left() -> None:

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 from tests.chatlog.helpers import GROUP, GROUP_ID, model_calls
 from tests.fakes.bots import RecordingBot
 from tests.fakes.openai_server import cosine, embed_text
+from tests.quoted_blocks import chat_rows
 
 if TYPE_CHECKING:
     from nonebot_plugin_aimemory.chatlog.vectors import ChatLogVectors
@@ -91,7 +92,7 @@ async def search(plugin, keyword: str, *, group_id: int = GROUP_ID) -> list[str]
     )
     if result.startswith("没有找到"):
         return []
-    return [line.partition("：")[2] for line in result.splitlines()]
+    return [line.partition("：")[2] for line in chat_rows(result)]
 
 
 def embedded_texts(plugin) -> list[str]:

@@ -12,6 +12,7 @@ import pytest
 
 from tests.chatlog.helpers import GROUP, LINE_PATTERN, log_rows, model_calls, said
 from tests.fakes.bots import RecordingBot
+from tests.quoted_blocks import chat_rows
 
 if TYPE_CHECKING:
     from nonebot_plugin_aimemory.store.chat_log_store import ChatLogStore, ChatRow
@@ -198,7 +199,7 @@ async def test_read_recent_chat_shows_the_newest_twenty_lines_by_default(plugin)
 
     result = await model_calls(plugin, RecordingBot(), "read_recent_chat", {})
 
-    lines = result.splitlines()
+    lines = chat_rows(result)
     assert len(lines) == 20
     assert lines[0].endswith("：第11条")  # the 20th newest: the request itself is the newest
     assert lines[-1].endswith("：帮我查一下")
@@ -212,7 +213,7 @@ async def test_read_recent_chat_keeps_its_limit_between_1_and_100(
 
     result = await model_calls(plugin, RecordingBot(), "read_recent_chat", {"limit": limit})
 
-    assert len(result.splitlines()) == shown
+    assert len(chat_rows(result)) == shown
 
 
 async def test_read_recent_chat_returns_at_most_8000_characters_newest_kept(plugin) -> None:
@@ -220,9 +221,10 @@ async def test_read_recent_chat_returns_at_most_8000_characters_newest_kept(plug
 
     result = await model_calls(plugin, RecordingBot(), "read_recent_chat", {"limit": 100})
 
+    lines = chat_rows(result)
     assert len(result) <= 8000
-    assert result.splitlines()[-1].endswith("：帮我查一下")
-    assert all(re.match(LINE_PATTERN, line) for line in result.splitlines())
+    assert lines[-1].endswith("：帮我查一下")
+    assert all(re.match(LINE_PATTERN, line) for line in lines)
 
 
 async def test_search_current_chat_returns_at_most_8000_characters(plugin) -> None:
@@ -232,9 +234,10 @@ async def test_search_current_chat_returns_at_most_8000_characters(plugin) -> No
         plugin, RecordingBot(), "search_current_chat", {"keyword": "火锅", "limit": 100}
     )
 
+    lines = chat_rows(result)
     assert len(result) <= 8000
-    assert "火锅" in result
-    assert all(re.match(LINE_PATTERN, line) for line in result.splitlines())
+    assert "火锅" in lines[0]
+    assert all(re.match(LINE_PATTERN, line) for line in lines)
 
 
 async def test_every_line_of_read_recent_chat_names_its_time_and_speaker(plugin, reviewer) -> None:
@@ -243,7 +246,7 @@ async def test_every_line_of_read_recent_chat_names_its_time_and_speaker(plugin,
 
     result = await model_calls(plugin, bot, "read_recent_chat", {})
 
-    lines = result.splitlines()
+    lines = chat_rows(result)
     assert len(lines) == 3  # 周五聚餐, the reply 好的, 帮我查一下
     assert all(re.match(LINE_PATTERN, line) for line in lines), lines
     assert re.match(r"^\[[^\]]+\] 小明\(2001\)：周五聚餐$", lines[0])
@@ -260,7 +263,7 @@ async def test_a_message_of_several_lines_stays_on_one_line_with_its_time_and_sp
         ("search_current_chat", {"keyword": "烧烤"}),
     ):
         result = await model_calls(plugin, RecordingBot(), tool, arguments)
-        lines = result.splitlines()
+        lines = chat_rows(result)
         assert all(re.match(LINE_PATTERN, line) for line in lines), lines
         assert any(line.endswith("聚餐安排： ⏎ 周五 火锅 ⏎ 周六 烧烤") for line in lines), lines
 
@@ -270,6 +273,7 @@ async def test_a_match_longer_than_the_cap_is_still_reported_as_found(plugin) ->
 
     result = await model_calls(plugin, RecordingBot(), "search_current_chat", {"keyword": "麻辣烫"})
 
+    (line,) = chat_rows(result)
     assert "没有找到" not in result
-    assert 0 < len(result) <= 8000
-    assert re.match(LINE_PATTERN + "麻辣烫", result), result[:100]
+    assert len(result) <= 8000
+    assert re.match(LINE_PATTERN + "麻辣烫", line), line[:100]

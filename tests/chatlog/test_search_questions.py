@@ -12,6 +12,7 @@ import pytest
 
 from tests.chatlog.helpers import GROUP, log_rows, model_calls
 from tests.fakes.bots import RecordingBot
+from tests.quoted_blocks import chat_rows
 
 if TYPE_CHECKING:
     from nonebot_plugin_aimemory.store.chat_log_store import ChatLogStore
@@ -181,7 +182,7 @@ async def test_a_question_naming_yesterday_finds_yesterday_s_line_first(plugin) 
 
     result = await search(plugin, "昨天说的火锅是哪家？")
 
-    assert result.splitlines()[0].endswith(yesterday)
+    assert chat_rows(result)[0].endswith(yesterday)
     assert "最爱吃火锅" in result  # the period ranks first; it filters nothing out
 
 
@@ -206,7 +207,7 @@ async def test_last_week_ranks_last_week_s_lines_first(plugin) -> None:
 
     result = await search(plugin, "上周的会议纪要")
 
-    assert result.splitlines()[0].endswith("上周的会议纪要")
+    assert chat_rows(result)[0].endswith("上周的会议纪要")
 
 
 async def test_a_date_without_a_year_means_the_last_such_day_with_lines(any_chat_store) -> None:

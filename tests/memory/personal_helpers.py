@@ -13,6 +13,7 @@ from tests.fakes.bots import RecordingBot
 from tests.fakes.events import group_message, private_message
 from tests.fakes.openai_server import text
 from tests.memory.helpers import model_calls_one, saved_id
+from tests.quoted_blocks import injected_block
 
 BOB = 2101
 CAROL = 2102
@@ -77,5 +78,6 @@ def injected_lines(user_content: str) -> list[str]:
 
     if not user_content.startswith(prompts.MEMORY_INJECTION_HEADER):
         return []
-    block, _, _ = user_content.partition(f"\n{prompts.MEMORY_INJECTION_FOOTER}\n")
-    return block.splitlines()[1:]
+    # The header says what [个人] means when the block holds personal memories.
+    personal = user_content.splitlines()[0] != prompts.MEMORY_INJECTION_HEADER
+    return injected_block(user_content, personal=personal).inside

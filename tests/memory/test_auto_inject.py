@@ -6,6 +6,7 @@ from __future__ import annotations
 from tests.fakes.bots import RecordingBot
 from tests.fakes.events import group_message
 from tests.memory.helpers import stored_bodies
+from tests.quoted_blocks import injected_block
 
 GROUP = 701
 SCOPE = f"g:{GROUP}"
@@ -26,16 +27,18 @@ def last_user_content(plugin) -> str:
     return plugin.llm.last_messages()[-1]["content"]
 
 
-def injected_block(user_content: str) -> str:
+def memory_lines(user_content: str) -> list[str]:
+    """The memory lines of the block before the member's message."""
+    block = injected_block(user_content)
+    assert block.after, f"no message after the block:\n{user_content}"
+    return block.inside
+
+
+def block_chars(user_content: str) -> int:
+    """The length of the block's header and memory lines (what the budget counts)."""
     from nonebot_plugin_aimemory import prompts
 
-    assert user_content.startswith(prompts.MEMORY_INJECTION_HEADER), user_content
-    block, _, _ = user_content.partition(f"\n{prompts.MEMORY_INJECTION_FOOTER}\n")
-    return block
-
-
-def memory_lines(block: str) -> list[str]:
-    return block.splitlines()[1:]
+    return len("\n".join([prompts.MEMORY_INJECTION_HEADER, *memory_lines(user_content)]))
 
 
 async def test_a_relevant_memory_goes_before_the_message_under_the_header(plugin) -> None:
@@ -45,7 +48,7 @@ async def test_a_relevant_memory_goes_before_the_message_under_the_header(plugin
     await bot.receive(asking("小明吃素吗？"))
 
     content = last_user_content(plugin)
-    assert memory_lines(injected_block(content)) == [f"#{memory_id} {VEGETARIAN}"]
+    assert memory_lines(content) == [f"#{memory_id} 「{VEGETARIAN}」"]
     assert content.endswith("小明(2001)：小明吃素吗？")
 
 
@@ -124,7 +127,7 @@ async def test_at_most_top_k_memories_are_injected(plugin) -> None:
 
     await bot.receive(asking("小明的最爱是什么"))
 
-    assert len(memory_lines(injected_block(last_user_content(plugin)))) == 2
+    assert len(memory_lines(last_user_content(plugin))) == 2
 
 
 async def test_injected_block_stays_within_about_1500_characters(plugin) -> None:
@@ -134,9 +137,9 @@ async def test_injected_block_stays_within_about_1500_characters(plugin) -> None
 
     await bot.receive(asking("小明的旅行计划是什么"))
 
-    block = injected_block(last_user_content(plugin))
-    assert len(block) <= 1500
-    assert len(memory_lines(block)) == 2  # the third would not fit
+    content = last_user_content(plugin)
+    assert block_chars(content) <= 1500
+    assert len(memory_lines(content)) == 2  # the third would not fit
 
 
 async def test_an_entry_that_does_not_fit_is_skipped_and_the_next_ones_still_go_in(plugin) -> None:
@@ -149,7 +152,7 @@ async def test_an_entry_that_does_not_fit_is_skipped_and_the_next_ones_still_go_
 
     await bot.receive(asking("小明的旅行计划和旅行预算"))
 
-    lines = memory_lines(injected_block(last_user_content(plugin)))
+    lines = memory_lines(last_user_content(plugin))
     assert [line.split()[0] for line in lines] == [f"#{first}", f"#{third}"]
 
 
@@ -161,10 +164,10 @@ async def test_an_over_budget_best_match_is_injected_cut_rather_than_dropped(plu
 
     await bot.receive(asking("小明(2001)的旅行计划：去海边看日出"))
 
-    block = injected_block(last_user_content(plugin))
-    best, *rest = memory_lines(block)
-    assert len(block) <= 1500
-    assert best.startswith(f"#{long_id} 小明(2001)的旅行计划：去海边看日出，")
+    content = last_user_content(plugin)
+    best, *rest = memory_lines(content)
+    assert block_chars(content) <= 1500
+    assert best.startswith(f"#{long_id} 「小明(2001)的旅行计划：去海边看日出，")
     assert best.endswith("…")
     assert [line.split()[0] for line in rest] == [f"#{short_id}"]
 
@@ -207,8 +210,8 @@ async def test_with_embeddings_a_related_message_gets_the_right_memory_first(plu
 
     await bot.receive(asking("小明吃素吗？"))
 
-    lines = memory_lines(injected_block(last_user_content(plugin)))
-    assert lines[0] == f"#{ids[VEGETARIAN]} {VEGETARIAN}"
+    lines = memory_lines(last_user_content(plugin))
+    assert lines[0] == f"#{ids[VEGETARIAN]} 「{VEGETARIAN}」"
 
 
 async def test_with_embeddings_a_paraphrase_sharing_no_word_is_injected(plugin) -> None:
@@ -220,9 +223,9 @@ async def test_with_embeddings_a_paraphrase_sharing_no_word_is_injected(plugin) 
     # is what the fake embedding model measures.
     await bot.receive(asking("basketballer saturdays?"))
 
-    lines = memory_lines(injected_block(last_user_content(plugin)))
+    lines = memory_lines(last_user_content(plugin))
     basketball = OTHERS[2]
-    assert lines == [f"#{ids[basketball]} {basketball}"]
+    assert lines == [f"#{ids[basketball]} 「{basketball}」"]
 
 
 async def test_with_embeddings_a_name_alone_in_a_long_message_injects_nothing(plugin) -> None:

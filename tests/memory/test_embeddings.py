@@ -14,6 +14,7 @@ from tests.fakes.bots import RecordingBot
 from tests.fakes.events import group_message
 from tests.fakes.openai_server import embed_text
 from tests.memory.helpers import model_calls_one, saved_id, stored, wait_for
+from tests.quoted_blocks import memory_hits
 
 GROUP = 601
 SCOPE = f"g:{GROUP}"
@@ -62,7 +63,7 @@ async def test_semantic_search_finds_a_paraphrase_without_shared_keywords(plugin
         plugin, bot, asking("谁周末打球"), "memory_search", {"query": PARAPHRASE}
     )
 
-    assert result.splitlines()[0] == f"#{target_id} {BASKETBALL}"
+    assert memory_hits(result)[0] == f"#{target_id} 「{BASKETBALL}」"
 
 
 async def test_without_embeddings_the_paraphrase_is_not_found(plugin) -> None:
@@ -98,7 +99,7 @@ async def test_search_falls_back_to_keywords_while_the_embedding_server_fails(pl
         plugin, bot, asking("谁打篮球"), "memory_search", {"query": "basketball"}
     )
 
-    assert result == f"#{target_id} {BASKETBALL}"
+    assert memory_hits(result) == [f"#{target_id} 「{BASKETBALL}」"]
 
 
 async def test_restart_with_embeddings_backfills_vectors_of_older_entries(plugin) -> None:

@@ -8,6 +8,7 @@ import pytest
 from tests.fakes.bots import RecordingBot
 from tests.fakes.events import group_message
 from tests.memory.helpers import model_calls_one, saved_id, stored
+from tests.quoted_blocks import memory_hits
 
 GROUP = 801
 SCOPE = f"g:{GROUP}"
@@ -294,4 +295,4 @@ async def test_memory_search_never_shows_the_model_a_row_that_fails_the_guard(
 
     result = await model_calls_one(plugin, bot, asking(), "memory_search", arguments)
 
-    assert result == texts.memory_line(safe.memory)
+    assert memory_hits(result) == [texts.memory_line(safe.memory, quoted=True)]

@@ -12,6 +12,7 @@ import pytest
 from tests.fakes.bots import RecordingBot
 from tests.fakes.events import group_message
 from tests.memory.helpers import model_calls_one
+from tests.quoted_blocks import memory_hits
 
 GROUP = 701
 SCOPE = f"g:{GROUP}"
@@ -122,7 +123,7 @@ async def test_memory_search_answers_a_whole_question(plugin) -> None:
         {"query": "Who is allergic to peanuts? 谁对花生过敏来着？"},
     )
 
-    assert result.splitlines()[0].endswith("小红(2002)对花生过敏，聚餐要避开花生")
+    assert memory_hits(result)[0].endswith("「小红(2002)对花生过敏，聚餐要避开花生」")
     assert "例会" not in result
 
 

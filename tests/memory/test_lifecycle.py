@@ -15,6 +15,7 @@ from tests.memory.helpers import (
     told_today,
     wait_for,
 )
+from tests.quoted_blocks import memory_hits
 
 VEGETARIAN = "小明(2001)吃素，不吃任何肉类"
 
@@ -55,7 +56,9 @@ async def test_memories_survive_session_eviction(plugin) -> None:
         plugin, bot, private_message("我吃什么", user_id=1002), "memory_search", {"query": "吃素"}
     )
 
-    assert result == f"#{memory_id} {VEGETARIAN}{told_today(plugin, '小红', 1002)}"
+    assert memory_hits(result) == [
+        f"#{memory_id} 「{VEGETARIAN}」{told_today(plugin, '小红', 1002)}"
+    ]
 
 
 async def test_clearing_the_conversation_keeps_the_memories(plugin) -> None:

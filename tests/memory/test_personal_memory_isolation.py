@@ -26,6 +26,7 @@ from tests.memory.personal_helpers import (
     save_for_speaker,
     sent_text,
 )
+from tests.quoted_blocks import memory_hits
 
 
 async def test_a_speaker_memory_saved_in_a_group_is_a_public_personal_memory(plugin) -> None:
@@ -68,7 +69,7 @@ async def test_bobs_public_memory_goes_with_bob_to_another_group_and_to_private(
     answer_briefly(plugin)
     bot = RecordingBot()
     cake_id = await save_for_speaker(plugin, bot, bob_in(GROUP_A, "记住我爱草莓蛋糕"), CAKE)
-    line = f"#{cake_id} [个人] {CAKE} (关于 {BOB})"
+    line = f"#{cake_id} [个人] 「{CAKE}」 (关于 {BOB}){told_today(plugin, 'Bob', BOB)}"
 
     await bot.receive(bob_in(GROUP_B, "我最喜欢吃什么蛋糕？"))
     in_other_group = injected_lines(last_user_content(plugin))
@@ -169,7 +170,8 @@ async def test_bobs_private_memory_is_used_in_his_private_chat(plugin) -> None:
     answer_briefly(plugin)
     bot = RecordingBot()
     birthday_id = await save_for_speaker(plugin, bot, bob_alone("记住我的生日"), BIRTHDAY)
-    line = f"#{birthday_id} [个人·私密] {BIRTHDAY} (关于 {BOB})"
+    said = told_today(plugin, "Bob", BOB)
+    line = f"#{birthday_id} [个人·私密] 「{BIRTHDAY}」 (关于 {BOB}){said}"
 
     await bot.receive(bob_alone("我的生日是哪天？"))
     injected = injected_lines(last_user_content(plugin))
@@ -177,8 +179,8 @@ async def test_bobs_private_memory_is_used_in_his_private_chat(plugin) -> None:
         plugin, bot, bob_alone("查一下"), "memory_search", {"query": "生日"}
     )
 
-    assert injected == [line]  # an injected note says no more than before
-    assert searched == line + told_today(plugin, "Bob", BOB)
+    assert injected == [line]  # quoted, with who said it, as the search shows it
+    assert memory_hits(searched) == [line]
 
 
 async def test_a_private_memory_made_public_is_used_in_groups(plugin) -> None:
@@ -190,7 +192,7 @@ async def test_a_private_memory_made_public_is_used_in_groups(plugin) -> None:
     await bot.receive(bob_in(GROUP_B, "我的生日是哪天？"))
 
     assert injected_lines(last_user_content(plugin)) == [
-        f"#{birthday_id} [个人] {BIRTHDAY} (关于 {BOB})"
+        f"#{birthday_id} [个人] 「{BIRTHDAY}」 (关于 {BOB}){told_today(plugin, 'Bob', BOB)}"
     ]
 
 
@@ -206,7 +208,8 @@ async def test_a_public_memory_made_private_leaves_the_groups(plugin) -> None:
     in_private = injected_lines(last_user_content(plugin))
 
     assert in_group == []
-    assert in_private == [f"#{cake_id} [个人·私密] {CAKE} (关于 {BOB})"]
+    said = told_today(plugin, "Bob", BOB)
+    assert in_private == [f"#{cake_id} [个人·私密] 「{CAKE}」 (关于 {BOB}){said}"]
 
 
 async def test_search_ranks_chat_and_personal_memories_together_with_distinct_ids(
@@ -222,11 +225,11 @@ async def test_search_ranks_chat_and_personal_memories_together_with_distinct_id
         plugin, bot, bob_in(GROUP_B, "查一下蛋糕"), "memory_search", {"query": "草莓蛋糕"}
     )
 
-    lines = result.splitlines()
+    lines = memory_hits(result)
     assert sorted(lines) == sorted(
         [
-            f"#{chat.memory.id} {group_cake}",
-            f"#{cake_id} [个人] {CAKE} (关于 {BOB}){told_today(plugin, 'Bob', BOB)}",
+            f"#{chat.memory.id} 「{group_cake}」",
+            f"#{cake_id} [个人] 「{CAKE}」 (关于 {BOB}){told_today(plugin, 'Bob', BOB)}",
         ]
     )
     assert len(chat.memory.id) == 4

@@ -34,6 +34,7 @@ from tests.memory.personal_helpers import (
     last_user_content,
     save_for_speaker,
 )
+from tests.quoted_blocks import memory_hits
 
 
 async def bob_saves(plugin, bot: RecordingBot, arguments: dict[str, Any], event=None) -> str:
@@ -313,7 +314,9 @@ async def test_each_persona_keeps_its_own_personal_memories(plugin) -> None:
     assert [r.content for r in await stored(plugin, f"u:{BOB}#猫娘")] == [CAKE]
     assert await stored(plugin, BOB_SCOPE) == []
     # Bob by QQ number alone: the turn knows no name of his.
-    assert as_cat == f"#{saved_id(saved)} [个人] {CAKE} (关于 {BOB}){told_today(plugin, '', BOB)}"
+    assert memory_hits(as_cat) == [
+        f"#{saved_id(saved)} [个人] 「{CAKE}」 (关于 {BOB}){told_today(plugin, '', BOB)}"
+    ]
     assert as_default == "没有找到相关记忆。"
     assert CAKE in listed_as_cat
 
@@ -349,11 +352,12 @@ async def test_personal_memories_and_their_visibility_survive_a_restart(plugin) 
     await bot.receive(bob_alone("我最喜欢吃什么蛋糕？我的生日是哪天？"))
     in_private = injected_lines(last_user_content(plugin))
 
-    assert in_group == [f"#{cake_id} [个人] {CAKE} (关于 {BOB})"]
+    said = told_today(plugin, "Bob", BOB)
+    assert in_group == [f"#{cake_id} [个人] 「{CAKE}」 (关于 {BOB}){said}"]
     assert sorted(in_private) == sorted(
         [
-            f"#{cake_id} [个人] {CAKE} (关于 {BOB})",
-            f"#{birthday_id} [个人·私密] {BIRTHDAY} (关于 {BOB})",
+            f"#{cake_id} [个人] 「{CAKE}」 (关于 {BOB}){said}",
+            f"#{birthday_id} [个人·私密] 「{BIRTHDAY}」 (关于 {BOB}){said}",
         ]
     )
 
@@ -375,5 +379,6 @@ async def test_personal_memories_survive_the_janitor_evicting_the_session(plugin
     )
 
     assert f"g:{GROUP_A}" in sessions
-    assert injected == [f"#{cake_id} [个人] {CAKE} (关于 {BOB})"]
-    assert searched == f"#{cake_id} [个人] {CAKE} (关于 {BOB}){told_today(plugin, 'Bob', BOB)}"
+    line = f"#{cake_id} [个人] 「{CAKE}」 (关于 {BOB}){told_today(plugin, 'Bob', BOB)}"
+    assert injected == [line]
+    assert memory_hits(searched) == [line]

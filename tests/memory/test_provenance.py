@@ -13,6 +13,7 @@ from tests.fakes.events import SELF_ID, group_message
 from tests.fakes.qq import QQBot, content
 from tests.memory.helpers import command, model_calls_one, saved_id, stored
 from tests.onebot.test_quotes import sent_by_the_bot
+from tests.quoted_blocks import memory_hits
 
 if TYPE_CHECKING:
     from nonebot_plugin_aimemory.store.memory_store import MemoryRecord
@@ -176,9 +177,9 @@ async def test_the_models_search_shows_where_each_memory_came_from(plugin, qq: Q
 
     result = await model_calls_one(plugin, qq, asked("我的狗叫什么"), "memory_search", {})
 
-    assert f"#{record.id} 小明养了一只柯基叫豆豆（小明({XIAOMING}) 说，{day(plugin, record)}）" in (
-        result
-    )
+    assert memory_hits(result) == [
+        f"#{record.id} 「小明养了一只柯基叫豆豆」（小明({XIAOMING}) 说，{day(plugin, record)}）"
+    ]
 
 
 async def test_what_a_member_asked_to_remember_and_the_model_did_not_save_is_theirs(

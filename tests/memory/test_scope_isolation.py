@@ -11,6 +11,7 @@ from nonebot.adapters.onebot.v11 import MessageEvent
 from tests.fakes.bots import RecordingBot
 from tests.fakes.events import group_message, private_message
 from tests.memory.helpers import command, model_calls_one, saved_id, stored, told_today
+from tests.quoted_blocks import memory_hits
 
 SECRET = "本群的暗号是芝麻开门"
 Chat = Callable[[str], MessageEvent]
@@ -56,7 +57,7 @@ async def test_search_never_returns_another_scopes_memories(plugin, owner, other
     assert listing == "当前会话还没有任何记忆。"
     sender = owner("").sender
     teller = told_today(plugin, sender.card or sender.nickname, sender.user_id)
-    assert own == f"#{secret_id} {SECRET}{teller}"
+    assert memory_hits(own) == [f"#{secret_id} 「{SECRET}」{teller}"]
 
 
 @pairs

@@ -8,6 +8,7 @@ import pytest
 from tests.fakes.bots import RecordingBot
 from tests.fakes.events import group_message
 from tests.memory.helpers import model_calls_one
+from tests.quoted_blocks import memory_hits, memory_page
 
 SCOPE = "g:501"
 
@@ -108,9 +109,9 @@ async def test_search_tool_lists_hits_one_per_line_best_first(plugin) -> None:
         {"query": "宠物"},
     )
 
-    assert result.splitlines() == [
-        f"#{cat.id} 阿强(2003)养了一只叫豆豆的猫 [标签：宠物]",
-        f"#{vet.id} 宠物医院在学校东门",
+    assert memory_hits(result) == [
+        f"#{cat.id} 「阿强(2003)养了一只叫豆豆的猫」 [标签：宠物]",
+        f"#{vet.id} 「宠物医院在学校东门」",
     ]
 
 
@@ -128,7 +129,7 @@ async def test_search_tool_without_a_query_lists_all_entries_of_a_full_scope(plu
 
     result = await search_tool(plugin, 503, {})
 
-    assert [line.split()[0] for line in result.splitlines()] == [f"#{i}" for i in reversed(ids)]
+    assert [line.split()[0] for line in memory_hits(result)] == [f"#{i}" for i in reversed(ids)]
 
 
 async def test_search_tool_pages_a_listing_too_long_for_one_result(plugin) -> None:
@@ -139,12 +140,13 @@ async def test_search_tool_pages_a_listing_too_long_for_one_result(plugin) -> No
         ids.append((await memory.save("g:504", content)).memory.id)
 
     first = await search_tool(plugin, 504, {"limit": 200})
-    *first_lines, note = first.splitlines()
+    first_page = memory_page(first)
+    first_lines = first_page.inside
     shown = len(first_lines)
     second = await search_tool(plugin, 504, {"limit": 200, "offset": shown})
 
     assert len(first) <= 8000
     assert 0 < shown < 60
-    assert note == f"（还有 {60 - shown} 条没有显示，用 offset={shown} 继续查看）"
-    listed = [line.split()[0] for line in [*first_lines, *second.splitlines()]]
+    assert first_page.after == [f"（还有 {60 - shown} 条没有显示，用 offset={shown} 继续查看）"]
+    listed = [line.split()[0] for line in [*first_lines, *memory_hits(second)]]
     assert listed == [f"#{i}" for i in reversed(ids)]

@@ -8,6 +8,7 @@ from __future__ import annotations
 from tests.fakes.bots import RecordingBot
 from tests.fakes.events import group_message
 from tests.memory.helpers import command, model_calls_one
+from tests.quoted_blocks import memory_hits
 
 GROUP = 731
 SCOPE = f"g:{GROUP}"
@@ -33,11 +34,11 @@ async def model_searches(plugin, query: str) -> str:
 async def test_the_models_search_finds_the_answer_through_the_best_memorys_words(plugin) -> None:
     await remember_all(plugin)
 
-    lines = (await model_searches(plugin, QUESTION)).splitlines()
+    lines = memory_hits(await model_searches(plugin, QUESTION))
 
     # The question's own words weigh more than a borrowed one: the memory holding them first.
-    assert lines[0].endswith(SIGNUP)
-    assert lines[1].endswith(START)
+    assert lines[0].endswith(f"「{SIGNUP}」")
+    assert lines[1].endswith(f"「{START}」")
     assert not any(other in line for line in lines for other in OTHERS)
 
 

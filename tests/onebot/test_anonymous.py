@@ -31,6 +31,7 @@ from tests.memory.personal_helpers import (
     save_for_speaker,
     sent_text,
 )
+from tests.quoted_blocks import memory_hits
 
 # What OneBot implementations report as the user_id of every anonymous sender.
 PLACEHOLDER_QQ = 80000000
@@ -114,7 +115,7 @@ async def test_an_anonymous_turn_carries_the_chats_memories_and_nobodys_personal
     assert CAKE not in sent
     assert STALE not in sent
     assert "[个人]" not in sent
-    assert injected_lines(last_user_content(plugin)) == [f"#{chat.id} {CHAT_MEMORY}"]
+    assert injected_lines(last_user_content(plugin)) == [f"#{chat.id} 「{CHAT_MEMORY}」"]
 
 
 async def test_a_save_about_an_anonymous_speaker_is_refused_and_says_why(plugin) -> None:
@@ -142,7 +143,7 @@ async def test_an_anonymous_speakers_search_finds_the_chats_memories_only(plugin
         plugin, bot, anonymous_in(GROUP_A, "我喜欢什么蛋糕？"), "memory_search", {"query": "蛋糕"}
     )
 
-    assert result == f"#{chat.id} {CHAT_MEMORY}"
+    assert memory_hits(result) == [f"#{chat.id} 「{CHAT_MEMORY}」"]
 
 
 async def test_two_anonymous_people_never_share_memories(plugin) -> None:

@@ -119,7 +119,7 @@ async def test_their_turn_carries_the_chats_memories_and_nobodys_personal_ones(
     sent = sent_text(requests_since(plugin, start))
     assert CAKE not in sent
     assert "[个人]" not in sent
-    assert injected_lines(last_user_content(plugin)) == [f"#{chat.id} 本群每周五吃蛋糕"]
+    assert injected_lines(last_user_content(plugin)) == [f"#{chat.id} 「本群每周五吃蛋糕」"]
 
 
 @pytest.mark.parametrize("user_id", NO_QQ_NUMBERS)
