@@ -11,8 +11,8 @@ from datetime import timezone, tzinfo
 from typing import TYPE_CHECKING, Any
 
 from .engine.compressor import SummaryPrompts
-from .text.fit import cut_line, fit_lines
-from .texts import attributed_line, memory_line
+from .text.fit import fit_lines
+from .texts import attributed_line
 
 if TYPE_CHECKING:
     from .scopes import Scope
@@ -339,17 +339,16 @@ def memory_injection(
     header = MEMORY_INJECTION_HEADER
     if any(record.id in personal for record in records):
         header += MEMORY_INJECTION_PERSONAL_NOTE
-    best = records[0]
-    # The id (and mark) the best line starts with: a cut must leave some content after it.
-    bare = replace(best, content="", tags=[], user_id=None)
-    best_id_chars = len(memory_line(bare, personal=best.id in personal, quoted=True))
 
     def cut_best(line: str, room_chars: int, rank: int) -> str | None:
-        if rank > 0:
-            return None
-        # Header, line break and the best record together take at most half the budget.
-        cut = cut_line(line, max_chars // 2 - len(header) - 1)
-        return cut if len(cut) - 1 > best_id_chars else None  # some content must be left
+        # Header, line break and the best record together take at most half the budget. The
+        # content is cut, not the line: the quote still closes and says who said it.
+        best = records[0]
+        keep_chars = len(best.content) - (len(line) - (max_chars // 2 - len(header) - 1)) - 1
+        if rank > 0 or keep_chars < 1:
+            return None  # only the best is cut, and some of its content must be left
+        cut = replace(best, content=best.content[:keep_chars] + "…")
+        return attributed_line(cut, zone, personal=best.id in personal, quoted=True)
 
     fitted = fit_lines(
         [

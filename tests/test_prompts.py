@@ -295,7 +295,7 @@ def test_injection_cuts_an_over_budget_best_record_to_half_the_budget() -> None:
 
     _, best, rest = block.splitlines()
     assert best.startswith("#aaaa 「长")
-    assert best.endswith("…")
+    assert best.endswith("长…」")  # the quote still closes
     assert len(prompts.MEMORY_INJECTION_HEADER) + 1 + len(best) == 1500 // 2
     assert rest == "#bbbb 「短的一条」"
 

@@ -168,7 +168,7 @@ async def test_an_over_budget_best_match_is_injected_cut_rather_than_dropped(plu
     best, *rest = memory_lines(content)
     assert block_chars(content) <= 1500
     assert best.startswith(f"#{long_id} 「小明(2001)的旅行计划：去海边看日出，")
-    assert best.endswith("…")
+    assert best.endswith("…」")  # the content is cut, and the quote still closes
     assert [line.split()[0] for line in rest] == [f"#{short_id}"]
 
 
