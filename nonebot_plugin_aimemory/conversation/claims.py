@@ -209,7 +209,7 @@ class MessageClaims:
         return message
 
     async def _note_present(self, store: ClaimStore, incoming: Incoming) -> None:
-        """Say the account is in the group, unless it said so lately."""
+        """Say the account is in the group, unless it said so lately or is saying so now."""
         if incoming.group_id is None:
             return
         key = (incoming.log_key, incoming.account)
@@ -217,8 +217,15 @@ class MessageClaims:
         if noted is not None and asyncio.get_running_loop().time() - noted < PRESENCE_NOTE_SECONDS:
             return
         self._start_renewing(store)
-        await store.note_present(*key)
+        # Noted before the write: a burst's copies all arrive before it ends, and each one
+        # waited on a write of its own (a fresh group's 1 000 lines: 1 000 writes, as many
+        # handlers held at once, twice the time). A write that fails leaves it to the next.
         self._noted_now(incoming)
+        try:
+            await store.note_present(*key)
+        except BaseException:
+            self._noted.pop(key, None)
+            raise
 
     def _noted_now(self, incoming: Incoming) -> None:
         if incoming.group_id is None:

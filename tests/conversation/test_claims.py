@@ -15,7 +15,7 @@ import pytest
 
 if TYPE_CHECKING:
     from nonebot_plugin_aimemory.conversation.claims import MessageClaims
-    from nonebot_plugin_aimemory.conversation.incoming import Incoming
+    from nonebot_plugin_aimemory.conversation.incoming import Incoming, RichContent
     from nonebot_plugin_aimemory.engine.messages import Part
     from nonebot_plugin_aimemory.store.database import Database
 
@@ -48,8 +48,10 @@ class Said:
 
         return [TextPart(self.words)]
 
-    async def rich(self) -> list[Part]:
-        return self.plain()
+    async def rich(self) -> RichContent:
+        from nonebot_plugin_aimemory.conversation.incoming import RichContent
+
+        return RichContent(self.plain(), self.words)
 
 
 def nickname_call(account: str, message_id: str, *, peers: frozenset[str] = PEERS) -> Incoming:
@@ -222,5 +224,64 @@ async def test_a_copy_counts_here_before_its_presence_reaches_the_database(
     assert await answered(claims, nickname_call(HIGHER, "9002"))
     assert loop.time() - started >= WAIT_SECONDS  # it waited for the lower account
     noting.cancel()
+    await claims.close()
+    await database.close()
+
+
+async def test_a_burst_of_chat_lines_notes_the_accounts_presence_once(tmp_path: Path) -> None:
+    from nonebot_plugin_aimemory.conversation.claims import MessageClaims
+    from nonebot_plugin_aimemory.store.database import Database
+    from nonebot_plugin_aimemory.store.message_claims import MessageClaimStore
+
+    class CountedPresence(MessageClaimStore):
+        """A database that counts the presence notes it is asked to write."""
+
+        notes = 0
+
+        async def note_present(self, chat: str, account: str) -> None:
+            self.notes += 1
+            await super().note_present(chat, account)
+
+    database = await Database.open(tmp_path / "aimemory.db")
+    store = CountedPresence(database)
+    claims = MessageClaims(store, wait_seconds=WAIT_SECONDS)
+
+    # Given a group's chat lines all arriving before the first note is written,
+    await asyncio.gather(
+        *(claims.match(chat_line(LOWER, str(n)), log_ambient=False) for n in range(50))
+    )
+
+    # then the account's presence is written once, not once a line.
+    assert store.notes == 1
+    await claims.close()
+    await database.close()
+
+
+async def test_a_presence_note_that_failed_is_tried_again_by_the_next_line(
+    tmp_path: Path,
+) -> None:
+    from nonebot_plugin_aimemory.conversation.claims import MessageClaims
+    from nonebot_plugin_aimemory.store.database import Database
+    from nonebot_plugin_aimemory.store.message_claims import MessageClaimStore
+
+    class FailingOnce(MessageClaimStore):
+        """A database whose first presence note fails (a locked file)."""
+
+        notes = 0
+
+        async def note_present(self, chat: str, account: str) -> None:
+            self.notes += 1
+            if self.notes == 1:
+                raise OSError("database is locked")
+            await super().note_present(chat, account)
+
+    database = await Database.open(tmp_path / "aimemory.db")
+    store = FailingOnce(database)
+    claims = MessageClaims(store, wait_seconds=WAIT_SECONDS)
+
+    await claims.match(chat_line(LOWER, "1"), log_ambient=False)
+    await claims.match(chat_line(LOWER, "2"), log_ambient=False)
+
+    assert store.notes == 2
     await claims.close()
     await database.close()
