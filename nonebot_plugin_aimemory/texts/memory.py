@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from datetime import date, datetime, tzinfo
 from typing import TYPE_CHECKING
 
+from ..text.lines import LINE_BREAK_MARK
 from .panel import panel_save_refused
 from .provenance import provenance_note
 
@@ -51,8 +52,11 @@ def attributed_line(
 
 
 def quote(content: str) -> str:
-    """`「content」`, its own corner brackets turned to white ones."""
-    return "「" + content.replace("「", "『").replace("」", "』") + "」"
+    """`「content」` on one line: its own corner brackets turned to white ones and its line
+    breaks to ⏎ (a row written into the database by hand may hold them), so that nothing
+    in it can end the quote or the block."""
+    one_line = LINE_BREAK_MARK.join(content.splitlines())
+    return "「" + one_line.replace("「", "『").replace("」", "』") + "」"
 
 
 def _day(stored: str, zone: tzinfo) -> date | None:
