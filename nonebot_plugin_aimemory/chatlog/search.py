@@ -12,6 +12,7 @@ side adds the words of its best rows (store/chat_log_feedback.py)."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Sequence
 
 from ..store.chat_log_index import SCORED_ROWS_KEPT, KeywordRanking
@@ -37,10 +38,19 @@ async def search_rows(
     if not vectors.enabled:
         return await store.search(session_key, text, limit, periods=periods, feedback=True)
     depth = max(limit, FUSED_KEYWORD_ROWS)
-    keyword = await store.index.ranking(session_key, text, depth, periods, feedback=True)
+    # The query's vector is asked for while its keywords are ranked (the embedding server
+    # answers over the network, the database in its own thread): the search waits for the
+    # slower of the two, not for both.
+    embedding = asyncio.ensure_future(vectors.query_vector(text))
+    try:
+        keyword = await store.index.ranking(session_key, text, depth, periods, feedback=True)
+    except BaseException:
+        embedding.cancel()
+        raise
     if not keyword.term_rows and not keyword.periods:
+        embedding.cancel()
         return []  # nothing but stopwords: nothing to look for, by words or by meaning
-    query_vector = await vectors.query_vector(text)
+    query_vector = await embedding
     if query_vector is None:
         ids = [row_id for row_id, _ in keyword.scored]
     else:
