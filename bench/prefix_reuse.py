@@ -2,6 +2,8 @@
 chat request, the share of the previous request's messages it repeats unchanged from the
 start, in a `text` and a `thinking` conversation (reasoning, tool calls, compressions).
 Target: >= 95 % on every text turn, and on every thinking turn between compressions.
+With `--model-url URL --model NAME`, the tokens a real server served from its prompt cache
+instead (bench/prefix_reuse_real.py).
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from nonebot.adapters.onebot.v11 import Message, MessageSegment
 from nonebot.message import handle_event
 
 from bench import harness as h
+from bench.prefix_reuse_real import real_options, run_real
 from tests.fakes.openai_server import FakeOpenAI, Reply, text, tool_calls
 from tests.fakes.responders import count_prompt_tokens
 
@@ -118,7 +121,10 @@ async def conversation(bench: h.Bench, label: str, turns: int) -> list[float]:
 
 
 async def run(bench: h.Bench) -> None:
-    """Run both conversations, then the verdict."""
+    """Run both conversations, then the verdict (on a real server with --model-url)."""
+    if bench.args.model_url:
+        await run_real(bench)
+        return
     turns = 30 if bench.quick else 200
     worst, worst_thinking = [min(await conversation(bench, c, turns)) for c in GROUPS]
     h.verdict(
@@ -129,4 +135,4 @@ async def run(bench: h.Bench) -> None:
 
 
 if __name__ == "__main__":
-    h.main(__doc__, run)
+    h.main(__doc__, run, real_options)
