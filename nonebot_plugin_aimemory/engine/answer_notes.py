@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from .messages import Message
-from .stock_replies import is_stock_reply
+from .stock_replies import copies_a_tool_result, is_stock_reply
 from .turn_outcome import TurnProgress
 
 logger = logging.getLogger("nonebot_plugin_aimemory")
@@ -71,4 +71,15 @@ class AnswerNotes:
             return False
         progress.asked_again = True
         logger.info("%s: the answer repeats an earlier reply; asking once more", key)
+        return True
+
+    def refuses_a_copied_result(
+        self, reply: str, turn: Sequence[Message], progress: TurnProgress, key: str
+    ) -> bool:
+        """Whether `reply` is a tool result of the turn said back, and the next request asks
+        one mode further down. Shown to the member, a tool result ("已保存记忆 #skpn …")
+        reads as a malfunction; the last mode's copy is kept (a notice would say less)."""
+        if progress.mode.next() is None or not copies_a_tool_result(reply, turn):
+            return False
+        self.ask_plainer(progress, key, "the answer copies a tool result")
         return True

@@ -1,6 +1,7 @@
 """Stock replies: an answer that repeats one the model gave to another message of the
 window. Small models copy the shapes in their context ("好的，记下了" to a question about
-the moon), so such an answer is asked for once more, with a note on that request only."""
+the moon), so such an answer is asked for once more, with a note on that request only.
+A copy of a tool result of the turn ("已保存记忆 #skpn …" as the answer) is no answer either."""
 
 from __future__ import annotations
 
@@ -76,3 +77,17 @@ def _question_before(window: Sequence[Message], reply: Message) -> frozenset[str
         if message.role == "user":
             return _bigrams(message.text)
     return frozenset()
+
+
+# The share of an answer's bigrams found in one tool result from which the answer is that
+# result said back ("已保存记忆 #skpn 我现在在星河科技上班。 [标签：…]").
+TOOL_RESULT_COPY_SHARE = 0.8
+
+
+def copies_a_tool_result(reply: str, turn: Sequence[Message]) -> bool:
+    """Whether `reply` is mostly the text of one of the turn's tool results."""
+    shape = _bigrams(reply)
+    if len(shape) + 1 < MIN_REPLY_CHARS:
+        return False
+    results = (_bigrams(m.text) for m in turn if m.role == "tool" and m.text)
+    return any(len(shape & result) >= TOOL_RESULT_COPY_SHARE * len(shape) for result in results)

@@ -288,3 +288,30 @@ class LineCopier(SmallModel):
         if self.name:
             start = start.split("] ", 1)[0] + f"] {self.name}(20003)："
         return text(f"{start}{self.answer}")
+
+
+@dataclass
+class ResultEchoer(SmallModel):
+    """Makes one call (`name`, `arguments`), then, once its result is in the messages,
+    answers with that result word for word while tools are allowed, as the real model did
+    ("已保存记忆 #skpn 我现在在星河科技上班。 [标签：…]" as its reply). `always`: the
+    forced and bare requests too."""
+
+    name: str = "memory_save"
+    arguments: dict[str, Any] = field(default_factory=lambda: {"content": "小红下周三去杭州出差"})
+    always: bool = False
+    # Said after the result instead of copying it (a model that answers in its own words).
+    own_words: str = ""
+
+    def __call__(self, body: dict[str, Any]) -> Reply:
+        results = results_this_turn(body["messages"])
+        if self.always and results:
+            self.seen.append(situation(body))
+            return text(results[-1])
+        return super().__call__(body)
+
+    def with_tools(self, body: dict[str, Any]) -> Reply:
+        results = results_this_turn(body["messages"])
+        if not results:
+            return tool_calls((self.name, self.arguments))
+        return text(self.own_words or results[-1])
