@@ -178,9 +178,9 @@ async def insert_fill_memories(path: Path, scopes: Sequence[str], seen: set[str]
     """Insert SCOPE_MEMORIES memories into each scope of the SQLite file at `path` through
     MemoryStore (its rules held in SQL, one transaction each); how many."""
     from nonebot_plugin_aimemory.memory.rules import new_id, normalize
-    from nonebot_plugin_aimemory.store.database import utc_now_text
     from nonebot_plugin_aimemory.store.memory_store import MemoryRecord, MemoryStore
     from nonebot_plugin_aimemory.store.opening import open_backend
+    from nonebot_plugin_aimemory.store.times import utc_now_text
 
     database = await open_backend(str(path))
     if database is None:

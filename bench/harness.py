@@ -240,7 +240,7 @@ def chat_row(
 ) -> ChatRow:
     """One chat-log row; `speaker` is (QQ number, name) of a user's line."""
     from nonebot_plugin_aimemory.store.chat_log_store import ChatRow
-    from nonebot_plugin_aimemory.store.database import utc_text
+    from nonebot_plugin_aimemory.store.times import utc_text
 
     speaker_id, speaker_name = speaker or (None, None)
     return ChatRow(session_key, utc_text(at), role, text, speaker_id, speaker_name, addressed)

@@ -29,7 +29,7 @@ from bench import harness as h
 
 if TYPE_CHECKING:
     from nonebot_plugin_aimemory.engine.embeddings import VectorMaker
-    from nonebot_plugin_aimemory.store.connection import Backend
+    from nonebot_plugin_aimemory.store.backend import Backend
 
 SIZES, QUICK_SIZES = (100_000, 1_000_000), (20_000,)
 QUERIES, QUICK_QUERIES = 200, 20
@@ -75,7 +75,7 @@ async def measure(
     from nonebot_plugin_aimemory.chatlog.vectors import ChatLogVectors
     from nonebot_plugin_aimemory.engine.embeddings import NoEmbeddings, VectorMaker
     from nonebot_plugin_aimemory.store.chat_log_store import ChatLogStore
-    from nonebot_plugin_aimemory.store.database import Database
+    from nonebot_plugin_aimemory.store.sqlite.database import Database
 
     store = ChatLogStore(await Database.open(bench.work_dir / f"scale_{rows}.db"))
     maker = VectorMaker("multilingual-e5-small", "input_type")

@@ -15,13 +15,12 @@ import sys
 from collections import Counter
 from pathlib import Path
 
-from .store.connection import Backend
+from .store.addresses import redacted
+from .store.backend import Backend
 from .store.copying import CopyReport, RefusedRow, copy_all
-from .store.database import Database
 from .store.liveness import running_bot
-from .store.opening import DatabaseUnreachable, open_backend
+from .store.opening import DatabaseUnreachable, open_backend, open_file
 from .store.plugin_state import PluginStateStore
-from .store.postgres import redacted
 
 BAR_WIDTH = 30
 REFUSED_ROWS_SUFFIX = ".refused-rows.csv"
@@ -59,7 +58,7 @@ async def migrate(source_path: Path, url: str) -> int:
         print(error, file=sys.stderr)
         return 2
     assert target is not None
-    source = await Database.open(source_path)
+    source = await open_file(source_path)
     try:
         if (refusal := await _bot_running(source, target)) is not None:
             print(refusal, file=sys.stderr)
@@ -77,7 +76,7 @@ async def migrate(source_path: Path, url: str) -> int:
     return 1 if report.failed or report.refused else 0
 
 
-async def _bot_running(source: Database, target: Backend) -> str | None:
+async def _bot_running(source: Backend, target: Backend) -> str | None:
     """Why the copy may not start: a bot runs on either database."""
     for name, database in (("SQLite", source), ("PostgreSQL", target)):
         running = await running_bot(PluginStateStore(database))

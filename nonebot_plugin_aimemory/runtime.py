@@ -45,9 +45,9 @@ from .personas.catalog import PersonaCatalog
 from .personas.choices import Personas, UnsavedChoices
 from .personas.commands import PersonaCommands
 from .prompt_budget import prompt_budget_warning
-from .store.connection import Backend
+from .store.backend import Backend
 from .store.counters import GroupCounterStore, MemoryOnlyCounterStore
-from .store.history_store import MemoryOnlyHistoryStore, SqliteHistoryStore
+from .store.history_store import DatabaseHistoryStore, MemoryOnlyHistoryStore
 from .store.image_store import ImageDescriptionStore
 from .store.liveness import RunningMark
 from .store.message_claims import MessageClaimStore
@@ -239,7 +239,7 @@ class _Builder:
         """The conversation over the built parts, and the Runtime holding them all."""
         config = self.config
         runtime: Runtime
-        history = SqliteHistoryStore(database) if database else MemoryOnlyHistoryStore()
+        history = DatabaseHistoryStore(database) if database else MemoryOnlyHistoryStore()
         chatbots = ChatBotFactory(
             clients=self.clients,
             history=history,

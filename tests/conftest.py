@@ -109,7 +109,7 @@ async def plugin(tmp_path, llm: FakeOpenAI) -> AsyncIterator[PluginHarness]:
 async def chat_store(tmp_path) -> AsyncIterator[ChatLogStore]:
     """A bare chat-log store on a real SQLite file, no runtime around it."""
     from nonebot_plugin_aimemory.store.chat_log_store import ChatLogStore
-    from nonebot_plugin_aimemory.store.database import Database
+    from nonebot_plugin_aimemory.store.sqlite.database import Database
 
     database = await Database.open(tmp_path / "chat_log.db")
     yield ChatLogStore(database)

@@ -8,7 +8,7 @@ from datetime import tzinfo
 
 from .. import texts
 from ..engine.errors import LLMError
-from ..store.database import parse_utc_text
+from ..store.times import parse_utc_text
 from .scheduler import ReviewScheduler
 from .writer import ChatLog
 

@@ -7,7 +7,7 @@ from datetime import tzinfo
 
 from ..engine.tools import MAX_TOOL_RESULT_CHARS
 from ..store.chat_log_store import ChatRow
-from ..store.database import parse_utc_text
+from ..store.times import parse_utc_text
 from ..text.fit import cut_first, fit_lines
 from ..text.lines import LINE_BREAK_MARK
 

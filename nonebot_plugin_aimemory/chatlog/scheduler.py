@@ -15,8 +15,8 @@ from datetime import datetime, timedelta, timezone
 
 from ..engine.background import Background
 from ..engine.timeouts import within
-from ..store.database import parse_utc_text, utc_text
 from ..store.review_store import ReviewState, ReviewStore
+from ..store.times import parse_utc_text, utc_text
 from .reviewer import MemoryReviewer, ReviewOutcome
 
 logger = logging.getLogger("nonebot_plugin_aimemory")

@@ -9,7 +9,7 @@ from typing import Any
 from .. import prompts
 from ..engine.tools import Tool, ToolError
 from ..store.chat_log_store import ChatLogStore
-from ..store.database import utc_text
+from ..store.times import utc_text
 from ..text import query
 from .lines import format_rows
 from .search import search_rows

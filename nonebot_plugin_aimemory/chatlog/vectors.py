@@ -9,7 +9,7 @@ vectors held in memory (row_matrices.py: read once, then only what was embedded 
 64 MiB for all sessions, a longer chat's oldest rows left to keyword search). numpy is
 imported by the first search, so a bot without chat-log vectors never loads it.
 
-On PostgreSQL with pgvector (there, or created when the role may: store/postgres_schema.py)
+On PostgreSQL with pgvector (there, or created when the role may: store/postgres/pgvector.py)
 the database ranks the session's rows itself, every one of them, by exact cosine (`<=>`):
 the rows of the named periods first, then the rest, `RANKED_ROWS` in all, as in memory.
 Rows stored before pgvector was there (or copied from SQLite) get their pgvector vector
@@ -36,9 +36,9 @@ from ..engine.background import Background
 from ..engine.embeddings import Embedder, EmbeddingClient, VectorMaker
 from ..engine.errors import LLMError
 from ..store.chat_log_index import PeriodBoost
-from ..store.chat_log_pgvector import PgvectorColumn, fits_pgvector
 from ..store.chat_log_store import ChatRow
 from ..store.chat_log_vectors import ChatLogVectorStore, Unembedded
+from ..store.vector_column import VectorColumn
 from .embedded_rows import embeddable, embedded_row, embedded_text, row_maker
 from .vector_progress import BackfillProgress, FillProgress
 
@@ -184,12 +184,12 @@ class ChatLogVectors:
 
     async def _ranking_column(
         self, session_key: str, query_vector: Sequence[float]
-    ) -> PgvectorColumn | None:
+    ) -> VectorColumn | None:
         """pgvector's column when it ranks this search: it is used here, takes a vector
         this long, and every vector of the session has its copy there (the missing ones
         are filled in the background, woken now in case they were copied in since)."""
-        column = self.store.pgvector
-        if column is None or not fits_pgvector(query_vector):
+        column = self.store.vector_column
+        if column is None or not column.fits(query_vector):
             return None
         if await column.unfilled(session_key, self.maker):
             self._unfilled = True
@@ -199,7 +199,7 @@ class ChatLogVectors:
 
     async def _database_ranking(
         self,
-        column: PgvectorColumn,
+        column: VectorColumn,
         session_key: str,
         query_vector: Sequence[float],
         periods: Sequence[PeriodBoost],
@@ -220,7 +220,7 @@ class ChatLogVectors:
     async def _fill_step(self) -> None:
         """Copy one batch of packed vectors into pgvector's column (none is needed without
         pgvector); done when none is left."""
-        column = self.store.pgvector
+        column = self.store.vector_column
         if column is None:
             self._unfilled = False
             return
@@ -241,7 +241,7 @@ class ChatLogVectors:
         """Embed the pending rows, fill in pgvector's copies, then look for rows without a
         vector, one batch at a time, until all are done or the server fails."""
         try:
-            await self.store.use_pgvector()  # (looked at once, by the first worker)
+            await self.store.use_vector_column()  # (looked at once, by the first worker)
             await self._embed_until_done()
         except BaseException:
             # Cancelled at shutdown, or the database failed: the batch in hand is lost.

@@ -14,7 +14,7 @@ from typing import Protocol
 from ..engine.background import Background
 from ..store.chat_log_store import ChatLogStore, ChatRow
 from ..store.connection import database_unavailable
-from ..store.database import utc_text
+from ..store.times import utc_text
 from .vectors import NoChatLogVectors, RowVectors
 
 logger = logging.getLogger("nonebot_plugin_aimemory")

@@ -9,8 +9,8 @@ from collections.abc import Sequence
 from dataclasses import replace
 from datetime import datetime, timedelta, timezone
 
-from ..store.database import utc_text
 from ..store.memory_store import MemoryRecord, MemoryStore
+from ..store.times import utc_text
 from .index import IndexedMemory, IndexedTombstone, ScopeIndex
 from .personal import MemoryView
 from .rules import id_key

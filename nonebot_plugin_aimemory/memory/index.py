@@ -202,7 +202,7 @@ class ScopeIndex:
     @property
     def _shared(self) -> bool:
         """Whether other processes may write the scopes (a PostgreSQL database)."""
-        return self.store.database.dialect == "postgresql"
+        return self.store.database.shared
 
     async def _still_current(self, scope: str, cached: LoadedScope) -> bool:
         """Whether the cached index still holds what the database does: always with one

@@ -12,8 +12,8 @@ from collections.abc import Sequence
 
 from ..text import query
 from ..text.feedback import FEEDBACK_ROWS, candidate_words, chosen_words
+from .backend import Backend
 from .chat_log_ranking import Postings, TermMatch, bm25_idf
-from .connection import Backend
 
 # Rows the added words may bring to score, at most: a word held by hundreds of rows says
 # little (its idf is low) and costs bm25() time (about 3 us a row).

@@ -1,8 +1,8 @@
 """The chat log's full-text index: searches of a session's rows ranked by FTS5's bm25() over
 each row's search terms (jieba words and bigrams, `text.segmenter`; FTS5's own tokenizer does
 not split Chinese), and the re-indexing of rows an older release logged. On SQLite the index
-is FTS5 (chat_log_fts5.py), on PostgreSQL term arrays ranked the same way in SQL
-(chat_log_terms_index.py)."""
+is FTS5 (sqlite/chat_log_fts5.py), on PostgreSQL term arrays ranked the same way in SQL
+(postgres/chat_log_terms_index.py): the backend hands over its own (`Postings`)."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ import asyncio
 from collections.abc import Sequence
 
 from ..text import query
+from .backend import Backend
 from .chat_log_feedback import FEEDBACK_BUDGET_ROWS, feedback_matches
-from .chat_log_fts5 import Fts5Postings
 from .chat_log_ranking import (
     KeywordRanking,
     PeriodBoost,
@@ -21,8 +21,7 @@ from .chat_log_ranking import (
     rarest_within,
     row_terms,
 )
-from .chat_log_terms_index import TermArrayPostings
-from .connection import Backend, Connection
+from .connection import Connection
 
 __all__ = ["ChatLogIndex", "KeywordRanking", "PeriodBoost", "row_terms"]
 
@@ -43,11 +42,7 @@ class ChatLogIndex:
 
     def __init__(self, database: Backend) -> None:
         self.database = database
-        self.postings: Postings = (
-            TermArrayPostings(database)
-            if database.dialect == "postgresql"
-            else Fts5Postings(database)
-        )
+        self.postings: Postings = database.chat_log_postings()
         self._complete = False
         self._catching_up = asyncio.Lock()
 

@@ -1,7 +1,8 @@
 """What a keyword search of the chat log ranks by, whichever database holds the index: the
 terms a row is indexed under (`row_terms`), the matches a search scores (`TermMatch`), FTS5's
 bm25() (k1, b, its idf and its floor), the periods a query names, and the interface an index
-offers (`Postings`: FTS5 in chat_log_index.py, term arrays in chat_log_terms_index.py)."""
+offers (`Postings`: FTS5 in sqlite/chat_log_fts5.py, term arrays in
+postgres/chat_log_terms_index.py)."""
 
 from __future__ import annotations
 

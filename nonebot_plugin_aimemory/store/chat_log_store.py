@@ -8,9 +8,10 @@ import asyncio
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from .backend import Backend
 from .chat_log_index import ChatLogIndex, row_terms
 from .chat_log_vectors import ChatLogVectorStore, forget_vectors
-from .connection import Backend, Connection
+from .connection import Connection
 from .job_locks import Job, claim_job
 from .sent_messages import forget_sent_before
 from .storable import storable_text
@@ -33,8 +34,6 @@ class ChatRow:
     id: int = 0
 
 
-# `a IS b` with a parameter for b is SQLite's; PostgreSQL spells it out.
-_NULL_SAFE_EQUALS = {"sqlite": "IS", "postgresql": "IS NOT DISTINCT FROM"}
 _COLUMNS = "id, session_key, created_at, speaker_id, speaker_name, role, text, addressed, refused"
 
 
@@ -118,7 +117,7 @@ class ChatLogStore:
         by what it holds (it was queued before it had an id): the newest unmarked match."""
         if not rows:
             return
-        same = _NULL_SAFE_EQUALS[self.database.dialect]
+        same = self.database.null_safe_equals
 
         def work(connection: Connection) -> None:
             # The index's writers first, then rows: the order every chat-log writer locks in.
@@ -242,10 +241,9 @@ class ChatLogStore:
         """Remove rows logged before `cutoff` (fixed-width UTC text), their index rows and
         their vectors, and the records of the bot's messages sent before it. How many rows
         went: 0 when another process is doing this very cleanup (job_locks.py)."""
-        dialect = self.database.dialect
 
         def work(connection: Connection) -> int:
-            if not claim_job(connection, dialect, Job.CHAT_LOG_RETENTION):
+            if not claim_job(self.database, connection, Job.CHAT_LOG_RETENTION):
                 return 0
             self.index.unindex_rows(connection, "c.created_at < ?", (cutoff,))
             forget_vectors(connection, "created_at < ?", (cutoff,))

@@ -1,7 +1,7 @@
 """Vectors of chat-log rows (optional, `aimemory_chat_log_embeddings`): one per row, packed
-small (packed_vectors.py), and recorded with what made it (the model and
-its prefix convention); on PostgreSQL with pgvector, also in pgvector's column, which the
-database ranks (chat_log_pgvector.py)."""
+small (packed_vectors.py), and recorded with what made it (the model and its prefix
+convention); where the database ranks vectors itself (vector_column.py: PostgreSQL with
+pgvector), also in its column."""
 
 from __future__ import annotations
 
@@ -10,10 +10,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ..engine.embeddings import VectorMaker
-from .chat_log_pgvector import PgvectorColumn, fits_pgvector, open_pgvector_column, pgvector_text
-from .chat_log_terms_index import lock_chat_log
-from .connection import Backend, Connection
+from .backend import Backend
+from .connection import Connection
 from .packed_vectors import HEADER, pack_vector
+from .vector_column import VectorColumn
 
 # Row ids in one `IN (...)` read: below SQLite's old limit of 999 bound parameters.
 IDS_PER_READ = 500
@@ -35,37 +35,37 @@ class ChatLogVectorStore:
 
     def __init__(self, database: Backend) -> None:
         self.database = database
-        # pgvector's column, once `use_pgvector` found the database can have it.
-        self.pgvector: PgvectorColumn | None = None
-        self._pgvector_checked = False
+        # The database's own column, once `use_vector_column` found it can have one.
+        self.vector_column: VectorColumn | None = None
+        self._column_checked = False
 
-    async def use_pgvector(self) -> bool:
+    async def use_vector_column(self) -> bool:
         """Whether the database ranks the vectors (PostgreSQL, pgvector there or created,
         its column added): checked once, and logged in one line either way."""
-        if not self._pgvector_checked:
-            self.pgvector = await open_pgvector_column(self.database)
-            self._pgvector_checked = True
-        return self.pgvector is not None
+        if not self._column_checked:
+            self.vector_column = await self.database.vector_column()
+            self._column_checked = True
+        return self.vector_column is not None
 
     async def put(self, maker: VectorMaker, vectors: Sequence[tuple[int, Sequence[float]]]) -> int:
         """Store vectors of `maker` by row id, packed (and as pgvector vectors where the
         database ranks them), replacing older ones; a row removed or refused meanwhile gets
         none. Returns how many were stored."""
-        pgvector = self.pgvector
+        column = self.vector_column
         # Off the event loop: a backfill's batch holds 64 vectors, packed in Python.
         packed = await asyncio.to_thread(
             lambda: sorted(
                 (
                     row_id,
                     pack_vector(v),
-                    pgvector_text(v) if pgvector is not None and fits_pgvector(v) else None,
+                    column.value(v) if column is not None else None,
                 )
                 for row_id, v in vectors
             )
         )
         embedding = (
-            (f", ?::{pgvector.vector_type}", ", embedding", ", embedding = excluded.embedding")
-            if pgvector is not None
+            (f", {column.placeholder}", ", embedding", ", embedding = excluded.embedding")
+            if column is not None
             else ("", "", "")
         )
         sql = (
@@ -81,15 +81,14 @@ class ChatLogVectorStore:
         )
 
         def work(connection: Connection) -> int:
-            if self.database.dialect == "postgresql":
-                # As every writer of the log: a retention run deleting these rows' vectors
-                # meanwhile would otherwise wait for this one while it waits for that.
-                lock_chat_log(connection)
+            # As every writer of the log: a retention run deleting these rows' vectors
+            # meanwhile would otherwise wait for this one while it waits for that.
+            self.database.chat_log_postings().lock(connection)
             stored = 0
             # In id order: a b-tree filled in descending order (a backfill goes newest
             # first) is left with half-empty pages, 820 bytes a row instead of 460.
             for row_id, vector, text in packed:
-                values = (vector, text) if pgvector is not None else (vector,)
+                values = (vector, text) if column is not None else (vector,)
                 cursor = connection.execute(sql, (maker.model, maker.convention, *values, row_id))
                 stored += cursor.rowcount
             return stored

@@ -1,15 +1,13 @@
 """What a store's work is handed inside a transaction, whichever database holds the data:
-SQLite's own connection, or PostgreSQL's behind the same two calls (postgres.py). The
-stores write their SQL once, with `?` placeholders."""
+SQLite's own connection, or PostgreSQL's behind the same two calls (postgres/database.py).
+The stores write their SQL once, with `?` placeholders."""
 
 from __future__ import annotations
 
 import sqlite3
 import sys
-from collections.abc import Callable, Iterable, Iterator, Sequence
-from typing import Any, Protocol, TypeVar
-
-T = TypeVar("T")
+from collections.abc import Iterable, Iterator, Sequence
+from typing import Any, Protocol
 
 
 class Cursor(Protocol):
@@ -42,33 +40,6 @@ class Connection(Protocol):
 
     def executemany(self, sql: str, seq_of_parameters: Iterable[Sequence[Any]], /) -> Cursor:
         """Run `sql` once per row of values."""
-        ...
-
-
-class Backend(Protocol):
-    """The database the stores use: the SQLite file (database.py) or a PostgreSQL server
-    (postgres.py). Each call is done in the order asked for; `write` is one transaction."""
-
-    @property
-    def dialect(self) -> str:
-        """`sqlite` or `postgresql`, for the few statements the two write differently."""
-        ...
-
-    async def read(self, sql: str, params: Iterable[Any] = ()) -> list[Any]:
-        """Run one query and return all its rows, as tuples."""
-        ...
-
-    async def write(self, work: Callable[[Connection], T]) -> T:
-        """Run `work` in one transaction: committed when it returns, rolled back when it
-        raises."""
-        ...
-
-    async def write_one(self, sql: str, params: Iterable[Any] = ()) -> None:
-        """One statement, atomic on its own."""
-        ...
-
-    async def close(self) -> None:
-        """Finish what was asked for, then close."""
         ...
 
 

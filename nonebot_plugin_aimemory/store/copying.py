@@ -13,7 +13,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from .connection import Backend, Connection, database_unavailable
+from .backend import Backend
+from .connection import Connection, database_unavailable
 
 BATCH_ROWS = 1000
 

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 from collections.abc import Collection, Mapping
 
-from .connection import Backend, Connection
-from .database import utc_now_text
+from .backend import Backend
+from .connection import Connection
+from .times import utc_now_text
 
 ROWS_PER_STATEMENT = 300  # 900 bound values, under SQLite's oldest variable limit
 

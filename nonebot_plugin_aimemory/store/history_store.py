@@ -9,8 +9,9 @@ from datetime import datetime
 
 from ..engine.history import CompressionStats
 from ..engine.messages import Message
-from .connection import Backend, Connection
-from .database import parse_utc_text, utc_now_text, utc_text
+from .backend import Backend
+from .connection import Connection
+from .times import parse_utc_text, utc_now_text, utc_text
 
 logger = logging.getLogger("nonebot_plugin_aimemory")
 
@@ -20,7 +21,7 @@ def persisted_body(message: Message) -> str:
     return message.with_image_markers().api_json().decode()
 
 
-class SqliteHistoryStore:
+class DatabaseHistoryStore:
     """`HistoryStore` on the `sessions` and `messages` tables."""
 
     def __init__(self, database: Backend) -> None:

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from .connection import Backend, Connection
-from .database import utc_now_text
+from .backend import Backend
+from .connection import Connection
+from .times import utc_now_text
 
 
 class ImageDescriptionStore:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from enum import IntEnum
 
+from .backend import Backend
 from .connection import Connection
 
 JOB_LOCK_CLASS = 0x6A6F62  # "job"
@@ -24,13 +25,7 @@ class Job(IntEnum):
     MEMORY_PURGE = 2
 
 
-def claim_job(connection: Connection, dialect: str, job: Job) -> bool:
+def claim_job(database: Backend, connection: Connection, job: Job) -> bool:
     """Whether this transaction may do `job` now: False when another process's transaction
     is doing it (PostgreSQL), True otherwise, the claim then held until this one ends."""
-    if dialect != "postgresql":
-        return True
-    (claimed,) = connection.execute(
-        "SELECT pg_try_advisory_xact_lock(CAST(? AS INTEGER), CAST(? AS INTEGER))",
-        (JOB_LOCK_CLASS, int(job)),
-    ).fetchone()
-    return bool(claimed)
+    return database.try_lock(connection, JOB_LOCK_CLASS, int(job))

@@ -11,7 +11,7 @@ from datetime import datetime, timedelta, timezone
 from typing import Protocol
 
 from ..engine.background import Background
-from .database import UTC_TEXT_FORMAT, utc_now_text
+from .times import UTC_TEXT_FORMAT, utc_now_text
 
 logger = logging.getLogger("nonebot_plugin_aimemory")
 

@@ -9,13 +9,14 @@ from collections.abc import Sequence
 from typing import Literal
 
 from ..engine.embeddings import VectorMaker
-from .connection import Backend, Connection
-from .database import utc_now_text
+from .backend import Backend
+from .connection import Connection
 from .job_locks import Job, claim_job
 from .memory_records import MemoryRecord as MemoryRecord
 from .memory_records import Tombstone as Tombstone
 from .memory_records import json_text, record_from_row
 from .provenance import PROVENANCE_COLUMNS
+from .times import utc_now_text
 
 _SCOPE_STAMP = (
     "SELECT (SELECT COUNT(*) FROM memories WHERE scope = ?), (SELECT MAX(updated_at) FROM "
@@ -46,7 +47,8 @@ class MemoryStore:
         self.maker = maker
 
     def _lock(self, connection: Connection, scope: str) -> None:
-        _lock_scope(connection, self.database.dialect, scope)
+        """Hold the scope's write lock until the transaction ends (SQLite: held already)."""
+        self.database.lock(connection, _SCOPE_LOCK_CLASS, _scope_lock_key(scope))
 
     def _made_by(self, vector: list[float] | None) -> tuple[str | None, str | None]:
         if vector is None or self.maker is None:
@@ -276,10 +278,9 @@ class MemoryStore:
         """Delete for good, in every scope, the memories deleted before `before` (vector
         included: it is a column); tombstones stay. Returns (scope, id) of each: none when
         another process is doing this very purge (job_locks.py)."""
-        dialect = self.database.dialect
 
         def work(connection: Connection) -> list[tuple[str, str]]:
-            if not claim_job(connection, dialect, Job.MEMORY_PURGE):
+            if not claim_job(self.database, connection, Job.MEMORY_PURGE):
                 return []
             rows = connection.execute(
                 "DELETE FROM memories WHERE deleted_at IS NOT NULL AND deleted_at < ? "
@@ -314,15 +315,6 @@ def _values(record: MemoryRecord) -> tuple[object, ...]:
 # writers of the file; PostgreSQL (READ COMMITTED) takes an advisory lock held until the
 # transaction ends, in the two-key space, apart from the schema's one-key lock.
 _SCOPE_LOCK_CLASS = 0x6D656D  # "mem"
-
-
-def _lock_scope(connection: Connection, dialect: str, scope: str) -> None:
-    """Hold the scope's write lock until the transaction ends (SQLite: held already)."""
-    if dialect == "postgresql":
-        connection.execute(
-            "SELECT pg_advisory_xact_lock(CAST(? AS INTEGER), CAST(? AS INTEGER))",
-            (_SCOPE_LOCK_CLASS, _scope_lock_key(scope)),
-        )
 
 
 def _scope_lock_key(scope: str) -> int:

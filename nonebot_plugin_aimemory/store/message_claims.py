@@ -22,11 +22,11 @@ from __future__ import annotations
 
 import hashlib
 import secrets
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from .connection import Backend, Connection
+from .backend import Backend
+from .connection import Connection
 from .liveness import this_process
 
 # Copies of one message carry the same send time; this much apart are two messages.
@@ -97,11 +97,10 @@ class MessageClaimStore:
     ) -> Claim:
         """Match the copy to its message (unless `message`, asking again) and claim what
         its process does with it, in one transaction."""
-        dialect = self.database.dialect
 
         def work(connection: Connection) -> Claim:
-            now = database_seconds(connection, dialect)
-            lock_identity(connection, dialect, request)
+            now = self.database.now_seconds(connection)
+            self.database.lock(connection, CLAIM_LOCK_CLASS, identity_key(request))
             live = self._renewed(connection, now)
             if request.in_group:
                 note_present(connection, request.chat, request.account, self.holder, now)
@@ -116,10 +115,9 @@ class MessageClaimStore:
 
     async def note_present(self, chat: str, account: str) -> None:
         """`account` received a message in `chat` (no claim needed)."""
-        dialect = self.database.dialect
 
         def work(connection: Connection) -> None:
-            now = database_seconds(connection, dialect)
+            now = self.database.now_seconds(connection)
             self._renewed(connection, now)
             note_present(connection, chat, account, self.holder, now)
 
@@ -127,9 +125,8 @@ class MessageClaimStore:
 
     async def renew(self) -> None:
         """Say again that this process is alive."""
-        dialect = self.database.dialect
         await self.database.write(
-            lambda connection: self._renewed(connection, database_seconds(connection, dialect))
+            lambda connection: self._renewed(connection, self.database.now_seconds(connection))
         )
 
     async def release(self) -> None:
@@ -138,10 +135,9 @@ class MessageClaimStore:
 
     async def prune(self) -> None:
         """Delete claims, copies, presence and holders older than CLAIMS_KEPT_SECONDS."""
-        dialect = self.database.dialect
 
         def work(connection: Connection) -> None:
-            before = database_seconds(connection, dialect) - CLAIMS_KEPT_SECONDS
+            before = self.database.now_seconds(connection) - CLAIMS_KEPT_SECONDS
             # In the order a claim writes the tables, so the two never wait for each other.
             connection.execute("DELETE FROM claim_holders WHERE alive_at < ?", (before,))
             connection.execute("DELETE FROM chat_presence WHERE seen_at < ?", (before,))
@@ -282,25 +278,8 @@ def note_present(connection: Connection, chat: str, account: str, holder: str, n
     )
 
 
-def database_seconds(connection: Connection, dialect: str) -> float:
-    """Now, in epoch seconds: the server's clock on PostgreSQL (every process on every
-    machine reads the same), this machine's for a SQLite file."""
-    if dialect != "postgresql":
-        return time.time()
-    (now,) = connection.execute(
-        "SELECT CAST(EXTRACT(EPOCH FROM clock_timestamp()) AS DOUBLE PRECISION)"
-    ).fetchone()
-    return float(now)
-
-
-def lock_identity(connection: Connection, dialect: str, request: ClaimRequest) -> None:
-    """On PostgreSQL, wait for any other transaction claiming a copy of the same message
-    (held until this one ends); SQLite's write transaction is the file's only one."""
-    if dialect != "postgresql":
-        return
+def identity_key(request: ClaimRequest) -> int:
+    """The lock every transaction claiming a copy of the same message waits for (a signed
+    32-bit key; two messages sharing one only wait longer)."""
     identity = f"{request.chat}\n{request.sender}\n{request.said}".encode("utf-8", "replace")
-    key = int.from_bytes(hashlib.blake2b(identity, digest_size=4).digest(), "big", signed=True)
-    connection.execute(
-        "SELECT pg_advisory_xact_lock(CAST(? AS INTEGER), CAST(? AS INTEGER))",
-        (CLAIM_LOCK_CLASS, key),
-    )
+    return int.from_bytes(hashlib.blake2b(identity, digest_size=4).digest(), "big", signed=True)

@@ -6,10 +6,12 @@ with memories of its own."""
 from __future__ import annotations
 
 import logging
+from pathlib import Path
 
 from ..config_errors import ConfigError
-from .connection import Backend
-from .database import open_database
+from .addresses import redacted
+from .backend import Backend
+from .sqlite.database import Database, open_database
 
 logger = logging.getLogger("nonebot_plugin_aimemory")
 
@@ -27,8 +29,8 @@ async def open_backend(path: str, url: str = "") -> Backend | None:
         return await open_database(path)
     import psycopg
 
-    from .postgres import PostgresDatabase, ServerTooOld, redacted
-    from .postgres_schema import NewerSchema
+    from .postgres.database import PostgresDatabase, ServerTooOld
+    from .postgres.schema import NewerSchema
 
     try:
         database = await PostgresDatabase.open(url)
@@ -39,3 +41,9 @@ async def open_backend(path: str, url: str = "") -> Backend | None:
         raise DatabaseUnreachable(f"cannot use PostgreSQL at {redacted(url)}: {reason}") from None
     logger.info("aimemory: database %s opened", redacted(url))
     return database
+
+
+async def open_file(path: str | Path) -> Backend:
+    """The SQLite file at `path`, created if missing; raises OSError or sqlite3.Error when
+    it cannot be opened (the migration tool's source, which must not be replaced)."""
+    return await Database.open(path)

@@ -5,9 +5,10 @@ milliseconds); and, for one chat's page, whether anything of it is stored at all
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
-from .connection import Backend
+from .backend import Backend
 
 # Every distinct chat of the log, one index seek per chat instead of a scan of every row
 # (a recursive skip-scan over chat_log_by_session_time), each with its newest row's time.
@@ -51,8 +52,8 @@ _ACTIVE_CHATS = (
     " UNION SELECT chat_key FROM persona_choices"
 )
 # The ranges below need keys compared byte by byte (`#` before `$`, `:` before `;`):
-# SQLite's only order, but PostgreSQL's follows the database's collation unless told.
-_BYTE_ORDER = {"sqlite": "", "postgresql": ' COLLATE "C"'}
+# SQLite's only order, but PostgreSQL's follows the database's collation unless told
+# (the backend's `byte_order`).
 # Where a scope's own keys are stored, and its chat's.
 _OWN_KEYS = (("sessions", "key"), ("memories", "scope"), ("memory_tombstones", "scope"))
 _CHAT_KEYS = (
@@ -62,7 +63,7 @@ _CHAT_KEYS = (
 )
 
 
-def _traces_sql(dialect: str) -> str:
+def _traces_sql(byte_order: Callable[[str], str]) -> str:
     """One scope's stored traces: under its own key (a window, memories, tombstones), under
     any key of its chat (`g:1` or `g:1#<persona>`: `#` sorts just before `$`), and of the
     chat itself (chat-log rows, usage, a persona choice); the parameters are `_traces_params`.
@@ -73,8 +74,8 @@ def _traces_sql(dialect: str) -> str:
     )
     in_chat = " OR ".join(
         f"EXISTS (SELECT 1 FROM {table} WHERE {column} = ?"
-        f" OR ({column}{_BYTE_ORDER[dialect]} >= ? || '#'"
-        f" AND {column}{_BYTE_ORDER[dialect]} < ? || '$'))"
+        f" OR ({byte_order(column)} >= ? || '#'"
+        f" AND {byte_order(column)} < ? || '$'))"
         for table, column in _OWN_KEYS
     )
     of_chat = " OR ".join(
@@ -83,21 +84,20 @@ def _traces_sql(dialect: str) -> str:
     return f"SELECT {own}, {in_chat}, {of_chat}"
 
 
-_TRACES = {dialect: _traces_sql(dialect) for dialect in _BYTE_ORDER}
-
-
 def _traces_params(key: str, chat_key: str) -> tuple[str, ...]:
     """The values of `_traces_sql`'s placeholders, in order (positional on both databases)."""
     return (key,) * len(_OWN_KEYS) + (chat_key,) * (3 * len(_OWN_KEYS) + len(_CHAT_KEYS))
 
 
 # Personal scopes (`u:…`): the keys from `u:` up to `u;`, the character after `:`.
-_PERSONAL_SCOPES = {
-    dialect: "SELECT scope, COUNT(*) FROM memories "
-    f"WHERE scope{order} >= 'u:' AND scope{order} < 'u;' "
-    f"AND deleted_at IS NULL GROUP BY scope ORDER BY scope{order}"
-    for dialect, order in _BYTE_ORDER.items()
-}
+def _personal_scopes_sql(byte_order: Callable[[str], str]) -> str:
+    """The personal scopes and their live memories' counts, in the order of their keys."""
+    scope = byte_order("scope")
+    return (
+        "SELECT scope, COUNT(*) FROM memories "
+        f"WHERE {scope} >= 'u:' AND {scope} < 'u;' "
+        f"AND deleted_at IS NULL GROUP BY scope ORDER BY {scope}"
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -136,6 +136,8 @@ class OverviewStore:
 
     def __init__(self, database: Backend) -> None:
         self.database = database
+        self._traces = _traces_sql(database.byte_order)
+        self._personal_scopes = _personal_scopes_sql(database.byte_order)
 
     async def windows(self) -> list[StoredWindow]:
         """Every stored window."""
@@ -194,15 +196,13 @@ class OverviewStore:
 
     async def traces(self, key: str, chat_key: str) -> ScopeTraces:
         """What is stored of scope `key`, of chat `chat_key`."""
-        rows = await self.database.read(
-            _TRACES[self.database.dialect], _traces_params(key, chat_key)
-        )
+        rows = await self.database.read(self._traces, _traces_params(key, chat_key))
         own, in_chat, of_chat = rows[0]
         return ScopeTraces(bool(own), bool(in_chat), bool(of_chat))
 
     async def personal_scopes(self) -> list[PersonalScope]:
         """Every person with live personal memories, by scope."""
-        rows = await self.database.read(_PERSONAL_SCOPES[self.database.dialect])
+        rows = await self.database.read(self._personal_scopes)
         return [PersonalScope(str(scope), int(count)) for scope, count in rows]
 
 

@@ -3,7 +3,7 @@ component, after the sum of its squared int8 components (`<I`): 4 + d bytes (388
 384-dimensional model, a quarter of float32; on MemoryBank the dense ranking it gives is
 that of the float vectors). Each component is stored shifted by 128, as a byte 0..255.
 Searches read these bytes into an int8 matrix and rank it with numpy
-(chatlog/row_matrix.py); pgvector's copy is made from them too (chat_log_pgvector.py).
+(chatlog/row_matrix.py); pgvector's copy is made from them too (postgres/chat_log_pgvector.py).
 
 The `sketch` column beside the vector held the signs of an earlier release's vectors, by
 which it ranked older rows before reading them whole; it is no longer written or read."""

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .connection import Backend
+from .backend import Backend
 
 
 class PersonaStore:

@@ -3,7 +3,8 @@ once and then read, so two processes racing to set one agree on the first."""
 
 from __future__ import annotations
 
-from .connection import Backend, Connection
+from .backend import Backend
+from .connection import Connection
 
 
 class PluginStateStore:
@@ -16,7 +17,7 @@ class PluginStateStore:
     def for_one_process(self) -> bool:
         """Whether the database is meant for one bot process (a SQLite file is: a second
         bot on it shares and overwrites the first one's memories without meaning to)."""
-        return self.database.dialect == "sqlite"
+        return not self.database.shared
 
     async def get(self, name: str) -> str | None:
         """The value of `name`, or None when it was never set."""

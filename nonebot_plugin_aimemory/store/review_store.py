@@ -7,7 +7,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from .connection import Backend, Connection
+from .backend import Backend
+from .connection import Connection
 
 _COLUMNS = (
     "session_key, enabled, interval_seconds, last_review_at, last_reviewed_row, pending, "

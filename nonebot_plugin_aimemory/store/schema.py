@@ -1,166 +1,61 @@
-"""The database schema: the latest one for a new file, and the version it is at, which the
-migrations (sqlite_migrations.py) bring an older file to, applied in order by
-`PRAGMA user_version`."""
+"""What the two databases' schemas share: the version both are at (a SQLite file counts it
+in `PRAGMA user_version`, a PostgreSQL schema in its `schema_version` table), and the
+migrations written once for both. Each backend declares its own tables (sqlite/schema.py,
+postgres/schema.py); tests/store/test_schema_parity.py holds the two to the same tables,
+columns, keys and indexes."""
 
 from __future__ import annotations
 
-import re
+# The version a new database is created at; every backend migrates an older one to it.
+# Raise it with a migration appended on both backends (sqlite/migrations.py,
+# postgres/schema.py), the latest schema of each changed to match.
+SCHEMA_VERSION = 21
 
-from .sqlite_migrations import MESSAGE_CLAIMS
-from .sqlite_migrations import MIGRATIONS as MIGRATIONS
-
-SCHEMA_VERSION = len(MIGRATIONS)
-
-# A new file gets the schema that every migration builds, in one step. Keep it equal
-# to that result (tests/store/test_migrations.py compares the two): when a migration is
-# appended, change this script to match. Every statement tolerates running on a file that
-# already holds it, so two processes creating the same file at once cannot fail.
-LATEST_SCHEMA = """
-CREATE TABLE IF NOT EXISTS sessions (
-    key TEXT PRIMARY KEY,
-    next_seq INTEGER NOT NULL DEFAULT 0,
-    updated_at TEXT NOT NULL,
-    compressions INTEGER NOT NULL DEFAULT 0,
-    last_compressed_at TEXT
+# Schema version 19, written for both databases (each backend's schema.py uses it as it
+# is, in its migrations and its latest schema): claims on received messages (store/message_claims.py).
+MESSAGE_CLAIMS = """
+CREATE TABLE IF NOT EXISTS message_claims (
+    id BIGINT PRIMARY KEY,
+    chat TEXT NOT NULL,
+    sender TEXT NOT NULL,
+    said TEXT NOT NULL,
+    sent_at DOUBLE PRECISION NOT NULL,
+    claimed_at DOUBLE PRECISION NOT NULL,
+    answered_by TEXT,
+    logged_in TEXT
 );
-CREATE TABLE IF NOT EXISTS messages (
-    session_key TEXT NOT NULL,
-    seq INTEGER NOT NULL,
-    role TEXT NOT NULL,
-    body TEXT NOT NULL,
-    created_at TEXT NOT NULL,
-    PRIMARY KEY (session_key, seq)
-) WITHOUT ROWID;
-CREATE TRIGGER IF NOT EXISTS sessions_delete_messages AFTER DELETE ON sessions
-BEGIN
-    DELETE FROM messages WHERE session_key = OLD.key;
-END;
-CREATE TABLE IF NOT EXISTS chat_counters (
-    chat_key TEXT PRIMARY KEY,
-    unaddressed INTEGER NOT NULL,
-    updated_at TEXT NOT NULL
-) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS memories (
-    scope TEXT NOT NULL,
-    id TEXT NOT NULL,
-    content TEXT NOT NULL,
-    normalized TEXT NOT NULL,
-    tags TEXT NOT NULL DEFAULT '[]',
-    user_id TEXT,
-    embedding TEXT,
-    evidence TEXT NOT NULL DEFAULT '[]',
-    source TEXT NOT NULL DEFAULT 'tool',
-    created_at TEXT NOT NULL,
-    updated_at TEXT NOT NULL,
-    deleted_at TEXT,
-    private INTEGER NOT NULL DEFAULT 0,
-    embedding_model TEXT,
-    embedding_convention TEXT,
-    origin TEXT,
-    said_by_id TEXT,
-    said_by_name TEXT,
-    told_by_id TEXT,
-    told_by_name TEXT,
-    said_in TEXT,
-    PRIMARY KEY (scope, id)
-) WITHOUT ROWID;
-CREATE INDEX IF NOT EXISTS memories_by_normalized ON memories (scope, normalized);
-CREATE TABLE IF NOT EXISTS memory_tombstones (
-    scope TEXT NOT NULL,
-    normalized TEXT NOT NULL,
-    memory_id TEXT NOT NULL,
-    deleted_at TEXT NOT NULL,
-    user_id TEXT,
-    PRIMARY KEY (scope, normalized)
-) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS chat_log (
-    id INTEGER PRIMARY KEY,
-    session_key TEXT NOT NULL,
-    created_at TEXT NOT NULL,
-    speaker_id TEXT,
-    speaker_name TEXT,
-    role TEXT NOT NULL,
-    text TEXT NOT NULL,
-    addressed INTEGER NOT NULL DEFAULT 1,
-    refused INTEGER NOT NULL DEFAULT 0
-);
-CREATE INDEX IF NOT EXISTS chat_log_by_session ON chat_log (session_key, id);
-CREATE INDEX IF NOT EXISTS chat_log_by_time ON chat_log (created_at);
-CREATE INDEX IF NOT EXISTS chat_log_by_session_time ON chat_log (session_key, created_at);
-CREATE TABLE IF NOT EXISTS chat_log_terms (
-    id INTEGER PRIMARY KEY,
-    speaker TEXT NOT NULL,
-    tokens TEXT NOT NULL
-);
-CREATE VIRTUAL TABLE IF NOT EXISTS chat_log_fts USING fts5 (
-    speaker, tokens, content = '', tokenize = 'unicode61 remove_diacritics 2'
-);
-CREATE VIRTUAL TABLE IF NOT EXISTS chat_log_fts_vocab USING fts5vocab (chat_log_fts, 'row');
-CREATE TABLE IF NOT EXISTS chat_log_reindex (
-    only_row INTEGER PRIMARY KEY CHECK (only_row = 1),
-    below_id INTEGER NOT NULL
-);
-CREATE TABLE IF NOT EXISTS chat_log_ids (
-    only_row INTEGER PRIMARY KEY CHECK (only_row = 1),
-    last_id INTEGER NOT NULL
-);
-INSERT OR IGNORE INTO chat_log_ids (only_row, last_id) VALUES (1, 0);
-CREATE TABLE IF NOT EXISTS review_state (
-    session_key TEXT PRIMARY KEY,
-    enabled INTEGER,
-    interval_seconds INTEGER,
-    last_review_at TEXT,
-    last_reviewed_row INTEGER NOT NULL DEFAULT 0,
-    pending INTEGER NOT NULL DEFAULT 0,
-    failures INTEGER NOT NULL DEFAULT 0,
-    next_attempt_at TEXT
-) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS image_descriptions (
-    hash TEXT PRIMARY KEY,
-    description TEXT NOT NULL,
-    created_at TEXT NOT NULL
-) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS persona_choices (
-    chat_key TEXT PRIMARY KEY,
-    persona TEXT NOT NULL
-) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS chat_log_vectors (
-    row_id INTEGER PRIMARY KEY,
-    session_key TEXT NOT NULL,
-    model TEXT NOT NULL,
-    vector BLOB NOT NULL,
-    convention TEXT NOT NULL DEFAULT '',
-    sketch BLOB
-);
-CREATE INDEX IF NOT EXISTS chat_log_vectors_by_session ON chat_log_vectors (session_key);
-CREATE TABLE IF NOT EXISTS token_usage (
-    chat_key TEXT NOT NULL,
-    day TEXT NOT NULL,
-    role TEXT NOT NULL,
-    prompt_tokens INTEGER NOT NULL DEFAULT 0,
-    completion_tokens INTEGER NOT NULL DEFAULT 0,
-    cached_tokens INTEGER NOT NULL DEFAULT 0,
-    calls INTEGER NOT NULL DEFAULT 0,
-    PRIMARY KEY (chat_key, day, role)
-) WITHOUT ROWID;
-CREATE INDEX IF NOT EXISTS token_usage_by_day ON token_usage (day);
-CREATE TABLE IF NOT EXISTS sent_messages (
+CREATE INDEX IF NOT EXISTS message_claims_by_message ON message_claims (chat, sender, said, sent_at);
+CREATE INDEX IF NOT EXISTS message_claims_by_time ON message_claims (claimed_at);
+CREATE TABLE IF NOT EXISTS message_copies (
+    message BIGINT NOT NULL,
     account TEXT NOT NULL,
     message_id TEXT NOT NULL,
-    chat_key TEXT NOT NULL,
-    sent_at TEXT NOT NULL,
-    PRIMARY KEY (account, message_id)
-) WITHOUT ROWID;
-CREATE INDEX IF NOT EXISTS sent_messages_by_time ON sent_messages (sent_at);
-CREATE TABLE IF NOT EXISTS plugin_state (
-    name TEXT PRIMARY KEY,
-    value TEXT NOT NULL
-) WITHOUT ROWID;
+    process TEXT NOT NULL,
+    PRIMARY KEY (message, account)
+);
+CREATE TABLE IF NOT EXISTS chat_presence (
+    chat TEXT NOT NULL,
+    account TEXT NOT NULL,
+    process TEXT NOT NULL,
+    seen_at DOUBLE PRECISION NOT NULL,
+    PRIMARY KEY (chat, account)
+);
+CREATE TABLE IF NOT EXISTS claim_holders (
+    process TEXT PRIMARY KEY,
+    alive_at DOUBLE PRECISION NOT NULL
+);
 """
-LATEST_SCHEMA += MESSAGE_CLAIMS  # the same on both databases (sqlite_migrations.py)
 
-# The tables LATEST_SCHEMA creates (FTS5 adds its shadow tables on its own): a file holding
-# none of them is new, whatever else it may hold.
-TABLES: tuple[str, ...] = tuple(
-    re.findall(r"CREATE (?:VIRTUAL )?TABLE IF NOT EXISTS (\w+)", LATEST_SCHEMA)
-)
+# Schema version 20, written for both databases: where each memory came from
+# (store/provenance.py). What an old row tells is kept (the reviewer's, the extraction's, and
+# the panel's, the one writer of `source` 'command' before); the rest stays unknown.
+MEMORY_PROVENANCE = """
+ALTER TABLE memories ADD COLUMN origin TEXT;
+ALTER TABLE memories ADD COLUMN said_by_id TEXT;
+ALTER TABLE memories ADD COLUMN said_by_name TEXT;
+ALTER TABLE memories ADD COLUMN told_by_id TEXT;
+ALTER TABLE memories ADD COLUMN told_by_name TEXT;
+ALTER TABLE memories ADD COLUMN said_in TEXT;
+UPDATE memories SET origin = CASE source
+    WHEN 'review' THEN 'review' WHEN 'extract' THEN 'extract' WHEN 'command' THEN 'panel' END;
+"""

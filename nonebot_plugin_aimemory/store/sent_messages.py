@@ -9,7 +9,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-from .connection import Backend, Connection
+from .backend import Backend
+from .connection import Connection
 
 # Without a database: the newest sends remembered, so a long run cannot grow without end.
 MAX_REMEMBERED_IN_MEMORY = 10_000

@@ -8,7 +8,8 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from ..engine.usage import NO_CHAT, TokenCounts, UsageRow
-from .connection import Backend, Connection
+from .backend import Backend
+from .connection import Connection
 
 _ADD = """
 INSERT INTO token_usage

@@ -140,7 +140,7 @@ async def logged(plugin, key: str = GROUP) -> list[ChatRow]:
 async def log_rows(plugin, key: str, *lines: str, created_at: str | None = None) -> None:
     """Rows already in the chat log of `key` (said by 小明, 2001), oldest first."""
     from nonebot_plugin_aimemory.store.chat_log_store import ChatRow
-    from nonebot_plugin_aimemory.store.database import utc_now_text
+    from nonebot_plugin_aimemory.store.times import utc_now_text
 
     moment = created_at or utc_now_text()
     rows = [ChatRow(key, moment, "user", line, "2001", "小明") for line in lines]

@@ -13,7 +13,7 @@ LATER = datetime.now(timezone.utc) + timedelta(days=1000)
 
 
 def days_before(moment: datetime, days: float) -> str:
-    from nonebot_plugin_aimemory.store.database import utc_text
+    from nonebot_plugin_aimemory.store.times import utc_text
 
     return utc_text(moment - timedelta(days=days))
 

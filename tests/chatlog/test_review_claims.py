@@ -18,8 +18,8 @@ from tests.chatlog.helpers import FakeClock
 if TYPE_CHECKING:
     from nonebot_plugin_aimemory.chatlog.reviewer import MemoryReviewer, ReviewOutcome
     from nonebot_plugin_aimemory.chatlog.scheduler import ReviewScheduler
+    from nonebot_plugin_aimemory.store.backend import Backend
     from nonebot_plugin_aimemory.store.chat_log_store import ChatLogStore
-    from nonebot_plugin_aimemory.store.connection import Backend
     from nonebot_plugin_aimemory.store.review_store import ReviewState
     from tests.store.conftest import Opener
 

@@ -120,7 +120,7 @@ async def test_a_pending_review_survives_a_restart(plugin, reviewer) -> None:
 
 async def test_a_failed_review_is_retried_after_a_backoff(plugin, reviewer, clock) -> None:
     from nonebot_plugin_aimemory.chatlog.scheduler import RETRY_BASE_SECONDS
-    from nonebot_plugin_aimemory.store.database import parse_utc_text
+    from nonebot_plugin_aimemory.store.times import parse_utc_text
 
     await plugin.restart(aimemory_llm_max_retries=0)
     plugin.runtime.chat_log.reviews.clock = clock
@@ -142,7 +142,7 @@ async def test_a_failed_review_is_retried_after_a_backoff(plugin, reviewer, cloc
 
 
 async def test_the_backoff_grows_with_each_failure(plugin, reviewer, clock) -> None:
-    from nonebot_plugin_aimemory.store.database import parse_utc_text
+    from nonebot_plugin_aimemory.store.times import parse_utc_text
 
     await plugin.restart(aimemory_llm_max_retries=0)
     plugin.runtime.chat_log.reviews.clock = clock

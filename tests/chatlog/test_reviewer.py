@@ -339,7 +339,7 @@ async def test_long_names_and_row_ids_still_keep_the_reviewer_within_8000_charac
     plugin, reviewer
 ) -> None:
     from nonebot_plugin_aimemory.store.chat_log_store import ChatRow
-    from nonebot_plugin_aimemory.store.database import utc_now_text
+    from nonebot_plugin_aimemory.store.times import utc_now_text
 
     name = "一个很长很长的群名片昵称一二三四五六七八九十"
     await plugin.runtime.chat_log.writer.store.insert_many(

@@ -61,7 +61,7 @@ def row_vectors(plugin) -> ChatLogVectors:
 def row_of(line: str, key: str = GROUP, at: datetime | None = None) -> ChatRow:
     """A row 小明 said, now or `at`."""
     from nonebot_plugin_aimemory.store.chat_log_store import ChatRow
-    from nonebot_plugin_aimemory.store.database import utc_now_text, utc_text
+    from nonebot_plugin_aimemory.store.times import utc_now_text, utc_text
 
     return ChatRow(key, utc_text(at) if at else utc_now_text(), "user", line, "2001", "小明")
 
@@ -247,7 +247,7 @@ async def test_a_group_members_row_is_embedded_after_their_name_the_bots_without
     plugin,
 ) -> None:
     from nonebot_plugin_aimemory.store.chat_log_store import ChatRow
-    from nonebot_plugin_aimemory.store.database import utc_now_text
+    from nonebot_plugin_aimemory.store.times import utc_now_text
 
     await with_row_vectors(plugin)
     writer = plugin.runtime.chat_log.writer

@@ -36,7 +36,7 @@ DIMENSIONS = 384
 
 async def open_store(url: str) -> ChatLogStore:
     from nonebot_plugin_aimemory.store.chat_log_store import ChatLogStore
-    from nonebot_plugin_aimemory.store.postgres import PostgresDatabase
+    from nonebot_plugin_aimemory.store.postgres.database import PostgresDatabase
 
     return ChatLogStore(await PostgresDatabase.open(url))
 
@@ -72,7 +72,7 @@ async def started(store: ChatLogStore) -> ChatLogVectors:
 
 def asked_of_the_database(monkeypatch) -> list[str]:
     """The sessions of the rankings the database is asked for from now on."""
-    from nonebot_plugin_aimemory.store.chat_log_pgvector import PgvectorColumn
+    from nonebot_plugin_aimemory.store.postgres.chat_log_pgvector import PgvectorColumn
 
     asked: list[str] = []
     real_nearest = PgvectorColumn.nearest
@@ -130,7 +130,7 @@ async def test_every_row_is_ranked_by_the_database_by_its_true_cosine(store, mon
         assert similarity == pytest.approx(truth[row_id], abs=1e-5)
     by_truth = sorted(ids, key=lambda row_id: -truth[row_id])
     assert [row_id for row_id, _ in ranked[:10]] == by_truth[:10]
-    store.vectors.pgvector = None  # the same search in memory: the same rows first
+    store.vectors.vector_column = None  # the same search in memory: the same rows first
     in_memory = await row_vectors.ranking(SESSION, query, [])
     assert [row_id for row_id, _ in in_memory[:5]] == by_truth[:5]
 
@@ -211,7 +211,7 @@ async def test_rows_stored_before_pgvector_are_found_in_process_until_filled_the
         row_vectors = ChatLogVectors(
             store.vectors, NoEmbeddings(), VectorMaker(MODEL.model, MODEL.convention)
         )
-        assert await store.vectors.use_pgvector()  # not filled in yet: no start so far
+        assert await store.vectors.use_vector_column()  # not filled in yet: no start so far
 
         meanwhile = await row_vectors.ranking(SESSION, query, [])
         asked_meanwhile = list(asked)
@@ -291,6 +291,6 @@ async def test_the_bots_search_finds_a_paraphrase_through_pgvector(
 
     found = await search(plugin, PARAPHRASE)
 
-    assert vectors.store.pgvector is not None
+    assert vectors.store.vector_column is not None
     assert asked  # the database ranked the rows
     assert found[0] == BASKETBALL

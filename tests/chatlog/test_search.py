@@ -26,7 +26,7 @@ NEAR_STATION = "meet me near the station or the park"
 
 async def given_rows(store: ChatLogStore, *lines: str, key: str = GROUP) -> list[ChatRow]:
     from nonebot_plugin_aimemory.store.chat_log_store import ChatRow
-    from nonebot_plugin_aimemory.store.database import utc_now_text
+    from nonebot_plugin_aimemory.store.times import utc_now_text
 
     await store.insert_many(
         [ChatRow(key, utc_now_text(), "user", line, "2001", "小明") for line in lines]

@@ -23,7 +23,7 @@ QUESTION = "那个持续时间是六天的活动，地点是什么？"
 async def given_rows(store: ChatLogStore, *lines: str) -> None:
     """`lines` said by 小明 in this order (each later one newer)."""
     from nonebot_plugin_aimemory.store.chat_log_store import ChatRow
-    from nonebot_plugin_aimemory.store.database import utc_now_text
+    from nonebot_plugin_aimemory.store.times import utc_now_text
 
     for line in lines:  # one batch each: ids in order
         await store.insert_many([ChatRow(GROUP, utc_now_text(), "user", line, "2001", "小明")])

@@ -100,7 +100,7 @@ def chat_line(rng: random.Random) -> str:
 def generated_rows(count: int, seed: int) -> list[ChatRow]:
     """`count` rows over the sessions, in time order, people's and the bot's, some refused."""
     from nonebot_plugin_aimemory.store.chat_log_store import ChatRow
-    from nonebot_plugin_aimemory.store.database import utc_text
+    from nonebot_plugin_aimemory.store.times import utc_text
 
     rng = random.Random(seed)
     rows = []
@@ -124,7 +124,7 @@ def generated_rows(count: int, seed: int) -> list[ChatRow]:
 
 def day(offset: int) -> tuple[str, str]:
     """The UTC day `offset` days after the first row's, as a period."""
-    from nonebot_plugin_aimemory.store.database import utc_text
+    from nonebot_plugin_aimemory.store.times import utc_text
 
     first = START.replace(hour=0) + timedelta(days=offset)
     return (utc_text(first), utc_text(first + timedelta(days=1)))
@@ -135,8 +135,9 @@ async def both_stores(tmp_path, postgres_url: str) -> AsyncIterator[list[ChatLog
     """The same chat log on a SQLite file and on a PostgreSQL database: the same rows
     written in the same batches (so the same ids), then a retention cut and refusals."""
     from nonebot_plugin_aimemory.store.chat_log_store import ChatLogStore
-    from nonebot_plugin_aimemory.store.database import Database, utc_text
-    from nonebot_plugin_aimemory.store.postgres import PostgresDatabase
+    from nonebot_plugin_aimemory.store.postgres.database import PostgresDatabase
+    from nonebot_plugin_aimemory.store.sqlite.database import Database
+    from nonebot_plugin_aimemory.store.times import utc_text
 
     stores = [
         ChatLogStore(await Database.open(tmp_path / "parity.db")),

@@ -30,7 +30,7 @@ async def search(plugin, keyword: str, **arguments) -> str:
 
 async def given_rows(store: ChatLogStore, *lines: str, at: datetime | None = None) -> None:
     from nonebot_plugin_aimemory.store.chat_log_store import ChatRow
-    from nonebot_plugin_aimemory.store.database import utc_now_text, utc_text
+    from nonebot_plugin_aimemory.store.times import utc_now_text, utc_text
 
     moment = utc_text(at) if at else utc_now_text()
     await store.insert_many(
@@ -97,7 +97,7 @@ async def test_the_best_match_of_a_question_comes_first(any_chat_store) -> None:
 
 async def test_a_query_cannot_name_another_sessions_terms(any_chat_store) -> None:
     from nonebot_plugin_aimemory.store.chat_log_store import ChatRow
-    from nonebot_plugin_aimemory.store.database import utc_now_text
+    from nonebot_plugin_aimemory.store.times import utc_now_text
 
     await any_chat_store.insert_many([ChatRow("g:222", utc_now_text(), "user", "火锅", "1", "B")])
     prefix = any_chat_store.index.postings.prefix("g:222")
@@ -108,7 +108,7 @@ async def test_a_query_cannot_name_another_sessions_terms(any_chat_store) -> Non
 
 async def test_the_speaker_s_name_counts_less_than_the_words(any_chat_store) -> None:
     from nonebot_plugin_aimemory.store.chat_log_store import ChatRow
-    from nonebot_plugin_aimemory.store.database import utc_now_text
+    from nonebot_plugin_aimemory.store.times import utc_now_text
 
     await any_chat_store.insert_many(
         [
@@ -173,7 +173,7 @@ def at_china_noon(days_ago: int) -> datetime:
 
 
 async def test_a_question_naming_yesterday_finds_yesterday_s_line_first(plugin) -> None:
-    from nonebot_plugin_aimemory.store.database import utc_text
+    from nonebot_plugin_aimemory.store.times import utc_text
 
     yesterday = "吃了火锅，海底捞的"
     await log_rows(plugin, GROUP, "火锅火锅火锅，最爱吃火锅", created_at=utc_text(at_china_noon(5)))
@@ -187,7 +187,7 @@ async def test_a_question_naming_yesterday_finds_yesterday_s_line_first(plugin) 
 
 
 async def test_a_question_about_a_day_lists_that_day_without_shared_words(plugin) -> None:
-    from nonebot_plugin_aimemory.store.database import utc_text
+    from nonebot_plugin_aimemory.store.times import utc_text
 
     await log_rows(plugin, GROUP, "前天去爬山了", created_at=utc_text(at_china_noon(2)))
     await log_rows(plugin, GROUP, "昨天看了电影", created_at=utc_text(at_china_noon(1)))
@@ -199,7 +199,7 @@ async def test_a_question_about_a_day_lists_that_day_without_shared_words(plugin
 
 
 async def test_last_week_ranks_last_week_s_lines_first(plugin) -> None:
-    from nonebot_plugin_aimemory.store.database import utc_text
+    from nonebot_plugin_aimemory.store.times import utc_text
 
     await log_rows(plugin, GROUP, "这周的会议纪要", created_at=utc_text(at_china_noon(0)))
     last_week = at_china_noon(datetime.now(CHINA).weekday() + 3)
@@ -238,7 +238,7 @@ def write_pre_upgrade_log(path, texts: list[str], *, refused_ids: tuple[int, ...
     """A database as version 10 left it: chat-log rows 1..n of `g:1`, indexed the old way."""
     import sqlite3
 
-    from nonebot_plugin_aimemory.store.schema import MIGRATIONS
+    from nonebot_plugin_aimemory.store.sqlite.migrations import MIGRATIONS
 
     connection = sqlite3.connect(path)
     for version, script in enumerate(MIGRATIONS[:10], start=1):
@@ -257,7 +257,7 @@ def write_pre_upgrade_log(path, texts: list[str], *, refused_ids: tuple[int, ...
 
 async def test_rows_logged_before_the_upgrade_are_found_with_the_new_terms(tmp_path) -> None:
     from nonebot_plugin_aimemory.store.chat_log_store import ChatLogStore
-    from nonebot_plugin_aimemory.store.database import Database
+    from nonebot_plugin_aimemory.store.sqlite.database import Database
 
     path = tmp_path / "old.db"
     write_pre_upgrade_log(

@@ -37,7 +37,7 @@ async def test_a_lone_surrogate_never_blocks_the_next_flushes_of_other_sessions(
 
 async def test_a_row_that_cannot_be_stored_is_dropped_alone(plugin, reviewer, plugin_log) -> None:
     from nonebot_plugin_aimemory.store.chat_log_store import ChatRow
-    from nonebot_plugin_aimemory.store.database import utc_now_text
+    from nonebot_plugin_aimemory.store.times import utc_now_text
 
     writer = plugin.runtime.chat_log.writer
     good = ChatRow(session_key=GROUP, created_at=utc_now_text(), role="user", text="正常的一条")

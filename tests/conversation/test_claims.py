@@ -17,7 +17,7 @@ if TYPE_CHECKING:
     from nonebot_plugin_aimemory.conversation.claims import MessageClaims
     from nonebot_plugin_aimemory.conversation.incoming import Incoming, RichContent
     from nonebot_plugin_aimemory.engine.messages import Part
-    from nonebot_plugin_aimemory.store.database import Database
+    from nonebot_plugin_aimemory.store.sqlite.database import Database
 
 LOWER, HIGHER = "42", "43"
 PEERS = frozenset({LOWER, HIGHER})
@@ -130,8 +130,8 @@ async def test_without_a_database_the_lower_accounts_copy_during_the_wait_is_ans
 async def two_processes(tmp_path: Path) -> AsyncIterator[tuple[MessageClaims, MessageClaims]]:
     """The claims of two bot processes on one SQLite file, each with one account."""
     from nonebot_plugin_aimemory.conversation.claims import MessageClaims
-    from nonebot_plugin_aimemory.store.database import Database
     from nonebot_plugin_aimemory.store.message_claims import MessageClaimStore
+    from nonebot_plugin_aimemory.store.sqlite.database import Database
 
     databases: list[Database] = [await Database.open(tmp_path / "aimemory.db") for _ in range(2)]
     processes = [
@@ -176,8 +176,8 @@ async def test_a_copy_another_process_took_is_dropped(
 async def one_process(tmp_path: Path) -> AsyncIterator[MessageClaims]:
     """The claims of one bot process with both accounts, on a SQLite file."""
     from nonebot_plugin_aimemory.conversation.claims import MessageClaims
-    from nonebot_plugin_aimemory.store.database import Database
     from nonebot_plugin_aimemory.store.message_claims import MessageClaimStore
+    from nonebot_plugin_aimemory.store.sqlite.database import Database
 
     database = await Database.open(tmp_path / "aimemory.db")
     claims = MessageClaims(MessageClaimStore(database), wait_seconds=WAIT_SECONDS)
@@ -202,8 +202,8 @@ async def test_a_copy_counts_here_before_its_presence_reaches_the_database(
     tmp_path: Path,
 ) -> None:
     from nonebot_plugin_aimemory.conversation.claims import MessageClaims
-    from nonebot_plugin_aimemory.store.database import Database
     from nonebot_plugin_aimemory.store.message_claims import MessageClaimStore
+    from nonebot_plugin_aimemory.store.sqlite.database import Database
 
     class SlowPresence(MessageClaimStore):
         """A database whose presence notes come late (a busy PostgreSQL pool)."""

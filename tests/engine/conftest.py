@@ -17,7 +17,7 @@ if TYPE_CHECKING:
     from nonebot_plugin_aimemory.engine.chatbot import ChatBot
     from nonebot_plugin_aimemory.engine.llm import Endpoint, LLMClient
     from nonebot_plugin_aimemory.engine.tools import Tool
-    from nonebot_plugin_aimemory.store.history_store import SqliteHistoryStore
+    from nonebot_plugin_aimemory.store.history_store import DatabaseHistoryStore
 
     MakeBot = Callable[..., ChatBot]
 
@@ -63,18 +63,18 @@ def db_path(tmp_path: Path) -> Path:
 
 
 @pytest.fixture
-async def store(db_path: Path) -> AsyncIterator[SqliteHistoryStore]:
+async def store(db_path: Path) -> AsyncIterator[DatabaseHistoryStore]:
     """A real history store on a temporary SQLite file."""
-    from nonebot_plugin_aimemory.store.database import Database
-    from nonebot_plugin_aimemory.store.history_store import SqliteHistoryStore
+    from nonebot_plugin_aimemory.store.history_store import DatabaseHistoryStore
+    from nonebot_plugin_aimemory.store.sqlite.database import Database
 
     database = await Database.open(db_path, busy_timeout_ms=BUSY_TIMEOUT_MS)
-    yield SqliteHistoryStore(database)
+    yield DatabaseHistoryStore(database)
     await database.close()
 
 
 @pytest.fixture
-def make_bot(llm_client: LLMClient, store: SqliteHistoryStore) -> MakeBot:
+def make_bot(llm_client: LLMClient, store: DatabaseHistoryStore) -> MakeBot:
     """Makes a `ChatBot` for KEY with the given tools, over `llm_client` and `store`."""
     from nonebot_plugin_aimemory.engine.chatbot import ChatBot
     from nonebot_plugin_aimemory.engine.tokens import EstimatingCounter

@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     from nonebot_plugin_aimemory.engine.llm import LLMClient
     from nonebot_plugin_aimemory.engine.messages import ImagePart, Message
     from nonebot_plugin_aimemory.engine.tools import Tool
-    from nonebot_plugin_aimemory.store.history_store import SqliteHistoryStore
+    from nonebot_plugin_aimemory.store.history_store import DatabaseHistoryStore
 
     MakeBot = Callable[..., ChatBot]
 
@@ -28,7 +28,7 @@ WEATHER_PARAMETERS = {"type": "object", "properties": {"city": {"type": "string"
 
 
 @pytest.fixture
-def make_bot(llm_client: LLMClient, store: SqliteHistoryStore) -> MakeBot:
+def make_bot(llm_client: LLMClient, store: DatabaseHistoryStore) -> MakeBot:
     from nonebot_plugin_aimemory.engine.chatbot import ChatBot
     from nonebot_plugin_aimemory.engine.tokens import EstimatingCounter
     from nonebot_plugin_aimemory.engine.tools import ToolRegistry
@@ -76,7 +76,7 @@ async def wait_for(condition: Callable[[], bool], timeout_seconds: float = 2.0) 
 
 
 async def test_turn_returns_the_reply_and_stores_the_exchange(
-    llm: FakeOpenAI, make_bot: MakeBot, store: SqliteHistoryStore
+    llm: FakeOpenAI, make_bot: MakeBot, store: DatabaseHistoryStore
 ) -> None:
     from nonebot_plugin_aimemory.engine.messages import assistant, user
 
@@ -108,7 +108,7 @@ async def test_request_starts_with_the_system_prompt_and_ends_with_the_user_mess
 
 
 async def test_history_loaded_from_the_store_is_sent(
-    llm: FakeOpenAI, make_bot: MakeBot, store: SqliteHistoryStore
+    llm: FakeOpenAI, make_bot: MakeBot, store: DatabaseHistoryStore
 ) -> None:
     from nonebot_plugin_aimemory.engine.messages import assistant, user
 
@@ -129,7 +129,7 @@ async def test_history_loaded_from_the_store_is_sent(
 
 
 async def test_tool_round_trip_sends_the_call_and_its_result(
-    llm: FakeOpenAI, make_bot: MakeBot, store: SqliteHistoryStore
+    llm: FakeOpenAI, make_bot: MakeBot, store: DatabaseHistoryStore
 ) -> None:
     from nonebot_plugin_aimemory.engine.messages import user
 
@@ -225,7 +225,7 @@ async def test_a_model_ignoring_tool_choice_none_is_asked_once_more_without_tool
 
 
 async def test_only_tool_calls_even_without_tools_fails_but_keeps_finished_rounds(
-    llm: FakeOpenAI, make_bot: MakeBot, store: SqliteHistoryStore
+    llm: FakeOpenAI, make_bot: MakeBot, store: DatabaseHistoryStore
 ) -> None:
     from nonebot_plugin_aimemory.engine.errors import LLMError
     from nonebot_plugin_aimemory.engine.messages import user
@@ -250,7 +250,7 @@ async def test_only_tool_calls_even_without_tools_fails_but_keeps_finished_round
 
 
 async def test_failed_turn_keeps_the_user_message(
-    llm: FakeOpenAI, make_bot: MakeBot, store: SqliteHistoryStore
+    llm: FakeOpenAI, make_bot: MakeBot, store: DatabaseHistoryStore
 ) -> None:
     from nonebot_plugin_aimemory.engine.errors import LLMError
     from nonebot_plugin_aimemory.engine.messages import user
@@ -285,7 +285,7 @@ async def test_turn_after_a_failed_one_merges_the_two_user_messages(
 
 
 async def test_cancelled_turn_keeps_the_user_message(
-    llm: FakeOpenAI, make_bot: MakeBot, store: SqliteHistoryStore
+    llm: FakeOpenAI, make_bot: MakeBot, store: DatabaseHistoryStore
 ) -> None:
     from nonebot_plugin_aimemory.engine.messages import user
 
@@ -322,7 +322,7 @@ async def test_broken_emoji_does_not_poison_the_conversation(
 
 
 async def test_persist_user_text_is_kept_while_the_full_text_is_sent(
-    llm: FakeOpenAI, make_bot: MakeBot, store: SqliteHistoryStore
+    llm: FakeOpenAI, make_bot: MakeBot, store: DatabaseHistoryStore
 ) -> None:
     from nonebot_plugin_aimemory.engine.messages import user
 
@@ -344,7 +344,7 @@ def cat() -> ImagePart:
 
 
 async def test_image_is_sent_but_kept_as_its_marker(
-    llm: FakeOpenAI, make_bot: MakeBot, store: SqliteHistoryStore, cat: ImagePart
+    llm: FakeOpenAI, make_bot: MakeBot, store: DatabaseHistoryStore, cat: ImagePart
 ) -> None:
     from nonebot_plugin_aimemory.engine.messages import TextPart, user
 

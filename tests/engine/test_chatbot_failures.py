@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from nonebot_plugin_aimemory.engine.chatbot import ChatBot
     from nonebot_plugin_aimemory.engine.messages import Message
     from nonebot_plugin_aimemory.engine.tools import Tool
-    from nonebot_plugin_aimemory.store.history_store import SqliteHistoryStore
+    from nonebot_plugin_aimemory.store.history_store import DatabaseHistoryStore
 
     MakeBot = Callable[..., ChatBot]
 
@@ -66,7 +66,7 @@ async def failed_turn(bot: ChatBot, message: Message) -> str:
 
 
 async def test_a_refused_message_is_not_kept(
-    llm: FakeOpenAI, make_bot: MakeBot, store: SqliteHistoryStore
+    llm: FakeOpenAI, make_bot: MakeBot, store: DatabaseHistoryStore
 ) -> None:
     from nonebot_plugin_aimemory.engine.messages import user
 
@@ -103,7 +103,7 @@ async def test_after_a_refusal_the_next_message_is_answered_alone(
     ],
 )
 async def test_a_message_failing_for_a_non_transient_reason_is_not_kept(
-    llm: FakeOpenAI, make_bot: MakeBot, store: SqliteHistoryStore, reply: Any
+    llm: FakeOpenAI, make_bot: MakeBot, store: DatabaseHistoryStore, reply: Any
 ) -> None:
     from nonebot_plugin_aimemory.engine.messages import user
 
@@ -116,7 +116,7 @@ async def test_a_message_failing_for_a_non_transient_reason_is_not_kept(
 
 
 async def test_a_refusal_mid_tool_loop_keeps_the_accepted_rounds_and_drops_the_newest(
-    llm: FakeOpenAI, make_bot: MakeBot, store: SqliteHistoryStore
+    llm: FakeOpenAI, make_bot: MakeBot, store: DatabaseHistoryStore
 ) -> None:
     from nonebot_plugin_aimemory.engine.messages import user
 
@@ -154,7 +154,7 @@ async def test_after_a_refusal_mid_tool_loop_the_next_request_is_valid_and_answe
 
 
 async def test_a_refusal_of_the_first_tool_result_keeps_only_the_users_message(
-    llm: FakeOpenAI, make_bot: MakeBot, store: SqliteHistoryStore
+    llm: FakeOpenAI, make_bot: MakeBot, store: DatabaseHistoryStore
 ) -> None:
     from nonebot_plugin_aimemory.engine.messages import user
 
@@ -169,7 +169,7 @@ async def test_a_refusal_of_the_first_tool_result_keeps_only_the_users_message(
 
 
 async def test_a_refused_reply_after_tools_ran_keeps_their_effects_not_their_round(
-    llm: FakeOpenAI, make_bot: MakeBot, store: SqliteHistoryStore
+    llm: FakeOpenAI, make_bot: MakeBot, store: DatabaseHistoryStore
 ) -> None:
     from nonebot_plugin_aimemory.engine.messages import user
 
@@ -190,7 +190,7 @@ async def test_a_refused_reply_after_tools_ran_keeps_their_effects_not_their_rou
 
 
 async def test_a_transient_failure_mid_tool_loop_still_keeps_every_finished_round(
-    llm: FakeOpenAI, make_bot: MakeBot, store: SqliteHistoryStore
+    llm: FakeOpenAI, make_bot: MakeBot, store: DatabaseHistoryStore
 ) -> None:
     from nonebot_plugin_aimemory.engine.messages import user
 

@@ -22,8 +22,8 @@ if TYPE_CHECKING:
     from nonebot_plugin_aimemory.engine.llm import LLMClient
     from nonebot_plugin_aimemory.engine.messages import Message
     from nonebot_plugin_aimemory.engine.tools import Tool
-    from nonebot_plugin_aimemory.store.database import Database
-    from nonebot_plugin_aimemory.store.history_store import SqliteHistoryStore
+    from nonebot_plugin_aimemory.store.history_store import DatabaseHistoryStore
+    from nonebot_plugin_aimemory.store.sqlite.database import Database
 
     MakeBot = Callable[..., ChatBot]
 
@@ -108,7 +108,7 @@ async def test_a_tool_turn_that_cannot_be_stored_keeps_its_rounds_but_not_its_an
 
 
 async def test_the_turn_after_a_store_failure_stores_the_whole_window(
-    llm: FakeOpenAI, make_bot: MakeBot, db_path: Path, store: SqliteHistoryStore
+    llm: FakeOpenAI, make_bot: MakeBot, db_path: Path, store: DatabaseHistoryStore
 ) -> None:
     from nonebot_plugin_aimemory.engine.history import StoreError
     from nonebot_plugin_aimemory.engine.messages import user
@@ -129,14 +129,14 @@ async def test_the_turn_after_a_store_failure_stores_the_whole_window(
 
 
 async def test_a_turn_stopped_while_its_commit_waits_is_kept_and_stored_with_the_next(
-    llm: FakeOpenAI, llm_client: LLMClient, db_path: Path, store: SqliteHistoryStore
+    llm: FakeOpenAI, llm_client: LLMClient, db_path: Path, store: DatabaseHistoryStore
 ) -> None:
     from nonebot_plugin_aimemory.engine.chatbot import ChatBot
     from nonebot_plugin_aimemory.engine.messages import user
     from nonebot_plugin_aimemory.engine.tokens import EstimatingCounter
-    from nonebot_plugin_aimemory.store.history_store import SqliteHistoryStore
+    from nonebot_plugin_aimemory.store.history_store import DatabaseHistoryStore
 
-    class TellingStore(SqliteHistoryStore):
+    class TellingStore(DatabaseHistoryStore):
         def __init__(self, database: Database) -> None:
             super().__init__(database)
             self.appending = asyncio.Event()
@@ -166,7 +166,7 @@ async def test_a_turn_stopped_while_its_commit_waits_is_kept_and_stored_with_the
 
 
 async def test_a_clear_the_store_missed_is_caught_up_by_the_next_turn(
-    llm: FakeOpenAI, make_bot: MakeBot, db_path: Path, store: SqliteHistoryStore
+    llm: FakeOpenAI, make_bot: MakeBot, db_path: Path, store: DatabaseHistoryStore
 ) -> None:
     from nonebot_plugin_aimemory.engine.history import StoreError
     from nonebot_plugin_aimemory.engine.messages import assistant, user
@@ -184,7 +184,7 @@ async def test_a_clear_the_store_missed_is_caught_up_by_the_next_turn(
 
 
 async def test_a_message_kept_unanswered_that_cannot_be_stored_stays_in_memory(
-    llm: FakeOpenAI, make_bot: MakeBot, db_path: Path, store: SqliteHistoryStore
+    llm: FakeOpenAI, make_bot: MakeBot, db_path: Path, store: DatabaseHistoryStore
 ) -> None:
     from nonebot_plugin_aimemory.engine.messages import user
 

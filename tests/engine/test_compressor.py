@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from nonebot_plugin_aimemory.engine.messages import Message
     from nonebot_plugin_aimemory.engine.tokens import TiktokenCounter
     from nonebot_plugin_aimemory.engine.tools import Tool
-    from nonebot_plugin_aimemory.store.history_store import SqliteHistoryStore
+    from nonebot_plugin_aimemory.store.history_store import DatabaseHistoryStore
 
 LINE = "今天群里聊了很多关于周末去爬山的安排，大家各有想法，讨论得很热烈。"
 
@@ -45,7 +45,7 @@ async def http() -> AsyncIterator[httpx.AsyncClient]:
 def make_bot(
     llm: FakeOpenAI,
     http: httpx.AsyncClient,
-    store: SqliteHistoryStore,
+    store: DatabaseHistoryStore,
     *,
     budget: int = 2000,
     hooks: PreCompactHooks | None = None,

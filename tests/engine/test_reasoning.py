@@ -31,7 +31,7 @@ if TYPE_CHECKING:
     from nonebot_plugin_aimemory.engine.messages import Message
     from nonebot_plugin_aimemory.engine.tokens import TiktokenCounter
     from nonebot_plugin_aimemory.engine.tools import Tool
-    from nonebot_plugin_aimemory.store.history_store import SqliteHistoryStore
+    from nonebot_plugin_aimemory.store.history_store import DatabaseHistoryStore
 
     MakeBot = Callable[..., ChatBot]
 
@@ -67,7 +67,7 @@ def weather_tool() -> Tool:
 
 
 @pytest.fixture
-def make_bot(llm_client: LLMClient, store: SqliteHistoryStore) -> MakeBot:
+def make_bot(llm_client: LLMClient, store: DatabaseHistoryStore) -> MakeBot:
     """A conversation with the weather tool; `budget` adds a compressor."""
     from nonebot_plugin_aimemory.engine.chatbot import ChatBot
     from nonebot_plugin_aimemory.engine.compressor import CompressionPolicy, Compressor
@@ -366,7 +366,7 @@ async def test_every_assistant_message_of_a_tool_exchange_is_sent_back_in_later_
 
 
 async def test_an_exchange_without_tool_calls_sends_no_reasoning_later(
-    llm: FakeOpenAI, make_bot: MakeBot, store: SqliteHistoryStore
+    llm: FakeOpenAI, make_bot: MakeBot, store: DatabaseHistoryStore
 ) -> None:
     llm.script(text("你好", reasoning="打招呼"))
     bot = make_bot()

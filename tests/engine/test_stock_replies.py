@@ -10,7 +10,7 @@ from tests.fakes.openai_server import FakeOpenAI, Reply, text
 
 if TYPE_CHECKING:
     from nonebot_plugin_aimemory.engine.messages import Message
-    from nonebot_plugin_aimemory.store.history_store import SqliteHistoryStore
+    from nonebot_plugin_aimemory.store.history_store import DatabaseHistoryStore
 
 NOTE = "（请针对这条消息本身回答。）"
 
@@ -55,7 +55,7 @@ def test_only_recent_replies_count() -> None:
 
 
 async def test_a_stock_reply_is_asked_for_again_with_the_note_on_that_request_only(
-    llm: FakeOpenAI, make_bot: Any, store: SqliteHistoryStore
+    llm: FakeOpenAI, make_bot: Any, store: DatabaseHistoryStore
 ) -> None:
     from nonebot_plugin_aimemory.engine.answer_notes import AnswerNotes
     from nonebot_plugin_aimemory.engine.messages import user

@@ -17,7 +17,7 @@ if TYPE_CHECKING:
     from nonebot_plugin_aimemory.engine.chatbot import ChatBot
     from nonebot_plugin_aimemory.engine.llm import LLMClient
     from nonebot_plugin_aimemory.engine.tools import Tool
-    from nonebot_plugin_aimemory.store.history_store import SqliteHistoryStore
+    from nonebot_plugin_aimemory.store.history_store import DatabaseHistoryStore
 
     MakeBot = Callable[..., ChatBot]
 
@@ -28,7 +28,7 @@ BUDGET_TOKENS = 8000
 
 
 @pytest.fixture
-def make_bot(llm_client: LLMClient, store: SqliteHistoryStore) -> MakeBot:
+def make_bot(llm_client: LLMClient, store: DatabaseHistoryStore) -> MakeBot:
     from nonebot_plugin_aimemory.engine.chatbot import ChatBot
     from nonebot_plugin_aimemory.engine.compressor import CompressionPolicy, Compressor
     from nonebot_plugin_aimemory.engine.tokens import EstimatingCounter
@@ -169,7 +169,7 @@ async def test_a_flood_keeps_the_request_small(llm: FakeOpenAI, make_bot: MakeBo
 
 
 async def test_the_flooded_round_is_kept_and_valid_after_a_restart(
-    llm: FakeOpenAI, make_bot: MakeBot, store: SqliteHistoryStore
+    llm: FakeOpenAI, make_bot: MakeBot, store: DatabaseHistoryStore
 ) -> None:
     from nonebot_plugin_aimemory.engine.messages import user
     from nonebot_plugin_aimemory.engine.window import api_safe
@@ -198,7 +198,7 @@ async def test_the_flooded_round_is_kept_and_valid_after_a_restart(
 
 
 async def test_duplicate_call_ids_in_one_message_are_made_unique_and_each_call_runs_once(
-    llm: FakeOpenAI, make_bot: MakeBot, store: SqliteHistoryStore
+    llm: FakeOpenAI, make_bot: MakeBot, store: DatabaseHistoryStore
 ) -> None:
     from nonebot_plugin_aimemory.engine.messages import user
     from nonebot_plugin_aimemory.engine.window import api_safe
@@ -233,7 +233,7 @@ async def test_duplicate_call_ids_in_one_message_are_made_unique_and_each_call_r
 
 
 async def test_empty_and_missing_call_ids_get_ids_of_their_own(
-    llm: FakeOpenAI, make_bot: MakeBot, store: SqliteHistoryStore
+    llm: FakeOpenAI, make_bot: MakeBot, store: DatabaseHistoryStore
 ) -> None:
     from nonebot_plugin_aimemory.engine.messages import user
     from nonebot_plugin_aimemory.engine.window import api_safe

@@ -232,6 +232,6 @@ async def test_rows_flushed_by_a_turn_are_embedded_for_no_chat(plugin) -> None:
 
 def _row(chat_key: str, said: str):
     from nonebot_plugin_aimemory.store.chat_log_store import ChatRow
-    from nonebot_plugin_aimemory.store.database import utc_now_text
+    from nonebot_plugin_aimemory.store.times import utc_now_text
 
     return ChatRow(chat_key, utc_now_text(), "user", said, speaker_id="2001", speaker_name="小明")

@@ -29,7 +29,7 @@ async def rows(memory: MemoryService, table: str = "memories") -> int:
 
 async def age_deletion(memory: MemoryService, memory_id: str, days: float) -> None:
     """Make the memory's deletion `days` old, as if it had been deleted back then."""
-    from nonebot_plugin_aimemory.store.database import utc_text
+    from nonebot_plugin_aimemory.store.times import utc_text
 
     moment = utc_text(days_from_now(-days))
     await memory.store.database.write_one(

@@ -70,8 +70,8 @@ def adapter_reply(said: str, **fields: Any):
 
 async def sent_by_the_bot(plugin, message_id: int, chat_key: str) -> None:
     """The plugin's record that the bot sent `message_id` to the chat `chat_key`."""
-    from nonebot_plugin_aimemory.store.database import utc_now_text
     from nonebot_plugin_aimemory.store.sent_messages import SentMessage
+    from nonebot_plugin_aimemory.store.times import utc_now_text
 
     record = SentMessage(str(SELF_ID), str(message_id), chat_key, utc_now_text())
     await plugin.runtime.outbound.sent.record([record])

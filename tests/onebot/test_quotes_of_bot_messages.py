@@ -345,8 +345,8 @@ async def test_records_outlive_a_restart(plugin, qq: SendingQQ) -> None:
 
 
 async def test_the_chat_logs_retention_forgets_old_records_only(plugin, qq: SendingQQ) -> None:
-    from nonebot_plugin_aimemory.store.database import utc_text
     from nonebot_plugin_aimemory.store.sent_messages import SentMessage
+    from nonebot_plugin_aimemory.store.times import utc_text
 
     await plugin.restart(aimemory_chat_log_keep_days=7)
     now = datetime.now(timezone.utc)

@@ -464,7 +464,7 @@ async def test_a_chat_logged_after_the_first_overview_shows_up_in_the_next(
     plugin, panel_client
 ) -> None:
     from nonebot_plugin_aimemory.store.chat_log_store import ChatRow
-    from nonebot_plugin_aimemory.store.database import utc_now_text
+    from nonebot_plugin_aimemory.store.times import utc_now_text
 
     await talk_in_group(plugin, 111, "大家好", "你好")
     first = {c["scope"] for c in (await panel_client.get(f"{BASE}/api/chats")).json()}

@@ -207,7 +207,7 @@ def empty_note(list_name: str, case: str) -> str:
 def shown_in_zone(utc_text: str) -> str:
     from zoneinfo import ZoneInfo
 
-    from nonebot_plugin_aimemory.store.database import parse_utc_text
+    from nonebot_plugin_aimemory.store.times import parse_utc_text
 
     return parse_utc_text(utc_text).astimezone(ZoneInfo(PANEL_ZONE)).strftime("%Y-%m-%d %H:%M")
 

@@ -98,7 +98,7 @@ async def test_the_rows_of_one_chat_take_its_last_log_line_and_stand_together_ho
     plugin, client
 ) -> None:
     from nonebot_plugin_aimemory.store.chat_log_store import ChatRow
-    from nonebot_plugin_aimemory.store.database import utc_now_text
+    from nonebot_plugin_aimemory.store.times import utc_now_text
 
     await both_talk(plugin)
     await talk(plugin, HOME, "二群有人吗", "有", group_id=222)

@@ -27,7 +27,7 @@ async def a_deleted_memory_only(plugin) -> None:
 
 async def chat_log_only(plugin) -> None:
     from nonebot_plugin_aimemory.store.chat_log_store import ChatRow
-    from nonebot_plugin_aimemory.store.database import utc_now_text
+    from nonebot_plugin_aimemory.store.times import utc_now_text
 
     plugin.runtime.chat_log.add(ChatRow("g:500", utc_now_text(), "user", "只记进了聊天记录"))
     await plugin.runtime.chat_log.flush()

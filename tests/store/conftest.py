@@ -10,8 +10,8 @@ from typing import TYPE_CHECKING
 import pytest
 
 if TYPE_CHECKING:
+    from nonebot_plugin_aimemory.store.backend import Backend
     from nonebot_plugin_aimemory.store.chat_log_store import ChatLogStore
-    from nonebot_plugin_aimemory.store.connection import Backend
 
 BACKENDS = ("sqlite", "postgresql")
 Opener = Callable[[], Awaitable["Backend"]]
@@ -34,11 +34,11 @@ def db_path(tmp_path: Path) -> Path:
 def open_backend(backend: str, db_path: Path, request: pytest.FixtureRequest) -> Opener:
     """Opens the test's database, the same one every time (a reopen is a restart)."""
     if backend == "postgresql":
-        from nonebot_plugin_aimemory.store.postgres import PostgresDatabase
+        from nonebot_plugin_aimemory.store.postgres.database import PostgresDatabase
 
         url = str(request.getfixturevalue("postgres_url"))
         return lambda: PostgresDatabase.open(url)
-    from nonebot_plugin_aimemory.store.database import Database
+    from nonebot_plugin_aimemory.store.sqlite.database import Database
 
     return lambda: Database.open(db_path)
 

@@ -16,9 +16,9 @@ WARNING = "另一个机器人进程"
 
 async def started_beside_another_bot(database, log: pytest.LogCaptureFixture) -> list[str]:
     """The warnings a RunningMark logs when another process's fresh mark is there."""
-    from nonebot_plugin_aimemory.store.database import utc_now_text
     from nonebot_plugin_aimemory.store.liveness import RUNNING, RunningMark
     from nonebot_plugin_aimemory.store.plugin_state import PluginStateStore
+    from nonebot_plugin_aimemory.store.times import utc_now_text
 
     state = PluginStateStore(database)
     await state.put(RUNNING, f"999999@elsewhere {utc_now_text()}")

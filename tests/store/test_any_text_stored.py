@@ -47,8 +47,8 @@ MEMORY_CHARS = 2000  # what a save keeps (memory/rules.py MAX_CONTENT_CHARS)
 @pytest.fixture
 async def both_backends(tmp_path: Path, postgres_url: str) -> AsyncIterator[dict[str, Any]]:
     """The SQLite file and the PostgreSQL database of this test, open."""
-    from nonebot_plugin_aimemory.store.database import Database
-    from nonebot_plugin_aimemory.store.postgres import PostgresDatabase
+    from nonebot_plugin_aimemory.store.postgres.database import PostgresDatabase
+    from nonebot_plugin_aimemory.store.sqlite.database import Database
 
     opened = {
         "sqlite": await Database.open(tmp_path / "any-text.db"),
@@ -64,7 +64,7 @@ async def round_trip(database: Any, text: str, example: int) -> dict[str, Any]:
     from nonebot_plugin_aimemory.engine.messages import assistant, system, user
     from nonebot_plugin_aimemory.engine.usage import TokenCounts, UsageRow
     from nonebot_plugin_aimemory.store.chat_log_store import ChatLogStore, ChatRow
-    from nonebot_plugin_aimemory.store.history_store import SqliteHistoryStore
+    from nonebot_plugin_aimemory.store.history_store import DatabaseHistoryStore
     from nonebot_plugin_aimemory.store.image_store import ImageDescriptionStore
     from nonebot_plugin_aimemory.store.memory_store import MemoryRecord, MemoryStore
     from nonebot_plugin_aimemory.store.persona_store import PersonaStore
@@ -74,13 +74,13 @@ async def round_trip(database: Any, text: str, example: int) -> dict[str, Any]:
     scope = f"g:{example}"
     memories = MemoryStore(database)
     # A save keeps 2 000 characters: up to 8 000 bytes, beyond a PostgreSQL btree row's
-    # 2 704, so the content is indexed there by its md5 (postgres_schema.py).
+    # 2 704, so the content is indexed there by its md5 (store/postgres/schema.py).
     kept = text[:MEMORY_CHARS]
     record = MemoryRecord(
         id=f"m{example}", content=kept, normalized=kept, tags=[text[:50]], user_id="10001"
     )
     assert await memories.insert(scope, record) == "inserted"
-    history = SqliteHistoryStore(database)
+    history = DatabaseHistoryStore(database)
     await history.append(scope, [system(text), user(text), assistant(text)])
     chat_log = ChatLogStore(database)
     row = ChatRow(scope, "2026-12-01T00:00:00.000000Z", "user", text, "10001", text[:60])
@@ -136,7 +136,7 @@ async def test_a_memory_holding_nul_is_saved_by_the_tool_on_postgresql(postgres_
     """The probe of the issue: `memory_save` with a NUL answered `DataError` on
     PostgreSQL; now it saves as on SQLite."""
     from nonebot_plugin_aimemory.store.memory_store import MemoryRecord, MemoryStore
-    from nonebot_plugin_aimemory.store.postgres import PostgresDatabase
+    from nonebot_plugin_aimemory.store.postgres.database import PostgresDatabase
 
     database = await PostgresDatabase.open(postgres_url)
     try:
@@ -155,7 +155,7 @@ async def test_a_long_memory_of_rare_characters_saves_on_postgresql(postgres_url
     import random
 
     from nonebot_plugin_aimemory.store.memory_store import MemoryRecord, MemoryStore
-    from nonebot_plugin_aimemory.store.postgres import PostgresDatabase
+    from nonebot_plugin_aimemory.store.postgres.database import PostgresDatabase
 
     draw = random.Random(7)
     text = "".join(chr(draw.randrange(0x20000, 0x2A6D6)) for _ in range(2000))

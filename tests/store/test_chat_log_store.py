@@ -11,8 +11,8 @@ from typing import TYPE_CHECKING
 import pytest
 
 if TYPE_CHECKING:
+    from nonebot_plugin_aimemory.store.backend import Backend
     from nonebot_plugin_aimemory.store.chat_log_store import ChatLogStore, ChatRow
-    from nonebot_plugin_aimemory.store.connection import Backend
 
 KEY = "g:1"
 OLD = "2026-01-01T00:00:00.000000Z"

@@ -14,8 +14,8 @@ import pytest
 
 if TYPE_CHECKING:
     from nonebot_plugin_aimemory.engine.messages import Message
-    from nonebot_plugin_aimemory.store.database import Database
-    from nonebot_plugin_aimemory.store.history_store import SqliteHistoryStore
+    from nonebot_plugin_aimemory.store.history_store import DatabaseHistoryStore
+    from nonebot_plugin_aimemory.store.sqlite.database import Database
 
 ALICE = "private:10001"
 GROUP = "group:20002"
@@ -27,10 +27,10 @@ def database(any_database: Database) -> Database:
 
 
 @pytest.fixture
-def history(database: Database) -> SqliteHistoryStore:
-    from nonebot_plugin_aimemory.store.history_store import SqliteHistoryStore
+def history(database: Database) -> DatabaseHistoryStore:
+    from nonebot_plugin_aimemory.store.history_store import DatabaseHistoryStore
 
-    return SqliteHistoryStore(database)
+    return DatabaseHistoryStore(database)
 
 
 async def seqs(database: Database, key: str) -> list[int]:
@@ -50,7 +50,7 @@ def exchange(n: int) -> list[Message]:
 
 
 async def test_append_allocates_consecutive_seqs(
-    database: Database, history: SqliteHistoryStore
+    database: Database, history: DatabaseHistoryStore
 ) -> None:
     await history.append(ALICE, exchange(1))
     await history.append(ALICE, exchange(2))
@@ -60,7 +60,7 @@ async def test_append_allocates_consecutive_seqs(
 
 
 async def test_concurrent_appends_to_one_session_keep_every_row(
-    database: Database, history: SqliteHistoryStore
+    database: Database, history: DatabaseHistoryStore
 ) -> None:
     from nonebot_plugin_aimemory.engine.messages import user
 
@@ -79,7 +79,7 @@ async def test_concurrent_appends_to_one_session_keep_every_row(
 
 
 async def test_append_of_nothing_writes_nothing(
-    database: Database, history: SqliteHistoryStore
+    database: Database, history: DatabaseHistoryStore
 ) -> None:
     await history.append(ALICE, [])
 
@@ -95,8 +95,8 @@ async def test_history_survives_a_restart(db_path: Path) -> None:
         tool_result,
         user,
     )
-    from nonebot_plugin_aimemory.store.database import Database
-    from nonebot_plugin_aimemory.store.history_store import SqliteHistoryStore
+    from nonebot_plugin_aimemory.store.history_store import DatabaseHistoryStore
+    from nonebot_plugin_aimemory.store.sqlite.database import Database
 
     # given a conversation with a tool round and a picture, written and closed
     call = ToolCall("call_1", "get_weather", '{"city":"北京"}')
@@ -108,19 +108,19 @@ async def test_history_survives_a_restart(db_path: Path) -> None:
         assistant("猫很可爱；北京晴，25 度。"),
     ]
     first = await Database.open(db_path)
-    await SqliteHistoryStore(first).append(ALICE, written)
+    await DatabaseHistoryStore(first).append(ALICE, written)
     await first.close()
     # when the file is opened again
     second = await Database.open(db_path)
     try:
-        loaded = await SqliteHistoryStore(second).load(ALICE)
+        loaded = await DatabaseHistoryStore(second).load(ALICE)
     finally:
         await second.close()
     # then the same messages come back, the picture as its marker
     assert loaded == [written[0].with_image_markers(), *written[1:]]
 
 
-async def test_replace_rewrites_only_that_session(history: SqliteHistoryStore) -> None:
+async def test_replace_rewrites_only_that_session(history: DatabaseHistoryStore) -> None:
     from nonebot_plugin_aimemory.engine.messages import user
 
     await history.append(ALICE, [*exchange(1), *exchange(2)])
@@ -133,7 +133,7 @@ async def test_replace_rewrites_only_that_session(history: SqliteHistoryStore) -
 
 
 async def test_append_after_replace_continues_the_sequence(
-    database: Database, history: SqliteHistoryStore
+    database: Database, history: DatabaseHistoryStore
 ) -> None:
     from nonebot_plugin_aimemory.engine.messages import user
 
@@ -146,7 +146,7 @@ async def test_append_after_replace_continues_the_sequence(
     assert await history.load(ALICE) == [user("总结"), *exchange(3)]
 
 
-async def test_clear_removes_only_that_session(history: SqliteHistoryStore) -> None:
+async def test_clear_removes_only_that_session(history: DatabaseHistoryStore) -> None:
     await history.append(ALICE, exchange(1))
     await history.append(GROUP, exchange(2))
 
@@ -157,7 +157,7 @@ async def test_clear_removes_only_that_session(history: SqliteHistoryStore) -> N
 
 
 async def test_append_after_clear_starts_again_at_zero(
-    database: Database, history: SqliteHistoryStore
+    database: Database, history: DatabaseHistoryStore
 ) -> None:
     await history.append(ALICE, exchange(1))
     await history.clear(ALICE)
@@ -167,7 +167,9 @@ async def test_append_after_clear_starts_again_at_zero(
     assert await seqs(database, ALICE) == [0, 1]
 
 
-async def test_unreadable_rows_are_skipped(database: Database, history: SqliteHistoryStore) -> None:
+async def test_unreadable_rows_are_skipped(
+    database: Database, history: DatabaseHistoryStore
+) -> None:
     from nonebot_plugin_aimemory.engine.messages import assistant, user
 
     # given good rows around rows no Message can be made of
@@ -195,7 +197,7 @@ async def test_unreadable_rows_are_skipped(database: Database, history: SqliteHi
     assert loaded == [user("还好"), assistant("也还好")]
 
 
-async def test_sql_looking_text_round_trips_unchanged(history: SqliteHistoryStore) -> None:
+async def test_sql_looking_text_round_trips_unchanged(history: DatabaseHistoryStore) -> None:
     from nonebot_plugin_aimemory.engine.messages import assistant, user
 
     sneaky = "'); DROP TABLE messages; --"
@@ -237,11 +239,11 @@ async def test_write_finishes_even_if_the_caller_is_cancelled(database: Database
 
 
 async def test_close_waits_for_a_write_whose_caller_was_cancelled(db_path: Path) -> None:
-    from nonebot_plugin_aimemory.store.database import Database
-    from nonebot_plugin_aimemory.store.history_store import SqliteHistoryStore
+    from nonebot_plugin_aimemory.store.history_store import DatabaseHistoryStore
+    from nonebot_plugin_aimemory.store.sqlite.database import Database
 
     database = await Database.open(db_path)
-    history = SqliteHistoryStore(database)
+    history = DatabaseHistoryStore(database)
 
     async def append() -> None:
         await history.append(ALICE, exchange(1))
@@ -254,7 +256,7 @@ async def test_close_waits_for_a_write_whose_caller_was_cancelled(db_path: Path)
 
     reopened = await Database.open(db_path)
     try:
-        assert await SqliteHistoryStore(reopened).load(ALICE) == exchange(1)
+        assert await DatabaseHistoryStore(reopened).load(ALICE) == exchange(1)
     finally:
         await reopened.close()
 
@@ -266,7 +268,7 @@ def half_then_fail(connection: sqlite3.Connection) -> None:
 
 
 async def test_failed_write_rolls_back_entirely(
-    database: Database, history: SqliteHistoryStore
+    database: Database, history: DatabaseHistoryStore
 ) -> None:
     with pytest.raises(RuntimeError):
         await database.write(half_then_fail)
@@ -289,7 +291,7 @@ async def test_schema_is_at_the_latest_version(database: Database) -> None:
 
 
 async def test_open_creates_missing_folders(tmp_path: Path) -> None:
-    from nonebot_plugin_aimemory.store.database import Database
+    from nonebot_plugin_aimemory.store.sqlite.database import Database
 
     path = tmp_path / "a" / "b" / "aimemory.db"
 
@@ -300,7 +302,7 @@ async def test_open_creates_missing_folders(tmp_path: Path) -> None:
 
 
 async def test_open_under_a_regular_file_raises(tmp_path: Path) -> None:
-    from nonebot_plugin_aimemory.store.database import Database
+    from nonebot_plugin_aimemory.store.sqlite.database import Database
 
     blocker = tmp_path / "file.txt"
     blocker.write_text("not a folder")
@@ -310,7 +312,7 @@ async def test_open_under_a_regular_file_raises(tmp_path: Path) -> None:
 
 
 async def test_open_of_a_file_that_is_not_a_database_raises(tmp_path: Path) -> None:
-    from nonebot_plugin_aimemory.store.database import Database
+    from nonebot_plugin_aimemory.store.sqlite.database import Database
 
     path = tmp_path / "garbage.db"
     path.write_bytes(b"this is not an sqlite file" * 100)
@@ -345,7 +347,7 @@ async def test_saving_a_group_counter_again_overwrites_it(database: Database) ->
 
 async def test_group_counters_survive_a_restart(db_path: Path) -> None:
     from nonebot_plugin_aimemory.store.counters import GroupCounterStore
-    from nonebot_plugin_aimemory.store.database import Database
+    from nonebot_plugin_aimemory.store.sqlite.database import Database
 
     first = await Database.open(db_path)
     await GroupCounterStore(first).save({"g:20002": 5})
@@ -369,7 +371,7 @@ async def test_saving_no_counters_is_a_no_op(database: Database) -> None:
 
 
 async def test_uses_not_awaited_yet_are_done_in_the_order_asked_for(
-    database: Database, history: SqliteHistoryStore
+    database: Database, history: DatabaseHistoryStore
 ) -> None:
     # given a write and then a read, both started before either is awaited
     written = asyncio.ensure_future(history.append(ALICE, exchange(1)))
@@ -393,7 +395,7 @@ async def test_every_use_runs_on_the_databases_own_thread(database: Database) ->
 
 
 async def test_close_ends_the_databases_thread(db_path: Path) -> None:
-    from nonebot_plugin_aimemory.store.database import Database
+    from nonebot_plugin_aimemory.store.sqlite.database import Database
 
     database = await Database.open(db_path)
     thread = await database.write(lambda connection: threading.current_thread())
@@ -407,20 +409,20 @@ async def test_close_ends_the_databases_thread(db_path: Path) -> None:
 async def test_a_write_asked_of_a_closed_database_fails_where_it_is_awaited(
     db_path: Path,
 ) -> None:
-    from nonebot_plugin_aimemory.store.database import Database
-    from nonebot_plugin_aimemory.store.history_store import SqliteHistoryStore
+    from nonebot_plugin_aimemory.store.history_store import DatabaseHistoryStore
+    from nonebot_plugin_aimemory.store.sqlite.database import Database
 
     database = await Database.open(db_path)
     await database.close()
 
-    written = SqliteHistoryStore(database).append(ALICE, exchange(1))  # does not raise here
+    written = DatabaseHistoryStore(database).append(ALICE, exchange(1))  # does not raise here
 
     with pytest.raises(ValueError, match="closed"):
         await written
 
 
 async def test_closing_twice_is_harmless(db_path: Path) -> None:
-    from nonebot_plugin_aimemory.store.database import Database
+    from nonebot_plugin_aimemory.store.sqlite.database import Database
 
     database = await Database.open(db_path)
 
@@ -442,7 +444,7 @@ def rows_seen_from_outside(db_path: Path, key: str) -> int:
 
 @pytest.mark.parametrize("backend", ["sqlite"], indirect=True)  # SQLite's own
 async def test_an_append_is_committed_when_it_returns(
-    db_path: Path, history: SqliteHistoryStore
+    db_path: Path, history: DatabaseHistoryStore
 ) -> None:
     await history.append(ALICE, exchange(1))
 
@@ -452,12 +454,12 @@ async def test_an_append_is_committed_when_it_returns(
 async def test_a_write_on_a_locked_file_fails_after_the_busy_timeout_and_leaves_nothing(
     db_path: Path,
 ) -> None:
-    from nonebot_plugin_aimemory.store.database import Database
-    from nonebot_plugin_aimemory.store.history_store import SqliteHistoryStore
+    from nonebot_plugin_aimemory.store.history_store import DatabaseHistoryStore
+    from nonebot_plugin_aimemory.store.sqlite.database import Database
 
     # given another program holding the file's write lock, and a short busy timeout
     database = await Database.open(db_path, busy_timeout_ms=200)
-    history = SqliteHistoryStore(database)
+    history = DatabaseHistoryStore(database)
     locker = sqlite3.connect(db_path, isolation_level=None)
     locker.execute("BEGIN EXCLUSIVE")
     try:

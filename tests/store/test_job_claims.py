@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 if TYPE_CHECKING:
-    from nonebot_plugin_aimemory.store.connection import Backend
+    from nonebot_plugin_aimemory.store.backend import Backend
     from nonebot_plugin_aimemory.store.review_store import ReviewState, ReviewStore
     from tests.store.conftest import Opener
 

@@ -34,9 +34,9 @@ async def test_a_mark_three_minutes_old_is_a_bot_that_died(any_database) -> None
 
 
 async def test_a_second_process_serving_an_account_is_logged_once(any_database, plugin_log) -> None:
-    from nonebot_plugin_aimemory.store.database import utc_now_text
     from nonebot_plugin_aimemory.store.liveness import RunningMark
     from nonebot_plugin_aimemory.store.plugin_state import PluginStateStore
+    from nonebot_plugin_aimemory.store.times import utc_now_text
 
     state = PluginStateStore(any_database)
     await state.put("account:42", f"999@other-host {utc_now_text()}")  # another process
@@ -65,7 +65,7 @@ async def test_the_plugin_marks_its_database_while_it_runs(plugin) -> None:
     assert await running_bot(PluginStateStore(plugin.runtime.database)) is not None
     await plugin.stop()
 
-    from nonebot_plugin_aimemory.store.database import Database
+    from nonebot_plugin_aimemory.store.sqlite.database import Database
 
     reopened = await Database.open(database_path)
     try:

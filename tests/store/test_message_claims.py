@@ -14,7 +14,8 @@ from typing import TYPE_CHECKING
 import pytest
 
 if TYPE_CHECKING:
-    from nonebot_plugin_aimemory.store.connection import Backend, Connection
+    from nonebot_plugin_aimemory.store.backend import Backend
+    from nonebot_plugin_aimemory.store.connection import Connection
     from nonebot_plugin_aimemory.store.message_claims import (
         Claim,
         ClaimRequest,

@@ -19,7 +19,7 @@ REPOSITORY = Path(__file__).resolve().parents[2]
 
 async def filled_sqlite(path: Path, rows: int = 2500) -> None:
     """A SQLite file with more rows than one batch in the biggest tables."""
-    from nonebot_plugin_aimemory.store.database import Database
+    from nonebot_plugin_aimemory.store.sqlite.database import Database
 
     database = await Database.open(path)
 
@@ -92,8 +92,8 @@ async def test_an_interrupted_copy_is_completed_by_running_it_again(
     tmp_path: Path, postgres_url: str
 ) -> None:
     from nonebot_plugin_aimemory.store import copying
-    from nonebot_plugin_aimemory.store.database import Database
     from nonebot_plugin_aimemory.store.opening import open_backend
+    from nonebot_plugin_aimemory.store.sqlite.database import Database
 
     source_path = tmp_path / "aimemory.db"
     await filled_sqlite(source_path)
@@ -141,9 +141,9 @@ async def test_a_damaged_table_is_named_and_the_others_are_copied(
 
 async def test_a_running_bot_is_refused(tmp_path: Path, postgres_url: str, capsys) -> None:
     from nonebot_plugin_aimemory.migrate import migrate
-    from nonebot_plugin_aimemory.store.database import Database
     from nonebot_plugin_aimemory.store.liveness import mark_running
     from nonebot_plugin_aimemory.store.plugin_state import PluginStateStore
+    from nonebot_plugin_aimemory.store.sqlite.database import Database
 
     source = tmp_path / "aimemory.db"
     await filled_sqlite(source, rows=10)

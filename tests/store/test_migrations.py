@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 if TYPE_CHECKING:
-    from nonebot_plugin_aimemory.store.database import Database
+    from nonebot_plugin_aimemory.store.sqlite.database import Database
 
 # The first version that has each table or column the sample rows below fill in.
 SESSIONS_AND_MESSAGES = 1
@@ -58,7 +58,7 @@ Schema = tuple[list[tuple[str, str, str, str | None]], dict[str, list[tuple[obje
 
 
 def write_old_database(path, version: int) -> None:
-    from nonebot_plugin_aimemory.store.schema import MIGRATIONS
+    from nonebot_plugin_aimemory.store.sqlite.migrations import MIGRATIONS
 
     connection = sqlite3.connect(path)
     for target, script in enumerate(MIGRATIONS[:version], start=1):
@@ -106,7 +106,7 @@ def raw_rows(path: Path, sql: str) -> list[tuple[object, ...]]:
 
 
 async def open_and_close(path: Path) -> None:
-    from nonebot_plugin_aimemory.store.database import Database
+    from nonebot_plugin_aimemory.store.sqlite.database import Database
 
     database = await Database.open(path)
     await database.close()
@@ -125,8 +125,8 @@ async def fresh_schema(tmp_path) -> Schema:
 
 def write_sample_rows(path: Path, version: int) -> None:
     """Rows of every kind the tables at `version` hold, written as that version wrote them."""
-    from nonebot_plugin_aimemory.store.chat_log_fts5 import index_rows, session_token
     from nonebot_plugin_aimemory.store.chat_log_ranking import row_terms
+    from nonebot_plugin_aimemory.store.sqlite.chat_log_fts5 import index_rows, session_token
 
     connection = sqlite3.connect(path)
     if version >= SESSIONS_AND_MESSAGES:
@@ -276,7 +276,7 @@ async def assert_sample_rows_readable(database: Database, version: int) -> None:
     from nonebot_plugin_aimemory.engine.embeddings import VectorMaker
     from nonebot_plugin_aimemory.store.chat_log_store import ChatLogStore
     from nonebot_plugin_aimemory.store.counters import GroupCounterStore
-    from nonebot_plugin_aimemory.store.history_store import SqliteHistoryStore
+    from nonebot_plugin_aimemory.store.history_store import DatabaseHistoryStore
     from nonebot_plugin_aimemory.store.image_store import ImageDescriptionStore
     from nonebot_plugin_aimemory.store.memory_store import MemoryStore
     from nonebot_plugin_aimemory.store.message_claims import MessageClaimStore
@@ -286,7 +286,7 @@ async def assert_sample_rows_readable(database: Database, version: int) -> None:
     from nonebot_plugin_aimemory.store.sent_messages import SentMessageStore
     from nonebot_plugin_aimemory.store.usage_store import UsageStore
 
-    history = SqliteHistoryStore(database)
+    history = DatabaseHistoryStore(database)
     if version >= SESSIONS_AND_MESSAGES:
         assert [m.text for m in await history.load("g:1")] == ["周五去爬山吗", "好呀"]
         # The auto-clear counter is the home account's (its chat key is the bare one).
@@ -407,7 +407,7 @@ async def test_a_new_database_has_the_schema_every_migration_builds(tmp_path) ->
 
 
 async def test_tables_names_every_table_of_a_new_database(tmp_path) -> None:
-    from nonebot_plugin_aimemory.store.schema import TABLES
+    from nonebot_plugin_aimemory.store.sqlite.schema import TABLES
 
     # A version-0 file holding any of TABLES is migrated rather than created.
     path = tmp_path / "fresh.db"
@@ -438,8 +438,8 @@ def test_the_cases_cover_every_schema_version() -> None:
 async def test_every_older_version_migrates_with_its_rows(
     tmp_path, fresh_schema: Schema, plugin_log, version: int
 ) -> None:
-    from nonebot_plugin_aimemory.store.database import Database
     from nonebot_plugin_aimemory.store.schema import SCHEMA_VERSION
+    from nonebot_plugin_aimemory.store.sqlite.database import Database
 
     path = tmp_path / "old.db"
     write_old_database(path, version)
@@ -468,9 +468,9 @@ async def test_every_older_version_migrates_with_its_rows(
 @pytest.mark.parametrize("version", range(1, LATEST_VERSION))
 async def test_migrated_rows_stay_writable(tmp_path, version: int) -> None:
     from nonebot_plugin_aimemory.store.chat_log_store import ChatLogStore, ChatRow
-    from nonebot_plugin_aimemory.store.database import Database
-    from nonebot_plugin_aimemory.store.history_store import SqliteHistoryStore
+    from nonebot_plugin_aimemory.store.history_store import DatabaseHistoryStore
     from nonebot_plugin_aimemory.store.sent_messages import SentMessage, SentMessageStore
+    from nonebot_plugin_aimemory.store.sqlite.database import Database
 
     path = tmp_path / "old.db"
     write_old_database(path, version)
@@ -482,7 +482,7 @@ async def test_migrated_rows_stay_writable(tmp_path, version: int) -> None:
         await chat_log.insert_many([ChatRow("g:1", AT, "user", "周六去爬山")])
         found = [(r.id, r.text) for r in await chat_log.search("g:1", "爬山", 10)]
         # Clearing a session removes its messages through the trigger of version 7.
-        await SqliteHistoryStore(database).clear("g:1")
+        await DatabaseHistoryStore(database).clear("g:1")
         messages = await database.read("SELECT COUNT(*) FROM messages")
         sent = SentMessageStore(database)
         await sent.record([SentMessage(BOT_ACCOUNT, "7", "f:10001", AT)])
@@ -499,8 +499,9 @@ async def test_migrated_rows_stay_writable(tmp_path, version: int) -> None:
 async def test_a_version_zero_file_with_our_tables_is_migrated_in_place(
     tmp_path, fresh_schema: Schema, plugin_log
 ) -> None:
-    from nonebot_plugin_aimemory.store.database import Database
-    from nonebot_plugin_aimemory.store.schema import MIGRATIONS, SCHEMA_VERSION
+    from nonebot_plugin_aimemory.store.schema import SCHEMA_VERSION
+    from nonebot_plugin_aimemory.store.sqlite.database import Database
+    from nonebot_plugin_aimemory.store.sqlite.migrations import MIGRATIONS
 
     # The first migration's tables without a user_version: migrate, keeping the rows.
     path = tmp_path / "unversioned.db"
@@ -546,8 +547,8 @@ async def test_a_newer_version_is_left_alone_with_a_warning(tmp_path, plugin_log
 
 async def test_chat_log_search_index_is_rebuilt_with_the_session_bound(tmp_path) -> None:
     from nonebot_plugin_aimemory.store.chat_log_store import ChatLogStore
-    from nonebot_plugin_aimemory.store.database import Database
     from nonebot_plugin_aimemory.store.schema import SCHEMA_VERSION
+    from nonebot_plugin_aimemory.store.sqlite.database import Database
 
     path = tmp_path / "old.db"
     write_old_database(path, FTS_WITH_SESSION_TOKEN - 1)
@@ -580,8 +581,8 @@ async def test_chat_log_search_index_is_rebuilt_with_the_session_bound(tmp_path)
 
 
 async def test_tombstones_take_the_qq_number_of_their_memory_when_migrated(tmp_path) -> None:
-    from nonebot_plugin_aimemory.store.database import Database
     from nonebot_plugin_aimemory.store.memory_store import MemoryStore, Tombstone
+    from nonebot_plugin_aimemory.store.sqlite.database import Database
 
     path = tmp_path / "old.db"
     write_old_database(path, TOMBSTONE_SUBJECTS - 1)

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 if TYPE_CHECKING:
-    from nonebot_plugin_aimemory.store.connection import Backend
+    from nonebot_plugin_aimemory.store.backend import Backend
     from nonebot_plugin_aimemory.store.overview_store import OverviewStore
 
 T0 = "2024-05-01T08:00:00.000000Z"

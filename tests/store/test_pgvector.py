@@ -18,8 +18,8 @@ import pytest
 from tests.store.test_chat_log_vectors import MODEL, OTHER_MODEL, OTHER_PREFIXES, random_unit, row
 
 if TYPE_CHECKING:
-    from nonebot_plugin_aimemory.store.chat_log_pgvector import PgvectorColumn
     from nonebot_plugin_aimemory.store.chat_log_store import ChatLogStore
+    from nonebot_plugin_aimemory.store.postgres.chat_log_pgvector import PgvectorColumn
     from tests.fakes.postgres import PostgresServer
 
 DIMENSIONS = 384
@@ -27,7 +27,7 @@ DIMENSIONS = 384
 
 async def open_store(url: str) -> ChatLogStore:
     from nonebot_plugin_aimemory.store.chat_log_store import ChatLogStore
-    from nonebot_plugin_aimemory.store.postgres import PostgresDatabase
+    from nonebot_plugin_aimemory.store.postgres.database import PostgresDatabase
 
     return ChatLogStore(await PostgresDatabase.open(url))
 
@@ -38,15 +38,15 @@ async def pgvector_store(pgvector_server: PostgresServer, pgvector_url: str) -> 
     with psycopg.connect(pgvector_server.admin_url(pgvector_url), autocommit=True) as admin:
         admin.execute("CREATE EXTENSION vector")
     store = await open_store(pgvector_url)
-    assert await store.vectors.use_pgvector()
+    assert await store.vectors.use_vector_column()
     yield store
     await store.database.close()
 
 
 def column(store: ChatLogStore) -> PgvectorColumn:
-    """The store's pgvector column (after `use_pgvector` found it)."""
-    assert store.vectors.pgvector is not None
-    return store.vectors.pgvector
+    """The store's pgvector column (after `use_vector_column` found it)."""
+    assert store.vectors.vector_column is not None
+    return store.vectors.vector_column
 
 
 def cosine(a: list[float], b: list[float]) -> float:
@@ -86,7 +86,7 @@ async def test_the_plugin_creates_pgvector_in_its_own_schema_when_its_role_may(
     # Connected as a superuser: pgvector is not a trusted extension.
     store = await open_store(pgvector_server.admin_url(pgvector_url))
     try:
-        used = await store.vectors.use_pgvector()
+        used = await store.vectors.use_vector_column()
     finally:
         await store.database.close()
 
@@ -108,7 +108,7 @@ async def test_pgvector_in_another_schema_is_used_where_it_is_whatever_the_searc
     store = await open_store(pgvector_url)
     try:
         (row_id,) = await store.insert_many([row("g:1", "一")])
-        assert await store.vectors.use_pgvector()
+        assert await store.vectors.use_vector_column()
         await store.vectors.put(MODEL, [(row_id, [0.6, 0.8])])
 
         ranked = await column(store).nearest("g:1", MODEL, [0.6, 0.8], 10)
@@ -134,7 +134,7 @@ async def test_pgvector_in_a_schema_the_role_may_not_use_is_not_used(
         admin.execute("CREATE EXTENSION vector SCHEMA extensions")
     store = await open_store(pgvector_url)
     try:
-        used = await store.vectors.use_pgvector()
+        used = await store.vectors.use_vector_column()
     finally:
         await store.database.close()
 
@@ -149,8 +149,8 @@ async def test_a_role_that_may_not_create_pgvector_logs_one_line_and_changes_not
 ) -> None:
     store = await open_store(pgvector_url)  # the app role: not a superuser
     try:
-        used = await store.vectors.use_pgvector()
-        again = await store.vectors.use_pgvector()
+        used = await store.vectors.use_vector_column()
+        again = await store.vectors.use_vector_column()
     finally:
         await store.database.close()
 
@@ -169,7 +169,7 @@ async def test_a_server_without_pgvector_logs_one_line_and_changes_nothing(
     store = await open_store(postgres_url)  # Debian's stock server: no pgvector installed
     try:
         (row_id,) = await store.insert_many([row("g:1", "一")])
-        used = await store.vectors.use_pgvector()
+        used = await store.vectors.use_vector_column()
         stored = await store.vectors.put(MODEL, [(row_id, [1.0, 0.0])])
     finally:
         await store.database.close()
@@ -194,7 +194,7 @@ async def test_enabling_pgvector_again_on_the_next_start_changes_nothing(
 ) -> None:
     again = await open_store(pgvector_url)
     try:
-        assert await again.vectors.use_pgvector()
+        assert await again.vectors.use_vector_column()
     finally:
         await again.database.close()
 
@@ -291,14 +291,14 @@ async def test_vectors_stored_before_pgvector_get_theirs_from_their_packed_bytes
         ids = await before.insert_many([row("g:1", str(i)) for i in range(7)])
         vectors = {row_id: random_unit(rng, DIMENSIONS) for row_id in ids}
         await before.vectors.put(MODEL, list(vectors.items()))
-        assert not await before.vectors.use_pgvector()
+        assert not await before.vectors.use_vector_column()
     finally:
         await before.database.close()
     with psycopg.connect(pgvector_server.admin_url(pgvector_url), autocommit=True) as admin:
         admin.execute("CREATE EXTENSION vector")
     store = await open_store(pgvector_url)
     try:
-        assert await store.vectors.use_pgvector()
+        assert await store.vectors.use_vector_column()
         waiting = await column(store).unfilled("g:1", MODEL)
         counted = await column(store).unfilled_count(MODEL)
         first = await column(store).fill(MODEL, 5)
@@ -338,7 +338,7 @@ async def test_only_the_current_models_vectors_are_filled_in(
         admin.execute("CREATE EXTENSION vector")
     store = await open_store(pgvector_url)
     try:
-        assert await store.vectors.use_pgvector()
+        assert await store.vectors.use_vector_column()
         filled = [await column(store).fill(MODEL, 10) for _ in range(2)]
         left = await column(store).unfilled_count(OTHER_MODEL)
     finally:

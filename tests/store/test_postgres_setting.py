@@ -62,10 +62,11 @@ def test_without_the_driver_the_error_names_the_extra(monkeypatch) -> None:
 async def test_the_bot_runs_on_postgresql_and_remembers_across_a_restart(
     plugin, postgres_url: str
 ) -> None:
+    from nonebot_plugin_aimemory.store.postgres.database import PostgresDatabase
     from tests.fakes.openai_server import text
 
     await plugin.restart(aimemory_database_url=postgres_url)
-    assert plugin.runtime.database.dialect == "postgresql"
+    assert isinstance(plugin.runtime.database, PostgresDatabase)
     plugin.llm.script(text("记住了，你叫阿强"), text("你叫阿强"))
     bot = RecordingBot()
     await bot.receive(private_message("我叫阿强", user_id=3001))

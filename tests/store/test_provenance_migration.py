@@ -45,7 +45,7 @@ async def old_postgres(url: str, version: int) -> None:
     migration adds (its provenance columns), at that version, with memories of then."""
     import psycopg
 
-    from nonebot_plugin_aimemory.store.postgres import PostgresDatabase
+    from nonebot_plugin_aimemory.store.postgres.database import PostgresDatabase
 
     await (await PostgresDatabase.open(url)).close()
     with psycopg.connect(url) as connection:

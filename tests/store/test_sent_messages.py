@@ -9,8 +9,8 @@ from typing import TYPE_CHECKING
 import pytest
 
 if TYPE_CHECKING:
-    from nonebot_plugin_aimemory.store.database import Database
     from nonebot_plugin_aimemory.store.sent_messages import SentMessage
+    from nonebot_plugin_aimemory.store.sqlite.database import Database
 
 ACCOUNT = "42"
 OTHER_ACCOUNT = "43"
@@ -101,8 +101,8 @@ async def test_the_chat_logs_retention_removes_older_records_in_its_transaction(
 
 
 async def test_records_outlive_closing_the_database(tmp_path) -> None:
-    from nonebot_plugin_aimemory.store.database import Database
     from nonebot_plugin_aimemory.store.sent_messages import SentMessageStore
+    from nonebot_plugin_aimemory.store.sqlite.database import Database
 
     first = await Database.open(tmp_path / "sent.db")
     await SentMessageStore(first).record([sent("1", "g:111")])

@@ -17,8 +17,8 @@ def row(day: str, chat: str, role: str, prompt: int, completion: int, cached: in
 
 @pytest.fixture(params=["sqlite", "postgresql", "memory"])
 async def ledger(request, tmp_path) -> AsyncIterator[Any]:
-    from nonebot_plugin_aimemory.store.database import Database
-    from nonebot_plugin_aimemory.store.postgres import PostgresDatabase
+    from nonebot_plugin_aimemory.store.postgres.database import PostgresDatabase
+    from nonebot_plugin_aimemory.store.sqlite.database import Database
     from nonebot_plugin_aimemory.store.usage_store import MemoryOnlyUsageStore, UsageStore
 
     if request.param == "memory":

@@ -8,16 +8,21 @@ import asyncio
 import contextlib
 import logging
 import sqlite3
+import time
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
-from datetime import datetime, timezone
 from functools import partial
 from pathlib import Path
 from typing import Any, TypeVar
 
-from .connection import Connection
-from .schema import LATEST_SCHEMA, MIGRATIONS, SCHEMA_VERSION, TABLES
-from .storable import storable_rows, storable_values
+from ..chat_log_ranking import Postings
+from ..connection import Connection
+from ..schema import SCHEMA_VERSION
+from ..storable import storable_rows, storable_values
+from ..vector_column import VectorColumn
+from .chat_log_fts5 import Fts5Postings
+from .migrations import MIGRATIONS
+from .schema import LATEST_SCHEMA, TABLES
 
 logger = logging.getLogger("nonebot_plugin_aimemory")
 
@@ -25,24 +30,6 @@ T = TypeVar("T")
 # How long a statement waits for a lock another connection (another program) holds.
 BUSY_TIMEOUT_MS = 5000
 THREAD_NAME_PREFIX = "aimemory-db"
-
-
-UTC_TEXT_FORMAT = "%Y-%m-%dT%H:%M:%S.%fZ"
-
-
-def utc_text(moment: datetime) -> str:
-    """Fixed-width UTC timestamp: text order is time order."""
-    return moment.astimezone(timezone.utc).strftime(UTC_TEXT_FORMAT)
-
-
-def utc_now_text() -> str:
-    """The current UTC time in the stored text format."""
-    return utc_text(datetime.now(timezone.utc))
-
-
-def parse_utc_text(text: str) -> datetime:
-    """A stored UTC timestamp back as an aware datetime."""
-    return datetime.strptime(text, UTC_TEXT_FORMAT).replace(tzinfo=timezone.utc)
 
 
 class SqliteConnection:
@@ -68,11 +55,14 @@ class SqliteConnection:
 
 
 class Database:
-    """The plugin's SQLite file. All access goes through `read`, `write` and `write_one`:
-    each is one callable run on the database's own thread (a single-worker executor runs
-    them first in, first out, one at a time, so they need no lock), in the order asked for."""
+    """The plugin's SQLite file (a `Backend`, store/backend.py). All access goes through
+    `read`, `write` and `write_one`: each is one callable run on the database's own thread
+    (a single-worker executor runs them first in, first out, one at a time, so they need no
+    lock), in the order asked for. A write transaction (BEGIN IMMEDIATE) is the file's only
+    one: a lock is held already, and the file is one bot's own."""
 
-    dialect = "sqlite"
+    shared = False
+    null_safe_equals = "IS"
 
     def __init__(
         self, connection: sqlite3.Connection, path: str, executor: ThreadPoolExecutor
@@ -136,6 +126,29 @@ class Database:
             self._closing = loop.run_in_executor(self._executor, self._connection.close)
             self._closing.add_done_callback(lambda _: self._executor.shutdown(wait=False))
         await asyncio.shield(self._closing)
+
+    def now_seconds(self, connection: Connection) -> float:
+        """This machine's clock: the file is on it."""
+        return time.time()
+
+    def lock(self, connection: Connection, space: int, key: int) -> None:
+        """Nothing to wait for: the write transaction excludes every other."""
+
+    def try_lock(self, connection: Connection, space: int, key: int) -> bool:
+        """Always held: the write transaction excludes every other."""
+        return True
+
+    def byte_order(self, column: str) -> str:
+        """`column` as it is: SQLite compares text by its bytes."""
+        return column
+
+    def chat_log_postings(self) -> Postings:
+        """FTS5 (chat_log_fts5.py)."""
+        return Fts5Postings(self)
+
+    async def vector_column(self) -> VectorColumn | None:
+        """None: the plugin ranks the packed vectors."""
+        return None
 
 
 def _connect(path: Path, busy_timeout_ms: int) -> sqlite3.Connection:

@@ -1,33 +1,31 @@
 """The plugin's tables on PostgreSQL, in a schema of their own (`aimemory`): the same tables,
-columns and version numbers as the SQLite file (schema.py), written in PostgreSQL's types.
+columns and version numbers as the SQLite file (sqlite/schema.py), written in PostgreSQL's
+types.
 A database is created at the latest version in one transaction; one of a newer version than
 this release is refused. The chat log's search has no FTS5 here: a row's segmented terms
 are kept in an array column with a GIN index, with their counts per row and per term,
-filled by the plugin (store/chat_log_terms_index.py), so a stock server needs no
-extension. pgvector is used when it is there or can be created (`enable_pgvector`), for
-the chat-log rows' vectors only, and nothing else depends on it."""
+filled by the plugin (chat_log_terms_index.py), so a stock server needs no extension.
+pgvector is used when it is there or can be created (pgvector.py), for the chat-log rows'
+vectors only, and nothing else depends on it."""
 
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from contextlib import AbstractContextManager
+from typing import Protocol
 
-from .schema import SCHEMA_VERSION
-from .sqlite_migrations import MEMORY_PROVENANCE, MESSAGE_CLAIMS  # written for both
-
-if TYPE_CHECKING:
-    from .connection import Connection
-    from .postgres import PgConnection
+from ..connection import Connection
+from ..schema import MEMORY_PROVENANCE, MESSAGE_CLAIMS, SCHEMA_VERSION  # written for both
 
 logger = logging.getLogger("nonebot_plugin_aimemory")
 
 SCHEMA_NAME = "aimemory"
 # Two processes starting on a new database create the schema one after the other.
-_SCHEMA_LOCK = 0x61696D656D6F7279  # "aimemory"
+SCHEMA_LOCK = 0x61696D656D6F7279  # "aimemory"
 
 # Migrations after the first PostgreSQL schema (17) go here, keyed by the version they
-# reach, each the PostgreSQL form of the SQLite migration of that number (schema.py); no
+# reach, each the PostgreSQL form of the SQLite migration of that number
+# (sqlite/migrations.py); no
 # PostgreSQL database is older than 17.
 MIGRATIONS: dict[int, str] = {
     18: """
@@ -49,6 +47,19 @@ MIGRATIONS: dict[int, str] = {
 
 class NewerSchema(RuntimeError):
     """The database was written by a newer release of the plugin."""
+
+
+class ScriptConnection(Connection, Protocol):
+    """A connection that also runs a script of several statements and opens a transaction
+    (database.py's `PgConnection`)."""
+
+    def script(self, sql: str) -> None:
+        """Run several statements without parameters."""
+        ...
+
+    def transaction(self) -> AbstractContextManager[object]:
+        """A transaction: committed when the block ends, rolled back when it raises."""
+        ...
 
 
 LATEST_SCHEMA = """
@@ -211,14 +222,14 @@ CREATE TABLE IF NOT EXISTS plugin_state (
     value TEXT NOT NULL
 );
 """
-LATEST_SCHEMA += MESSAGE_CLAIMS  # the same on both databases (sqlite_migrations.py)
+LATEST_SCHEMA += MESSAGE_CLAIMS  # the same on both databases (store/schema.py)
 
 
-def create_or_check_schema(connection: PgConnection) -> None:
+def create_or_check_schema(connection: ScriptConnection) -> None:
     """In one transaction: the plugin's schema created at the latest version, or brought to
     it; NewerSchema for one written by a newer release (left as it is)."""
     with connection.transaction():
-        connection.execute("SELECT pg_advisory_xact_lock(?)", (_SCHEMA_LOCK,))
+        connection.execute("SELECT pg_advisory_xact_lock(?)", (SCHEMA_LOCK,))
         connection.script(
             f"CREATE SCHEMA IF NOT EXISTS {SCHEMA_NAME}; SET LOCAL search_path TO {SCHEMA_NAME};"
             "CREATE TABLE IF NOT EXISTS schema_version ("
@@ -248,136 +259,3 @@ def create_or_check_schema(connection: PgConnection) -> None:
         logger.info("database migrated from schema version %d to %d", version, SCHEMA_VERSION)
     else:
         logger.info("database created at schema version %d", SCHEMA_VERSION)
-
-
-# pgvector (the `vector` extension) lives outside the numbered migrations: the version
-# numbers are the SQLite file's as well, and a column whose type exists only where the
-# extension does cannot be part of a version every database reaches. Its column and index
-# are added, idempotently, after the schema check, by the first start that ranks chat-log
-# rows by vector (store/chat_log_pgvector.py), and only then: a bot without row vectors
-# never creates an extension. A database without them is at the same version.
-VECTOR_EXTENSION = "vector"
-# pgvector's limit on a `vector`'s dimensions: a longer one is ranked by the plugin.
-PGVECTOR_MAX_DIMENSIONS = 16_000
-_CREATE_PGVECTOR = "create_pgvector"
-
-
-@dataclass(frozen=True, slots=True)
-class PgVector:
-    """pgvector as the stores name it: its type, cosine distance and `vector_dims`
-    qualified by the schema the extension lives in (the plugin's own when the plugin
-    created it, any other when an administrator did), so nothing depends on the
-    search_path and no other schema's objects are looked up."""
-
-    schema: str
-    version: str
-
-    @property
-    def vector_type(self) -> str:
-        """The `vector` type, qualified."""
-        return f"{_quoted(self.schema)}.vector"
-
-    @property
-    def cosine_distance(self) -> str:
-        """The `<=>` operator, qualified: 1 - cosine (NaN for a zero vector)."""
-        return f"OPERATOR({_quoted(self.schema)}.<=>)"
-
-    @property
-    def dimensions(self) -> str:
-        """The `vector_dims` function, qualified."""
-        return f"{_quoted(self.schema)}.vector_dims"
-
-
-@dataclass(frozen=True, slots=True)
-class NoPgVector:
-    """Why pgvector cannot be used here (the server's own words), for the log."""
-
-    reason: str
-
-
-def enable_pgvector(connection: Connection) -> PgVector | NoPgVector:
-    """In the caller's transaction: pgvector found (in any schema) or created in the
-    plugin's, and `chat_log_vectors.embedding` with its index added if missing; or why
-    not, when the server has no pgvector or the role may not create it (nothing changed)."""
-    connection.execute("SELECT pg_advisory_xact_lock(?)", (_SCHEMA_LOCK,))
-    installed = _installed_pgvector(connection)
-    if installed is None:
-        refused = _create_pgvector(connection)
-        if refused is not None:
-            return refused
-        installed = _installed_pgvector(connection)
-        assert installed is not None  # (created just now)
-    pgvector, usable = installed
-    if not usable:
-        return NoPgVector(
-            f"extension {VECTOR_EXTENSION!r} is in schema {pgvector.schema!r}, "
-            "which this role may not use"
-        )
-    if not _has_embedding_column(connection):
-        # Nullable without a default: a change of the catalogue only, whatever the rows.
-        # STORAGE MAIN keeps a row's vector in its row: pgvector's default, EXTERNAL, moves
-        # it out of line once the row passes 2 kB (384 dimensions do, with the packed bytes
-        # beside them), and a ranking then reads it back from the TOAST table, twice a row:
-        # 50 000 rows of a session among 100 000 took 590 ms instead of 170 ms.
-        connection.execute(
-            f"ALTER TABLE {SCHEMA_NAME}.chat_log_vectors "
-            f"ADD COLUMN IF NOT EXISTS embedding {pgvector.vector_type}"
-        )
-        connection.execute(
-            f"ALTER TABLE {SCHEMA_NAME}.chat_log_vectors ALTER COLUMN embedding SET STORAGE MAIN"
-        )
-        # The rows still to fill from their packed bytes: empty once they are.
-        connection.execute(
-            "CREATE INDEX IF NOT EXISTS chat_log_vectors_without_embedding "
-            f"ON {SCHEMA_NAME}.chat_log_vectors (session_key) WHERE embedding IS NULL"
-        )
-    return pgvector
-
-
-def _create_pgvector(connection: Connection) -> NoPgVector | None:
-    """pgvector created in the plugin's schema, or why not (the transaction goes on)."""
-    import psycopg
-
-    connection.execute(f"SAVEPOINT {_CREATE_PGVECTOR}")
-    try:
-        connection.execute(
-            f"CREATE EXTENSION IF NOT EXISTS {VECTOR_EXTENSION} SCHEMA {SCHEMA_NAME}"
-        )
-    except (
-        psycopg.errors.FeatureNotSupported,  # not installed on the server (PostgreSQL 15+)
-        psycopg.errors.UndefinedFile,  # not installed (13, 14), or its library missing
-        psycopg.errors.InsufficientPrivilege,  # not a trusted extension: superusers only
-    ) as error:
-        connection.execute(f"ROLLBACK TO SAVEPOINT {_CREATE_PGVECTOR}")
-        return NoPgVector(str(error).splitlines()[0])
-    connection.execute(f"RELEASE SAVEPOINT {_CREATE_PGVECTOR}")
-    return None
-
-
-def _installed_pgvector(connection: Connection) -> tuple[PgVector, bool] | None:
-    """pgvector where the database has it, and whether this role may use its schema."""
-    row = connection.execute(
-        "SELECT n.nspname, e.extversion, has_schema_privilege(n.oid, 'USAGE') "
-        "FROM pg_extension e JOIN pg_namespace n ON n.oid = e.extnamespace "
-        "WHERE e.extname = ?",
-        (VECTOR_EXTENSION,),
-    ).fetchone()
-    if row is None:
-        return None
-    schema, version, usable = row
-    return PgVector(str(schema), str(version)), bool(usable)
-
-
-def _has_embedding_column(connection: Connection) -> bool:
-    # Looked up first: ALTER TABLE would lock the table at every start even with IF NOT
-    # EXISTS.
-    row = connection.execute(
-        "SELECT 1 FROM pg_attribute WHERE attrelid = ?::regclass AND attname = 'embedding' "
-        "AND NOT attisdropped",
-        (f"{SCHEMA_NAME}.chat_log_vectors",),
-    ).fetchone()
-    return row is not None
-
-
-def _quoted(identifier: str) -> str:
-    return '"' + identifier.replace('"', '""') + '"'

@@ -1,57 +1,11 @@
 """The SQLite file's migrations: each brings a file from one schema version to the next,
-applied in order by `PRAGMA user_version` (schema.py has the latest schema, built in one
-step for a new file)."""
+applied in order by `PRAGMA user_version` (schema.py beside it has the latest schema, built
+in one step for a new file; the migrations written for both databases are in
+store/schema.py)."""
 
 from __future__ import annotations
 
-# Schema version 19, written for both databases (postgres_schema.py uses it as it is, and
-# schema.py in the latest schema): claims on received messages (store/message_claims.py).
-MESSAGE_CLAIMS = """
-CREATE TABLE IF NOT EXISTS message_claims (
-    id BIGINT PRIMARY KEY,
-    chat TEXT NOT NULL,
-    sender TEXT NOT NULL,
-    said TEXT NOT NULL,
-    sent_at DOUBLE PRECISION NOT NULL,
-    claimed_at DOUBLE PRECISION NOT NULL,
-    answered_by TEXT,
-    logged_in TEXT
-);
-CREATE INDEX IF NOT EXISTS message_claims_by_message ON message_claims (chat, sender, said, sent_at);
-CREATE INDEX IF NOT EXISTS message_claims_by_time ON message_claims (claimed_at);
-CREATE TABLE IF NOT EXISTS message_copies (
-    message BIGINT NOT NULL,
-    account TEXT NOT NULL,
-    message_id TEXT NOT NULL,
-    process TEXT NOT NULL,
-    PRIMARY KEY (message, account)
-);
-CREATE TABLE IF NOT EXISTS chat_presence (
-    chat TEXT NOT NULL,
-    account TEXT NOT NULL,
-    process TEXT NOT NULL,
-    seen_at DOUBLE PRECISION NOT NULL,
-    PRIMARY KEY (chat, account)
-);
-CREATE TABLE IF NOT EXISTS claim_holders (
-    process TEXT PRIMARY KEY,
-    alive_at DOUBLE PRECISION NOT NULL
-);
-"""
-
-# Schema version 20, written for both databases: where each memory came from
-# (store/provenance.py). What an old row tells is kept (the reviewer's, the extraction's, and
-# the panel's, the one writer of `source` 'command' before); the rest stays unknown.
-MEMORY_PROVENANCE = """
-ALTER TABLE memories ADD COLUMN origin TEXT;
-ALTER TABLE memories ADD COLUMN said_by_id TEXT;
-ALTER TABLE memories ADD COLUMN said_by_name TEXT;
-ALTER TABLE memories ADD COLUMN told_by_id TEXT;
-ALTER TABLE memories ADD COLUMN told_by_name TEXT;
-ALTER TABLE memories ADD COLUMN said_in TEXT;
-UPDATE memories SET origin = CASE source
-    WHEN 'review' THEN 'review' WHEN 'extract' THEN 'extract' WHEN 'command' THEN 'panel' END;
-"""
+from ..schema import MEMORY_PROVENANCE, MESSAGE_CLAIMS
 
 # Each entry migrates from version i to i + 1; never edit a released entry, append a new one.
 MIGRATIONS: tuple[str, ...] = (
@@ -297,6 +251,6 @@ MIGRATIONS: tuple[str, ...] = (
     MEMORY_PROVENANCE,
     # PostgreSQL's btree holds at most 2 704 bytes a row, less than a memory of 2 000
     # characters can take: there the lookup by content is indexed by its md5
-    # (postgres_schema.py). A SQLite index has no such limit: nothing changes here.
+    # (store/postgres/schema.py). A SQLite index has no such limit: nothing changes here.
     "SELECT 1;",
 )

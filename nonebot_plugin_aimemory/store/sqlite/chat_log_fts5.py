@@ -1,14 +1,16 @@
 """The chat log's full-text index on SQLite: FTS5 over each row's search terms, every term
 prefixed with its session so that a search reads only its own session's postings, ranked by
 FTS5's bm25(); contentless, the terms it was given kept in `chat_log_terms`, to take a row
-out of it again (chat_log_index.py searches it; chat_log_terms_index.py is PostgreSQL's)."""
+out of it again (store/chat_log_index.py searches it; postgres/chat_log_terms_index.py is
+PostgreSQL's)."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-from .chat_log_ranking import SPEAKER_WEIGHT, TEXT_WEIGHT, PeriodBoost, TermMatch
-from .connection import Backend, Connection
+from ..backend import Backend
+from ..chat_log_ranking import SPEAKER_WEIGHT, TEXT_WEIGHT, PeriodBoost, TermMatch
+from ..connection import Connection
 
 # Ids per `IN (...)` of one statement: SQLite before 3.32 allows 999 variables in all.
 MAX_IDS_PER_STATEMENT = 500

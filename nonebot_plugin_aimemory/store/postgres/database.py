@@ -1,5 +1,5 @@
 """The plugin's data on a PostgreSQL server, behind the same three calls as the SQLite file
-(`read`, `write`, `write_one`: database.py), through psycopg 3 (the optional `[postgres]`
+(`read`, `write`, `write_one`: sqlite/database.py), through psycopg 3 (the optional `[postgres]`
 extra). Every table lives in the plugin's own schema (`aimemory`), so a database shared
 with another application is never touched outside it. One connection, used from one
 worker thread of its own, in the order asked for, as with SQLite; a broken connection is
@@ -15,9 +15,14 @@ from concurrent.futures import ThreadPoolExecutor
 from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from .connection import Connection, Cursor
-from .postgres_schema import SCHEMA_NAME, create_or_check_schema
-from .storable import storable_rows, storable_values
+from ..addresses import redacted
+from ..chat_log_ranking import Postings
+from ..connection import Connection, Cursor
+from ..storable import storable_rows, storable_values
+from ..vector_column import VectorColumn
+from .chat_log_pgvector import open_pgvector_column
+from .chat_log_terms_index import TermArrayPostings
+from .schema import SCHEMA_NAME, create_or_check_schema
 
 if TYPE_CHECKING:
     import psycopg
@@ -68,10 +73,13 @@ class PgConnection:
 
 
 class PostgresDatabase:
-    """The plugin's tables on a PostgreSQL server. `url` is `postgresql://…` (libpq's
-    form; `?sslmode=…` and the like pass through); its password is never logged."""
+    """The plugin's tables on a PostgreSQL server (a `Backend`, store/backend.py). `url` is
+    `postgresql://…` (libpq's form; `?sslmode=…` and the like pass through); its password
+    is never logged. Transactions run side by side (READ COMMITTED), and other bot
+    processes may share the server: what must go one at a time takes an advisory lock."""
 
-    dialect = "postgresql"
+    shared = True
+    null_safe_equals = "IS NOT DISTINCT FROM"
 
     def __init__(self, url: str, executor: ThreadPoolExecutor) -> None:
         self._url = url
@@ -137,6 +145,40 @@ class PostgresDatabase:
             self._connection.close()
             self._connection = None
 
+    def now_seconds(self, connection: Connection) -> float:
+        """The server's clock: every process on every machine reads the same."""
+        (now,) = connection.execute(
+            "SELECT CAST(EXTRACT(EPOCH FROM clock_timestamp()) AS DOUBLE PRECISION)"
+        ).fetchone()
+        return float(now)
+
+    def lock(self, connection: Connection, space: int, key: int) -> None:
+        """The advisory lock in the two-key space, held until the transaction ends."""
+        connection.execute(
+            "SELECT pg_advisory_xact_lock(CAST(? AS INTEGER), CAST(? AS INTEGER))", (space, key)
+        )
+
+    def try_lock(self, connection: Connection, space: int, key: int) -> bool:
+        """The advisory lock in the two-key space, unless another transaction holds it."""
+        (claimed,) = connection.execute(
+            "SELECT pg_try_advisory_xact_lock(CAST(? AS INTEGER), CAST(? AS INTEGER))",
+            (space, key),
+        ).fetchone()
+        return bool(claimed)
+
+    def byte_order(self, column: str) -> str:
+        """`column` in the C collation: the database's own may order text otherwise."""
+        return f'{column} COLLATE "C"'
+
+    def chat_log_postings(self) -> Postings:
+        """Term arrays ranked in SQL (chat_log_terms_index.py)."""
+        return TermArrayPostings(self)
+
+    async def vector_column(self) -> VectorColumn | None:
+        """pgvector's column where pgvector is there or can be created
+        (chat_log_pgvector.py)."""
+        return await open_pgvector_column(self)
+
 
 def _connect(url: str) -> psycopg.Connection[Any]:
     """A connection in autocommit mode (transactions are begun explicitly), its searches
@@ -167,15 +209,3 @@ def _connect(url: str) -> psycopg.Connection[Any]:
 def _in_transaction(connection: PgConnection, work: Callable[[Connection], T]) -> T:
     with connection.transaction():
         return work(connection)
-
-
-def redacted(url: str) -> str:
-    """`url` with its password replaced by `***`, for logs and status lines."""
-    from urllib.parse import urlsplit, urlunsplit
-
-    parts = urlsplit(url)
-    if parts.password is None:
-        return url
-    user, _, host = parts.netloc.rpartition("@")
-    name = user.partition(":")[0]
-    return urlunsplit((parts.scheme, f"{name}:***@{host}", parts.path, parts.query, parts.fragment))

@@ -1,5 +1,5 @@
 """The chat-log rows' vectors in pgvector's column (`chat_log_vectors.embedding`), on a
-PostgreSQL database where pgvector is there or could be created (postgres_schema.py's
+PostgreSQL database where pgvector is there or could be created (pgvector.py's
 `enable_pgvector`): the database ranks a session's rows by cosine itself, all of them
 (`nearest`). Vectors stored before the column existed (or copied from SQLite) get theirs
 from their packed bytes (`fill`); a session with rows still waiting for theirs is ranked
@@ -12,11 +12,12 @@ import logging
 import math
 from collections.abc import Sequence
 
-from ..engine.embeddings import VectorMaker
+from ...engine.embeddings import VectorMaker
+from ..backend import Backend
+from ..connection import Connection
+from ..packed_vectors import HEADER, int8_components
 from .chat_log_terms_index import lock_chat_log
-from .connection import Backend, Connection
-from .packed_vectors import HEADER, int8_components
-from .postgres_schema import PGVECTOR_MAX_DIMENSIONS, NoPgVector, PgVector, enable_pgvector
+from .pgvector import PGVECTOR_MAX_DIMENSIONS, NoPgVector, PgVector, enable_pgvector
 
 logger = logging.getLogger("nonebot_plugin_aimemory")
 
@@ -37,9 +38,7 @@ def fits_pgvector(vector: Sequence[float]) -> bool:
 
 async def open_pgvector_column(database: Backend) -> PgvectorColumn | None:
     """pgvector's column of the chat-log vectors, where the database can have it: pgvector
-    found or created, the column added (on SQLite: None). Logged in one line either way."""
-    if database.dialect != "postgresql":
-        return None
+    found or created, the column added. Logged in one line either way."""
     found = await database.write(enable_pgvector)
     if isinstance(found, NoPgVector):
         logger.info(
@@ -58,8 +57,8 @@ async def open_pgvector_column(database: Backend) -> PgvectorColumn | None:
 
 
 class PgvectorColumn:
-    """SQL for `chat_log_vectors.embedding`; reads are bound to one session and one vector
-    maker, and to the query's length."""
+    """SQL for `chat_log_vectors.embedding` (a `VectorColumn`, vector_column.py); reads are
+    bound to one session and one vector maker, and to the query's length."""
 
     def __init__(self, database: Backend, pgvector: PgVector) -> None:
         self.database = database
@@ -69,6 +68,19 @@ class PgvectorColumn:
     def vector_type(self) -> str:
         """pgvector's type, qualified by its schema, for a cast (`?::…`)."""
         return self.pgvector.vector_type
+
+    @property
+    def placeholder(self) -> str:
+        """A vector's value in a statement: `?` cast to pgvector's type."""
+        return f"?::{self.vector_type}"
+
+    def fits(self, vector: Sequence[float]) -> bool:
+        """See `fits_pgvector`."""
+        return fits_pgvector(vector)
+
+    def value(self, vector: Sequence[float]) -> str | None:
+        """`vector` in pgvector's text form, or None when it is too long (or empty)."""
+        return pgvector_text(vector) if fits_pgvector(vector) else None
 
     async def nearest(
         self,

@@ -20,7 +20,8 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from .chat_log_ranking import (
+from ..backend import Backend
+from ..chat_log_ranking import (
     BM25_B,
     BM25_K1,
     SPEAKER_WEIGHT,
@@ -29,7 +30,7 @@ from .chat_log_ranking import (
     TermMatch,
     fts5_idf,
 )
-from .connection import Backend, Connection
+from ..connection import Connection
 
 # Between a session and a term: no term holds a space, so no session's terms are another's.
 SEPARATOR = " "
