@@ -31,6 +31,7 @@ require("nonebot_plugin_localstore")
 from .config import Config, ConfigError, describe_validation_error  # noqa: E402
 from .deferred_start import deferred_start  # noqa: E402
 from .engine.tools import Tool, ToolError  # noqa: E402
+from .onebot.matcher import register_matcher  # noqa: E402
 from .onebot.names import ChatNames  # noqa: E402
 from .panel import PanelData, mount_panel  # noqa: E402
 from .runtime import Extensions, Runtime, current_runtime, install_runtime  # noqa: E402
@@ -84,7 +85,8 @@ if not any(isinstance(h, LoguruHandler) for h in _engine_logger.handlers):
     _engine_logger.setLevel(logging.INFO)
     _engine_logger.propagate = False
 
-from .onebot import matcher  # noqa: E402, F401
+# The one matcher, handed the configured priority and the runtime in use.
+chat_matcher = register_matcher(plugin_config.aimemory_matcher_priority, current_runtime)
 
 # The plugin's registry of what other plugins add; each Runtime it starts uses it.
 extensions = Extensions()

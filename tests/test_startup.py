@@ -263,8 +263,8 @@ def test_the_tests_read_no_env_file_from_the_working_directory(tmp_path: Path) -
 
 def test_the_matcher_runs_at_the_configured_priority(tmp_path: Path) -> None:
     script = LOAD_AND_REPORT + (
-        "from nonebot_plugin_aimemory.onebot.matcher import chat\n"
-        "print('PRIORITY', chat.priority, chat.block)\n"
+        "from nonebot_plugin_aimemory import chat_matcher\n"
+        "print('PRIORITY', chat_matcher.priority, chat_matcher.block)\n"
     )
 
     result = run_python(["-c", script], tmp_path, AIMEMORY_MATCHER_PRIORITY="5")
