@@ -89,7 +89,7 @@ if not any(isinstance(h, LoguruHandler) for h in _engine_logger.handlers):
 chat_matcher = register_matcher(plugin_config.aimemory_matcher_priority, current_runtime)
 
 # The plugin's registry of what other plugins add; each Runtime it starts uses it.
-extensions = Extensions()
+extensions: Extensions[Runtime] = Extensions()
 pre_compact = extensions.pre_compact
 register_tool_provider = extensions.register_tool_provider
 unregister_tool_provider = extensions.unregister_tool_provider

@@ -70,7 +70,7 @@ class Runtime:
     """Everything the matcher needs while the bot runs, built once."""
 
     config: Config
-    extensions: Extensions
+    extensions: Extensions[Runtime]
     http: SharedHttp
     llm: LLMClient
     counter: TiktokenCounter | EstimatingCounter
@@ -133,7 +133,7 @@ class Runtime:
         cls,
         config: Config,
         db_path: str,
-        extensions: Extensions | None = None,
+        extensions: Extensions[Runtime] | None = None,
         personas_dir: Path | None = None,
     ) -> Runtime:
         """Open everything; an unusable database degrades to in-memory history. Persona
@@ -163,7 +163,7 @@ class Runtime:
 class _Builder:
     """Builds one Runtime, part by part, in dependency order."""
 
-    def __init__(self, config: Config, extensions: Extensions) -> None:
+    def __init__(self, config: Config, extensions: Extensions[Runtime]) -> None:
         self.config = config
         self.extensions = extensions
         self.http = SharedHttp(config.aimemory_request_timeout)

@@ -10,10 +10,25 @@ from __future__ import annotations
 
 import functools
 import re
+import unicodedata
 from dataclasses import dataclass, field, replace
 from enum import Enum
 
-from .personas.catalog import DEFAULT_PERSONA, is_valid_persona_name
+# The persona a chat plays when none is chosen: its scopes carry no `#persona` part.
+DEFAULT_PERSONA = "默认"
+MAX_PERSONA_NAME_CHARS = 32
+
+
+def is_valid_persona_name(name: str) -> bool:
+    """A name usable as a file name and on one QQ line: short, no path or control
+    characters, not hidden."""
+    if not name or len(name) > MAX_PERSONA_NAME_CHARS or name != name.strip():
+        return False
+    # `#` separates a chat key from its persona.
+    if name.startswith(".") or any(c in name for c in '/\\:*?"<>|#'):
+        return False
+    return all(unicodedata.category(c)[0] not in "CZ" or c == " " for c in name)
+
 
 PERSONA_SEPARATOR = "#"
 ACCOUNT_SEPARATOR = "@"

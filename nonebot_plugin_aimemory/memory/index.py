@@ -15,10 +15,15 @@ from ..store.memory_store import MemoryRecord, MemoryStore, Tombstone
 from ..text import segmenter
 from ..text.query import analyse, content_characters
 from .gist import Gist
-from .keywords import TAG_CHARACTER_COUNT
 from .rules import is_safe_to_show
 
 MAX_CACHED_SCOPES = 64
+
+
+# A tag is a label someone chose for the memory: a term in its tags counts twice in the
+# ranking (keywords.py's BM25F), and so do its characters here (counts are integers).
+TAG_WEIGHT = 2.0
+TAG_CHARACTER_COUNT = int(TAG_WEIGHT)
 
 
 @dataclass(slots=True)

@@ -9,23 +9,18 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone, tzinfo
-from typing import TYPE_CHECKING
 
 from ..text import query as query_module
 from ..text.query import Period, Query, content_characters
-
-if TYPE_CHECKING:
-    from .index import IndexedMemory
+from .index import TAG_WEIGHT, IndexedMemory
 
 # BM25F (Robertson & Zaragoza, "The Probabilistic Relevance Framework: BM25 and Beyond",
 # 2009) over a memory's two fields. k1 and b are the textbook values (Lucene's defaults);
-# a tag is a label someone chose for the memory, so a term in its tags counts twice.
+# a tag is a label someone chose for the memory, so a term in its tags counts twice
+# (TAG_WEIGHT, index.py, which counts a tag's characters so too).
 BM25_K1 = 1.2
 BM25_B = 0.75
 CONTENT_WEIGHT = 1.0
-TAG_WEIGHT = 2.0
-# The characters of a tag count TAG_WEIGHT times too (counts are integers).
-TAG_CHARACTER_COUNT = int(TAG_WEIGHT)
 # What a function word of the query ("我", "the") weighs against a content word of the same
 # idf. Measured on MemoryBank-SiliconFriend (bench/retrieval.py), recall@10 is flat from
 # 0.05 to 0.5 and falls at 1 (function words then reorder real matches): the middle of it.

@@ -10,15 +10,16 @@ import asyncio
 import logging
 import os
 import time
-import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..scopes import DEFAULT_PERSONA as DEFAULT_PERSONA
+from ..scopes import MAX_PERSONA_NAME_CHARS as MAX_PERSONA_NAME_CHARS
+from ..scopes import is_valid_persona_name as is_valid_persona_name
+
 logger = logging.getLogger("nonebot_plugin_aimemory")
 
-DEFAULT_PERSONA = "默认"
 MAX_PERSONA_CHARS = 20_000  # a system prompt beyond this would eat the context budget
-MAX_PERSONA_NAME_CHARS = 32
 PERSONA_SUFFIX = ".md"
 # Front-matter keys a persona file may set; anything else is logged and ignored.
 FRONT_MATTER_KEYS = frozenset({"model"})
@@ -43,17 +44,6 @@ class Persona:
 
 class BadPersonaFile(ValueError):
     """Why a persona file was skipped (the message goes to the log)."""
-
-
-def is_valid_persona_name(name: str) -> bool:
-    """A name usable as a file name and on one QQ line: short, no path or control
-    characters, not hidden."""
-    if not name or len(name) > MAX_PERSONA_NAME_CHARS or name != name.strip():
-        return False
-    # `#` separates a chat key from its persona (scopes.py).
-    if name.startswith(".") or any(c in name for c in '/\\:*?"<>|#'):
-        return False
-    return all(unicodedata.category(c)[0] not in "CZ" or c == " " for c in name)
 
 
 def parse_persona(name: str, raw: bytes) -> Persona:

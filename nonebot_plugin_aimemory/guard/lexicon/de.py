@@ -4,7 +4,7 @@ measurably adds: German injections of deepset's public set (bench.guard)."""
 
 from __future__ import annotations
 
-from . import Lexicon
+from .classes import Lexicon
 
 LEXICON = Lexicon(
     name="de",

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from . import Lexicon
+from .classes import Lexicon
 
 LEXICON = Lexicon(
     name="ko",
