@@ -5,7 +5,6 @@ the bundled bot.py refuses to start with that message and a non-zero exit."""
 
 from __future__ import annotations
 
-import os
 import shutil
 import subprocess
 import sys
@@ -13,9 +12,10 @@ from pathlib import Path
 
 from tests.fakes.bot_process import (
     bot_process,
-    environment_without_aimemory_settings,
+    child_environment,
     free_port,
     group_event,
+    run_bot,
 )
 from tests.fakes.openai_server import FakeOpenAI, text
 
@@ -60,20 +60,10 @@ OTHER_PLUGIN = (
 
 
 def run_python(args: list[str], cwd: Path, **env: str) -> subprocess.CompletedProcess[str]:
-    environment = {
-        **os.environ,
-        "PYTHONPATH": str(ROOT),
-        "DRIVER": "~none",
-        "LOCALSTORE_DATA_DIR": str(cwd / "data"),
-        **env,
-    }
-    return subprocess.run(
-        [sys.executable, *args],
-        cwd=cwd,
-        env=environment,
-        capture_output=True,
-        text=True,
-        timeout=60,
+    """`python ARGS` in `cwd` to its end (tests/fakes/bot_process.py's `run_bot`), under
+    NoneBot's `~none` driver unless told otherwise, its data under `cwd/data`."""
+    return run_bot(
+        args, cwd, **{"DRIVER": "~none", "LOCALSTORE_DATA_DIR": str(cwd / "data"), **env}
     )
 
 
@@ -251,7 +241,7 @@ def test_the_tests_read_no_env_file_from_the_working_directory(tmp_path: Path) -
             *(str(ROOT / test) for test in SENSITIVE_TESTS),
         ],
         cwd=tmp_path,
-        env={**environment_without_aimemory_settings(), "PYTHONPATH": str(ROOT)},
+        env=child_environment(),
         capture_output=True,
         text=True,
         timeout=300,

@@ -1,5 +1,8 @@
-"""The bundled `python bot.py` in a child process, with a OneBot client on its real reverse
-WebSocket: for tests that need a real process (killed with SIGKILL, restarted)."""
+"""The one way the tests start a real bot process: the bundled `python bot.py` (or a script
+that loads the plugin as it does, or the migration tool) in a child Python, run to its end
+(`run_bot`), or kept running with a OneBot client on its real reverse WebSocket
+(`bot_process`: killed with SIGKILL, restarted). Each runs with the repository on its path
+and without the developer's own AIMEMORY_* settings."""
 
 from __future__ import annotations
 
@@ -40,6 +43,34 @@ def free_port() -> int:
 def environment_without_aimemory_settings() -> dict[str, str]:
     """The test process's environment without the developer's own AIMEMORY_* settings."""
     return {k: v for k, v in os.environ.items() if not k.upper().startswith("AIMEMORY_")}
+
+
+def child_environment(**settings: str | None) -> dict[str, str]:
+    """The environment of a child bot: this process's without its AIMEMORY_* settings, the
+    repository on PYTHONPATH, then `settings` (one given None is removed)."""
+    environment = {**environment_without_aimemory_settings(), "PYTHONPATH": str(ROOT)}
+    for name, value in settings.items():
+        if value is None:
+            environment.pop(name, None)
+        else:
+            environment[name] = value
+    return environment
+
+
+def run_bot(
+    args: list[str], cwd: Path, *, timeout_seconds: float = 60.0, **settings: str | None
+) -> subprocess.CompletedProcess[str]:
+    """`python ARGS` in `cwd` (which holds its `.env`), run to its end: its exit code and
+    output, captured as text."""
+    return subprocess.run(
+        [sys.executable, *args],
+        cwd=cwd,
+        env=child_environment(**settings),
+        capture_output=True,
+        text=True,
+        timeout=timeout_seconds,
+        check=False,
+    )
 
 
 def private_event(message_id: int, user_id: int, text: str) -> str:
@@ -164,18 +195,17 @@ async def bot_process(
     shutil.copy(ROOT / "bot.py", folder / "bot.py")
     shutil.copy(ROOT / ".env.example", folder / ".env.example")
     port = free_port()
-    environment = {
-        # Not the developer's own AIMEMORY_* settings: only what the test sets.
-        **environment_without_aimemory_settings(),
-        "PYTHONPATH": str(ROOT),
-        "LOCALSTORE_DATA_DIR": str(folder / "data"),
-        "PORT": str(port),
-        "ONEBOT_ACCESS_TOKEN": ACCESS_TOKEN,
-        "AIMEMORY_API_BASE": llm.base_url,
-        "AIMEMORY_API_KEY": "sk-test",
-        "AIMEMORY_DB_PATH": str(folder / "aimemory.db"),
-        **env,
-    }
+    environment = child_environment(
+        **{
+            "LOCALSTORE_DATA_DIR": str(folder / "data"),
+            "PORT": str(port),
+            "ONEBOT_ACCESS_TOKEN": ACCESS_TOKEN,
+            "AIMEMORY_API_BASE": llm.base_url,
+            "AIMEMORY_API_KEY": "sk-test",
+            "AIMEMORY_DB_PATH": str(folder / "aimemory.db"),
+            **env,
+        }
+    )
     log_path = folder / "bot.log"
     with log_path.open("wb") as log:
         process = await asyncio.create_subprocess_exec(

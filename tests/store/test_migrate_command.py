@@ -7,13 +7,12 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from tests.fakes.bot_process import environment_without_aimemory_settings
-from tests.store.test_migrate_to_postgres import REPOSITORY, counts, filled_sqlite
+from tests.fakes.bot_process import run_bot
+from tests.store.test_migrate_to_postgres import counts, filled_sqlite
 
 # A bot that starts (creating its database where it keeps it), stops, and says where.
 START_AND_STOP = """
@@ -44,17 +43,9 @@ TIMEOUT_SECONDS = 120
 
 
 def run(args: list[str], cwd: Path, **settings: str) -> subprocess.CompletedProcess[str]:
-    """A child Python in `cwd` (its `.env` there), without the developer's AIMEMORY_*."""
-    environment = {**environment_without_aimemory_settings(), "PYTHONPATH": str(REPOSITORY)}
-    environment.pop("LOCALSTORE_DATA_DIR", None)
-    return subprocess.run(
-        [sys.executable, *args],
-        cwd=cwd,
-        env={**environment, **settings},
-        capture_output=True,
-        text=True,
-        timeout=TIMEOUT_SECONDS,
-        check=False,
+    """A child Python in `cwd` (its `.env` there), its data where localstore keeps it."""
+    return run_bot(
+        args, cwd, timeout_seconds=TIMEOUT_SECONDS, **{"LOCALSTORE_DATA_DIR": None, **settings}
     )
 
 
