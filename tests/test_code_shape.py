@@ -1,6 +1,7 @@
-"""The rules of STYLE.md a tool can check, over every module of the plugin package: short
-modules, short functions, no section-header banners, and the engine's imports (no cycle
-between the LLM client and the usage meter, no NoneBot)."""
+"""The rules of docs/architecture.md ("代码风格") a tool can check, over every module of the
+plugin package: short modules, short functions, no section-header banners, and the engine's
+imports (no cycle between the LLM client and the usage meter, no NoneBot). The layers of the
+import graph are tests/test_layers.py's."""
 
 from __future__ import annotations
 
