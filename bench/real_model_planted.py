@@ -51,9 +51,9 @@ class PlantedRun:
 async def plant(runtime: h.Runtime) -> None:
     """The notes, stored as a member's memories of the group without any check."""
     from nonebot_plugin_aimemory.memory.rules import normalize
-    from nonebot_plugin_aimemory.store.database import utc_now_text
     from nonebot_plugin_aimemory.store.memory_store import MemoryRecord, MemoryStore
     from nonebot_plugin_aimemory.store.provenance import Person, Provenance
+    from nonebot_plugin_aimemory.store.times import utc_now_text
 
     member = MEMBERS[0]
     said_by = Person(str(member.user_id), member.name)

@@ -230,8 +230,8 @@ async def test_a_copy_counts_here_before_its_presence_reaches_the_database(
 
 async def test_a_burst_of_chat_lines_notes_the_accounts_presence_once(tmp_path: Path) -> None:
     from nonebot_plugin_aimemory.conversation.claims import MessageClaims
-    from nonebot_plugin_aimemory.store.database import Database
     from nonebot_plugin_aimemory.store.message_claims import MessageClaimStore
+    from nonebot_plugin_aimemory.store.sqlite.database import Database
 
     class CountedPresence(MessageClaimStore):
         """A database that counts the presence notes it is asked to write."""
@@ -261,8 +261,8 @@ async def test_a_presence_note_that_failed_is_tried_again_by_the_next_line(
     tmp_path: Path,
 ) -> None:
     from nonebot_plugin_aimemory.conversation.claims import MessageClaims
-    from nonebot_plugin_aimemory.store.database import Database
     from nonebot_plugin_aimemory.store.message_claims import MessageClaimStore
+    from nonebot_plugin_aimemory.store.sqlite.database import Database
 
     class FailingOnce(MessageClaimStore):
         """A database whose first presence note fails (a locked file)."""

@@ -52,9 +52,9 @@ async def plant_xiaohongs_breakout(
     on its own, whatever the guard decides. Returns its id."""
     from nonebot_plugin_aimemory.memory import index
     from nonebot_plugin_aimemory.memory.rules import normalize
-    from nonebot_plugin_aimemory.store.database import utc_now_text
     from nonebot_plugin_aimemory.store.memory_store import MemoryRecord, MemoryStore
     from nonebot_plugin_aimemory.store.provenance import Person, Provenance
+    from nonebot_plugin_aimemory.store.times import utc_now_text
 
     monkeypatch.setattr(index, "is_safe_to_show", lambda record: True)
     now = utc_now_text()
