@@ -18,6 +18,17 @@ from ..personas.choices import Personas
 from ..scopes import Scope
 from .incoming import COPIED_LINE_START
 
+# What the plugin wraps quoted data in; never part of an answer (engine/answer_notes.py).
+FRAMING = (
+    prompts.MEMORY_INJECTION_HEADER,
+    prompts.MEMORY_INJECTION_PERSONAL_NOTE,
+    prompts.MEMORY_INJECTION_FOOTER,
+    prompts.MEMORY_RESULTS_OPENING,
+    prompts.MEMORY_RESULTS_CLOSING,
+    prompts.CHAT_LOG_OPENING,
+    prompts.CHAT_LOG_CLOSING,
+)
+
 
 class ToolSource(Protocol):
     """A feature's tools bound to a scope (memory/feature.py, chatlog/feature.py)."""
@@ -78,6 +89,7 @@ class ChatBotFactory:
                 repeat=prompts.REPEAT_NOTE,
                 answer=prompts.ANSWER_NOW_NOTE,
                 copied_line_start=COPIED_LINE_START,
+                framing=FRAMING,
             ),
         )
 

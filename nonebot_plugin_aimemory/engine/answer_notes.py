@@ -9,6 +9,7 @@ import logging
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import cache
 
 from .messages import Message
 from .stock_replies import copies_a_tool_result, is_stock_reply
@@ -27,6 +28,10 @@ class AnswerNotes:
     # The shape of the line each message of the window starts with (`[时间] 昵称(QQ号)：`):
     # a small model starts its answer with one, copying what it sees above.
     copied_line_start: re.Pattern[str] | None = None
+    # The lines the plugin frames quoted data with (the memory block's header and footer, the
+    # tool results' openings and closings): a small model starts its answer with one, or
+    # with its 【label】, as it copies the shape of what it read last.
+    framing: tuple[str, ...] = ()
 
     def ask_plainer(self, progress: TurnProgress, key: str, why: str) -> None:
         """Ask the next requests one AnswerMode further down (LLMError after the last),
@@ -51,6 +56,8 @@ class AnswerNotes:
         start, and without the notes when this turn sent any (`noted`)."""
         if noted:
             reply = self.without_notes(reply)
+        if self.framing:
+            reply = _framing_pattern(self.framing).sub("", reply).strip()
         if self.copied_line_start is not None:
             reply = self.copied_line_start.sub("", reply, count=1).strip()
         return reply
@@ -83,3 +90,13 @@ class AnswerNotes:
             return False
         self.ask_plainer(progress, key, "the answer copies a tool result")
         return True
+
+
+_LABEL = re.compile(r"【[^】\n]{1,20}】")
+
+
+@cache
+def _framing_pattern(framing: tuple[str, ...]) -> re.Pattern[str]:
+    """Each framing text whole, and each 【label】 it holds, longest first."""
+    pieces = set(framing) | {label for text in framing for label in _LABEL.findall(text)}
+    return re.compile("|".join(re.escape(p) for p in sorted(pieces, key=len, reverse=True)))

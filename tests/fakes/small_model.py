@@ -315,3 +315,22 @@ class ResultEchoer(SmallModel):
         if not results:
             return tool_calls((self.name, self.arguments))
         return text(self.own_words or results[-1])
+
+
+@dataclass
+class BlockCopier(SmallModel):
+    """While tools are allowed, answers with the first line of the member's message as
+    sent, then `said`: the real model started its answers with the injected memory block's
+    header ("【记忆笔记】以前记下的…"), or with its 【label】 alone (`label_only`)."""
+
+    said: str = ""
+    label_only: bool = False
+
+    def with_tools(self, body: dict[str, Any]) -> Reply:
+        [last] = [m for m in body["messages"] if m["role"] == "user"][-1:]
+        content = last["content"]
+        sent = content if isinstance(content, str) else content[0].get("text", "")
+        first = sent.split("\n", 1)[0]
+        if self.label_only and "】" in first:
+            first = first[: first.index("】") + 1]
+        return text(f"{first}{self.said}")
