@@ -12,7 +12,7 @@ import re
 from collections.abc import Iterable
 
 from ..text import segmenter
-from .rules import is_question
+from .rules import addresses_the_bot, is_question
 
 # At least this share of a fact's tokens (names and QQ numbers aside) must be in the lines:
 # a fact in the model's own words ("开的车是" for "我的…") keeps more than half of them.
@@ -56,7 +56,10 @@ def grounded_shares(fact: str, lines: Iterable[str]) -> tuple[float, float]:
 
 
 def ungrounded(fact: str, lines: Iterable[str]) -> bool:
-    """Whether `fact` says more than `lines` do: most of its words are in none of them,
-    or next to none in what they state."""
+    """Whether `fact` is no fact the lines state about someone: most of its words are in
+    none of them, or next to none in what they state, or it speaks to the bot (a fact is
+    written in the third person; a member's order copied as it was said is not)."""
+    if addresses_the_bot(fact):
+        return True
     heard, stated = grounded_shares(fact, lines)
     return heard < MIN_GROUNDED_SHARE or stated < MIN_STATED_SHARE
