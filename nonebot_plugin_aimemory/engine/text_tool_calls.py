@@ -53,6 +53,11 @@ def without_tool_responses(text: str) -> str:
     return _TOOL_RESPONSE.sub("", text).strip()
 
 
+# A small model wrote a call with typographic quotes ({“name”: “search_current_chat”, …});
+# each becomes '"', one character for one, so what is found keeps its place in the text.
+_STRAIGHT_QUOTES = str.maketrans({"“": '"', "”": '"', "„": '"', "‟": '"', "＂": '"'})
+
+
 def recover_text_tool_calls(reply: Message, tool_names: Collection[str] = ()) -> Message:
     """`reply` with the tool calls written in its text turned into real ones (the text that
     held them removed, what else it said kept as the call's content); a reply that already
@@ -62,7 +67,7 @@ def recover_text_tool_calls(reply: Message, tool_names: Collection[str] = ()) ->
     text = reply.text or ""
     if reply.tool_calls or not text:
         return reply
-    found = _calls_in(text, tool_names)
+    found = _calls_in(text, tool_names) or _calls_in(text.translate(_STRAIGHT_QUOTES), tool_names)
     if not found:
         cleaned = without_tool_responses(text)
         return reply if cleaned == text else reply.with_text(cleaned)

@@ -49,6 +49,8 @@ def calls_of(message: Message) -> list[tuple[str, dict[str, object]]]:
         json.dumps({"type": "function", "function": SAVE}, ensure_ascii=False),
         f"memory_save({json.dumps(SAVE['arguments'], ensure_ascii=False)})",
         f"`memory_save( {json.dumps(SAVE['arguments'], ensure_ascii=False)} )`",
+        # typographic quotes, some of them, as Qwen2.5-Coder-1.5B wrote one in a private chat
+        SAVE_JSON.replace('"', "“", 3).replace('"', "”", 2),
     ],
 )
 def test_a_call_written_as_text_becomes_a_real_call(written: str) -> None:
@@ -167,3 +169,10 @@ def test_a_reply_that_is_only_a_tool_response_is_empty() -> None:
 
     assert not recover_text_tool_calls(said("<tool_response>已保存记忆 #3")).text
     assert without_tool_responses("前</tool_response>后") == "前后"
+
+
+def test_typographic_quotes_in_an_answer_that_holds_no_call_stay() -> None:
+    # given an answer that quotes words the typographic way
+    reply = said("他说“明天见”，我说“好的”。")
+    # then it is left as it is
+    assert recover_text_tool_calls(reply) is reply
