@@ -58,6 +58,10 @@ def without_tool_responses(text: str) -> str:
 _STRAIGHT_QUOTES = str.maketrans({"“": '"', "”": '"', "„": '"', "‟": '"', "＂": '"'})
 
 
+# What a small model wrote around a bare tool name it gave as its whole answer.
+_AROUND_A_NAME = " \t\n`'\"?？!！.。:：()（）"
+
+
 def recover_text_tool_calls(reply: Message, tool_names: Collection[str] = ()) -> Message:
     """`reply` with the tool calls written in its text turned into real ones (the text that
     held them removed, what else it said kept as the call's content); a reply that already
@@ -69,6 +73,8 @@ def recover_text_tool_calls(reply: Message, tool_names: Collection[str] = ()) ->
         return reply
     found = _calls_in(text, tool_names) or _calls_in(text.translate(_STRAIGHT_QUOTES), tool_names)
     if not found:
+        if text.strip(_AROUND_A_NAME) in tool_names:
+            return reply.with_text("")  # "memory_search?": a call begun, no answer
         cleaned = without_tool_responses(text)
         return reply if cleaned == text else reply.with_text(cleaned)
     rest = _text_around(text, found)

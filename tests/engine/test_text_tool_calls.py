@@ -176,3 +176,17 @@ def test_typographic_quotes_in_an_answer_that_holds_no_call_stay() -> None:
     reply = said("他说“明天见”，我说“好的”。")
     # then it is left as it is
     assert recover_text_tool_calls(reply) is reply
+
+
+@pytest.mark.parametrize("written", ["memory_search?", "`memory_save`", " memory_search。\n"])
+def test_a_bare_tool_name_as_the_whole_answer_is_no_answer(written: str) -> None:
+    # given a reply that is only a tool's name (LoCoMo's questions, Qwen2.5-Coder-1.5B)
+    recovered = recover_text_tool_calls(said(written))
+    # then there is nothing to show: the turn asks for its answer again
+    assert not recovered.text
+    assert not recovered.tool_calls
+
+
+def test_an_answer_that_names_a_tool_in_a_sentence_stays() -> None:
+    reply = said("我可以用 memory_search 帮你查。")
+    assert recover_text_tool_calls(reply).text == "我可以用 memory_search 帮你查。"
