@@ -168,7 +168,7 @@ class MemoryReviewer:
             outcome.rejected.append(f"only the bot's own words: {str(content)[:50]!r}")
             return
         if kind == "create" and isinstance(content, str) and content.strip():
-            if grounding.ungrounded(content, shown.members_lines(evidence)):
+            if not grounding.Grounds.of(shown.members_lines(evidence)).hold(content):
                 outcome.rejected.append(f"not what the rows state: {content[:50]!r}")
                 return
             saved = await self.memory.save(

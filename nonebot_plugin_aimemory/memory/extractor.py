@@ -80,7 +80,7 @@ class FactExtractor:
             return 0
         saved = 0
         for fact in parse_facts(completion.message.text)[:MAX_FACTS]:
-            if grounding.ungrounded(fact["content"], fold.lines):
+            if not fold.grounds.hold(fact["content"]):
                 logger.info(
                     "extraction for %s: skipped %r, not what the chat states",
                     scope,
@@ -111,22 +111,20 @@ class _Fold:
 
     voices: list[Voice]
     chat: str
-    said: list[str]
-
-    @property
-    def lines(self) -> list[str]:
-        """What the folded messages' senders said, one voice a line after its name (the
-        messages as they are when none has a sender's line)."""
-        return [f"{voice.name}：{voice.text}" for voice in self.voices] or self.said
+    # What the senders said, one voice a line after its name (the messages as they are
+    # when none has a sender's line): what a fact drawn from the fold must hold.
+    grounds: grounding.Grounds
 
     @classmethod
     def of(cls, window_key: str, messages: Sequence[Message]) -> _Fold:
         """The voices of the folded messages of the window `window_key` (the bot's own
-        words are nobody's: they are left out)."""
+        words are nobody's: they are left out), and the grounds their words give."""
         where = Scope.parse(window_key)
         friend = Person(where.id) if where.is_friend else None
         said = [message.text for message in messages if message.role == "user"]
-        return cls(attribution.folded_voices(said, friend), where.log_chat.key, said)
+        voices = attribution.folded_voices(said, friend)
+        lines = [f"{voice.name}：{voice.text}" for voice in voices] or said
+        return cls(voices, where.log_chat.key, grounding.Grounds.of(lines))
 
     def provenance(self, fact: str) -> Provenance:
         """A fact drawn from the fold: said by the sender of the words it matches best."""

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
+from dataclasses import dataclass
 
 from ..text import segmenter
 from .rules import addresses_the_bot, is_question
@@ -42,24 +43,37 @@ def statements(text: str) -> str:
     return "".join(kept)
 
 
-def grounded_shares(fact: str, lines: Iterable[str]) -> tuple[float, float]:
-    """The shares of `fact`'s tokens, the people it names aside, found in `lines` and in
-    what they state (both 1.0 when nothing but people is left to check)."""
-    people = {token for match in _PERSON.findall(fact) for token in segmenter.token_set(match)}
-    tokens = segmenter.token_set(_PERSON.sub(" ", fact)) - people
-    if not tokens:
-        return 1.0, 1.0
-    said = list(lines)
-    heard = segmenter.token_set("\n".join(said))
-    stated = segmenter.token_set("\n".join(statements(line) for line in said))
-    return len(tokens & heard) / len(tokens), len(tokens & stated) / len(tokens)
+@dataclass(frozen=True, slots=True)
+class Grounds:
+    """The tokens of some chat lines, all of them (`heard`) and those of what they state
+    (`stated`): read once, then every fact drawn from the lines is checked against them."""
 
+    heard: frozenset[str]
+    stated: frozenset[str]
 
-def ungrounded(fact: str, lines: Iterable[str]) -> bool:
-    """Whether `fact` is no fact the lines state about someone: most of its words are in
-    none of them, or next to none in what they state, or it speaks to the bot (a fact is
-    written in the third person; a member's order copied as it was said is not)."""
-    if addresses_the_bot(fact):
-        return True
-    heard, stated = grounded_shares(fact, lines)
-    return heard < MIN_GROUNDED_SHARE or stated < MIN_STATED_SHARE
+    @classmethod
+    def of(cls, lines: Iterable[str]) -> Grounds:
+        """The grounds `lines` give."""
+        said = list(lines)
+        return cls(
+            segmenter.token_set("\n".join(said)),
+            segmenter.token_set("\n".join(statements(line) for line in said)),
+        )
+
+    def shares(self, fact: str) -> tuple[float, float]:
+        """The shares of `fact`'s tokens, the people it names aside, found in the lines and
+        in what they state (both 1.0 when nothing but people is left to check)."""
+        people = {t for match in _PERSON.findall(fact) for t in segmenter.token_set(match)}
+        tokens = segmenter.token_set(_PERSON.sub(" ", fact)) - people
+        if not tokens:
+            return 1.0, 1.0
+        return len(tokens & self.heard) / len(tokens), len(tokens & self.stated) / len(tokens)
+
+    def hold(self, fact: str) -> bool:
+        """Whether `fact` is a fact the lines state about someone: most of its words are in
+        them and some in what they state, and it does not speak to the bot (a fact is
+        written in the third person; a member's order copied as it was said is not)."""
+        if addresses_the_bot(fact):
+            return False
+        heard, stated = self.shares(fact)
+        return heard >= MIN_GROUNDED_SHARE and stated >= MIN_STATED_SHARE
