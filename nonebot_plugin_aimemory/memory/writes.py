@@ -140,7 +140,8 @@ async def save(
             return SaveOutcome(stored)
         loaded.entries[record.id] = IndexedMemory.of(record)
     ctx.vectors.note_stored(embedding)
-    return SaveOutcome("saved", memory=record, similar=similar[:3], truncated=truncated)
+    shown = [e.record for e in similar[:3]]
+    return SaveOutcome("saved", memory=record, similar=shown, truncated=truncated)
 
 
 async def _embedding_unless_refused(
@@ -200,24 +201,24 @@ def save_refusal(loaded: LoadedScope, normalized: str, gist: Gist, cap: int) -> 
     return None
 
 
-def near_duplicates(loaded: LoadedScope, text: str, user_id: str | None) -> list[MemoryRecord]:
+def near_duplicates(loaded: LoadedScope, text: str, user_id: str | None) -> list[IndexedMemory]:
     """The live memories of the scope that say nearly what `text` says, about the same
     people: saved anyway, but shown to whoever saved it."""
     tokens = segmenter.token_set(text)
     subject = people_of(text, clean_user_id(user_id))
     return [
-        e.record
+        e
         for e in loaded.live()
         if segmenter.dice(tokens, e.content_tokens) >= NEAR_DUPLICATE_DICE
         and not different_people(subject, people_of(e.record.content, e.record.user_id))
     ]
 
 
-def restated(similar: Sequence[MemoryRecord], text: str) -> MemoryRecord | None:
+def restated(similar: Sequence[IndexedMemory], text: str) -> MemoryRecord | None:
     """The first of these near duplicates that holds every word of `text`: a rewording
     that adds nothing (a changed number or a new name is new, and saved)."""
     tokens = segmenter.token_set(text)
-    return next((m for m in similar if tokens <= segmenter.token_set(m.content)), None)
+    return next((e.record for e in similar if tokens <= e.content_tokens), None)
 
 
 async def update(
