@@ -51,24 +51,17 @@ class AnswerNotes:
             return message, [*pending[:-1], pending[-1].with_note(self.answer)]
         return message.with_note(self.answer), pending
 
-    def cleaned(self, reply: str, *, noted: bool) -> str:
-        """`reply` as the member gets it and the window keeps it: without a copied line
-        start, and without the notes when this turn sent any (`noted`)."""
-        if noted:
-            reply = self.without_notes(reply)
-        if self.framing:
-            reply = _framing_pattern(self.framing).sub("", reply).strip()
+    def cleaned(self, reply: str) -> str:
+        """`reply` as the member gets it and the window keeps it: without any text the
+        plugin adds to what the model reads (a small model echoes the member's message,
+        note and all, or starts with a block's header or its 【label】), and without a
+        copied line start."""
+        added = tuple(text for text in (self.answer, self.repeat, *self.framing) if text)
+        if added:
+            reply = _added_texts(added).sub("", reply).strip()
         if self.copied_line_start is not None:
             reply = self.copied_line_start.sub("", reply, count=1).strip()
         return reply
-
-    def without_notes(self, reply: str) -> str:
-        """`reply` without any note this turn may have sent: a small model echoed the
-        member's message, note and all."""
-        for note in (self.answer, self.repeat):
-            if note and note in reply:
-                reply = reply.replace(note, "")
-        return reply.strip()
 
     def asks_again(
         self, reply: str, asked: str, window: Sequence[Message], progress: TurnProgress, key: str
@@ -96,7 +89,7 @@ _LABEL = re.compile(r"【[^】\n]{1,20}】")
 
 
 @cache
-def _framing_pattern(framing: tuple[str, ...]) -> re.Pattern[str]:
-    """Each framing text whole, and each 【label】 it holds, longest first."""
-    pieces = set(framing) | {label for text in framing for label in _LABEL.findall(text)}
+def _added_texts(added: tuple[str, ...]) -> re.Pattern[str]:
+    """Each text the plugin adds, whole, and each 【label】 it holds, longest first."""
+    pieces = set(added) | {label for text in added for label in _LABEL.findall(text)}
     return re.compile("|".join(re.escape(p) for p in sorted(pieces, key=len, reverse=True)))

@@ -183,8 +183,7 @@ class ChatBot:
             if self.tools.names:
                 reply = recover_text_tool_calls(reply, self.tools.names)
             if reply.text:
-                noted = progress.answer_noted or progress.asked_again
-                reply = reply.with_text(self.notes.cleaned(reply.text, noted=noted))
+                reply = reply.with_text(self.notes.cleaned(reply.text))
             if reply.tool_calls and progress.mode is AnswerMode.TOOLS:
                 loop = progress.loop_in(reply.tool_calls, self.tools.names)
                 if loop is not None:

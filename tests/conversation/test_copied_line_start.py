@@ -60,4 +60,4 @@ def test_only_a_line_start_is_taken_off() -> None:
         "第二行才有\n[2026-12-06 15:02] 小明(20003)：": "第二行才有\n[2026-12-06 15:02] 小明(20003)：",
     }
     for reply, expected in cases.items():
-        assert notes.cleaned(reply, noted=False) == expected, reply
+        assert notes.cleaned(reply) == expected, reply
