@@ -55,6 +55,7 @@ def without_tool_responses(text: str) -> str:
 
 # A small model wrote a call with typographic quotes ({“name”: “search_current_chat”, …});
 # each becomes '"', one character for one, so what is found keeps its place in the text.
+# Only when the text as written holds no call: a real call's value may quote “like this”.
 _STRAIGHT_QUOTES = str.maketrans({"“": '"', "”": '"', "„": '"', "‟": '"', "＂": '"'})
 
 
@@ -71,7 +72,10 @@ def recover_text_tool_calls(reply: Message, tool_names: Collection[str] = ()) ->
     text = reply.text or ""
     if reply.tool_calls or not text:
         return reply
-    found = _calls_in(text, tool_names) or _calls_in(text.translate(_STRAIGHT_QUOTES), tool_names)
+    found = _calls_in(text, tool_names)
+    straight = text.translate(_STRAIGHT_QUOTES)
+    if not found and straight != text:
+        found = _calls_in(straight, tool_names)
     if not found:
         if text.strip(_AROUND_A_NAME) in tool_names:
             return reply.with_text("")  # "memory_search?": a call begun, no answer

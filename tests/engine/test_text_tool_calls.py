@@ -190,3 +190,11 @@ def test_a_bare_tool_name_as_the_whole_answer_is_no_answer(written: str) -> None
 def test_an_answer_that_names_a_tool_in_a_sentence_stays() -> None:
     reply = said("我可以用 memory_search 帮你查。")
     assert recover_text_tool_calls(reply).text == "我可以用 memory_search 帮你查。"
+
+
+def test_typographic_quotes_inside_a_calls_value_stay_in_the_value() -> None:
+    # given a well-formed call whose content quotes words the typographic way
+    arguments = {"content": "阿强(20002)说“下周三去杭州”"}
+    written = json.dumps({"name": "memory_save", "arguments": arguments}, ensure_ascii=False)
+    # then the call is read as written, quotes and all
+    assert calls_of(recover_text_tool_calls(said(written))) == [("memory_save", arguments)]
