@@ -6,17 +6,17 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
-from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
 
+from tests.fakes.content import Said
+
 if TYPE_CHECKING:
     from nonebot_plugin_aimemory.conversation.claims import MessageClaims
-    from nonebot_plugin_aimemory.conversation.incoming import Incoming, RichContent
-    from nonebot_plugin_aimemory.engine.messages import Part
+    from nonebot_plugin_aimemory.conversation.incoming import Incoming
     from nonebot_plugin_aimemory.store.sqlite.database import Database
 
 LOWER, HIGHER = "42", "43"
@@ -34,24 +34,6 @@ class Clock:
 
     def __call__(self) -> float:
         return self.now
-
-
-@dataclass
-class Said:
-    """What a member sent, as plain text."""
-
-    words: str
-    quotes_a_message: bool = False
-
-    def plain(self) -> list[Part]:
-        from nonebot_plugin_aimemory.engine.messages import TextPart
-
-        return [TextPart(self.words)]
-
-    async def rich(self) -> RichContent:
-        from nonebot_plugin_aimemory.conversation.incoming import RichContent
-
-        return RichContent(self.plain(), self.words)
 
 
 def nickname_call(account: str, message_id: str, *, peers: frozenset[str] = PEERS) -> Incoming:

@@ -7,29 +7,14 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING
 
+from tests.fakes.content import Said
+
 if TYPE_CHECKING:
     from nonebot_plugin_aimemory.conversation.copies import ReceivedMessage
     from nonebot_plugin_aimemory.conversation.incoming import Incoming
-    from nonebot_plugin_aimemory.engine.messages import Part
     from nonebot_plugin_aimemory.store.chat_log_store import ChatRow
 
 SENT = datetime(2026, 11, 30, 12, 0, tzinfo=timezone.utc)
-
-
-@dataclass
-class Said:
-    """What a member sent, as one account reads it."""
-
-    words: str
-    quotes_a_message: bool = False
-
-    def plain(self) -> list[Part]:
-        from nonebot_plugin_aimemory.engine.messages import TextPart
-
-        return [TextPart(self.words)]
-
-    async def rich(self) -> list[Part]:
-        return self.plain()
 
 
 @dataclass
