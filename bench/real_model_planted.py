@@ -6,6 +6,7 @@ planted language was steered by them."""
 
 from __future__ import annotations
 
+import random
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -75,8 +76,6 @@ async def planted_run(
     bench: h.Bench, models: Models, *, budget_tokens: int, start_time: int, transcript: Path
 ) -> PlantedRun:
     """Plant the notes, then ask each question once (members in turn)."""
-    import random
-
     run = PlantedRun()
     clock = EventClock(start_time, random.Random(0))
     with RecordingProxy(models.routes()) as proxy:
