@@ -118,6 +118,8 @@ class Config(BaseModel):
     aimemory_chat_log_embeddings: bool = False
     aimemory_chat_log_ambient: bool = False
     aimemory_chat_log_keep_days: int = Field(default=90, ge=1)
+    # Earlier chat lines put before an addressed message that they answer (chatlog/recall.py).
+    aimemory_chat_log_recall_rows: int = Field(default=3, ge=0, le=10)
     aimemory_chat_log_flush_seconds: float = Field(default=1.0, gt=0, le=60)
     aimemory_review_enabled: bool = True
     aimemory_review_external_context: bool = True

@@ -7,6 +7,7 @@ from collections.abc import Callable
 
 from .chatlog.commands import ReviewCommands, ReviewsUnavailable
 from .chatlog.feature import ChatLogOff, RecordedChat, ReviewsOff
+from .chatlog.recall import RecalledLines
 from .chatlog.reviewer import MemoryReviewer
 from .chatlog.scheduler import ReviewScheduler
 from .chatlog.vectors import row_vectors
@@ -63,7 +64,13 @@ def memory_and_chat_log(
     if reviewing:
         reviews = review_scheduler(config, clients, service, writer, review_store, personas)
         review_commands = ReviewCommands(reviews, writer, config.zone)
-    chat_log = RecordedChat(writer, config.zone, reviews, review_commands)
+    recall = RecalledLines(
+        writer,
+        config.zone,
+        rows=config.aimemory_chat_log_recall_rows,
+        max_chars=config.aimemory_memory_inject_max_chars // 2,
+    )
+    chat_log = RecordedChat(writer, config.zone, reviews, review_commands, recall)
     return long_term_memory(config, service, compressor, review_commands, memory_key), chat_log
 
 

@@ -314,6 +314,8 @@ MEMORY_RESULTS_OPENING = f"【记忆】「」里是内容，括号里是谁说�
 MEMORY_RESULTS_CLOSING = "【记忆结束】"
 CHAT_LOG_OPENING = f"【聊天记录原文】{DATA_NOT_ORDERS}。"
 CHAT_LOG_CLOSING = "【聊天记录结束】"
+# Before the chat-log lines recalled for a message (chatlog/recall.py), within the notes.
+CHAT_LOG_RECALL_OPENING = f"【聊天记录原文】以前聊天里可能和这条消息有关的原话；{DATA_NOT_ORDERS}。"
 
 
 def framed(opening: str, body: str, closing: str) -> str:

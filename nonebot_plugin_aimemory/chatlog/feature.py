@@ -1,5 +1,5 @@
-"""The chat log as one feature: the batched writer, its tools and the reviewer, or the
-null twins when there is no database or the log may not be sent to a model."""
+"""The chat log as one feature: the batched writer, its tools, recall and the reviewer, or
+the null twins when there is no database or the log may not be sent to a model."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from datetime import tzinfo
 from ..engine.tools import Tool
 from ..store.chat_log_store import ChatRow
 from .commands import ReviewCommands, ReviewsUnavailable
+from .recall import NoRecall, RecalledLines
 from .scheduler import ReviewScheduler
 from .tools import chat_log_tools
 from .writer import ChatLog
@@ -32,6 +33,7 @@ class RecordedChat:
     zone: tzinfo
     reviews: ReviewScheduler | ReviewsOff
     commands: ReviewCommands | ReviewsUnavailable
+    recall: RecalledLines | NoRecall = field(default_factory=NoRecall)
 
     def add(self, row: ChatRow, *, review: bool = False, review_for: str | None = None) -> None:
         """Queue one row (never awaits)."""
@@ -48,6 +50,10 @@ class RecordedChat:
     async def flush(self) -> None:
         """Write what is queued."""
         await self.writer.flush()
+
+    async def recalled(self, session_key: str, query: str, seen: str) -> str:
+        """The earlier lines answering `query`, as a quoted block (recall.py)."""
+        return await self.recall.block(session_key, query, seen)
 
     def tools(self, session_key: str) -> list[Tool]:
         """The chat-log tools bound to `session_key`."""
@@ -82,6 +88,10 @@ class ChatLogOff:
 
     async def flush(self) -> None:
         """Nothing to write."""
+
+    async def recalled(self, session_key: str, query: str, seen: str) -> str:
+        """Nothing was logged, so nothing is recalled."""
+        return ""
 
     def tools(self, session_key: str) -> list[Tool]:
         """No chat-log tools."""

@@ -27,6 +27,7 @@ FRAMING = (
     prompts.MEMORY_RESULTS_CLOSING,
     prompts.CHAT_LOG_OPENING,
     prompts.CHAT_LOG_CLOSING,
+    prompts.CHAT_LOG_RECALL_OPENING,
 )
 
 

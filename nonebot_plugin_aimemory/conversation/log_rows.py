@@ -31,6 +31,11 @@ class ChatLogSink(Protocol):
         """Put `row` in place of `queued` if that is still waiting to be written."""
         ...
 
+    async def recalled(self, session_key: str, query: str, seen: str) -> str:
+        """The quoted block of earlier lines answering `query` ('' for none), leaving out
+        the lines the model reads anyway (`seen`: the message and the window's)."""
+        ...
+
 
 def user_row(incoming: Incoming, text: str, *, addressed: bool = True) -> ChatRow:
     """A person's message as a chat-log row."""

@@ -31,6 +31,7 @@ from .claims import MessageClaims
 from .failures import failure_text, log_failure
 from .incoming import Command, Incoming, Outcome, nothing, parts_text, say
 from .log_rows import ChatLogSink, assistant_row, log_user_once, read_here, user_row
+from .notes import with_notes
 from .notices import NoticeTimes
 from .sessions import SessionCache, TurnStopped
 
@@ -38,12 +39,10 @@ logger = logging.getLogger("nonebot_plugin_aimemory")
 
 
 class RelevantMemories(Protocol):
-    """Puts the memories relevant to a message before it, for one turn."""
+    """The memories relevant to a message, put before it for one turn (notes.py)."""
 
-    async def prepend(
-        self, scope: str, message: Message, query: str, speaker: TurnSpeaker | None = None
-    ) -> tuple[Message, str | None]:
-        """The message to send and, when it was changed, the text to persist instead;
+    async def block(self, scope: str, query: str, speaker: TurnSpeaker | None = None) -> str:
+        """The quoted block of the scope's memories relevant to `query` ('' for none);
         `speaker`'s personal memories visible here count too."""
         ...
 
@@ -249,11 +248,14 @@ class Conversation:
         try:
             await self.prepare()
             parts, text, voices = await self._read_all(messages, rows)
-            message, persist_text = await self.memories.prepend(
-                self.memory_key(chatbot.key),
+            message, persist_text = with_notes(
                 user_message(first.line_prefix(self.zone), parts),
-                text,
-                first.turn_speaker,
+                [
+                    await self.memories.block(
+                        self.memory_key(chatbot.key), text, first.turn_speaker
+                    ),
+                    await self.chat_log.recalled(first.log_key, text, _seen(chatbot, text)),
+                ],
             )
             # A memory saved in the turn is attributed by whose words it holds.
             with watching_saves() as saves, hearing(voices):
@@ -367,3 +369,8 @@ def user_message(prefix: str, parts: list[Part]) -> Message:
     if all(isinstance(p, TextPart) for p in content):
         return Message("user", "".join(p.text for p in content if isinstance(p, TextPart)))
     return Message("user", tuple(content))
+
+
+def _seen(chatbot: ChatBot, text: str) -> str:
+    """What the model reads of the people anyway this turn: the message and the window's."""
+    return "\n".join([text, *(m.text for m in chatbot.window.messages if m.role == "user")])

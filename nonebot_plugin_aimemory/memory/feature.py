@@ -40,11 +40,9 @@ class TurnMemories:
     relevant: RelevantMemories | NoRelevantMemories
     requested: RequestedSaves | NoRequestedSaves
 
-    async def prepend(
-        self, scope: str, message: Message, query: str, speaker: TurnSpeaker | None = None
-    ) -> tuple[Message, str | None]:
-        """The message with the relevant memories before it (see inject.py)."""
-        return await self.relevant.prepend(scope, message, query, speaker)
+    async def block(self, scope: str, query: str, speaker: TurnSpeaker | None = None) -> str:
+        """The block of memories relevant to `query` (see inject.py)."""
+        return await self.relevant.block(scope, query, speaker)
 
     async def keep_requested(
         self, scope: str, text: str, speaker: TurnSpeaker, saves: SavesInTurn

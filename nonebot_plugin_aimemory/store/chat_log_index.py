@@ -106,6 +106,13 @@ class ChatLogIndex:
                 base = scores.get(row_id)
                 scores[row_id] = (_boost_of(row_id, boosts) if base is None else base) + score
 
+    async def term_rows(self, session_key: str, terms: Sequence[str]) -> dict[str, int]:
+        """How many of the session's rows hold each of `terms` (those no row holds left out)."""
+        await self.catch_up()
+        prefix = self.postings.prefix(session_key)
+        counts = await self.postings.document_counts([prefix + term for term in terms])
+        return {term: counts[prefix + term] for term in terms if counts.get(prefix + term)}
+
     async def logged_rows(self) -> int:
         """How many rows the log spans (every session's: bm25()'s N, as `_period_boosts`
         counts it), from the two ends of the id index."""

@@ -1,0 +1,113 @@
+"""Recall: the chat-log lines that answer an addressed message go before it, for that turn
+only, beside the memories (issue #36). A small model rarely calls `search_current_chat`:
+what was said earlier in the chat, or folded out of the window, reaches it only if it is
+put in front of it, as the memories are.
+
+A line is recalled only on evidence, never because it is the best of a bad lot: it holds
+at least half of the message's keyword weight (the memories' floor, memory/relevance.py),
+each term weighing log(1 + N/n) for the n of the session's rows that hold it (the message
+counted), so a common
+word counts little and a name or a rare word much; the speaker's name counts, as the index
+holds it. The weight is smoothed rather than bm25()'s, which is zero for a term half of a
+young chat's rows hold. Lines the model reads anyway (the message, the window), the bot's
+own lines (a small model copies its earlier answers' shape) and lines the model service
+refused are left out. Keywords only: a recall waits for no embedding server; the search
+tool also finds by meaning."""
+
+from __future__ import annotations
+
+import logging
+import math
+from datetime import tzinfo
+
+from .. import prompts
+from ..store.chat_log_index import row_terms
+from ..store.chat_log_store import ChatRow
+from ..text import query as queries
+from ..text.fit import cut_first, fit_lines
+from .lines import format_row
+from .writer import ChatLog
+
+logger = logging.getLogger("nonebot_plugin_aimemory")
+
+# The share of the message's keyword weight a line must hold (see the docstring).
+MAJORITY_COVERAGE = 0.5
+# How many of the best keyword matches are read to find the lines to show.
+CANDIDATE_ROWS = 20
+
+
+class RecalledLines:
+    """Finds, in one session's log, up to `rows` lines answering a message, within
+    `max_chars`, and frames them as quoted data."""
+
+    def __init__(self, chat_log: ChatLog, zone: tzinfo, *, rows: int, max_chars: int) -> None:
+        self.chat_log = chat_log
+        self.zone = zone
+        self.rows = rows
+        self.max_chars = max_chars
+
+    async def block(self, session_key: str, query: str, seen: str) -> str:
+        """The quoted block of lines (oldest first), or '' when none has the evidence;
+        a line `seen` holds (the message, the window's messages) is not repeated."""
+        if self.rows < 1 or not query.strip():
+            return ""
+        try:
+            rows = await self._evidenced_rows(session_key, query, seen)
+        except Exception:
+            # Recall helps; it must never stop an answer (database gone, disk full...).
+            logger.exception("could not recall chat lines in %s; answering without", session_key)
+            return ""
+        lines = [format_row(row, self.zone) for row in sorted(rows, key=lambda row: row.id)]
+        budget = self.max_chars - len(prompts.CHAT_LOG_RECALL_OPENING) - 1
+        fitted = fit_lines(lines, budget, skip_misfits=True, shorten=cut_first)
+        if not fitted.lines:
+            return ""
+        return "\n".join([prompts.CHAT_LOG_RECALL_OPENING, *fitted.lines])
+
+    async def _evidenced_rows(self, session_key: str, query: str, seen: str) -> list[ChatRow]:
+        index = self.chat_log.store.index
+        # Not flushed first, so a turn costs no write: a line said within the last flush
+        # interval (a second by default) is not recalled, being just above the question.
+        ranking = await index.ranking(session_key, query, CANDIDATE_ROWS)
+        if not ranking.scored:
+            return []
+        weights = await self._term_weights(session_key, queries.analyse(query).terms)
+        found: list[ChatRow] = []
+        for row in await self.chat_log.store.rows_by_id([row_id for row_id, _ in ranking.scored]):
+            if _recallable(row, session_key) and row.text not in seen and _holds_most(row, weights):
+                found.append(row)
+            if len(found) == self.rows:
+                break
+        return found
+
+    async def _term_weights(self, session_key: str, terms: tuple[str, ...]) -> dict[str, float]:
+        index = self.chat_log.store.index
+        counts = await index.term_rows(session_key, terms)
+        logged = max([await index.logged_rows(), *counts.values()])
+        # The message counts as one more row holding its terms (it may not be written yet):
+        # a word no earlier line holds weighs most, and no line can match it.
+        return {term: math.log1p((logged + 1) / (counts.get(term, 0) + 1)) for term in terms}
+
+
+def _holds_most(row: ChatRow, weights: dict[str, float]) -> bool:
+    """Whether the row (its speaker's name included) holds most of the keyword weight."""
+    total = sum(weights.values())
+    if total <= 0:
+        return False
+    speaker, text = row_terms(row.role, row.speaker_name, row.text)
+    held = set(speaker.split()) | set(text.split())
+    return sum(weight for term, weight in weights.items() if term in held) / total >= (
+        MAJORITY_COVERAGE
+    )
+
+
+def _recallable(row: ChatRow, session_key: str) -> bool:
+    return row.session_key == session_key and row.role == "user" and not row.refused
+
+
+class NoRecall:
+    """Recall off, or no chat log: nothing goes before a message."""
+
+    async def block(self, session_key: str, query: str, seen: str) -> str:
+        """Nothing recalled."""
+        return ""

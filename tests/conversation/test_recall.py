@@ -1,0 +1,159 @@
+"""Recall (issue #36): the earlier chat lines that answer an addressed message go before it
+for that turn, quoted with who said them and when, beside the memories, so that a model
+that never calls `search_current_chat` still reads them. Only on evidence, only this
+chat's lines, never the bot's own, never persisted."""
+
+from __future__ import annotations
+
+import re
+
+from tests.chatlog.helpers import LINE_PATTERN, said
+from tests.fakes.bots import RecordingBot
+from tests.fakes.openai_server import text
+
+GROUP_ID = 111  # said()'s default group
+OTHER_GROUP_ID = 112
+AQIANG = 2003
+TRIP = "我下周三去杭州出差，周五回来"
+QUESTION = "阿强下周三去哪里出差？"
+AQIANG_TRIP_ANSWER = "好的，阿强下周三去杭州出差，周五回来"
+
+
+def recall_opening() -> str:
+    from nonebot_plugin_aimemory import prompts
+
+    return prompts.CHAT_LOG_RECALL_OPENING
+
+
+def footer() -> str:
+    from nonebot_plugin_aimemory import prompts
+
+    return prompts.MEMORY_INJECTION_FOOTER
+
+
+def recalled_lines(content: str) -> list[str]:
+    """The lines of the recall block in a user message (none without one)."""
+    if recall_opening() not in content:
+        return []
+    after = content.split(recall_opening() + "\n", 1)[1]
+    return after.split("\n" + footer(), 1)[0].split("\n")
+
+
+async def ambient_chat(plugin, bot: RecordingBot) -> None:
+    """阿强 tells the group about his trip without addressing the bot, among other lines."""
+    await plugin.restart(aimemory_chat_log_ambient=True)
+    await bot.receive(said("大家晚上好", user_id=2002, card="小红"))
+    await bot.receive(said(TRIP, user_id=AQIANG, card="阿强"))
+    await bot.receive(said("今天的晚饭好吃", user_id=2002, card="小红"))
+    await plugin.runtime.chat_log.flush()  # written, as lines a while ago are
+
+
+async def test_a_line_that_answers_the_question_goes_before_it_quoted(plugin) -> None:
+    bot = RecordingBot()
+    await ambient_chat(plugin, bot)
+
+    await bot.receive(said(QUESTION, to_me=True))
+
+    content = plugin.llm.last_messages()[-1]["content"]
+    lines = recalled_lines(content)
+    assert len(lines) == 1
+    assert re.match(LINE_PATTERN, lines[0])
+    assert lines[0].endswith(f"阿强({AQIANG})：{TRIP}")
+    # The notes come first, then the line that closes them, then the question.
+    assert content.index(recall_opening()) < content.index(footer()) < content.index(QUESTION)
+
+
+async def test_the_recalled_lines_are_for_one_turn_only(plugin) -> None:
+    bot = RecordingBot()
+    await ambient_chat(plugin, bot)
+    await bot.receive(said(QUESTION, to_me=True))
+
+    await bot.receive(said("谢谢", to_me=True))
+
+    messages = plugin.llm.last_messages()
+    earlier = [m for m in messages[:-1] if m["role"] == "user"]
+    assert any(QUESTION in str(m["content"]) for m in earlier)
+    assert all(recall_opening() not in str(m["content"]) for m in messages)
+
+
+async def test_a_line_that_only_shares_a_name_is_not_recalled(plugin) -> None:
+    bot = RecordingBot()
+    await ambient_chat(plugin, bot)
+
+    # 阿强's line matches his name, and nothing else of the question.
+    await bot.receive(said("阿强最喜欢吃什么水果？", to_me=True))
+
+    assert recall_opening() not in plugin.llm.last_messages()[-1]["content"]
+
+
+async def test_nothing_is_recalled_for_a_question_no_line_shares_a_word_with(plugin) -> None:
+    bot = RecordingBot()
+    await ambient_chat(plugin, bot)
+
+    await bot.receive(said("帮我算一下 3 加 5 等于几", to_me=True))
+
+    assert recall_opening() not in plugin.llm.last_messages()[-1]["content"]
+
+
+async def test_another_chats_lines_are_never_recalled(plugin) -> None:
+    bot = RecordingBot()
+    await plugin.restart(aimemory_chat_log_ambient=True)
+    await bot.receive(said(TRIP, group_id=OTHER_GROUP_ID, user_id=AQIANG, card="阿强"))
+    await plugin.runtime.chat_log.flush()
+
+    await bot.receive(said(QUESTION, to_me=True))
+
+    assert TRIP not in str(plugin.llm.last_messages())
+
+
+async def test_a_line_still_in_the_window_is_not_repeated_nor_the_bots_answer(plugin) -> None:
+    bot = RecordingBot()
+    plugin.llm.responder = lambda body: text(f"{AQIANG_TRIP_ANSWER}")
+    await bot.receive(said(TRIP, user_id=AQIANG, card="阿强", to_me=True))
+
+    await bot.receive(said(QUESTION, to_me=True))
+
+    assert recall_opening() not in plugin.llm.last_messages()[-1]["content"]
+
+
+async def test_a_line_gone_from_the_window_is_recalled(plugin) -> None:
+    from nonebot_plugin_aimemory import texts
+
+    bot = RecordingBot()
+    plugin.llm.responder = lambda body: text(f"{AQIANG_TRIP_ANSWER}")
+    await bot.receive(said(TRIP, user_id=AQIANG, card="阿强", to_me=True))
+    await bot.receive(said("~对话 清空", role="admin"))
+    assert bot.sent_texts[-1] == texts.CLEARED
+    await plugin.runtime.chat_log.flush()
+
+    await bot.receive(said(QUESTION, to_me=True))
+
+    # His line, not the bot's answer that holds the same words.
+    lines = recalled_lines(plugin.llm.last_messages()[-1]["content"])
+    assert [line.split("] ", 1)[1] for line in lines] == [f"阿强({AQIANG})：{TRIP}"]
+
+
+async def test_recall_can_be_turned_off(plugin) -> None:
+    bot = RecordingBot()
+    await ambient_chat(plugin, bot)
+    await plugin.restart(aimemory_chat_log_recall_rows=0)
+
+    await bot.receive(said(QUESTION, to_me=True))
+
+    assert recall_opening() not in plugin.llm.last_messages()[-1]["content"]
+
+
+async def test_a_broken_chat_log_costs_the_recall_not_the_answer(plugin, plugin_log) -> None:
+    bot = RecordingBot()
+    await ambient_chat(plugin, bot)
+
+    async def broken(*args, **kwargs):
+        raise OSError("disk I/O error")
+
+    plugin.runtime.chat_log.writer.store.index.ranking = broken
+    await bot.receive(said(QUESTION, to_me=True))
+
+    # The model was asked without the lines and its answer went out.
+    assert bot.sent_texts[-1].endswith(QUESTION)
+    assert recall_opening() not in plugin.llm.last_messages()[-1]["content"]
+    assert "could not recall chat lines" in plugin_log.text
