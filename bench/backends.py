@@ -1,15 +1,9 @@
-"""The project's benches on SQLite (a temporary file) and PostgreSQL (a throwaway server this
-bench starts, as the tests do: 127.0.0.1, fsync off) in one run, side by side: turn overhead
-(bench.turn_overhead's measurement), memory search at 100 000 memories in the database (one
-scope of 200 searched, 499 others; MemoryService.search, warm and on a scope's first search),
-chat-log search over 100 000 rows of one chat (the `search_current_chat` tool), chat-log write
-throughput (ChatLog, flushed every 200 rows), start-up on that large database in a fresh
-process, and two processes writing chat-log rows and memories to the same database at once.
-The memories are filled once into the SQLite file through MemoryStore and copied into
-PostgreSQL by the plugin's migration copy (store/copying.py); the chat log is written through
-ChatLog on each backend (the throughput figure). `--quick`: 5 000 of each, fewer samples.
-Targets: bench.chat_log's, bench.turn_overhead's and bench.memory_search's (at 200) on both
-backends; no row or memory lost with two writers.
+"""The project's speed targets on SQLite (a temporary file) and on a throwaway PostgreSQL server
+(tests/fakes/postgres.py) side by side, 100 000 memories and chat-log rows each (5 000 with
+--quick): turn overhead at 10 messages and a full window, memory search and save in a scope
+of 200, chat-log search and write, start-up on the large database in a fresh process, and
+two processes writing at once (nothing lost). The memories are filled into SQLite through
+MemoryStore and copied into PostgreSQL by the plugin's migration copy (store/copying.py).
 """
 
 from __future__ import annotations
@@ -21,16 +15,16 @@ import math
 import random
 import statistics
 import time
-from collections.abc import AsyncIterator, Iterable, Sequence
+from collections.abc import AsyncIterator, Iterable, Iterator, Sequence
 from contextlib import ExitStack, asynccontextmanager
 from dataclasses import dataclass
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from bench import chat_log as cl
+from nonebot.message import handle_event
+
 from bench import harness as h
-from bench import memory_search as ms
-from bench import turn_overhead as to
 from tests.fakes.openai_server import FakeOpenAI, text
 
 # One group holds the large chat log and the searched scope; the others only fill the table.
@@ -43,10 +37,36 @@ WRITERS = 2
 READY_TIMEOUT_SECONDS = 120.0
 POLL_SECONDS = 0.01
 SEARCH_LIMIT = 20
-TARGET_TURN_SMALL_MS, TARGET_TURN_FULL_MS = to.TARGET_SMALL_MS, to.TARGET_FULL_MS
-TARGET_MEMORY_SEARCH_MS = ms.TARGET_SEARCH_SMALL_MS
-TARGET_ROWS_PER_SECOND, TARGET_CHAT_SEARCH_MS = cl.TARGET_ROWS_PER_SECOND, cl.TARGET_SEARCH_P99_MS
-MAIN_SETTINGS: dict[str, Any] = {**to.SETTINGS, "aimemory_chat_log_flush_seconds": 60}
+TARGET_TURN_SMALL_MS, TARGET_TURN_FULL_MS, TARGET_MEMORY_SEARCH_MS = 3.0, 10.0, 5.0
+TARGET_ROWS_PER_SECOND, TARGET_CHAT_SEARCH_MS = 2000.0, 20.0
+FULL_FILL_TOKENS, MESSAGE_OVERHEAD_TOKENS = 124_000, 4
+FLUSH_EVERY_ROWS, WARMUP_QUERIES = 200, 30
+# A reply that claims no save: one that does ("记下了") is asked again, a second model call.
+REPLY = "收到～有需要随时叫我。"
+MAIN_SETTINGS: dict[str, Any] = {
+    "aimemory_max_context_tokens": 136_000,
+    "aimemory_compress_threshold": 0.95,
+    "aimemory_chat_log_flush_seconds": 60,
+}
+MEMORY_QUERIES = (
+    *("{name} 喜欢吃什么", "谁不吃{food}", "{name} 住在哪", "{name}的{pet}", "{food} {city}"),
+    *("{hobby} {name}", "{city} 出差", "聚餐 {place}", "{name} {when} 计划"),
+    *("@小忆 你还记得{name}喜欢吃什么吗", "{when}聚餐去{city}，大家有什么忌口的吗？"),
+    *("小忆，{name}的生日快到了，送什么礼物好", "周末想去吃{food}，有谁一起，{name}你去不去"),
+    *("{name}是不是说过{when}要去{city}出差", "{past}那个{thing}的事后来怎么样了"),
+)
+CHAT_QUERIES = (
+    *("今天", "大家", "明天", "一下", "有人", "推荐", "周末", "报错", "快递", "聚餐"),
+    *("{food}", "{city}", "{game}", "{thing}", "{name}", "{movie}", "{singer}", "{tech}"),
+    *("量子纠缠", "区块链", "芭蕾舞", "潜水证", "订单号 {order}", "PR {num}"),
+    *("{food} {city}", "{name} {game}", "{tech} 报错", "{thing} 预算", "{singer} 演唱会"),
+    *("上次谁说要去{city}吃{food}来着", "{name}之前推荐的{thing}是哪个"),
+    *("{tech}那个{error}后来怎么修好的", "{name}什么时候去{city}出差"),
+    *("deploy", "docker", "{en_word} failed", "nginx 502", "LGTM", "{en_word} {en_word}"),
+    # FTS5 syntax in user input must be searched as plain text.
+    *('"', "*", "{food}*", "NEAR({food} {food})", "{food} OR {food}", "NOT 加班", "-docker"),
+    *("(服务器", "tokens:{food}", 'a"b', "C++", "{name}: 在吗", "rowid:1", "{tech}*"),
+)
 
 
 @dataclass(frozen=True)
@@ -146,6 +166,109 @@ def percentiles(metrics: tuple[Metric, Metric], samples_ns: Sequence[int]) -> Fi
     }
 
 
+def chat_rows(rng: random.Random, session_key: str, count: int) -> list[h.ChatRow]:
+    """`count` rows of one session, oldest first, about one a minute up to now."""
+
+    def moments() -> Iterator[datetime]:  # drawn row by row, between the rows' own draws
+        moment = datetime.now(timezone.utc) - timedelta(minutes=count)
+        for _ in range(count):
+            moment += timedelta(seconds=rng.randint(1, 119))
+            yield moment
+
+    return h.logged_rows(rng, [session_key], moments())
+
+
+def chat_queries(rng: random.Random, count: int) -> list[str]:
+    """`count` distinct queries, each template used once before any repeats."""
+    found: dict[str, None] = dict.fromkeys(h.fill(rng, t) for t in CHAT_QUERIES)
+    while len(found) < count:
+        found[h.fill(rng, rng.choice(CHAT_QUERIES))] = None
+    ordered = list(found)[:count]
+    rng.shuffle(ordered)
+    return ordered
+
+
+async def write_through(chat_log: h.ChatLog, rows: Sequence[h.ChatRow]) -> float:
+    """Rows/s of `add` + `flush` every FLUSH_EVERY_ROWS."""
+    gc.collect()
+    started = time.perf_counter()
+    for index, row in enumerate(rows, start=1):
+        chat_log.add(row)
+        if index % FLUSH_EVERY_ROWS == 0 or index == len(rows):
+            await chat_log.flush()
+    return len(rows) / (time.perf_counter() - started)
+
+
+async def save_all(service: h.MemoryService, scope: str, batch: Sequence[h.Memory]) -> list[int]:
+    """Save `batch` in `scope`; nanoseconds of each save."""
+
+    async def save(memory: h.Memory) -> None:
+        outcome = await service.save(
+            scope, memory.content, tags=memory.tags, user_id=memory.user_id
+        )
+        if outcome.status != "saved":
+            raise RuntimeError(f"save in {scope}: {outcome.status}: {memory.content}")
+
+    return await h.timed(save, batch)
+
+
+@dataclass
+class Rig:
+    """The running plugin, its bot and LLM, how long its LLM calls took, the chat's rng."""
+
+    llm: FakeOpenAI
+    runtime: h.Runtime
+    bot: h.CountingBot
+    llm_ns: list[int]  # of each LLM call since the turn began
+    rng: random.Random
+
+
+def time_llm_calls(runtime: h.Runtime) -> list[int]:
+    """Time the posts of the LLM clients' HTTP client: each call's ns lands in the list."""
+    durations: list[int] = []
+    post = runtime.llm.http.post_capped
+
+    async def timed_post(*args: Any, **kwargs: Any) -> Any:
+        start = time.perf_counter_ns()
+        try:
+            return await post(*args, **kwargs)
+        finally:
+            durations.append(time.perf_counter_ns() - start)
+
+    runtime.llm.http.post_capped = timed_post  # type: ignore[method-assign]
+    return durations
+
+
+def exchange(rng: random.Random) -> tuple[str, str]:
+    """A stored (user line, reply) pair, the user line in the plugin's speaker format."""
+    name, user_id = rng.choice(h.SPEAKERS)
+    line = f"[2026-11-30 14:05] {name}({user_id})：{h.chat_line(rng, 50, 150)}"
+    return line, h.chat_line(rng, 50, 150)
+
+
+def exchanges_up_to(rig: Rig, tokens: int) -> list[tuple[str, str]]:
+    """Exchanges until they hold `tokens` tokens as the plugin counts them."""
+    pairs: list[tuple[str, str]] = []
+    total = 0
+    while total < tokens:
+        pairs.append(exchange(rig.rng))
+        total += sum(rig.runtime.counter.count(t) + MESSAGE_OVERHEAD_TOKENS for t in pairs[-1])
+    return pairs
+
+
+async def one_turn(rig: Rig, group_id: int) -> int:
+    """Overhead of one addressed turn in ns: event in to `send_msg`, less the LLM's wait."""
+    event = h.addressed(h.chat_line(rig.rng, 50, 150), group_id, rig.rng)
+    rig.llm_ns.clear()
+    sent = rig.bot.sent_count
+    start = time.perf_counter_ns()
+    await handle_event(rig.bot, event)
+    if rig.bot.sent_count != sent + 1 or len(rig.llm_ns) != 1:
+        replies = rig.bot.sent_count - sent
+        raise RuntimeError(f"group {group_id}: {replies} replies, {len(rig.llm_ns)} LLM calls")
+    return rig.bot.last_sent_ns - start - rig.llm_ns[0]
+
+
 @asynccontextmanager
 async def postgres_database() -> AsyncIterator[str]:
     """A throwaway PostgreSQL server (tests/fakes/postgres.py) and an empty database on it;
@@ -190,7 +313,7 @@ async def insert_fill_memories(path: Path, scopes: Sequence[str], seen: set[str]
         store = MemoryStore(database)
         for scope in scopes:
             taken: set[str] = set()
-            for memory in ms.memories(rng, SCOPE_MEMORIES, seen):
+            for memory in h.memories(rng, SCOPE_MEMORIES, seen):
                 record = MemoryRecord(
                     *(new_id(taken), memory.content, normalize(memory.content)),
                     *(list(memory.tags), memory.user_id),
@@ -243,13 +366,13 @@ class ChatSearch:
 
 
 async def turn_samples(
-    rig: to.Rig, pairs: list[tuple[str, str]], group_id: int, turns: int, warmup: int
+    rig: Rig, pairs: list[tuple[str, str]], group_id: int, turns: int, warmup: int
 ) -> list[int]:
-    """Overhead ns of `turns` turns after `warmup`, as bench.turn_overhead's `measure` takes
-    them: a cold turn first, the window restored before each."""
+    """Overhead ns of `turns` turns after `warmup`: a cold turn first, the window restored
+    before each."""
     key = h.group_key(group_id)
     await h.prefill_history(rig.runtime, key, pairs)
-    await to.one_turn(rig, group_id)
+    await one_turn(rig, group_id)
     session = rig.runtime.sessions.get(key)
     assert session is not None, key
     window = session.bot.window
@@ -258,7 +381,7 @@ async def turn_samples(
     gc.collect()
     for index in range(warmup + turns):
         window.replace(saved)
-        sample = await to.one_turn(rig, group_id)
+        sample = await one_turn(rig, group_id)
         rig.llm.requests.clear()
         if index >= warmup:
             samples.append(sample)
@@ -267,26 +390,27 @@ async def turn_samples(
 
 
 async def measure_turns(llm: FakeOpenAI, runtime: h.Runtime, sizes: Sizes) -> Figures:
-    """Turn overhead at a 10-message and a full window (bench.turn_overhead's groups)."""
-    rig = to.Rig(llm, runtime, h.CountingBot(), to.time_llm_calls(runtime), random.Random(1130))
-    small = [to.exchange(rig.rng) for _ in range(5)]
+    """Turn overhead at a 10-message and a full window."""
+    rig = Rig(llm, runtime, h.CountingBot(), time_llm_calls(runtime), random.Random(1130))
+    small = [exchange(rig.rng) for _ in range(5)]
     small_ns = await turn_samples(rig, small, 501, sizes.turns, sizes.warmup_turns)
-    full = to.exchanges_up_to(rig, to.FULL_FILL_TOKENS)
+    full = exchanges_up_to(rig, FULL_FILL_TOKENS)
     full_ns = await turn_samples(rig, full, 502, max(5, sizes.turns // 3), sizes.warmup_turns)
     return {**percentiles(TURN_SMALL, small_ns), **percentiles(TURN_FULL, full_ns)}
 
 
 async def measure_memories(
-    runtime: h.Runtime, sizes: Sizes, searched: Sequence[ms.Memory], cold: Sequence[str]
+    runtime: h.Runtime, sizes: Sizes, searched: Sequence[h.Memory], cold: Sequence[str]
 ) -> Figures:
     """Save the searched scope's memories, search it warm, then each of `cold` once."""
     service, scope = h.memory_service(runtime), h.group_key(CHAT_GROUP_ID)
-    saves = await ms.save_all(service, scope, searched)
+    saves = await save_all(service, scope, searched)
     rng, warmup = random.Random(200), sizes.memory_searches // 10
     warm = await h.timed(
-        lambda query: service.search(scope, query), ms.queries(rng, warmup + sizes.memory_searches)
+        lambda query: service.search(scope, query),
+        h.distinct(rng, MEMORY_QUERIES, warmup + sizes.memory_searches),
     )
-    first_queries = ms.queries(rng, len(cold))
+    first_queries = h.distinct(rng, MEMORY_QUERIES, len(cold))
     loads = await h.timed(
         lambda index: service.search(cold[index], first_queries[index]), range(len(cold))
     )
@@ -298,28 +422,28 @@ async def measure_memories(
 
 
 async def write_chat_log(runtime: h.Runtime, sizes: Sizes) -> Figures:
-    """Write the large chat through ChatLog as bench.chat_log does (the rows are
-    dropped afterwards: kept, they would lengthen every later garbage collection)."""
-    rows = cl.chat_rows(random.Random(100), h.group_key(CHAT_GROUP_ID), sizes.rows)
-    return {CHAT_WRITE: await cl.write_through(h.chat_log_writer(runtime), rows)}
+    """Write the large chat through ChatLog (the rows are dropped afterwards: kept, they
+    would lengthen every later garbage collection)."""
+    rows = chat_rows(random.Random(100), h.group_key(CHAT_GROUP_ID), sizes.rows)
+    return {CHAT_WRITE: await write_through(h.chat_log_writer(runtime), rows)}
 
 
 async def measure_chat_search(runtime: h.Runtime, sizes: Sizes) -> Figures:
-    """`search_current_chat` in the large chat with bench.chat_log's queries."""
+    """`search_current_chat` in the large chat."""
     search = ChatSearch(runtime, h.group_key(CHAT_GROUP_ID))
-    queries = cl.search_queries(random.Random(300), cl.WARMUP_QUERIES + sizes.chat_searches)
-    samples = await h.timed(search, queries, cl.WARMUP_QUERIES)
+    queries = chat_queries(random.Random(300), WARMUP_QUERIES + sizes.chat_searches)
+    samples = await h.timed(search, queries, WARMUP_QUERIES)
     return percentiles(CHAT_SEARCH, samples)
 
 
 async def measure_running(
-    target: Target, sizes: Sizes, searched: Sequence[ms.Memory], cold: Sequence[str]
+    target: Target, sizes: Sizes, searched: Sequence[h.Memory], cold: Sequence[str]
 ) -> Figures:
     """Everything measured in this process on one backend: writes, searches, turns."""
     from nonebot_plugin_aimemory.conversation.warmup import text_tools_ready
 
     figures: Figures = {}
-    with h.fake_llm(lambda body: text(to.REPLY)) as llm:
+    with h.fake_llm(lambda body: text(REPLY)) as llm:
         settings = {**MAIN_SETTINGS, **target.settings()}
         async with h.plugin_runtime(llm, target.db_path, **settings) as runtime:
             await text_tools_ready(runtime.counter)
@@ -437,9 +561,9 @@ async def writer_child(spec: dict[str, Any]) -> dict[str, float]:
 
     target, index = Target.from_spec(spec), int(spec["index"])
     rng = random.Random(1000 + index)
-    rows = cl.chat_rows(rng, h.group_key(WRITERS_GROUP_ID), int(spec["rows"]))
+    rows = chat_rows(rng, h.group_key(WRITERS_GROUP_ID), int(spec["rows"]))
     scopes = writer_scopes(index, int(spec["memories"]))
-    batches = [ms.memories(rng, SCOPE_MEMORIES, set()) for _ in scopes]
+    batches = [h.memories(rng, SCOPE_MEMORIES, set()) for _ in scopes]
     memories = [(scope, m) for scope, batch in zip(scopes, batches, strict=True) for m in batch]
     memories = memories[: int(spec["memories"])]
     figures: dict[str, float] = {}
@@ -452,7 +576,7 @@ async def writer_child(spec: dict[str, Any]) -> dict[str, float]:
 
             async def log_rows() -> None:
                 figures["rows_started"] = time.time()
-                await cl.write_through(h.chat_log_writer(runtime), rows)
+                await write_through(h.chat_log_writer(runtime), rows)
                 figures["rows_ended"] = time.time()
 
             async def save_memories() -> None:
@@ -541,7 +665,7 @@ async def run(bench: h.Bench) -> dict[str, float] | None:
     async with postgres_database() as url:
         postgres = Target("PostgreSQL", bench.work_dir / "postgresql" / "aimemory.db", url)
         seen: set[str] = set()
-        searched = ms.memories(random.Random(201), SCOPE_MEMORIES, seen)
+        searched = h.memories(random.Random(201), SCOPE_MEMORIES, seen)
         scopes = fill_scopes(sizes.memories - SCOPE_MEMORIES)
         started = time.perf_counter()
         inserted = await insert_fill_memories(sqlite.db_path, scopes, seen)

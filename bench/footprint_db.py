@@ -14,7 +14,6 @@ from pathlib import Path
 from typing import Any
 
 from bench import harness as h
-from bench.memory_search import memories
 
 GROUP_MEMORIES, PERSONAL_MEMORIES, GROUP_SHARE = 200, 100, 0.8
 # Ids of the chats the database holds; the footprint run talks in the same ones.
@@ -68,7 +67,7 @@ async def fill_memories(runtime: Any, layout: Layout, rng: random.Random) -> int
         while saved < target:
             if refused > MAX_DRAWS_FACTOR * layout.memories:
                 raise RuntimeError(f"too many refused saves ({refused}); last scope {scope}")
-            (memory,) = memories(rng, 1, seen)
+            (memory,) = h.memories(rng, 1, seen)
             owner_id = owner or memory.user_id
             outcome = await service.save(scope, memory.content, tags=memory.tags, user_id=owner_id)
             saved += outcome.status == "saved"

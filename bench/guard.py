@@ -15,7 +15,6 @@ from collections.abc import Callable
 
 from bench import harness as h
 from bench.guard_public import options, run_public
-from bench.memory_search import Memory
 from tests.guard.corpus import SHAPES, SPLITS, guard_rates
 from tests.guard.guard_corpus import BENIGN
 
@@ -51,7 +50,7 @@ TRIGGER_WORDS = (
 _DIGIT_RUNS = re.compile(r"\d+")
 
 
-def memory_of(rng: random.Random, next_piece: Callable[[], str]) -> Memory:
+def memory_of(rng: random.Random, next_piece: Callable[[], str]) -> h.Memory:
     """A memory of `MEMORY_CHARS` characters made of pieces, with a number now and then."""
     pieces: list[str] = []
     length = 0
@@ -60,10 +59,10 @@ def memory_of(rng: random.Random, next_piece: Callable[[], str]) -> Memory:
         pieces.append(piece)
         length += len(piece) + 1
     content = "。".join(pieces)[:MEMORY_CHARS]
-    return Memory(content, tuple(rng.sample(TAGS, 3)), str(rng.randint(10_000, 9_999_999_999)))
+    return h.Memory(content, tuple(rng.sample(TAGS, 3)), str(rng.randint(10_000, 9_999_999_999)))
 
 
-def substring_scan(memory: Memory) -> bool:
+def substring_scan(memory: h.Memory) -> bool:
     """The guard's baseline: lower case once, look for each trigger word."""
     text = " ".join((memory.content, *memory.tags)).lower()
     return any(word in text for word in TRIGGER_WORDS)
@@ -73,10 +72,10 @@ async def run(bench: h.Bench) -> None:
     """Time guard and masks on each kind of memory, then print figures and the verdict."""
     from nonebot_plugin_aimemory.guard import injection_reason_for_memory, mask_pii
 
-    def guard(memory: Memory) -> object:
+    def guard(memory: h.Memory) -> object:
         return injection_reason_for_memory(memory.content, memory.tags, memory.user_id)
 
-    calls: dict[str, Callable[[Memory], object]] = {
+    calls: dict[str, Callable[[h.Memory], object]] = {
         "guard": guard,
         "  baseline: substring scan": substring_scan,
         "masks": lambda memory: mask_pii(memory.content),

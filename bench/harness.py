@@ -1,8 +1,6 @@
-"""The benches' harness: the command line, NoneBot set up as in tests/conftest.py, the plugin
-against the fake OpenAI server, generated group chat, process figures and statistics.
-
-`init_nonebot` must run before the plugin is imported, so its imports sit inside functions.
-"""
+"""The benches' harness: command line, NoneBot as in tests/conftest.py, the plugin against the
+fake OpenAI server, generated chat and memories, process figures, statistics. The plugin's
+imports sit inside functions: `init_nonebot` must run first."""
 
 from __future__ import annotations
 
@@ -25,7 +23,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from subprocess import PIPE
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 
 import nonebot
 from nonebot.adapters.onebot.v11 import Adapter as OneBotV11Adapter
@@ -315,6 +313,55 @@ CLAUSES: tuple[str, ...] = (
     *("the {en_word} job failed with {error}", "{reaction}", "@{name} {reaction}"),
 )
 PUNCTUATION = ("，", "。", "！", "？", "……", "～", " ")
+USER_IDS = {name: str(20001 + i) for i, name in enumerate(POOLS["name"])}
+# (content, tags) of memories; the same person or object recurs in different wordings.
+MEMORY_TEMPLATES: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("{name}住在{city}，离公司大概{num}米", ("住址", "{name}")),
+    ("{name}的老家在{city}", ("老家", "{name}")),
+    ("{name}喜欢吃{food}", ("饮食", "偏好")),
+    ("{name}不吃{food}，聚餐时记得避开", ("饮食", "忌口")),
+    ("{name}养了一只{pet}", ("宠物", "{name}")),
+    ("{name}最喜欢的歌手是{singer}", ("音乐", "偏好")),
+    ("{name}平时喜欢{hobby}，周末经常去", ("爱好", "{name}")),
+    ("{name}玩{game}很厉害", ("游戏", "{name}")),
+    ("{name}{when}要去{city}出差", ("计划", "{name}")),
+    ("{name}{past}在{place}丢了{thing}", ("事件", "{name}")),
+    ("{name}{past}买了{thing}，花了{price}块", ("购物", "{name}")),
+    ("{name}负责{tech}，出了问题找他", ("工作", "{name}")),
+    ("{when}的聚餐定在{city}的{place}，{name}负责订位", ("聚餐", "安排")),
+    ("{name}觉得{movie}很好看，推荐大家去看", ("电影", "{name}")),
+)
+
+
+class Memory(NamedTuple):
+    """What the model would pass to the save tool."""
+
+    content: str
+    tags: tuple[str, ...]
+    user_id: str | None
+
+
+def memories(rng: random.Random, count: int, seen: set[str]) -> list[Memory]:
+    """`count` memories whose content is new to `seen` (which they are added to)."""
+    result: list[Memory] = []
+    while len(result) < count:
+        template, tag_templates = rng.choice(MEMORY_TEMPLATES)
+        picks: dict[str, str] = {}
+        content = fill(rng, template, picks)
+        if content not in seen:
+            seen.add(content)
+            tags = tuple(fill(rng, tag, picks) for tag in tag_templates)
+            owned = "name" in picks and rng.random() < 0.7
+            result.append(Memory(content, tags, USER_IDS.get(picks["name"]) if owned else None))
+    return result
+
+
+def distinct(rng: random.Random, templates: Sequence[str], count: int) -> list[str]:
+    """`count` distinct fills of `templates` (a repeated query would hit a cache)."""
+    found: dict[str, None] = {}
+    while len(found) < count:
+        found[fill(rng, rng.choice(templates))] = None
+    return list(found)
 
 
 def addressed(

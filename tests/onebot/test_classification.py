@@ -1,7 +1,7 @@
 """Classifying a message (is it addressed, is it a command, who speaks, its plain content)
-is linear in its length: 100 000 characters of any shape take milliseconds (bench/classify
-measures them against the 20 ms target; here the bound is loose, to catch the seconds a
-quadratic step takes on the same input without failing on a busy machine)."""
+is linear in its length: 100 000 characters of any shape take milliseconds (the retired
+bench.classify measured them against the 20 ms target, docs/benchmarks.md; here the bound is
+loose, to catch the seconds a quadratic step takes without failing on a busy machine)."""
 
 from __future__ import annotations
 
