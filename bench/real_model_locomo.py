@@ -24,10 +24,9 @@ import httpx
 import tiktoken
 
 from bench import harness as h
-from bench.real_model_plugin import Driver, model_runtime
+from bench.real_model_plugin import Driver, TurnRecord, model_runtime
 from bench.real_model_proxy import FORWARD_TIMEOUT_SECONDS, Exchange, RecordingProxy, Upstream
 from bench.real_model_script import Member
-from bench.real_model_turns import TurnRecord
 from bench.retrieval_data import Conversation
 from bench.retrieval_locomo import load_locomo
 from tests.fakes.events import group_message

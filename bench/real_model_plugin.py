@@ -5,6 +5,7 @@ sends events through NoneBot and records each addressed turn."""
 
 from __future__ import annotations
 
+import json
 import random
 import time
 from collections.abc import AsyncIterator, Sequence
@@ -18,12 +19,6 @@ from nonebot.message import handle_event
 
 from bench import harness as h
 from bench.real_model_proxy import Exchange, RecordingProxy
-from bench.real_model_turns import (
-    TurnRecord,
-    append_transcript,
-    background_line,
-    transcript_line,
-)
 from tests.fakes.bots import RecordingBot
 
 if TYPE_CHECKING:
@@ -129,6 +124,74 @@ class EventClock:
 
 
 @dataclass
+class TurnRecord:
+    """One message of the bench's chat and everything that followed it."""
+
+    index: int
+    scenario: str
+    run: str
+    phase: str
+    kind: str
+    who: str
+    user_id: int
+    message: str
+    private: bool = False
+    # Each message the bot sent: its plain text, and as sent (@s and images as CQ codes).
+    replies: list[str] = field(default_factory=list)
+    sent: list[str] = field(default_factory=list)
+    seconds: float = 0.0
+    exchanges: list[Exchange] = field(default_factory=list)
+    rejected: list[str] = field(default_factory=list)
+    fact: int | None = None
+
+    @property
+    def reply(self) -> str:
+        """Everything the bot sent for the message, one part a line."""
+        return "\n".join(self.replies)
+
+    def main(self) -> list[Exchange]:
+        """The turn's main-chat exchanges, in order."""
+        return [e for e in self.exchanges if e.role == "main"]
+
+    def line(self) -> dict[str, Any]:
+        """The turn as a transcript's JSON line."""
+        return {
+            "scenario": self.scenario,
+            "run": self.run,
+            "phase": self.phase,
+            "kind": self.kind,
+            "who": f"{self.who}({self.user_id})",
+            "private": self.private,
+            "message": self.message,
+            "replies": self.replies,
+            "sent": self.sent,
+            "seconds": round(self.seconds, 1),
+            "rejected": self.rejected,
+            "exchanges": [exchange_line(e) for e in self.exchanges],
+        }
+
+
+def exchange_line(exchange: Exchange, last_messages: int = 3) -> dict[str, Any]:
+    """An exchange for a transcript: role, status, the request's last messages, the answer."""
+    return {
+        "role": exchange.role,
+        "status": exchange.status,
+        "seconds": round(exchange.seconds, 1),
+        "tools_offered": sorted(exchange.tool_names),
+        "last_messages": (exchange.request.get("messages") or [])[-last_messages:],
+        "answer": exchange.message or exchange.error,
+        "usage": (exchange.response or {}).get("usage"),
+    }
+
+
+def append_transcript(path: Path, line: dict[str, Any]) -> None:
+    """Add one JSON line to a transcript (as the run goes: a stopped run keeps its turns)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("a", encoding="utf-8") as out:
+        out.write(json.dumps(line, ensure_ascii=False) + "\n")
+
+
+@dataclass
 class Driver:
     """Sends events through NoneBot and records each addressed turn with the exchanges the
     proxy saw meanwhile."""
@@ -168,12 +231,12 @@ class Driver:
     def keep(self, record: TurnRecord) -> None:
         """Keep a finished turn, and write it to the transcript."""
         self.turns.append(record)
-        append_transcript(self.transcript, transcript_line(record))
+        append_transcript(self.transcript, record.line())
 
     def close(self) -> None:
         """Write the exchanges made outside any turn to the transcript."""
         for exchange in self.background():
-            append_transcript(self.transcript, background_line(exchange))
+            append_transcript(self.transcript, {"background": exchange_line(exchange, 2)})
 
     def new_record(self, **fields: Any) -> TurnRecord:
         """A record numbered in the order of the driver's turns."""

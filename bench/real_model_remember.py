@@ -13,10 +13,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from bench import harness as h
-from bench.real_model_plugin import Driver, EventClock, compressions_of, model_runtime
+from bench.real_model_plugin import (
+    Driver,
+    EventClock,
+    TurnRecord,
+    compressions_of,
+    model_runtime,
+)
 from bench.real_model_proxy import Exchange, RecordingProxy, Upstream
 from bench.real_model_script import GROUP_ID, MEMBERS, Member, Script, Step
-from bench.real_model_turns import TurnRecord
 from tests.fakes.events import group_message, private_message
 
 if TYPE_CHECKING:

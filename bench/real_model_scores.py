@@ -1,27 +1,22 @@
 """The real-model bench's figures from a run's records: what was saved (and whether it was
-worth saving), how turns ended, and what they cost."""
+worth saving), how turns ended (tool rounds, invented tools, repeated calls, calls written as
+text, replies that are JSON, memory lines, failure notices or stock replies), and the cost."""
 
 from __future__ import annotations
 
+import json
 import re
 import statistics
+from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from bench import harness as h
+from bench.real_model_plugin import TurnRecord
 from bench.real_model_proxy import ROLES, Exchange, Usage
 from bench.real_model_remember import RememberRun, squeezed
 from bench.real_model_script import Script
-from bench.real_model_turns import (
-    TurnRecord,
-    answered,
-    failure_notices,
-    looks_like_json_or_tool_call,
-    looks_like_memory_format,
-    stock_replies,
-    writes_a_tool_call,
-)
 
 if TYPE_CHECKING:
     from nonebot_plugin_aimemory.store.memory_store import MemoryRecord
@@ -32,6 +27,17 @@ EXAMPLE_PROMPTS = ("EXTRACT_FORMAT", "REVIEW_FORMAT", "MEMORY_NOTE")
 EXAMPLE_CONTENT = re.compile(r'"content"\s*:\s*"([^"]+)"')
 COPIED_MIN_CHARS = 6
 IDENTIFIER = re.compile(r"[\"A-Za-z_:, ]+")
+# A tool call written into the text instead of the API's tool_calls field.
+TEXT_TOOL_CALL = re.compile(r'"name"\s*:.*"arguments"\s*:|<tool_call>|<tool_response>', re.DOTALL)
+# A line as the memory tools and the injected block show memories (`#ab3d 内容`).
+MEMORY_ID_LINE = re.compile(r"^\s*#[0-9a-z]{2,12}\s", re.MULTILINE)
+MEMORY_FORMAT_STARTS = ("记忆更新", "【可能相关的长期记忆】")
+# What a QQ user is told when a turn fails (nonebot_plugin_aimemory/texts/notices.py).
+FAILURE_NOTICE_NAMES = (
+    *("NOT_CONFIGURED", "LLM_UNAVAILABLE", "LLM_REFUSED", "LLM_ACCOUNT_PROBLEM"),
+    *("LLM_REQUEST_REJECTED", "LLM_TIMEOUT", "TOO_LONG", "LLM_EMPTY", "TURN_FAILED"),
+    *("BURST_TOO_LONG", "DATABASE_NOT_READY", "DAILY_QUOTA_USED_UP"),
+)
 
 
 @dataclass
@@ -207,22 +213,104 @@ def answers_of(turns: Sequence[TurnRecord], rejected: int) -> Answers:
     timeout_notice = getattr(texts, "LLM_TIMEOUT", "")
     return Answers(
         turns=len(turns),
-        answered=sum(1 for t in turns if answered(t, notices)),
+        answered=sum(
+            1 for t in turns if any(r.strip() and r.strip() not in notices for r in t.replies)
+        ),
         json_like=[
             t
             for t in turns
-            if any(looks_like_json_or_tool_call(r, t.offered_tools()) for r in t.replies)
+            if any(looks_like_json_or_tool_call(r, offered_tools(t)) for r in t.replies)
         ],
         memory_like=[t for t in turns if any(looks_like_memory_format(r) for r in t.replies)],
         notices=[t for t in turns if any(r.strip() in notices for r in t.replies)],
         timed_out=sum(1 for t in turns if timeout_notice and timeout_notice in t.replies),
         stock=stock_replies(turns, notices),
-        rounds=[t.tool_rounds() for t in turns],
-        invented=[name for t in turns for name in t.invented_tools()],
-        repeated=sum(t.repeated_calls() for t in turns),
-        as_text=sum(t.tool_calls_as_text() for t in turns),
+        rounds=[max(0, len(t.main()) - 1) for t in turns],
+        invented=[name for t in turns for name in invented_tools(t)],
+        repeated=sum(repeated_calls(t) for t in turns),
+        as_text=sum(
+            writes_a_tool_call(e.content, offered_tools(t)) for t in turns for e in t.main()
+        ),
         rejected=rejected,
     )
+
+
+def offered_tools(turn: TurnRecord) -> set[str]:
+    """The names of the tools the turn's main requests offered."""
+    return {name for e in turn.main() for name in e.tool_names}
+
+
+def invented_tools(turn: TurnRecord) -> list[str]:
+    """Tool calls naming a tool the request did not offer."""
+    return [name for e in turn.main() for name, _ in e.tool_calls if name not in e.tool_names]
+
+
+def repeated_calls(turn: TurnRecord) -> int:
+    """Tool calls identical (name and parsed arguments) to an earlier one of the turn."""
+    calls = Counter((n, canonical(a)) for e in turn.main() for n, a in e.tool_calls)
+    return sum(count - 1 for count in calls.values())
+
+
+def canonical(arguments: str) -> str:
+    """Arguments as sorted JSON when they parse, else as sent."""
+    try:
+        return json.dumps(json.loads(arguments), sort_keys=True, ensure_ascii=False)
+    except ValueError:
+        return arguments
+
+
+def failure_notices() -> tuple[str, ...]:
+    """The plugin's failure notices, read from its texts (the names that exist now)."""
+    from nonebot_plugin_aimemory import texts
+
+    found = (getattr(texts, name, None) for name in FAILURE_NOTICE_NAMES)
+    return tuple(notice for notice in found if isinstance(notice, str) and notice)
+
+
+def writes_a_tool_call(text: str, tool_names: Iterable[str]) -> bool:
+    """Text holding a tool call or tool response, or naming an offered tool (no reply to a
+    QQ user has a reason to say `memory_search`)."""
+    return bool(TEXT_TOOL_CALL.search(text)) or any(name in text for name in tool_names)
+
+
+def looks_like_json_or_tool_call(text: str, tool_names: Iterable[str] = ()) -> bool:
+    """A reply that is a JSON value, or a tool call or tool response written as text."""
+    stripped = text.strip()
+    if writes_a_tool_call(stripped, tool_names):
+        return True
+    if not stripped.startswith(("{", "[")):
+        return False
+    try:
+        json.loads(stripped)
+    except ValueError:
+        return stripped.startswith("{") and '":' in stripped
+    return True
+
+
+def looks_like_memory_format(text: str) -> bool:
+    """A reply that reads like the memory tools' output or the injected memory block."""
+    stripped = text.strip()
+    return (
+        stripped.startswith(MEMORY_FORMAT_STARTS)
+        or bool(MEMORY_ID_LINE.search(stripped))
+        or "<tool_response>" in stripped
+    )
+
+
+def stock_replies(turns: Iterable[TurnRecord], notices: Sequence[str] = ()) -> list[TurnRecord]:
+    """Turns whose reply repeats, word for word, an earlier turn's reply to a different
+    message (the plugin's failure `notices` are counted as such, not here)."""
+    first_message: dict[str, set[str]] = {}
+    stock = []
+    for turn in turns:
+        reply = turn.reply.strip()
+        if not reply or reply in notices:
+            continue
+        earlier = first_message.setdefault(reply, set())
+        if earlier - {turn.message}:
+            stock.append(turn)
+        earlier.add(turn.message)
+    return stock
 
 
 @dataclass
