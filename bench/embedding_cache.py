@@ -1,8 +1,5 @@
-"""A caching stand-in for an OpenAI-compatible `/embeddings` endpoint, served on 127.0.0.1: it
-answers from a JSON-lines file of vectors, asks the real endpoint only for texts it has not
-seen (by model, `input_type` and text, all a vector depends on: the figures stay the
-endpoint's) and appends what it learns.
-"""
+"""A caching stand-in for an OpenAI-compatible `/embeddings` endpoint on 127.0.0.1: vectors from
+a JSON-lines file by (model, input_type, text); only unseen texts go to the real endpoint."""
 
 from __future__ import annotations
 

@@ -1,10 +1,6 @@
-"""Footprint of real bot processes (bench/footprint_child.py, this process their OneBot side):
-the plugin beside a bare NoneBot (issue #16) and, with --peer-python, llmchat (issue #23). A bot
-takes 200 addressed turns and a burst of 2 000 unaddressed messages, then plugin and peer 1 000
-turns in rotating blocks; CPU is utime+stime until the bot is quiet, less its idle rate.
-Targets: RSS <= 100 MiB after start, <= 130 MiB after the burst; <= 0.5 ms CPU per unaddressed
-message over bare; start-up <= 1.5 s on a large database; llmchat >= 15x the CPU per turn.
-"""
+"""Footprint of real bot processes (bench/footprint_child.py; this process is their OneBot
+side): the plugin beside a bare NoneBot and, with --peer-python, llmchat; targets in
+bench/README.md. CPU is utime+stime until the bot is quiet, less its idle rate."""
 
 from __future__ import annotations
 
@@ -89,7 +85,7 @@ class Figures:
 
 
 def check_alive(process: subprocess.Popen[bytes]) -> None:
-    """Raise if the child has exited."""
+    """Raise if the bot has exited."""
     if process.poll() is not None:
         raise ChildProcessError(f"the bot exited with code {process.returncode}")
 

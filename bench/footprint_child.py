@@ -1,7 +1,6 @@
-"""A bot process of bench/footprint.py, started as bot.py starts one: NoneBot on 127.0.0.1:PORT
-with OneBot v11 and this tree's plugin, one minimal matcher (the baseline) or llmchat (run by a
-venv's Python, so this file imports nothing else of the repository).
-Run by bench.footprint: python -m bench.footprint_child plugin|bare|llmchat PORT
+"""A bot process of bench/footprint.py: NoneBot on 127.0.0.1:PORT with OneBot v11 and the
+plugin, a minimal matcher (the baseline) or llmchat (run by its venv's Python, so nothing else
+of the repository is imported). Usage: python -m bench.footprint_child plugin|bare|llmchat PORT
 """
 
 from __future__ import annotations

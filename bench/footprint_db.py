@@ -1,7 +1,5 @@
 """The large database of bench/footprint.py, built in a child process through the plugin's
-write paths: 80 % of the memories in group scopes of 200, 20 % in personal scopes of 100,
-chat-log rows over the last 72 hours.
-"""
+write paths: 80 % of the memories in groups of 200, 20 % personal (100 each), 72 h of rows."""
 
 from __future__ import annotations
 

@@ -1,9 +1,6 @@
-"""CPU per 2 000-character memory (group chat, English, the guard's benign corpus full of
-steering words) of the injection guard and the personal-number masks, in thread CPU time;
-baselines: a substring scan for 40 trigger words, one `re.findall` of digit runs; and the
-guard's refusal rate on its attack corpus and false-positive rate on its benign corpus
-(tests/guard/corpus, dev and held-out). Targets: CPU p99 < 1 ms for the guard and for the
-masks on every kind of memory; benign lines refused <= 1 %.
+"""CPU per 2 000-character memory of the injection guard and the personal-number masks (thread
+CPU time; baselines: a substring scan for trigger words, a `re.findall` of digit runs), and the
+guard's rates on its own corpus (tests/guard/corpus) and the public ones (bench/guard_public.py).
 """
 
 from __future__ import annotations

@@ -1,25 +1,6 @@
-"""Public corpora for the steering guard's bench, read at run time from local copies (never
-kept in the repo): attacks in the wild and ordinary conversation, each item tagged with
-its source, language and shape, and split by a hash of its text into `dev` (what the
-guard's prompt and rules may be tuned on) and `heldout` (only measured).
-
-Attacks, under `--corpora DIR` (one folder per repository, files at their own paths):
-- `tensor-trust-data/` (HumanCompatibleAI/tensor-trust-data): the players' hijacking
-  attacks (override, en) and extraction attacks (disclosure, en);
-- `prompt-hacker-collections/jailbreak/*.yaml` (yunwei37/prompt-hacker-collections): DAN
-  and the other in-the-wild jailbreaks (limits, en);
-- `JailBench/` (STAIR-BUPT/JailBench): its Chinese jailbreak templates, the harmful
-  question taken off (limits, zh);
-- `awesome-chatgpt-prompts-zh/prompts-zh.json` (PlexPt/awesome-chatgpt-prompts-zh):
-  "我希望你充当…" role prompts (identity, zh);
-- `llm-security-prompt-injection/data/raw/*.parquet` (sinanw/llm-security-prompt-injection,
-  a copy of deepset/prompt-injections; read with pyarrow): goal hijacking and the like in
-  English and in German translation, shape not labelled ("injection"), and the ordinary
-  questions beside them (conversation, en and de).
-Ordinary conversation: KdConv's utterances (`KdConv/data/*/{dev,test}.json`, zh), and the
-sets the retrieval bench reads: MemoryBank-SiliconFriend's cn/en dialogues (`--memorybank`),
-MemDaily's messages (`--memdaily`, zh), LoCoMo (`--locomo`, en).
-"""
+"""Public corpora for the guard bench, read at run time from local copies (bench/README.md names
+them): attacks and ordinary conversation, each item tagged with source, language and shape, and
+split by a hash of its text into `dev` (may be tuned on) and `heldout` (only measured)."""
 
 from __future__ import annotations
 

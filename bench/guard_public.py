@@ -1,11 +1,7 @@
-"""The steering guard on public corpora (bench/guard_corpora.py), held-out split: the share
-of attacks refused per language and shape and the share of ordinary conversation refused
-per source, for the rules alone and with the model check (guard/model_check.py) behind
-them, and the check's cost per 100 saves.
-
-The model reads only what the rules let through (as the plugin asks it), on a sample of
-each source: the combined rate is the rules' rate plus the model's catch rate on that
-sample times what the rules missed (likewise for false positives)."""
+"""The guard on public corpora (bench/guard_corpora.py), held out: attacks refused per language
+and shape, ordinary conversation refused per source, by the rules alone and with the model
+check behind them (which reads a sample of what the rules passed), and its cost per 100 saves.
+"""
 
 from __future__ import annotations
 

@@ -1,14 +1,8 @@
-"""Model calls over https: HTTP/2 kept alive against HTTP/1.1 per call (issue #39). Per 100
-sequential calls through the plugin's own client (`LLMClient` over `SharedHttp`, cold at the
-start of each block): TLS handshakes (connections the server accepted), the calling
-process's CPU and the wall time. The server is hypercorn with a throwaway CA in another
-process (its CPU not counted), on two ports: one offering h2 and http/1.1 by ALPN, one
-http/1.1 only, as a server without HTTP/2 is served.
-Target: ≤ 1 handshake per 100 calls over HTTP/2 (100 over HTTP/1.1), and less CPU and wall
-time per call than HTTP/1.1 per call. On loopback a handshake's round trips cost nothing;
-to a provider each costs one or two round trips more (tens of milliseconds from mainland
-China), which the wall times here leave out.
-"""
+"""Model calls over https, HTTP/2 kept alive against HTTP/1.1 per call (issue #39): per 100
+sequential calls through the plugin's own client, TLS handshakes, the caller's CPU and wall time,
+against hypercorn with a throwaway CA in another process, on a port offering h2 and one
+offering http/1.1 only. On loopback a handshake's round trips cost nothing; to a provider each
+costs tens of milliseconds more, which these wall times leave out."""
 
 from __future__ import annotations
 

@@ -1,10 +1,7 @@
-"""Prompt-prefix reuse (provider prefix caching) across a 200-turn group conversation: per
-chat request, the share of the previous request's messages it repeats unchanged from the
-start, in a `text` and a `thinking` conversation (reasoning, tool calls, compressions).
-Target: >= 95 % on every text turn, and on every thinking turn between compressions.
-With `--model-url URL --model NAME`, the tokens a real server served from its prompt cache
-instead (bench/prefix_reuse_real.py).
-"""
+"""Prompt-prefix reuse across a 200-turn group conversation: per chat request, the share of the
+previous request's messages it repeats from the start, in a `text` and a `thinking` (reasoning,
+tool calls, compressions) conversation. With `--model-url URL --model NAME`, the tokens a real
+server served from its prompt cache instead (bench/prefix_reuse_real.py)."""
 
 from __future__ import annotations
 

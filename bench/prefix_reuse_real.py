@@ -1,21 +1,9 @@
-"""`bench.prefix_reuse --model-url URL --model NAME` (issue #39): prompt caching on a real
-OpenAI-compatible server that says how much of each prompt it served from its cache
-(llama-server's `timings.prompt_n`, OpenAI's `cached_tokens`; bench/real_model_proxy.py).
-
-A steady group conversation through NoneBot (addressed turns among unaddressed chat) at a
-budget that folds the window, run twice: without memories (auto-inject off) and with
-memories planted in the group's store (auto-inject on). Per main-chat request, the share of
-its prompt tokens served from the cache, by kind: the first request; the first after a fold
-(the compressor's request came between); the first after another request (a memory
-extraction's, off here: it follows a fold); and the steady rest, between compressions
-(target >= 80 %). Beside each, the leading messages it repeats unchanged from the previous
-main request: where that prefix breaks before the end of the previous request, the bench
-prints which message changed.
-
-A single-slot server (llama-server -np 1) keeps one prompt in its cache: any other request
-(a fold's summary, an extraction) evicts the chat's, so only steady requests measure what
-the plugin's prompts allow.
-"""
+"""`bench.prefix_reuse --model-url URL --model NAME` (issue #39): on a real server that reports
+its prompt cache (llama-server's `timings`, OpenAI's `cached_tokens`), a group conversation
+folded at a small budget, without and with memories injected. Per main request, the share of
+its prompt served from the cache, by what came before it (nothing, a fold, another call, or
+nothing new: steady), and where its prefix broke. A single-slot server keeps one prompt:
+any other request evicts the chat's, so only steady requests show what the prompts allow."""
 
 from __future__ import annotations
 

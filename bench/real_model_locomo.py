@@ -1,11 +1,6 @@
-"""LoCoMo for the real-model bench: one of its long two-person conversations fed to the plugin
-as unaddressed group chat (the reviewer off: reviewing hundreds of lines would take the slow
-model's hours), its questions of categories 1-4 asked of the bot by a third member, scored
-with LoCoMo's own token F1 (snap-research/locomo task_eval/evaluation.py: lower case, no
-punctuation, no a/an/the/and, Porter stems when nltk is installed; category 1 averages over
-the reference's comma-separated answers, category 3 takes the reference up to its first
-";"). Beside it, the window-only answer: the same model asked directly with the
-conversation's last lines that fit the same budget."""
+"""LoCoMo for the real-model bench: a conversation fed as unaddressed group chat (reviewer off),
+its category 1-4 questions asked by a third member, scored with LoCoMo's token F1
+(task_eval/evaluation.py); beside it the model asked directly with the last lines that fit."""
 
 from __future__ import annotations
 

@@ -1,7 +1,6 @@
-"""The real-model bench's group chat, run once on the plugin and once on its window-only
-twin: the script, the members asking for their facts back, a restart, the same questions
-again and (the plugin only) in each member's private chat; with what the window, the
-summary and the memories hold afterwards."""
+"""The real-model bench's chat, run on the plugin and on its window-only twin: the script, the
+facts asked back, a restart, asked again (and in private), and what the window, the summary
+and the memories hold afterwards."""
 
 from __future__ import annotations
 

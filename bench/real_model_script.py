@@ -1,7 +1,5 @@
-"""The real-model bench's group chat: three members who state facts about themselves (half
-asking the bot to remember them, half in passing), ask it things, try to steer it, and talk
-among themselves; then ask for their facts back. Everything is drawn from the templates and
-pools below with the run's seed."""
+"""The real-model bench's group chat, drawn with the run's seed: three members state facts
+(half asking the bot to remember them), chat, try to steer it, then ask for the facts back."""
 
 from __future__ import annotations
 

@@ -1,17 +1,6 @@
-"""Retrieval quality of `search_current_chat` and `memory_search` on long conversations.
-
-Public benchmarks, each read from a local copy: MemoryBank-SiliconFriend (cn, en), LoCoMo
-(en) and MemDaily (zh). Each conversation goes into a chat log (a user's private chat, or a
-group of its people) and each message its people said through `MemoryService.save`; every
-question is asked of both tools as the model calls them, and of BM25, dense e5 retrieval
-and their RRF over the same lines (a group chat's with their speaker's name, `document`).
-R@k by set and question category (retrieval_report.py).
-Targets, per set and path: keyword-only R@10 >= BM25 + 3 points; hybrid R@10 >= RRF + 3
-points and >= both keyword-only and dense; keyword-only search p99 <= 20 ms over 100 000
-chat-log rows (5 000 with --quick), <= 5 ms over 200 memories. The hybrid searches are timed
-at the same sizes and reported (the query's embedding included, from the local cache or
-endpoint; every row ranked by exact cosine, issue #39's target: p99 <= 50 ms at 100 000).
-"""
+"""Retrieval quality of `search_current_chat` and `memory_search` on public long conversations
+(MemoryBank cn/en, LoCoMo, MemDaily), beside BM25, dense e5 and their RRF over the same lines,
+R@k by set and category; and the tools' search time at size (targets in bench/README.md)."""
 
 from __future__ import annotations
 

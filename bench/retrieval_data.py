@@ -1,7 +1,5 @@
-"""The retrieval bench's data model: conversations of timed messages, and questions whose
-evidence names the messages stating their answer. Each set's loader (retrieval_memorybank,
-retrieval_locomo, retrieval_memdaily) reads a local copy of its public data into it.
-"""
+"""The retrieval bench's data: conversations of timed messages, and questions whose evidence
+names the messages stating their answer (read by retrieval_memorybank, _locomo, _memdaily)."""
 
 from __future__ import annotations
 

@@ -1,14 +1,6 @@
-"""LoCoMo (snap-research/locomo, `data/locomo10.json`) for the retrieval bench: each of its
-very long two-person conversations as a group chat of the two (message j of a session at
-the session's start + j minutes), and its questions with their evidence dialog ids.
-
-The integer `category` of locomo10.json is not the order in which the paper lists the five
-types; the mapping is the one of the repository's task_eval/evaluation.py (multi-answer F1
-for 1, the answer's first alternative for 3, "not mentioned" for 5), confirmed by the
-maintainers (snap-research/locomo#29). Adversarial questions ask something of the other
-speaker; their evidence is the turn that says it of the right one. Images are left out: a
-turn's text is what it says, not its photo's caption.
-"""
+"""LoCoMo (snap-research/locomo `data/locomo10.json`) for the retrieval bench: each
+conversation as a group chat of its two people (turn j of a session at its start + j minutes),
+its questions with the dialog ids they cite as evidence (ids naming no turn are left out)."""
 
 from __future__ import annotations
 

@@ -1,15 +1,7 @@
-"""MemDaily (nuster1128/MemSim, `data_generation/final_dataset/messages_and_QAs`) for the
-retrieval bench: Chinese messages a user tells their assistant about the people, events,
-things and places of their life, and a question on each trajectory with the messages that
-answer it (`target_step_id`). Its six question types are the table's categories.
-
-A trajectory holds a few messages; MemSim lengthens it for its long-history levels by
-infusing noise (benchmark/rawdata/infuse_noise.py): `noise_ratio` noise messages per
-message, the trajectory's own kept in order at randomly drawn positions. Its pool
-(noise_pool.json) is over the snapshot's 4 MiB limit, so the noise here is MemDaily's own
-messages of other users, from trajectories about other things (people, events, or things
-and places): none can state, or contradict, the answer. Every trajectory is one user's
-private chat; the hybrid trajectories (all three kinds at once) are left out.
+"""MemDaily (nuster1128/MemSim `messages_and_QAs`) for the retrieval bench: a user's messages
+about their life and a question on each trajectory, noise infused as MemSim does (`noise_ratio`
+messages per message, here other users' messages about other kinds of things), one private
+chat per trajectory; the six question types are the categories, hybrid trajectories left out.
 """
 
 from __future__ import annotations

@@ -1,8 +1,6 @@
-"""MemoryBank-SiliconFriend's sets (cn, en) for the retrieval bench, from a local copy of its
-`eval_data`: each user's dated exchanges with the companion as a private chat (turn i of a
-date at 20:00 + 2i, its reply a minute later), and its probing questions with the evidence
-labels of bench/memorybank_evidence.json (their snippets checked against the data).
-"""
+"""MemoryBank-SiliconFriend's cn and en sets for the retrieval bench: each user's dated
+exchanges as a private chat (turn i of a date at 20:00 + 2i, its reply a minute later), with
+the evidence labels of bench/memorybank_evidence.json (checked against the data)."""
 
 from __future__ import annotations
 

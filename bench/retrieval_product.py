@@ -1,9 +1,6 @@
-"""The retrieval bench's use of the plugin: conversations written through its write paths
-(a private chat with the companion, or a group chat of several people), questions asked of
-a session's tools as the model calls them, and the answers read back: a chat-log line by
-its minute (each message of a conversation has a minute of its own), a memory line by its
-`#id`.
-"""
+"""The retrieval bench's use of the plugin: conversations written through its write paths,
+questions asked of a session's tools as the model calls them, and the answers read back (a
+chat-log line by its minute, a memory by its `#id`)."""
 
 from __future__ import annotations
 

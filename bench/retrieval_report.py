@@ -1,10 +1,5 @@
-"""The retrieval bench's figures: where each method put each piece of each question's
-evidence, R@k by set, path and question category, and the closing lines.
-
-R@k: the share of a question's evidence pieces in the top k, averaged over the questions
-with evidence. A piece is found by a chat row of a message stating it, or by a memory
-holding the turn of such a message.
-"""
+"""The retrieval bench's figures: R@k (the share of a question's evidence pieces in the top k,
+averaged over questions with evidence) by set, path and category, and the closing lines."""
 
 from __future__ import annotations
 

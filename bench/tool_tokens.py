@@ -1,7 +1,4 @@
-"""Prompt tokens of the tool definitions every request carries (the six built-in tools), in
-cl100k on exactly what is sent; no model is called, so --quick changes nothing.
-Target: tool definitions <= 700 tokens (cl100k).
-"""
+"""cl100k tokens of the tool definitions every request carries (no model is called)."""
 
 from __future__ import annotations
 

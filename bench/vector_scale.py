@@ -1,18 +1,7 @@
-"""Chat-log vector search over one long chat (issue #39): the plugin's vector ranking of a
-session (chatlog/vectors.py: exact cosine with numpy over the session's vectors, held in
-memory within a 64 MiB budget) at 100 000 and 1 000 000 rows.
-
-One private chat gets real e5 vectors as its rows: the passages of a JSON-lines vector
-cache (bench.embedding_cache's, e.g. the retrieval bench's: `--embedding-cache FILE`),
-cycled, each cycle's copies moved by one int8 step in a few components so no two rows are
-equal; its query vectors are the searches. The rows are written straight into the tables
-(no search index: only the vectors are ranked). Printed per size: the first search (it
-reads the session's vectors), the searches after it (p50/p99, and CPU per search), the
-memory the vectors take and the process's RSS, and the share of the exact top 10 over
-every row (numpy over the whole table) in the ranking's top 10: below 100 % only where the
-chat outgrows the budget and its oldest rows are left to keyword search. Target: p99 <=
-50 ms at 100 000 rows (the whole hybrid search: bench.retrieval's hybrid latency line).
-"""
+"""Chat-log vector ranking of one chat (chatlog/vectors.py) at 100 000 and 1 000 000 rows of
+real e5 vectors from a `--embedding-cache` file (cycled, each copy moved by an int8 step): the
+first search, p50/p99 and CPU after it, memory held, and the exact top 10 over every row kept
+in the top 10 (below 100 % only where the chat outgrows the 64 MiB budget)."""
 
 from __future__ import annotations
 
