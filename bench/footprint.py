@@ -29,9 +29,10 @@ from websockets.exceptions import ConnectionClosed, InvalidHandshake
 
 from bench import harness as h
 from bench.footprint_db import Layout, build_database
+from tests.fakes.bot_process import child_environment, log_tail
 from tests.fakes.openai_server import FakeOpenAI, text
 
-ROOT = Path(__file__).resolve().parents[1]
+FOLDERS = ("data", "cache", "config")
 SELF_ID = 10000
 SEND_ACTIONS = frozenset({"send_msg", "send_group_msg", "send_private_msg"})
 CONNECT_RETRY_SECONDS, CONNECT_TIMEOUT_SECONDS = 0.02, 60.0
@@ -210,13 +211,12 @@ def burst_messages(sizes: Sizes, rng: random.Random) -> list[str]:
     return [message_event(u, name, h.chat_line(rng, 10, 80), group_id) for u, name in senders]
 
 
-def child_environment(spec: BotSpec, work_dir: Path, llm: FakeOpenAI) -> dict[str, str]:
-    """Ours without AIMEMORY_* or LLMCHAT_* keys, plus the bench's settings for the bot."""
-    own = ("AIMEMORY_", "LLMCHAT_")
-    env = {key: value for key, value in os.environ.items() if not key.upper().startswith(own)}
-    env.update(PYTHONPATH=str(ROOT), LOG_LEVEL="WARNING")
-    for folder in ("data", "cache", "config"):
-        env[f"LOCALSTORE_{folder.upper()}_DIR"] = str(work_dir / folder)
+def bot_environment(spec: BotSpec, work_dir: Path, llm: FakeOpenAI) -> dict[str, str]:
+    """A test bot's environment (tests/fakes/bot_process.py) without LLMCHAT_* keys either,
+    plus the bench's settings for the bot."""
+    folders = {f"LOCALSTORE_{name.upper()}_DIR": str(work_dir / name) for name in FOLDERS}
+    env = child_environment(LOG_LEVEL="WARNING", **folders)
+    env = {key: value for key, value in env.items() if not key.upper().startswith("LLMCHAT_")}
     if spec.kind == "plugin":
         env.update({key.upper(): str(value) for key, value in h.BENCH_SETTINGS.items()})
         env.update(AIMEMORY_API_BASE=llm.base_url, AIMEMORY_MAX_CONTEXT_TOKENS="8192")
@@ -256,7 +256,7 @@ async def running_bot(spec: BotSpec, llm: FakeOpenAI) -> AsyncIterator[Bot]:
         if spec.database is not None:  # a copy: starting on it may migrate it
             shutil.copyfile(spec.database, work_dir / "aimemory.db")
         command = [spec.python, "-m", "bench.footprint_child", spec.kind, str(port)]
-        env = child_environment(spec, work_dir, llm)
+        env = bot_environment(spec, work_dir, llm)
         with log.open("wb") as output:
             started = time.perf_counter()
             process = await asyncio.to_thread(
@@ -269,8 +269,7 @@ async def running_bot(spec: BotSpec, llm: FakeOpenAI) -> AsyncIterator[Bot]:
             finally:
                 await bot.close()
         except (ChildProcessError, TimeoutError, ConnectionClosed) as problem:
-            output_tail = log.read_text(errors="replace")[-3000:]
-            message = f"{spec.label}: {problem}\n--- bot output ---\n{output_tail}"
+            message = f"{spec.label}: {problem}\n--- bot output ---\n{log_tail(log)}"
             raise SystemExit(message) from problem
         finally:
             process.terminate()

@@ -190,14 +190,16 @@ def print_table(title: str, rules: Tally, model: ModelRun | None, *, attack: boo
         refused += rate * rules.total[group]
         lines += rules.total[group]
     pooled = refused / lines if lines else 0.0
-    print(
-        f"  {'all pooled':<28} {lines:>6.0f}  {'with the model' if model else 'rules'} {pooled:6.2%}"
-    )
+    by = "with the model" if model else "rules"
+    print(f"  {'all pooled':<28} {lines:>6.0f}  {by} {pooled:6.2%}")
     return pooled
 
 
+ATTACK_SHAPES = frozenset({"identity", "override", "disclosure", "limits", "injection"})
+
+
 def _is_attack_group(group: str) -> bool:
-    return group.split(" ", 1)[1] in {"identity", "override", "disclosure", "limits", "injection"}
+    return group.split(" ", 1)[1] in ATTACK_SHAPES
 
 
 def _sampled(model: ModelRun, group: str) -> tuple[int, int] | None:

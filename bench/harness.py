@@ -78,7 +78,7 @@ def main(
     load_plugin: bool = True,
 ) -> None:
     """Every bench's command line; a child (`--child SPEC`) prints its result for the parent."""
-    parser = argparse.ArgumentParser(description=(doc or "").partition("\n")[0])
+    parser = argparse.ArgumentParser(description=(doc or "").strip().split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="a smoke run of a few seconds")
     parser.add_argument("--child", type=json.loads, help=argparse.SUPPRESS)
     if options is not None:

@@ -213,10 +213,8 @@ def print_requests(label: str, requests: list[CachedRequest]) -> None:
     for kind in ("first", "steady", "after fold", "after other call"):
         chosen = [r for r in requests if r.kind == kind]
         if chosen:
-            low = min(r.share for r in chosen)
-            print(
-                f"[{label}] {kind:<16} n={len(chosen):<3} pooled {pooled(chosen):6.1%}  min {low:6.1%}"
-            )
+            low, count = min(r.share for r in chosen), len(chosen)
+            print(f"[{label}] {kind:<16} n={count:<3} pooled {pooled(chosen):6.1%}  min {low:6.1%}")
     for r in requests:
         if r.change:
             print(f"[{label}] turn {r.turn}: message {r.kept} of {r.previous} changed: {r.change}")
@@ -228,9 +226,8 @@ async def run_real(bench: h.Bench) -> None:
     if not args.model:
         raise SystemExit("--model-url needs --model NAME")
     upstream = Upstream(args.model_url.rstrip("/"), args.model)
-    print(
-        f"model {upstream.label}; budget {args.budget} tokens; target steady >= {TARGET_REUSE:.0%}"
-    )
+    target = f"target steady >= {TARGET_REUSE:.0%}"
+    print(f"model {upstream.label}; budget {args.budget} tokens; {target}")
     steady: dict[str, float] = {}
     for label, memories in CONVERSATIONS.items():
         if args.conversations in (label, "both"):

@@ -14,6 +14,7 @@ from datetime import datetime, timedelta, timezone
 from typing import TYPE_CHECKING, TypeVar
 from zoneinfo import ZoneInfo
 
+from bench import harness as h
 from bench.harness import chat_log_writer, chat_row, memory_service
 from bench.retrieval_data import document
 
@@ -39,13 +40,6 @@ def friend_key(qq: int) -> str:
     return str(Scope.friend(qq))
 
 
-def group_key(group_id: int) -> str:
-    """The group chat (and memory scope) of a group."""
-    from nonebot_plugin_aimemory.scopes import Scope
-
-    return str(Scope.group(group_id))
-
-
 @dataclass(frozen=True)
 class ChatSession:
     """Where a conversation is logged: the session (and memory scope), each speaker's QQ
@@ -68,7 +62,7 @@ class ChatSession:
                 raise SystemExit(f"{conversation.id}: a private chat of {len(speakers)} people")
             return cls(friend_key(number), dict.fromkeys(speakers, number), minutes)
         qq_of = dict(zip(speakers, speaker_qqs, strict=False))
-        return cls(group_key(number), qq_of, minutes)
+        return cls(h.group_key(number), qq_of, minutes)
 
 
 async def write_conversation(
