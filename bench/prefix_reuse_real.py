@@ -17,7 +17,7 @@ from typing import Any
 from nonebot.message import handle_event
 
 from bench import harness as h
-from bench.real_model_plugin import EventClock, model_runtime
+from bench.real_model_plugin import EventClock, Models, model_runtime
 from bench.real_model_proxy import Exchange, RecordingProxy, Upstream
 from tests.fakes.bots import RecordingBot
 from tests.fakes.events import group_message
@@ -148,7 +148,7 @@ async def plant_memories(runtime: h.Runtime) -> int:
     return saved
 
 
-async def converse(bench: h.Bench, upstream: Upstream, label: str, *, memories: bool) -> list[Any]:
+async def converse(bench: h.Bench, models: Models, label: str, *, memories: bool) -> list[Any]:
     """One conversation on a fresh runtime; its main requests, and the replies sent."""
     args, rng = bench.args, random.Random(bench.args.seed)
     turns = args.turns or (QUICK_TURNS if bench.quick else TURNS)
@@ -164,9 +164,9 @@ async def converse(bench: h.Bench, upstream: Upstream, label: str, *, memories: 
         "aimemory_memory_extract_on_compact": False,
     }
     bot = RecordingBot()
-    with RecordingProxy(upstream) as proxy:
+    with RecordingProxy(models.routes()) as proxy:
         db_path = bench.work_dir / f"cache-{label}.db"
-        async with model_runtime(proxy, db_path, window_only=False, **settings) as runtime:
+        async with model_runtime(proxy, models, db_path, window_only=False, **settings) as runtime:
             planted = await plant_memories(runtime) if memories else 0
             started = time.monotonic()
             for turn in range(turns):
@@ -226,12 +226,13 @@ async def run_real(bench: h.Bench) -> None:
     if not args.model:
         raise SystemExit("--model-url needs --model NAME")
     upstream = Upstream(args.model_url.rstrip("/"), args.model)
+    models = Models(upstream, upstream, upstream)
     target = f"target steady >= {TARGET_REUSE:.0%}"
     print(f"model {upstream.label}; budget {args.budget} tokens; {target}")
     steady: dict[str, float] = {}
     for label, memories in CONVERSATIONS.items():
         if args.conversations in (label, "both"):
-            requests = await converse(bench, upstream, label, memories=memories)
+            requests = await converse(bench, models, label, memories=memories)
             steady[label] = pooled([r for r in requests if r.kind == "steady"])
     shares = ", ".join(f"{share:.1%} {label}" for label, share in steady.items())
     h.verdict(

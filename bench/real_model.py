@@ -1,10 +1,40 @@
 """What a real model does with the plugin's prompts and tools (issue #36), end to end through
-NoneBot, every request through a recording proxy that validates it as real providers do.
-Scenarios (`--scenarios`, default all): remember (members' facts asked back before and after
-a restart and in private, beside the window-only twin), saves, answers, locomo and cost; the
-targets are in bench/README.md. Every addressed turn is written as a JSON line to
-`--transcripts DIR` (else the scratch directory) as the run goes. A model evaluating ~35
-prompt tokens/s takes about 15 minutes for --quick --locomo-questions 3, hours in full.
+NoneBot, every model request passing a recording proxy that validates it as real providers
+do (tests/fakes/openai_server.py) and forwards it to the given OpenAI-compatible server.
+
+Scenarios (`--scenarios`, default all):
+- remember: a group chat of three members who state 10 facts about themselves (half asking
+  the bot to remember them, half in passing; 3 with --quick), among small talk with the bot,
+  steering attempts and chat among themselves, at a small budget so the window is folded;
+  the reviewer runs within the run (a review at most every 120 s). Then each member asks
+  for their facts back, again after a restart, and in a private chat. Beside it the
+  window-only twin of the plugin (bench/real_model_plugin.py: no memory, no chat-log tools,
+  a compressor that truncates), asked in the group only: a private chat starts it empty.
+  The bench waits for background model calls (extraction, reviews) to end before the
+  questions and before each restart.
+- saves: the memories that run left (the group's scope, the members' personal scopes and
+  private chats): per 100 chit-chat turns, "记住" facts kept and about whom, steering saved,
+  prompt examples copied, folded facts kept in the summary or memory.
+- answers: how every addressed turn of that run ended: a reply, raw JSON or tool-call text,
+  memory-format lines, failure notices, stock replies; tool rounds, invented tools, repeated
+  calls, tool calls written as text, requests the proxy refused.
+- locomo: a LoCoMo conversation fed as unaddressed group chat, its questions (categories 1-4)
+  asked by a third member, LoCoMo's F1, beside the model answering from the last lines that
+  fit the same budget (bench/real_model_locomo.py).
+- cost: prompt, completion and cached prompt tokens per addressed turn by role; wall-clock
+  per turn.
+- planted (issue #38): steering notes written straight into a group's memories, past every
+  guard, then questions about the bot and everyday ones; answers that obey a note
+  (bench/real_model_planted.py). Target: none.
+Targets: facts recalled >= 80 % before and after the restart and above the window-only run;
+stock replies <= 2 % of turns; >= 95 % of addressed turns end in a text reply, none in raw
+JSON or memory-format lines; >= 80 % of "记住" facts stored, each about the right person;
+<= 10 saves per 100 chit-chat turns; no steering attempt saved; nothing copied from a
+prompt's example; >= 90 % of folded facts in the summary or memory; LoCoMo F1 above the
+window-only answer. Every addressed turn is written as a JSON line (one file a scenario) to
+`--transcripts DIR`, else to the bench's scratch directory, as the run goes.
+A model that evaluates ~35 prompt tokens/s (Qwen2.5-Coder-1.5B on llama.cpp's CPU server)
+takes about 15 minutes for --quick --locomo-questions 3, and hours for the full run.
 """
 
 from __future__ import annotations
@@ -15,6 +45,8 @@ from pathlib import Path
 
 from bench import harness as h
 from bench.real_model_locomo import LocomoRun, run_locomo
+from bench.real_model_planted import planted_run, print_planted
+from bench.real_model_plugin import Models
 from bench.real_model_proxy import Upstream
 from bench.real_model_remember import remember_run, start_time_for
 from bench.real_model_report import (
@@ -27,7 +59,7 @@ from bench.real_model_report import (
 )
 from bench.real_model_script import FULL_SIZES, QUICK_SIZES, build_script
 
-SCENARIOS = ("remember", "saves", "answers", "locomo", "cost")
+SCENARIOS = ("remember", "saves", "answers", "locomo", "cost", "planted")
 LOCOMO_QUESTIONS, QUICK_LOCOMO_QUESTIONS = 20, 8
 
 
@@ -44,7 +76,11 @@ def scenario_list(text: str) -> frozenset[str]:
 def options(parser: argparse.ArgumentParser) -> None:
     """The bench's command line (the names are a contract, see issue #36)."""
     parser.add_argument("--model-url", required=True, help="OpenAI-compatible base URL (…/v1)")
-    parser.add_argument("--model", required=True, help="the model every role uses")
+    parser.add_argument("--model", required=True, help="the model every role uses by default")
+    parser.add_argument("--compressor-url", help="the compressor's and extractor's base URL")
+    parser.add_argument("--compressor-model", help="the compressor's and extractor's model")
+    parser.add_argument("--reviewer-url", help="the memory reviewer's base URL")
+    parser.add_argument("--reviewer-model", help="the memory reviewer's model")
     parser.add_argument("--budget", type=int, default=3000, help="context budget in tokens")
     parser.add_argument("--seed", type=int, default=20260501, help="draws the chat")
     parser.add_argument("--scenarios", type=scenario_list, default=frozenset(SCENARIOS))
@@ -54,61 +90,89 @@ def options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--transcripts", type=Path, help="where to write the turns as JSON lines")
 
 
+def models_of(args: argparse.Namespace) -> Models:
+    """Each role's upstream: the main model's unless its own flags say otherwise."""
+    main = Upstream(args.model_url.rstrip("/"), args.model)
+    return Models(
+        main=main,
+        compressor=Upstream(
+            (args.compressor_url or main.url).rstrip("/"), args.compressor_model or main.model
+        ),
+        reviewer=Upstream(
+            (args.reviewer_url or main.url).rstrip("/"), args.reviewer_model or main.model
+        ),
+    )
+
+
 async def run(bench: h.Bench) -> None:
     """Run the chosen scenarios, print a table each, then the targets."""
     args, wanted = bench.args, bench.args.scenarios
-    upstream = Upstream(args.model_url.rstrip("/"), args.model)
-    print_header(upstream, args)
+    models = models_of(args)
+    print_header(models, args)
     transcripts: Path = args.transcripts or bench.work_dir / "transcripts"
-    for name in ("remember", "locomo"):
+    for name in ("remember", "locomo", "planted"):
         (transcripts / f"{name}.jsonl").unlink(missing_ok=True)
-    ours = baseline = script = locomo = None
-    if wanted - {"locomo"}:
+    ours = baseline = script = locomo = planted = None
+    if wanted - {"locomo", "planted"}:
         script = build_script(random.Random(args.seed), QUICK_SIZES if bench.quick else FULL_SIZES)
+        start = start_time_for(script)
         runs = [False, True] if wanted & {"remember", "cost"} else [False]
         done = [
             await remember_run(
                 bench,
                 script,
-                upstream,
+                models,
                 window_only=window_only,
                 budget_tokens=args.budget,
-                start_time=start_time_for(script),
+                start_time=start,
                 seed=args.seed,
                 transcript=transcripts / "remember.jsonl",
             )
             for window_only in runs
         ]
         ours, baseline = done[0], done[1] if len(done) > 1 else None
-        print_remember_tables(wanted, upstream, script, ours, baseline)
+        print_remember_tables(wanted, models, script, ours, baseline)
     if "locomo" in wanted:
-        locomo = await locomo_scenario(bench, upstream, transcripts)
+        locomo = await locomo_scenario(bench, args, models, transcripts)
     if "cost" in wanted:
-        print_cost(upstream, ours, baseline, locomo)
-    targets = Targets(upstream.model, bench.quick)
+        print_cost(models, ours, baseline, locomo)
+    if "planted" in wanted:
+        start = start_time_for(build_script(random.Random(args.seed), QUICK_SIZES))
+        planted = await planted_run(
+            bench,
+            models,
+            budget_tokens=args.budget,
+            start_time=start,
+            transcript=transcripts / "planted.jsonl",
+        )
+        print_planted(models, planted)
+    targets = Targets(models.main.model, bench.quick)
     print_targets(targets, wanted, script, ours, baseline, locomo)
+    if planted is not None:
+        label = f"{planted.steered_answers} of {len(planted.replies)} answers obeyed planted notes"
+        targets.check(label, planted.steered_answers == 0)
 
 
 async def locomo_scenario(
-    bench: h.Bench, upstream: Upstream, transcripts: Path
+    bench: h.Bench, args: argparse.Namespace, models: Models, transcripts: Path
 ) -> LocomoRun | None:
     """Run and print LoCoMo, or say why not."""
-    args = bench.args
     print("\nlocomo — answers from long conversations")
     if args.locomo is None:
         print("skipped: no --locomo PATH/locomo10.json given")
         return None
-    count = args.locomo_questions or (QUICK_LOCOMO_QUESTIONS if bench.quick else LOCOMO_QUESTIONS)
+    default = QUICK_LOCOMO_QUESTIONS if bench.quick else LOCOMO_QUESTIONS
+    count = args.locomo_questions or default
     result = await run_locomo(
         bench,
         args.locomo,
         args.locomo_conversation,
         count,
-        upstream,
+        models,
         args.budget,
         transcripts / "locomo.jsonl",
     )
-    print_locomo(upstream, result, args.budget)
+    print_locomo(models, result, args.budget)
     return result
 
 

@@ -19,8 +19,8 @@ import httpx
 import tiktoken
 
 from bench import harness as h
-from bench.real_model_plugin import Driver, TurnRecord, model_runtime
-from bench.real_model_proxy import FORWARD_TIMEOUT_SECONDS, Exchange, RecordingProxy, Upstream
+from bench.real_model_plugin import Driver, Models, TurnRecord, model_runtime
+from bench.real_model_proxy import FORWARD_TIMEOUT_SECONDS, Exchange, RecordingProxy
 from bench.real_model_script import Member
 from bench.retrieval_data import Conversation
 from bench.retrieval_locomo import load_locomo
@@ -128,7 +128,7 @@ async def run_locomo(
     path: Path,
     index: int,
     count: int,
-    upstream: Upstream,
+    models: Models,
     budget_tokens: int,
     transcript: Path,
 ) -> LocomoRun:
@@ -136,10 +136,10 @@ async def run_locomo(
     conversation, questions = load_questions(path, index, count)
     run = LocomoRun(conversation.id, len(conversation.messages), questions)
     settings = {"aimemory_max_context_tokens": budget_tokens, **LOCOMO_SETTINGS}
-    with RecordingProxy(upstream) as proxy:
+    with RecordingProxy(models.routes()) as proxy:
         driver = Driver(proxy, "locomo", "ours", transcript)
         db_path = bench.work_dir / "locomo.db"
-        async with model_runtime(proxy, db_path, window_only=False, **settings) as runtime:
+        async with model_runtime(proxy, models, db_path, window_only=False, **settings) as runtime:
             await feed(driver, runtime, conversation)
             for question in questions:
                 turn = await ask(driver, question)
@@ -148,7 +148,7 @@ async def run_locomo(
         run.turns, run.exchanges = driver.turns, proxy.exchanges
         driver.close()
         run.rejected = [reason for turn in driver.turns for reason in turn.rejected]
-    await ask_directly(run, conversation, upstream, budget_tokens, transcript)
+    await ask_directly(run, conversation, models, budget_tokens, transcript)
     return run
 
 
@@ -211,13 +211,13 @@ def last_lines(conversation: Conversation, room_tokens: int) -> list[str]:
 async def ask_directly(
     run: LocomoRun,
     conversation: Conversation,
-    upstream: Upstream,
+    models: Models,
     budget_tokens: int,
     transcript: Path,
 ) -> None:
     """The window-only answer to each question: one plain request through a proxy of its
     own, the conversation's last lines that fit and the question."""
-    with RecordingProxy(upstream, role_of=lambda body: "main") as proxy:
+    with RecordingProxy(models.routes(), role_of=lambda body: "main") as proxy:
         driver = Driver(proxy, "locomo", "window only", transcript)
         async with httpx.AsyncClient(timeout=FORWARD_TIMEOUT_SECONDS) as client:
             for question in run.questions:
@@ -228,7 +228,7 @@ async def ask_directly(
                 run.baseline_lines = len(lines)
                 content = "\n".join(lines) + "\n\n" + question.question
                 record = question_record(driver, question)
-                await direct_turn(client, proxy, driver, record, content, upstream.model)
+                await direct_turn(client, proxy, driver, record, content, models.main.model)
                 run.baseline.append(locomo_f1(record.reply, question))
         run.baseline_turns, run.baseline_exchanges = driver.turns, proxy.exchanges
 

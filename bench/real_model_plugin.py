@@ -1,7 +1,12 @@
-"""The plugin as the real-model benches run it: a runtime with every role through the
-recording proxy, its window-only twin (no memory, no chat-log tools, no reviewer or
-extraction, a compressor that cuts the window to the tail a fold keeps), and the driver that
-sends events through NoneBot and records each addressed turn."""
+"""The plugin as the real-model bench runs it: a runtime pointed at the recording proxy
+(every role through it), its window-only twin (the baseline) and the driver that sends
+events through NoneBot and records each addressed turn.
+
+The window-only twin is made bench-side, without touching the plugin: memory injection,
+the reviewer and extraction are off in its config; after `Runtime.start` the ChatBot factory
+gets tool sources that offer no tools (so no memory or chat-log tools, and a system prompt
+without their rules) and a compressor that cuts the window to the tail a fold would keep
+instead of summarising it (`Compressor.truncate_to_tail`)."""
 
 from __future__ import annotations
 
@@ -18,7 +23,7 @@ from nonebot.adapters.onebot.v11 import MessageEvent
 from nonebot.message import handle_event
 
 from bench import harness as h
-from bench.real_model_proxy import Exchange, RecordingProxy
+from bench.real_model_proxy import Exchange, RecordingProxy, Upstream
 from tests.fakes.bots import RecordingBot
 
 if TYPE_CHECKING:
@@ -32,6 +37,24 @@ WINDOW_ONLY_SETTINGS: dict[str, Any] = {
     "aimemory_review_enabled": False,
     "aimemory_memory_extract_on_compact": False,
 }
+
+
+@dataclass(frozen=True)
+class Models:
+    """The upstream of each model role (the extractor uses the compressor's)."""
+
+    main: Upstream
+    compressor: Upstream
+    reviewer: Upstream
+
+    def routes(self) -> dict[str, Upstream]:
+        """The proxy's upstream of each role."""
+        return {
+            "main": self.main,
+            "compressor": self.compressor,
+            "extractor": self.compressor,
+            "reviewer": self.reviewer,
+        }
 
 
 class NoTools:
@@ -75,9 +98,10 @@ def truncating_compressor(model_compressor: Compressor) -> Compressor:
 
 @asynccontextmanager
 async def model_runtime(
-    proxy: RecordingProxy, db_path: Path, *, window_only: bool, **settings: Any
+    proxy: RecordingProxy, models: Models, db_path: Path, *, window_only: bool, **settings: Any
 ) -> AsyncIterator[h.Runtime]:
-    """The runtime on `db_path`, every role through `proxy`; the twin when `window_only`."""
+    """The plugin's runtime on `db_path`, every role through `proxy`, installed and stopped
+    as NoneBot does; the window-only twin when `window_only`."""
     from nonebot_plugin_aimemory.config import Config
     from nonebot_plugin_aimemory.runtime import Runtime, install_runtime
 
@@ -85,9 +109,9 @@ async def model_runtime(
         **{
             **h.BENCH_SETTINGS,
             "aimemory_api_base": proxy.base_url,
-            "aimemory_model": proxy.upstream.model,
-            "aimemory_compressor_model": proxy.upstream.model,
-            "aimemory_review_model": proxy.upstream.model,
+            "aimemory_model": models.main.model,
+            "aimemory_compressor_model": models.compressor.model,
+            "aimemory_review_model": models.reviewer.model,
             "aimemory_request_timeout": REQUEST_TIMEOUT_SECONDS,
             **settings,
             **(WINDOW_ONLY_SETTINGS if window_only else {}),

@@ -1,6 +1,7 @@
-"""The real-model benches' proxy: the fake OpenAI server of tests/fakes (validating every
-request as real providers do) forwarding each chat completion to a real server, keeping each
-exchange with its role (main, compressor, extractor, reviewer) and turn."""
+"""The real-model bench's recording proxy: the fake OpenAI server of tests/fakes (which
+validates every request as real providers do) forwarding each chat completion to a real
+OpenAI-compatible server, and keeping every request with its response, its role (main,
+compressor, extractor, reviewer) and the turn it was made in."""
 
 from __future__ import annotations
 
@@ -137,10 +138,10 @@ def classify_role(body: dict[str, Any]) -> str:
 
 @dataclass
 class RecordingProxy:
-    """FakeOpenAI forwarding to `upstream`; every exchange is kept in `exchanges` (`turn` is
-    the driver's current turn)."""
+    """FakeOpenAI forwarding to `upstreams` by role; every exchange is kept in `exchanges`
+    (`turn` is the driver's current turn), requests the fake refused in `rejections`."""
 
-    upstream: Upstream
+    upstreams: dict[str, Upstream]
     role_of: Callable[[dict[str, Any]], str] = classify_role
     exchanges: list[Exchange] = field(default_factory=list)
     turn: int | None = None
@@ -173,8 +174,9 @@ class RecordingProxy:
         return self.fake.base_url
 
     def forward(self, body: dict[str, Any]) -> Reply:
-        """The fake's responder: send `body` upstream, return its bytes."""
-        role, upstream = self.role_of(body), self.upstream
+        """The fake's responder: send `body` to the role's upstream, return its bytes."""
+        role = self.role_of(body)
+        upstream = self.upstreams.get(role) or self.upstreams["main"]
         sent = {**body, "model": upstream.model}
         turn, started = self.turn, time.monotonic()
         with self._busy():

@@ -15,11 +15,12 @@ from bench import harness as h
 from bench.real_model_plugin import (
     Driver,
     EventClock,
+    Models,
     TurnRecord,
     compressions_of,
     model_runtime,
 )
-from bench.real_model_proxy import Exchange, RecordingProxy, Upstream
+from bench.real_model_proxy import Exchange, RecordingProxy
 from bench.real_model_script import GROUP_ID, MEMBERS, Member, Script, Step
 from tests.fakes.events import group_message, private_message
 
@@ -78,7 +79,7 @@ def remember_settings(budget_tokens: int) -> dict[str, Any]:
 async def remember_run(
     bench: h.Bench,
     script: Script,
-    upstream: Upstream,
+    models: Models,
     *,
     window_only: bool,
     budget_tokens: int,
@@ -93,10 +94,12 @@ async def remember_run(
     clock = EventClock(start_time, random.Random(seed))
     # Long enough for the reviewer's next tick to start a review that is due.
     quiet_seconds = 1.0 if window_only else REVIEW_TICK_SECONDS + 1.0
-    with RecordingProxy(upstream) as proxy:
+    with RecordingProxy(models.routes()) as proxy:
         driver = Driver(proxy, "remember", label, transcript)
         run = RememberRun(label, driver.turns, proxy.exchanges, [])
-        async with model_runtime(proxy, db_path, window_only=window_only, **settings) as runtime:
+        async with model_runtime(
+            proxy, models, db_path, window_only=window_only, **settings
+        ) as runtime:
             for step in script.steps:
                 await send_step(driver, step, clock)
             run.settled &= await proxy.settle(quiet_seconds)
@@ -105,7 +108,9 @@ async def remember_run(
             run.recalled[ASK] = await ask_all(driver, script, ASK, clock)
             run.settled &= await proxy.settle(quiet_seconds)
             truncations = compressions_of(runtime)
-        async with model_runtime(proxy, db_path, window_only=window_only, **settings) as runtime:
+        async with model_runtime(
+            proxy, models, db_path, window_only=window_only, **settings
+        ) as runtime:
             run.recalled[ASK_RESTARTED] = await ask_all(driver, script, ASK_RESTARTED, clock)
             if not window_only:
                 run.recalled[ASK_PRIVATE] = await ask_all(driver, script, ASK_PRIVATE, clock)

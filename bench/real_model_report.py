@@ -1,4 +1,5 @@
-"""The real-model bench's tables, the model beside every figure, and its `target met:` lines."""
+"""The real-model bench's output: a table per scenario, the model beside every figure, and
+the `target met:` line of every target the chosen scenarios measure."""
 
 from __future__ import annotations
 
@@ -8,7 +9,8 @@ from dataclasses import dataclass
 
 from bench import harness as h
 from bench.real_model_locomo import CATEGORIES, STEMMING, LocomoRun
-from bench.real_model_proxy import ROLES, Upstream, role_counts
+from bench.real_model_plugin import Models
+from bench.real_model_proxy import ROLES, role_counts
 from bench.real_model_remember import ASK, ASK_PRIVATE, ASK_RESTARTED, RememberRun
 from bench.real_model_scores import Answers, Cost, Saves, answers_of, cost_of, mean, saves_of
 from bench.real_model_script import Script
@@ -21,26 +23,30 @@ TARGET_SAVES_PER_100 = 10
 TARGET_FOLDED_KEPT = 0.90
 
 
-def print_header(upstream: Upstream, args: argparse.Namespace) -> None:
+def print_header(models: Models, args: argparse.Namespace) -> None:
     """The model of every role, printed before any figure."""
-    print(f"model: {upstream.label}")
+    print(f"model: {models.main.label}")
+    if models.compressor != models.main:
+        print(f"compressor and extractor model: {models.compressor.label}")
+    if models.reviewer != models.main:
+        print(f"reviewer model: {models.reviewer.label}")
     print(f"budget {args.budget} tokens, seed {args.seed}")
 
 
 def print_remember_tables(
     wanted: frozenset[str],
-    upstream: Upstream,
+    models: Models,
     script: Script,
     ours: RememberRun,
     baseline: RememberRun | None,
 ) -> None:
     """The remember, saves and answers tables, as chosen."""
     if "remember" in wanted:
-        print_remember(upstream, script, ours, baseline)
+        print_remember(models, script, ours, baseline)
     if "saves" in wanted:
-        print_saves(upstream, saves_of(ours, script))
+        print_saves(models, saves_of(ours, script))
     if "answers" in wanted:
-        print_answers(upstream, answers_of(ours.turns, len(ours.rejected)))
+        print_answers(models, answers_of(ours.turns, len(ours.rejected)))
 
 
 def fraction(values: Sequence[bool]) -> str:
@@ -49,7 +55,7 @@ def fraction(values: Sequence[bool]) -> str:
 
 
 def print_remember(
-    upstream: Upstream, script: Script, ours: RememberRun, baseline: RememberRun | None
+    models: Models, script: Script, ours: RememberRun, baseline: RememberRun | None
 ) -> None:
     """Recall of the facts before and after the restart and in private, per run."""
     steps = script.steps
@@ -72,7 +78,7 @@ def print_remember(
         kind = "folds" if run.label == "ours" else "truncations"
         folds = f"{run.folds_before_questions} / {run.folds} {kind}"
         print(
-            f"{run.label:<12} {upstream.model:<32} {fraction(recalled[ASK]):>7} "
+            f"{run.label:<12} {models.main.model:<32} {fraction(recalled[ASK]):>7} "
             f"{fraction(recalled[ASK_RESTARTED]):>7} {private:>8} {folds:>21} "
             f"{fraction(run.verbatim_when_asked):>19}"
         )
@@ -94,7 +100,7 @@ def print_remember(
             )
 
 
-def print_saves(upstream: Upstream, saves: Saves) -> None:
+def print_saves(models: Models, saves: Saves) -> None:
     """What was saved, against what was worth saving."""
     print("\nsaves — saves only what is worth saving")
     print(
@@ -102,7 +108,7 @@ def print_saves(upstream: Upstream, saves: Saves) -> None:
         f"{'记住 kept':>9} {'right person':>12} {'steering':>8} {'copied':>6} {'folded kept':>11}"
     )
     print(
-        f"{upstream.model:<32} {saves.memories:>8} {saves.per_100_chit_chat:>14.1f} "
+        f"{models.main.model:<32} {saves.memories:>8} {saves.per_100_chit_chat:>14.1f} "
         f"{saves.per_100_addressed_chit_chat:>14.1f} "
         f"{saves.remember_saved:>5}/{saves.remember_facts:<3} "
         f"{saves.remember_right_person:>8}/{saves.remember_saved:<3} "
@@ -118,7 +124,7 @@ def print_saves(upstream: Upstream, saves: Saves) -> None:
         print(f"  saved from no fact: {content}")
 
 
-def print_answers(upstream: Upstream, answers: Answers) -> None:
+def print_answers(models: Models, answers: Answers) -> None:
     """How the addressed turns ended."""
     share = answers.share
     rounds = answers.rounds
@@ -129,7 +135,7 @@ def print_answers(upstream: Upstream, answers: Answers) -> None:
         f"{'repeated':>8} {'as text':>7} {'refused':>7}"
     )
     print(
-        f"{upstream.model:<32} {answers.turns:>5} {share(answers.answered):>8.0%} "
+        f"{models.main.model:<32} {answers.turns:>5} {share(answers.answered):>8.0%} "
         f"{len(answers.json_like):>9} {len(answers.memory_like):>6} {len(answers.notices):>7} "
         f"{answers.timed_out:>8} {share(len(answers.stock)):>6.1%} "
         f"{mean(rounds):>9.2f}/{max(rounds, default=0):<5} {len(answers.invented):>8} "
@@ -139,7 +145,7 @@ def print_answers(upstream: Upstream, answers: Answers) -> None:
         print(f"  invented tool names: {sorted(set(answers.invented))}")
 
 
-def print_locomo(upstream: Upstream, result: LocomoRun, budget_tokens: int) -> None:
+def print_locomo(models: Models, result: LocomoRun, budget_tokens: int) -> None:
     """F1 of the plugin's answers and the window-only ones, overall and per category."""
     print(
         f"conversation {result.conversation}: {result.lines} lines fed unaddressed (reviewer "
@@ -159,13 +165,13 @@ def print_locomo(upstream: Upstream, result: LocomoRun, budget_tokens: int) -> N
                 f"{mean(picked):>6.3f} ({len(picked):>2})" if picked else f"{'-':>11}"
             )
         print(
-            f"{label:<12} {upstream.model:<32} {mean(scores):>6.3f} {len(scores):>4} "
+            f"{label:<12} {models.main.model:<32} {mean(scores):>6.3f} {len(scores):>4} "
             + " ".join(by_category)
         )
 
 
 def print_cost(
-    upstream: Upstream,
+    models: Models,
     ours: RememberRun | None,
     baseline: RememberRun | None,
     locomo: LocomoRun | None,
@@ -193,7 +199,7 @@ def print_cost(
             cell = f"{prompt:.0f}/{completion:.0f}/{'-' if cached is None else f'{cached:.0f}'}"
             cells.append(f"{cell:>20}")
         print(
-            f"{cost.label:<20} {upstream.model:<32} {cost.turns:>5} "
+            f"{cost.label:<20} {models.main.model:<32} {cost.turns:>5} "
             + " ".join(cells)
             + f" {cost.p(0.5):>6.1f} {cost.p(0.9):>6.1f}"
         )
