@@ -119,7 +119,8 @@ class MemoryService:
     ) -> list[SearchHit]:
         """Without a query: everything, newest first. With one: the keyword ranking, fused by
         score with the vector ranking when embeddings are configured (see text/fusion.py).
-        `safe_only` leaves out memories that fail the injection guard."""
+        `safe_only` leaves out memories that fail the injection guard (a model is shown
+        them: shared ones the model check never read are read first)."""
         view = MemoryView(scope, include_private)
         return await self.search_in([view], query, limit, safe_only=safe_only)
 
@@ -135,7 +136,7 @@ class MemoryService:
         """`search` over what several views show, ranked together as one collection (a
         chat's memories and its speaker's personal ones in one ranking); with `feedback`
         (the model's search), the best memories' words are added to the query."""
-        return await search.search_views(
+        hits = await search.search_views(
             self._index,
             self._vectors,
             views,
@@ -146,6 +147,7 @@ class MemoryService:
             clock=self.clock,
             feedback=feedback,
         )
+        return await self._checked(views, hits) if safe_only else hits
 
     async def relevant(
         self, scope: str, text: str, top_k: int, *, include_private: bool = True
@@ -161,9 +163,17 @@ class MemoryService:
     ) -> list[SearchHit]:
         """`relevant` over what several views show, ranked together, at most `top_k` in
         all."""
-        return await search.relevant_views(
+        hits = await search.relevant_views(
             self._index, self._vectors, views, text, top_k, zone=self.zone
         )
+        return await self._checked(views, hits)
+
+    async def _checked(self, views: Sequence[MemoryView], hits: list[SearchHit]) -> list[SearchHit]:
+        """`hits` about to be shown to a model, less the shared ones the model check says
+        steer (shared_guard.py)."""
+        scopes = {view.personal: view.scope for view in views}
+        steering = await self.guard.unshown((scopes[hit.personal], hit.memory) for hit in hits)
+        return [hit for hit in hits if hit.memory.id not in steering]
 
     async def save(
         self,

@@ -3,18 +3,27 @@ public ones. The rules (`guard/`) have read the note already; here they read it 
 right after the scope's last note (an order split across two saves), and then the model
 check (`guard/model_check.py`) reads both. A check that gives no verdict leaves the rules'
 verdict standing, except for text in a script the rules cannot read: that is refused for
-now rather than saved unchecked."""
+now rather than saved unchecked.
+
+A shared memory the model check never read (saved by a release before it, with the check
+off or failing, or written into the database by hand) is read before it is first shown to
+a model (`unshown`): one that steers is left out and logged, never shown. Verdicts are kept
+for the process, by the note's text (an edited note is read again), so a note costs one
+check however often it is shown."""
 
 from __future__ import annotations
 
+import asyncio
 import logging
-from collections.abc import Sequence
+from collections import OrderedDict
+from collections.abc import Iterable, Sequence
 from datetime import datetime, timedelta
 
 from ..guard import injection_reason
 from ..guard.model_check import NoModelCheck, SteeringCheck
 from ..guard.scripts import unread_letters
 from ..scopes import Scope
+from ..store.memory_store import MemoryRecord
 from ..texts.guard import MODEL_SAYS_STEERING, NOT_CHECKED_NOW
 from .index import LoadedScope
 
@@ -24,6 +33,8 @@ logger = logging.getLogger("nonebot_plugin_aimemory")
 SPLIT_WINDOW = timedelta(minutes=10)
 # Letters in scripts the rules do not read from which, unchecked, a note is not saved.
 UNREAD_LETTERS_AT_MOST = 3
+# Notes whose verdict is kept (a few hundred bytes each): far more than are shown in a day.
+KEPT_VERDICTS = 4096
 
 
 def is_shared(scope: str, *, private: bool) -> bool:
@@ -41,6 +52,8 @@ class SharedScopeGuard:
 
     def __init__(self, check: SteeringCheck | None = None) -> None:
         self.check: SteeringCheck = check or NoModelCheck()
+        # The model check's verdicts by note as shown: True steers, False does not.
+        self._verdicts: OrderedDict[str, bool] = OrderedDict()
 
     async def refusal(
         self,
@@ -59,12 +72,46 @@ class SharedScopeGuard:
         if earlier is not None and (reason := injection_reason(f"{earlier}\n{shown}")):
             return reason
         verdict = await self.check.steers(shown, earlier)
+        self._keep(shown, verdict)
         if verdict:
             logger.info("guard check refused a note for %s: %.60r", scope, shown)
             return MODEL_SAYS_STEERING
         if verdict is None and unread_letters(shown) > UNREAD_LETTERS_AT_MOST:
             return NOT_CHECKED_NOW
         return None
+
+    async def unshown(self, shown: Iterable[tuple[str, MemoryRecord]]) -> set[str]:
+        """The ids of the (scope, record) pairs about to be shown to a model that the model
+        check says steer; pairs of unshared scopes, and notes with no verdict (the rules
+        passed them), are shown."""
+        unread: dict[str, list[str]] = {}
+        steering: set[str] = set()
+        for scope, record in shown:
+            if not is_shared(scope, private=record.private):
+                continue
+            note = note_as_shown(record.content, record.tags)
+            if self._verdicts.get(note):
+                steering.add(record.id)
+            elif note not in self._verdicts:
+                unread.setdefault(note, []).append(record.id)
+        notes = list(unread)
+        verdicts = await asyncio.gather(*(self.check.steers(note) for note in notes))
+        for note, verdict in zip(notes, verdicts, strict=True):
+            self._keep(note, verdict)
+            if verdict:
+                logger.warning(
+                    "guard check: a stored memory steers the bot, not shown: %.60r", note
+                )
+                steering.update(unread[note])
+        return steering
+
+    def _keep(self, note: str, verdict: bool | None) -> None:
+        if verdict is None:
+            return  # no verdict: asked again next time
+        self._verdicts[note] = verdict
+        self._verdicts.move_to_end(note)
+        while len(self._verdicts) > KEPT_VERDICTS:
+            self._verdicts.popitem(last=False)
 
 
 def note_as_shown(note: str, tags: Sequence[object]) -> str:
