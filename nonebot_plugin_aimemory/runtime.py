@@ -16,12 +16,10 @@ from .chatlog.feature import ChatLogOff, RecordedChat
 from .config import Config, ConfigError
 from .conversation.autoclear import GroupAutoClear
 from .conversation.chatbots import ChatBotFactory
-from .conversation.claims import MessageClaims
-from .conversation.commands import Commands, DialogCommands
 from .conversation.group_windows import group_cleared_in_memory
 from .conversation.sessions import SessionCache
 from .conversation.turn import Conversation
-from .conversation.warmup import text_tools_ready
+from .conversation_and_commands import conversation_and_commands
 from .engine.chatbot import ChatBot
 from .engine.compressor import Compressor
 from .engine.history import HistoryStore
@@ -43,14 +41,12 @@ from .onebot.outbound import Outbound
 from .onebot.parts import onebot_parts
 from .personas.catalog import PersonaCatalog
 from .personas.choices import Personas, UnsavedChoices
-from .personas.commands import PersonaCommands
 from .prompt_budget import prompt_budget_warning
 from .store.backend import Backend
 from .store.counters import GroupCounterStore, MemoryOnlyCounterStore
 from .store.history_store import DatabaseHistoryStore, MemoryOnlyHistoryStore
 from .store.image_store import ImageDescriptionStore
 from .store.liveness import RunningMark
-from .store.message_claims import MessageClaimStore
 from .store.opening import open_backend
 from .store.persona_store import PersonaStore
 from .store.plugin_state import MemoryOnlyPluginState, PluginStateStore
@@ -271,8 +267,8 @@ class _Builder:
             memory=memory,
             chat_log=chat_log,
             inbound=inbound,
-            conversation=self.conversation(
-                sessions, autoclear, counter, compressor, personas, memory, chat_log, database
+            conversation=conversation_and_commands(
+                self, sessions, autoclear, counter, compressor, personas, memory, chat_log, database
             ),
             outbound=outbound,
             personas=personas,
@@ -300,48 +296,6 @@ class _Builder:
             chatbots.build,
             max_idle_seconds=self.config.aimemory_session_max_idle_minutes * 60,
             max_sessions=self.config.aimemory_session_max_sessions,
-        )
-
-    def conversation(
-        self,
-        sessions: SessionCache,
-        autoclear: GroupAutoClear,
-        counter: TiktokenCounter | EstimatingCounter,
-        compressor: Compressor,
-        personas: Personas,
-        memory: LongTermMemory | MemoryOff,
-        chat_log: RecordedChat | ChatLogOff,
-        database: Backend | None,
-    ) -> Conversation:
-        """The turn as a use case, with the `~对话`, `~记忆` and `~人设` commands."""
-        config = self.config
-        dialog = DialogCommands(
-            sessions,
-            counter,
-            budget_tokens=compressor.policy.budget_tokens,
-            persistent=database is not None,
-            zone=config.zone,
-            personas=personas,
-            usage=self.usage,
-            daily_quota_tokens=config.aimemory_daily_tokens_per_chat,
-        )
-        return Conversation(
-            sessions=sessions,
-            autoclear=autoclear,
-            chat_log=chat_log,
-            memories=memory.for_turns,
-            commands=Commands(
-                dialog, memory.commands, PersonaCommands(personas), personas, self.memory_key
-            ),
-            zone=config.zone,
-            configured=config.configured,
-            log_ambient=config.aimemory_chat_log_ambient,
-            usage=self.usage,
-            daily_quota_tokens=config.aimemory_daily_tokens_per_chat,
-            window_key=personas.window_key,
-            memory_key=self.memory_key,
-            copies=MessageClaims(MessageClaimStore(database) if database else None),
-            prepare=lambda: text_tools_ready(counter),
         )
 
     async def started(self, runtime: Runtime) -> None:

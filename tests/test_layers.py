@@ -22,7 +22,13 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("composition root", ("runtime",)),
     (
         "what the composition root builds with",
-        ("memory_and_chat_log", "prompt_budget", "startup_lines", "extensions"),
+        (
+            "memory_and_chat_log",
+            "conversation_and_commands",
+            "prompt_budget",
+            "startup_lines",
+            "extensions",
+        ),
     ),
     ("matcher", ("onebot.matcher",)),
     (
