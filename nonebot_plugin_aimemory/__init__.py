@@ -30,7 +30,7 @@ require("nonebot_plugin_localstore")
 
 from .config import Config, ConfigError, describe_validation_error  # noqa: E402
 from .deferred_start import deferred_start  # noqa: E402
-from .engine.tools import Tool, ToolError  # noqa: E402
+from .engine import Tool, ToolError  # noqa: E402
 from .onebot.matcher import register_matcher  # noqa: E402
 from .onebot.names import ChatNames  # noqa: E402
 from .panel import PanelData, mount_panel  # noqa: E402

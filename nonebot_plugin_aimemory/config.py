@@ -10,22 +10,18 @@ from pathlib import Path
 from typing import Literal
 from urllib.parse import urlsplit
 
-from pydantic import (
-    BaseModel,
-    Field,
-    SecretStr,
-    ValidationError,
-    ValidationInfo,
-    field_validator,
-)
+from pydantic import BaseModel, Field, SecretStr, ValidationError, ValidationInfo, field_validator
 
 from .config_errors import ConfigError as ConfigError  # re-exported: raised for bad values
 from .config_errors import describe_errors, secret_keys
 from .config_lists import Network, check_database_url, comma_list, network_list, networks
-from .engine.compressor import CompressionPolicy
-from .engine.embeddings import EmbeddingRoles
-from .engine.llm import Endpoint
-from .engine.models import context_window_for, default_budget_for
+from .engine import (
+    CompressionPolicy,
+    EmbeddingRoles,
+    Endpoint,
+    context_window_for,
+    default_budget_for,
+)
 from .media.addresses import is_local_url
 from .providers import DEFAULT_PROVIDER, HOSTED_API_HOSTS, PROVIDER_PRESETS, ProviderPreset
 from .texts import NOT_CONFIGURED

@@ -14,9 +14,7 @@ from .conversation.commands import Commands, DialogCommands
 from .conversation.sessions import SessionCache
 from .conversation.turn import Conversation
 from .conversation.warmup import text_tools_ready
-from .engine.compressor import Compressor
-from .engine.tokens import EstimatingCounter, TiktokenCounter
-from .engine.usage import UsageRecorder
+from .engine import Compressor, EstimatingCounter, TiktokenCounter, UsageRecorder
 from .memory.feature import LongTermMemory, MemoryOff
 from .personas.choices import Personas
 from .personas.commands import PersonaCommands

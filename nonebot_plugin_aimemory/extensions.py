@@ -7,8 +7,7 @@ import logging
 from collections.abc import Callable, Iterable
 from typing import Generic, TypeVar
 
-from .engine.hooks import PreCompactHooks
-from .engine.tools import Tool, ToolRegistry
+from .engine import PreCompactHooks, Tool, ToolRegistry
 
 logger = logging.getLogger("nonebot_plugin_aimemory")
 

@@ -13,9 +13,14 @@ from .chatlog.scheduler import ReviewScheduler
 from .chatlog.vectors import row_vectors
 from .chatlog.writer import ChatLog, NoReviewMarks
 from .config import Config
-from .engine.compressor import Compressor
-from .engine.embeddings import Embedder, EmbeddingClient, EmbeddingRoles, NoEmbeddings
-from .engine.model_clients import ModelClients
+from .engine import (
+    Compressor,
+    Embedder,
+    EmbeddingClient,
+    EmbeddingRoles,
+    ModelClients,
+    NoEmbeddings,
+)
 from .guard.model_check import ModelCheck
 from .memory.commands import MemoryCommands
 from .memory.extractor import FactExtractor

@@ -5,14 +5,14 @@ from __future__ import annotations
 
 from .config_errors import ConfigError
 from .conversation.chatbots import ChatBotFactory
-from .engine.messages import Message
-from .engine.tokens import (
+from .engine import (
     ESTIMATE_ERROR_MARGIN,
     EstimatingCounter,
+    Message,
     TiktokenCounter,
+    ToolRegistry,
     message_tokens,
 )
-from .engine.tools import ToolRegistry
 from .scopes import Scope
 
 # What every request carries before the conversation (the system prompt and the tool

@@ -10,7 +10,7 @@ from dataclasses import replace
 from datetime import timezone, tzinfo
 from typing import TYPE_CHECKING, Any
 
-from .engine.compressor import SummaryPrompts
+from .engine import SummaryPrompts
 from .text.fit import fit_lines
 from .texts import attributed_line
 

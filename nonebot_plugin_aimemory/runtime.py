@@ -20,15 +20,19 @@ from .conversation.group_windows import group_cleared_in_memory
 from .conversation.sessions import SessionCache
 from .conversation.turn import Conversation
 from .conversation_and_commands import conversation_and_commands
-from .engine.chatbot import ChatBot
-from .engine.compressor import Compressor
-from .engine.history import HistoryStore
-from .engine.llm import LLMClient
-from .engine.model_clients import ModelClients
-from .engine.shared_http import SharedHttp
-from .engine.tokens import EstimatingCounter, TiktokenCounter, counter_named
-from .engine.tools import Tool
-from .engine.usage import UsageRecorder
+from .engine import (
+    ChatBot,
+    Compressor,
+    EstimatingCounter,
+    HistoryStore,
+    LLMClient,
+    ModelClients,
+    SharedHttp,
+    TiktokenCounter,
+    Tool,
+    UsageRecorder,
+    counter_named,
+)
 from .extensions import Extensions as Extensions
 from .extensions import ToolProvider as ToolProvider
 from .media.images import ImageReader, NoDescriptionCache, NoVision

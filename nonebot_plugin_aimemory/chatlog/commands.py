@@ -7,7 +7,7 @@ import logging
 from datetime import tzinfo
 
 from .. import texts
-from ..engine.errors import LLMError
+from ..engine import LLMError
 from ..store.times import parse_utc_text
 from .scheduler import ReviewScheduler
 from .writer import ChatLog

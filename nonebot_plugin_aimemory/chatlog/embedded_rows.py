@@ -4,7 +4,7 @@ what a model takes."""
 
 from __future__ import annotations
 
-from ..engine.embeddings import VectorMaker
+from ..engine import VectorMaker
 from ..scopes import Scope
 from ..store.chat_log_store import ChatRow
 from ..store.chat_log_vectors import Unembedded

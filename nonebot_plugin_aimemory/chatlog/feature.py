@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import tzinfo
 
-from ..engine.tools import Tool
+from ..engine import Tool
 from ..store.chat_log_store import ChatRow
 from .commands import ReviewCommands, ReviewsUnavailable
 from .recall import NoRecall, RecalledLines

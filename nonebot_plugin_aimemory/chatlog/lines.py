@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import tzinfo
 
-from ..engine.tools import MAX_TOOL_RESULT_CHARS
+from ..engine import MAX_TOOL_RESULT_CHARS
 from ..store.chat_log_store import ChatRow
 from ..store.times import parse_utc_text
 from ..text.fit import cut_first, fit_lines

@@ -10,9 +10,7 @@ from datetime import tzinfo
 from typing import Any
 
 from .. import prompts
-from ..engine.llm import LLMClient
-from ..engine.messages import Message
-from ..engine.usage import attributed_to
+from ..engine import LLMClient, Message, attributed_to
 from ..memory import attribution, grounding
 from ..memory.service import MemoryService
 from ..scopes import Scope

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..engine.embeddings import VectorMaker
+from ..engine import VectorMaker
 from ..store.chat_log_vectors import ChatLogVectorStore
 from .row_matrix import ROW_OVERHEAD_BYTES, Ranked, RowMatrix, best, in_spans
 

@@ -13,8 +13,7 @@ from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 
-from ..engine.background import Background
-from ..engine.timeouts import within
+from ..engine import Background, within
 from ..store.review_store import ReviewState, ReviewStore
 from ..store.times import parse_utc_text, utc_text
 from .reviewer import MemoryReviewer, ReviewOutcome

@@ -7,7 +7,7 @@ from datetime import datetime, timezone, tzinfo
 from typing import Any
 
 from .. import prompts
-from ..engine.tools import Tool, ToolError
+from ..engine import Tool, ToolError
 from ..store.chat_log_store import ChatLogStore
 from ..store.times import utc_text
 from ..text import query

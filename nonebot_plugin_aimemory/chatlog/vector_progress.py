@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import logging
 
-from ..engine.embeddings import VectorMaker
+from ..engine import VectorMaker
 from ..store.chat_log_vectors import ChatLogVectorStore
 
 logger = logging.getLogger("nonebot_plugin_aimemory")

@@ -32,9 +32,7 @@ import logging
 from collections.abc import Collection, Sequence
 from typing import TYPE_CHECKING
 
-from ..engine.background import Background
-from ..engine.embeddings import Embedder, EmbeddingClient, VectorMaker
-from ..engine.errors import LLMError
+from ..engine import Background, Embedder, EmbeddingClient, LLMError, VectorMaker
 from ..store.chat_log_index import PeriodBoost
 from ..store.chat_log_store import ChatRow
 from ..store.chat_log_vectors import ChatLogVectorStore, Unembedded

@@ -11,7 +11,7 @@ from dataclasses import replace
 from datetime import datetime, timedelta, timezone
 from typing import Protocol
 
-from ..engine.background import Background
+from ..engine import Background
 from ..store.chat_log_store import ChatLogStore, ChatRow
 from ..store.connection import database_unavailable
 from ..store.times import utc_text

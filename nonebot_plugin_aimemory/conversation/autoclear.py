@@ -12,7 +12,7 @@ import logging
 from collections.abc import Callable
 from contextlib import AbstractAsyncContextManager
 
-from ..engine.background import Background
+from ..engine import Background
 from ..scopes import Scope
 from ..store.counters import GroupCounterStore, MemoryOnlyCounterStore
 

@@ -7,13 +7,16 @@ from collections.abc import Callable, Sequence
 from typing import Protocol
 
 from .. import prompts
-from ..engine.answer_notes import AnswerNotes
-from ..engine.chatbot import ChatBot
-from ..engine.compressor import Compressor
-from ..engine.history import HistoryStore
-from ..engine.model_clients import ModelClients
-from ..engine.tokens import TokenCounter
-from ..engine.tools import Tool, ToolRegistry
+from ..engine import (
+    AnswerNotes,
+    ChatBot,
+    Compressor,
+    HistoryStore,
+    ModelClients,
+    TokenCounter,
+    Tool,
+    ToolRegistry,
+)
 from ..personas.choices import Personas
 from ..scopes import Scope
 from .incoming import COPIED_LINE_START

@@ -14,7 +14,7 @@ from collections import OrderedDict
 from dataclasses import replace
 from typing import Protocol
 
-from ..engine.background import Background
+from ..engine import Background
 from ..store.connection import database_unavailable
 from ..store.message_claims import (
     HOLDER_RENEW_SECONDS,

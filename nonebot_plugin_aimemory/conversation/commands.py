@@ -10,9 +10,7 @@ from datetime import tzinfo
 from typing import Protocol
 
 from .. import texts
-from ..engine.tokens import TokenCounter
-from ..engine.turn_context import TurnSpeaker
-from ..engine.usage import TokenCounts, UsageRecorder, in_role_order, summed
+from ..engine import TokenCounter, TokenCounts, TurnSpeaker, UsageRecorder, in_role_order, summed
 from .incoming import Command, Incoming
 from .sessions import SessionCache
 

@@ -6,8 +6,7 @@ from __future__ import annotations
 import logging
 
 from .. import texts
-from ..engine.errors import LLMError
-from ..engine.turn_trace import note_failure
+from ..engine import LLMError, note_failure
 
 logger = logging.getLogger("nonebot_plugin_aimemory")
 

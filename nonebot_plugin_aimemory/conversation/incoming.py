@@ -10,10 +10,7 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime, tzinfo
 from typing import Protocol
 
-from ..engine.messages import Part, TextPart
-from ..engine.timeouts import within
-from ..engine.turn_context import TurnSpeaker, Voice
-from ..engine.turn_trace import TurnTrace
+from ..engine import Part, TextPart, TurnSpeaker, TurnTrace, Voice, within
 from ..scopes import Scope, qq_number
 from .copies import ReceivedMessage
 

@@ -13,8 +13,7 @@ from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from ..engine.background import Background
-from ..engine.chatbot import ChatBot
+from ..engine import Background, ChatBot
 
 logger = logging.getLogger("nonebot_plugin_aimemory")
 

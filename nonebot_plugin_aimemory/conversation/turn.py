@@ -16,14 +16,24 @@ from datetime import tzinfo
 from typing import Protocol
 
 from .. import texts
-from ..engine.chatbot import ChatBot
-from ..engine.errors import LLMError
-from ..engine.history import StoreError
-from ..engine.messages import Message, Part, TextPart
-from ..engine.turn_context import SavesInTurn, TurnSpeaker, Voice, hearing, speaking, watching_saves
-from ..engine.turn_outcome import AllowanceUsedUp
-from ..engine.turn_trace import tracing
-from ..engine.usage import UsageRecorder, attributed_to
+from ..engine import (
+    AllowanceUsedUp,
+    ChatBot,
+    LLMError,
+    Message,
+    Part,
+    SavesInTurn,
+    StoreError,
+    TextPart,
+    TurnSpeaker,
+    UsageRecorder,
+    Voice,
+    attributed_to,
+    hearing,
+    speaking,
+    tracing,
+    watching_saves,
+)
 from ..store.chat_log_store import ChatRow
 from .autoclear import GroupAutoClear
 from .bursts import Burst, OpenBursts

@@ -14,9 +14,7 @@ import math
 import re
 from typing import Any, Protocol
 
-from ..engine.errors import LLMError
-from ..engine.llm import Completion, LLMClient
-from ..engine.messages import Message
+from ..engine import Completion, LLMClient, LLMError, Message
 from ..prompts import GUARD_CHECK_PROMPT, guard_check_note
 
 logger = logging.getLogger("nonebot_plugin_aimemory")

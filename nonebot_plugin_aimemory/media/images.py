@@ -15,9 +15,7 @@ from typing import Protocol
 
 import httpx
 
-from ..engine.errors import LLMError
-from ..engine.llm import Completion, LLMClient
-from ..engine.messages import ImagePart, Message, TextPart
+from ..engine import Completion, ImagePart, LLMClient, LLMError, Message, TextPart
 from ..prompts import VISION_PROMPT
 from .fetch import BodyTooLarge, SafeFetcher
 

@@ -10,7 +10,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import replace
 
-from ..engine.turn_context import TurnSpeaker, Voice, current_speaker, current_voices
+from ..engine import TurnSpeaker, Voice, current_speaker, current_voices
 from ..scopes import qq_number
 from ..store.provenance import Origin, Person, Provenance
 from ..text import segmenter

@@ -11,7 +11,7 @@ import re
 from typing import Protocol
 
 from .. import texts
-from ..engine.turn_context import TurnSpeaker
+from ..engine import TurnSpeaker
 from ..store.provenance import Provenance
 from .attribution import spoken_by
 from .personal import MemoryView, is_anonymous, personal_view, someones_memories

@@ -7,13 +7,16 @@ import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from ..engine.background import Background
-from ..engine.errors import LLMError
-from ..engine.llm import LLMClient
-from ..engine.messages import Message
-from ..engine.transcript import chunk_lines, render_transcript
-from ..engine.turn_context import Voice
-from ..engine.usage import attributed_to
+from ..engine import (
+    Background,
+    LLMClient,
+    LLMError,
+    Message,
+    Voice,
+    attributed_to,
+    chunk_lines,
+    render_transcript,
+)
 from ..prompts import EXTRACT_PROMPT, TRANSCRIPT_ASSISTANT_LABEL, copies_the_format
 from ..scopes import Scope
 from ..store.provenance import Person, Provenance

@@ -6,10 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from ..engine.background import Background
-from ..engine.messages import Message
-from ..engine.tools import Tool
-from ..engine.turn_context import SavesInTurn, TurnSpeaker
+from ..engine import Background, Message, SavesInTurn, Tool, TurnSpeaker
 from .commands import MemoryCommands, MemoryUnavailable
 from .extractor import FactExtractor
 from .inject import NoRelevantMemories, RelevantMemories

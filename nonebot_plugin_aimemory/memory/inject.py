@@ -8,7 +8,7 @@ from __future__ import annotations
 import logging
 
 from .. import prompts
-from ..engine.turn_context import TurnSpeaker
+from ..engine import TurnSpeaker
 from .personal import MemoryView, personal_view
 from .service import MemoryService
 

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 from ..scopes import Scope, qq_number
 
 if TYPE_CHECKING:
-    from ..engine.turn_context import TurnSpeaker
+    from ..engine import TurnSpeaker
     from ..store.memory_store import MemoryRecord
 
 

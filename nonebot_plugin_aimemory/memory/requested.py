@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 import re
 
-from ..engine.turn_context import SavesInTurn, TurnSpeaker
+from ..engine import SavesInTurn, TurnSpeaker
 from .attribution import spoken_by
 from .personal import MemoryView, personal_view
 from .rules import addresses_the_bot, is_question

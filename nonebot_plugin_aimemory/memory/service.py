@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from datetime import datetime, timezone, tzinfo
 
-from ..engine.embeddings import Embedder, NoEmbeddings
+from ..engine import Embedder, NoEmbeddings
 from ..store.memory_store import MemoryRecord, MemoryStore
 from ..store.provenance import Provenance
 from . import deletions, search, writes

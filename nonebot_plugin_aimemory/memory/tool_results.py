@@ -9,7 +9,7 @@ from datetime import tzinfo
 from typing import TYPE_CHECKING
 
 from .. import prompts, texts
-from ..engine.tools import MAX_TOOL_RESULT_CHARS
+from ..engine import MAX_TOOL_RESULT_CHARS
 from ..text.fit import fit_lines
 
 if TYPE_CHECKING:

@@ -10,8 +10,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from .. import prompts, texts
-from ..engine.tools import Tool, ToolError, ToolText
-from ..engine.turn_context import current_speaker, note_save
+from ..engine import Tool, ToolError, ToolText, current_speaker, note_save
 from ..scopes import Scope
 from . import attribution
 from .personal import MemoryView, is_anonymous, personal_view

@@ -9,9 +9,7 @@ import logging
 from collections.abc import Sequence
 from dataclasses import replace
 
-from ..engine.background import Background
-from ..engine.embeddings import Embedder, TextRole, cosine
-from ..engine.errors import LLMError
+from ..engine import Background, Embedder, LLMError, TextRole, cosine
 from ..store.memory_store import MemoryStore
 from .index import IndexedMemory, ScopeIndex
 from .relevance import UNRELATED_SENTENCES

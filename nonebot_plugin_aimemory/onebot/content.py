@@ -18,8 +18,7 @@ from nonebot.adapters.onebot.v11 import (
 )
 
 from ..conversation.incoming import RichContent, parts_text
-from ..engine.messages import Part, TextPart
-from ..engine.turn_context import Voice
+from ..engine import Part, TextPart, Voice
 from ..media.images import ImageReader, marker, short_hash_of
 from ..store.sent_messages import SentMessages
 from ..text.lines import (

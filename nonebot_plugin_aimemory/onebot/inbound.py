@@ -14,7 +14,7 @@ from nonebot.internal.adapter import Event
 
 from ..config import Config
 from ..conversation.incoming import ANONYMOUS_PREFIX, Command, Incoming, RichContent, Speaker
-from ..engine.messages import Part, TextPart
+from ..engine import Part, TextPart
 from ..scopes import Scope
 from ..text.encodable import encodable
 from ..text.lines import name_on_one_line

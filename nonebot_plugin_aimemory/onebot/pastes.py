@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 from nonebot.adapters.onebot.v11 import MessageSegment
 
-from ..engine.messages import Part, TextPart
+from ..engine import Part, TextPart
 from ..media.images import marker
 from .segments import part_text, plain_at_text, render_safely
 

@@ -12,7 +12,7 @@ from typing import Any
 
 from nonebot.adapters.onebot.v11 import Message, MessageSegment
 
-from ..engine.messages import Part, TextPart
+from ..engine import Part, TextPart
 from ..media.images import marker, short_hash_of
 from ..text.lines import FORWARD_MARKER as FORWARD_MARKER
 

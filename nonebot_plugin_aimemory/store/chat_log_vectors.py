@@ -9,7 +9,7 @@ import asyncio
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from ..engine.embeddings import VectorMaker
+from ..engine import VectorMaker
 from .backend import Backend
 from .connection import Connection
 from .packed_vectors import HEADER, pack_vector

@@ -7,8 +7,7 @@ import logging
 from collections.abc import Sequence
 from datetime import datetime
 
-from ..engine.history import CompressionStats
-from ..engine.messages import Message
+from ..engine import CompressionStats, Message
 from .backend import Backend
 from .connection import Connection
 from .times import parse_utc_text, utc_now_text, utc_text

@@ -10,7 +10,7 @@ import socket
 from datetime import datetime, timedelta, timezone
 from typing import Protocol
 
-from ..engine.background import Background
+from ..engine import Background
 from .times import UTC_TEXT_FORMAT, utc_now_text
 
 logger = logging.getLogger("nonebot_plugin_aimemory")

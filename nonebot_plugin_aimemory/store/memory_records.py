@@ -8,7 +8,7 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from ..engine.embeddings import VectorMaker
+from ..engine import VectorMaker
 from .provenance import PROVENANCE_COLUMNS, Provenance
 
 

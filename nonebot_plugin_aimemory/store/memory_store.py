@@ -8,7 +8,7 @@ import hashlib
 from collections.abc import Sequence
 from typing import Literal
 
-from ..engine.embeddings import VectorMaker
+from ..engine import VectorMaker
 from .backend import Backend
 from .connection import Connection
 from .job_locks import Job, claim_job

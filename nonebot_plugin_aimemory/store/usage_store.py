@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from ..engine.usage import NO_CHAT, TokenCounts, UsageRow
+from ..engine import NO_CHAT, TokenCounts, UsageRow
 from .backend import Backend
 from .connection import Connection
 

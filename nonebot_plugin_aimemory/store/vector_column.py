@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Protocol
 
-from ..engine.embeddings import VectorMaker
+from ..engine import VectorMaker
 
 
 class VectorColumn(Protocol):

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 from ..scopes import Scope
 
 if TYPE_CHECKING:
-    from ..engine.usage import TokenCounts
+    from ..engine import TokenCounts
 
 DAILY_QUOTA_USED_UP = "今天的额度用完了，明天再聊吧。"
 USAGE_ROLE_NAMES = {

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 
 from ..conversation.incoming import Outcome
 from ..conversation.turn import Conversation
-from ..engine.turn_trace import TurnTrace
+from ..engine import TurnTrace
 from ..onebot.outbound import plain_for_qq, split_reply
 from .inbound import PageMessage, read_message
 

@@ -13,9 +13,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 
 from ..conversation.incoming import Incoming, RichContent, Speaker, parts_text
-from ..engine.messages import Part, TextPart
-from ..engine.turn_context import Voice
-from ..engine.turn_trace import TurnTrace
+from ..engine import Part, TextPart, TurnTrace, Voice
 from ..onebot.content import QUOTE_MAX_CHARS
 from ..onebot.inbound import MAX_FINGERPRINT_CHARS, parse_command
 from ..onebot.pastes import MAX_PASTE_CHARS, omission_note

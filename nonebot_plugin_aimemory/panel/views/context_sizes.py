@@ -9,9 +9,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from ...engine.messages import Message
-from ...engine.tokens import message_tokens
-from ...engine.tools import ToolRegistry
+from ...engine import Message, ToolRegistry, message_tokens
 from ...scopes import Scope
 from ...store.overview_store import StoredWindow
 

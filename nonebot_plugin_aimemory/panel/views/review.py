@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from ... import texts
 from ...chatlog.scheduler import ReviewScheduler
-from ...engine.errors import LLMError
+from ...engine import LLMError
 from ..scopes import Scope
 from .chat_log import recorded_chat
 from .errors import refusal

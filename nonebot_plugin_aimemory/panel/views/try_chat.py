@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, StrictStr, ValidationError
 
 from ... import texts
-from ...engine.turn_trace import TurnFailure, TurnTrace
+from ...engine import TurnFailure, TurnTrace
 from ...onebot.pastes import MAX_PASTE_CHARS
 from ...scopes import Scope
 from ...trychat.chat import PageAnswer, TryChat

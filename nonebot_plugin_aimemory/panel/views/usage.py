@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ...engine.usage import ROLES, TokenCounts, summed
+from ...engine import ROLES, TokenCounts, summed
 from ..scopes import Scope
 
 if TYPE_CHECKING:

@@ -12,7 +12,7 @@ import logging
 import math
 from collections.abc import Sequence
 
-from ...engine.embeddings import VectorMaker
+from ...engine import VectorMaker
 from ..backend import Backend
 from ..connection import Connection
 from ..packed_vectors import HEADER, int8_components
