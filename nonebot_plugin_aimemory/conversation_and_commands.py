@@ -18,8 +18,7 @@ from .engine import Compressor, EstimatingCounter, TiktokenCounter, UsageRecorde
 from .memory.feature import LongTermMemory, MemoryOff
 from .personas.choices import Personas
 from .personas.commands import PersonaCommands
-from .store.backend import Backend
-from .store.message_claims import MessageClaimStore
+from .store import Backend, MessageClaimStore
 
 
 class Assembly(Protocol):

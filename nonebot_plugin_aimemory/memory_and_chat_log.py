@@ -30,10 +30,7 @@ from .memory.service import MemoryService
 from .memory.shared_guard import SharedScopeGuard
 from .personas.choices import Personas
 from .scopes import Scope
-from .store.backend import Backend
-from .store.chat_log_store import ChatLogStore
-from .store.memory_store import MemoryStore
-from .store.review_store import ReviewStore
+from .store import Backend, ChatLogStore, MemoryStore, ReviewStore
 
 
 def memory_and_chat_log(

@@ -15,12 +15,9 @@ import sys
 from collections import Counter
 from pathlib import Path
 
-from .store.addresses import redacted
-from .store.backend import Backend
+from .store import Backend, PluginStateStore, redacted, running_bot
 from .store.copying import CopyReport, RefusedRow, copy_all
-from .store.liveness import running_bot
 from .store.opening import DatabaseUnreachable, open_backend, open_file
-from .store.plugin_state import PluginStateStore
 
 BAR_WIDTH = 30
 REFUSED_ROWS_SUFFIX = ".refused-rows.csv"

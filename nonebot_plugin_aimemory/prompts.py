@@ -16,7 +16,7 @@ from .texts import attributed_line
 
 if TYPE_CHECKING:
     from .scopes import Scope
-    from .store.memory_store import MemoryRecord
+    from .store import MemoryRecord
 
 # QQ shows Markdown as raw symbols; image links and `@QQ号` are turned into real images and
 # @s by the reply builder, so the model is told it may use them.

@@ -46,16 +46,23 @@ from .onebot.parts import onebot_parts
 from .personas.catalog import PersonaCatalog
 from .personas.choices import Personas, UnsavedChoices
 from .prompt_budget import prompt_budget_warning
-from .store.backend import Backend
-from .store.counters import GroupCounterStore, MemoryOnlyCounterStore
-from .store.history_store import DatabaseHistoryStore, MemoryOnlyHistoryStore
-from .store.image_store import ImageDescriptionStore
-from .store.liveness import RunningMark
+from .store import (
+    Backend,
+    DatabaseHistoryStore,
+    GroupCounterStore,
+    ImageDescriptionStore,
+    MemoryOnlyCounterStore,
+    MemoryOnlyHistoryStore,
+    MemoryOnlyPluginState,
+    MemoryOnlySentMessages,
+    MemoryOnlyUsageStore,
+    PersonaStore,
+    PluginStateStore,
+    RunningMark,
+    SentMessageStore,
+    UsageStore,
+)
 from .store.opening import open_backend
-from .store.persona_store import PersonaStore
-from .store.plugin_state import MemoryOnlyPluginState, PluginStateStore
-from .store.sent_messages import MemoryOnlySentMessages, SentMessageStore
-from .store.usage_store import MemoryOnlyUsageStore, UsageStore
 from .text import jieba_cuts
 
 logger = logging.getLogger("nonebot_plugin_aimemory")

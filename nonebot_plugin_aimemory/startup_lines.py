@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from .config import Config
 from .providers import DEFAULT_PROVIDER
-from .store.addresses import redacted
+from .store import redacted
 
 PANEL_OFF = (
     "网页面板：未开启。想不用 QQ 先在浏览器里和机器人聊聊，或查看会话、管理记忆和用量，"

@@ -8,7 +8,7 @@ from datetime import tzinfo
 
 from .. import texts
 from ..engine import LLMError
-from ..store.times import parse_utc_text
+from ..store import parse_utc_text
 from .scheduler import ReviewScheduler
 from .writer import ChatLog
 

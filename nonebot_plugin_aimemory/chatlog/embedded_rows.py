@@ -6,8 +6,7 @@ from __future__ import annotations
 
 from ..engine import VectorMaker
 from ..scopes import Scope
-from ..store.chat_log_store import ChatRow
-from ..store.chat_log_vectors import Unembedded
+from ..store import ChatRow, Unembedded
 from ..text.encodable import encodable
 
 # The start of a long message says what it is about, and a model's input has a limit

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from datetime import tzinfo
 
 from ..engine import Tool
-from ..store.chat_log_store import ChatRow
+from ..store import ChatRow
 from .commands import ReviewCommands, ReviewsUnavailable
 from .recall import NoRecall, RecalledLines
 from .scheduler import ReviewScheduler

@@ -6,8 +6,7 @@ from collections.abc import Sequence
 from datetime import tzinfo
 
 from ..engine import MAX_TOOL_RESULT_CHARS
-from ..store.chat_log_store import ChatRow
-from ..store.times import parse_utc_text
+from ..store import ChatRow, parse_utc_text
 from ..text.fit import cut_first, fit_lines
 from ..text.lines import LINE_BREAK_MARK
 

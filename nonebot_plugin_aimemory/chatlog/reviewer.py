@@ -14,8 +14,7 @@ from ..engine import LLMClient, Message, attributed_to
 from ..memory import attribution, grounding
 from ..memory.service import MemoryService
 from ..scopes import Scope
-from ..store.chat_log_store import ChatLogStore, ChatRow
-from ..store.provenance import Provenance
+from ..store import ChatLogStore, ChatRow, Provenance
 from ..text.fit import cut_line, fit_lines
 from ..text.model_json import parse_json_object
 from .lines import format_row

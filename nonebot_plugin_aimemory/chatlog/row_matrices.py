@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..engine import VectorMaker
-from ..store.chat_log_vectors import ChatLogVectorStore
+from ..store import ChatLogVectorStore
 from .row_matrix import ROW_OVERHEAD_BYTES, Ranked, RowMatrix, best, in_spans
 
 # What the matrices of all sessions may take: 64 MiB, about 170 000 rows of 384 dimensions

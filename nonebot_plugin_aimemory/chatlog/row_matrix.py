@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from numpy.typing import NDArray
 
-from ..store.packed_vectors import HEADER, OFFSET
+from ..store import HEADER, OFFSET
 
 BLOCK_ROWS = 1024
 # What a row costs besides its components: its id (int64) and its inverse norm (float32).

@@ -14,8 +14,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 
 from ..engine import Background, within
-from ..store.review_store import ReviewState, ReviewStore
-from ..store.times import parse_utc_text, utc_text
+from ..store import ReviewState, ReviewStore, parse_utc_text, utc_text
 from .reviewer import MemoryReviewer, ReviewOutcome
 
 logger = logging.getLogger("nonebot_plugin_aimemory")

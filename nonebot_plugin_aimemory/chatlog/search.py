@@ -15,8 +15,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Sequence
 
-from ..store.chat_log_index import SCORED_ROWS_KEPT, KeywordRanking
-from ..store.chat_log_store import ChatLogStore, ChatRow
+from ..store import SCORED_ROWS_KEPT, ChatLogStore, ChatRow, KeywordRanking
 from ..text.fusion import fuse_rankings
 from .vectors import RowVectors
 

@@ -8,8 +8,7 @@ from typing import Any
 
 from .. import prompts
 from ..engine import Tool, ToolError
-from ..store.chat_log_store import ChatLogStore
-from ..store.times import utc_text
+from ..store import ChatLogStore, utc_text
 from ..text import query
 from .lines import format_rows
 from .search import search_rows

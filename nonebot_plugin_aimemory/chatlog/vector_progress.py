@@ -7,7 +7,7 @@ from __future__ import annotations
 import logging
 
 from ..engine import VectorMaker
-from ..store.chat_log_vectors import ChatLogVectorStore
+from ..store import ChatLogVectorStore
 
 logger = logging.getLogger("nonebot_plugin_aimemory")
 

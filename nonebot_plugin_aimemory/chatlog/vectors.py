@@ -33,10 +33,7 @@ from collections.abc import Collection, Sequence
 from typing import TYPE_CHECKING
 
 from ..engine import Background, Embedder, EmbeddingClient, LLMError, VectorMaker
-from ..store.chat_log_index import PeriodBoost
-from ..store.chat_log_store import ChatRow
-from ..store.chat_log_vectors import ChatLogVectorStore, Unembedded
-from ..store.vector_column import VectorColumn
+from ..store import ChatLogVectorStore, ChatRow, PeriodBoost, Unembedded, VectorColumn
 from .embedded_rows import embeddable, embedded_row, embedded_text, row_maker
 from .vector_progress import BackfillProgress, FillProgress
 

@@ -12,9 +12,7 @@ from datetime import datetime, timedelta, timezone
 from typing import Protocol
 
 from ..engine import Background
-from ..store.chat_log_store import ChatLogStore, ChatRow
-from ..store.connection import database_unavailable
-from ..store.times import utc_text
+from ..store import ChatLogStore, ChatRow, database_unavailable, utc_text
 from .vectors import NoChatLogVectors, RowVectors
 
 logger = logging.getLogger("nonebot_plugin_aimemory")

@@ -14,7 +14,7 @@ from contextlib import AbstractAsyncContextManager
 
 from ..engine import Background
 from ..scopes import Scope
-from ..store.counters import GroupCounterStore, MemoryOnlyCounterStore
+from ..store import GroupCounterStore, MemoryOnlyCounterStore
 
 logger = logging.getLogger("nonebot_plugin_aimemory")
 

@@ -15,12 +15,12 @@ from dataclasses import replace
 from typing import Protocol
 
 from ..engine import Background
-from ..store.connection import database_unavailable
-from ..store.message_claims import (
+from ..store import (
     HOLDER_RENEW_SECONDS,
     Claim,
     ClaimRequest,
     Decide,
+    database_unavailable,
     said_digest,
 )
 from .copies import (

@@ -16,8 +16,7 @@ from collections import OrderedDict, deque
 from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 
-from ..store.chat_log_store import ChatRow
-from ..store.message_claims import PRESENT_SECONDS, SAME_MESSAGE_SECONDS
+from ..store import PRESENT_SECONDS, SAME_MESSAGE_SECONDS, ChatRow
 
 # Recent messages remembered per chat (a copy arrives seconds after the first), and chats:
 # some 10 MB at most.

@@ -10,8 +10,7 @@ from __future__ import annotations
 
 from typing import Protocol
 
-from ..store.chat_log_store import ChatRow
-from ..store.times import utc_now_text, utc_text
+from ..store import ChatRow, utc_now_text, utc_text
 from .incoming import Incoming, parts_text
 
 

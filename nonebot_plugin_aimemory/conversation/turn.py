@@ -34,7 +34,7 @@ from ..engine import (
     tracing,
     watching_saves,
 )
-from ..store.chat_log_store import ChatRow
+from ..store import ChatRow
 from .autoclear import GroupAutoClear
 from .bursts import Burst, OpenBursts
 from .claims import MessageClaims

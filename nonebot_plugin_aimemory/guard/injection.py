@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-from ..store.memory_store import MemoryRecord
+from ..store import MemoryRecord
 from ..texts import memory_line
 from .normalise import fold_for_matching, join_han_gaps
 from .steering import Found, find_steering

@@ -12,7 +12,7 @@ from dataclasses import replace
 
 from ..engine import TurnSpeaker, Voice, current_speaker, current_voices
 from ..scopes import qq_number
-from ..store.provenance import Origin, Person, Provenance
+from ..store import Origin, Person, Provenance
 from ..text import segmenter
 from ..text.lines import BOT_NAME, FORWARD_MARKER, QUOTE_CLOSING, QUOTE_OPENING, QUOTE_SPEAKER_END
 

@@ -12,7 +12,7 @@ from typing import Protocol
 
 from .. import texts
 from ..engine import TurnSpeaker
-from ..store.provenance import Provenance
+from ..store import Provenance
 from .attribution import spoken_by
 from .personal import MemoryView, is_anonymous, personal_view, someones_memories
 from .rules import clean_user_id

@@ -9,8 +9,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 from datetime import datetime, timedelta, timezone
 
-from ..store.memory_store import MemoryRecord, MemoryStore
-from ..store.times import utc_text
+from ..store import MemoryRecord, MemoryStore, utc_text
 from .index import IndexedMemory, IndexedTombstone, ScopeIndex
 from .personal import MemoryView
 from .rules import id_key

@@ -11,7 +11,7 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from datetime import datetime
 
-from ..store.memory_store import MemoryRecord, MemoryStore, Tombstone
+from ..store import MemoryRecord, MemoryStore, Tombstone
 from ..text import segmenter
 from ..text.query import analyse, content_characters
 from .gist import Gist

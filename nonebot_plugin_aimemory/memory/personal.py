@@ -15,7 +15,7 @@ from ..scopes import Scope, qq_number
 
 if TYPE_CHECKING:
     from ..engine import TurnSpeaker
-    from ..store.memory_store import MemoryRecord
+    from ..store import MemoryRecord
 
 
 @dataclass(frozen=True, slots=True)

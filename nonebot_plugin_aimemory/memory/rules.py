@@ -10,7 +10,7 @@ from collections.abc import Container, Sequence
 
 from ..guard import injection_reason, injection_reason_for_memory, is_personal_number, mask_pii
 from ..scopes import qq_number
-from ..store.memory_store import MemoryRecord
+from ..store import MemoryRecord
 from ..text.encodable import encodable
 
 MAX_CONTENT_CHARS = 2000

@@ -10,8 +10,7 @@ from collections.abc import Callable, Container, Sequence
 from dataclasses import dataclass
 from datetime import date, datetime, time, tzinfo
 
-from ..store.memory_store import MemoryRecord
-from ..store.times import utc_text
+from ..store import MemoryRecord, utc_text
 from ..text import query as query_module
 from ..text.fusion import fuse_rankings
 from ..text.query import Query

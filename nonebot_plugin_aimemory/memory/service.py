@@ -15,8 +15,7 @@ from collections.abc import Callable, Sequence
 from datetime import datetime, timezone, tzinfo
 
 from ..engine import Embedder, NoEmbeddings
-from ..store.memory_store import MemoryRecord, MemoryStore
-from ..store.provenance import Provenance
+from ..store import MemoryRecord, MemoryStore, Provenance
 from . import deletions, search, writes
 from .deletions import PURGE_DELETED_AFTER_DAYS, MemoryFull
 from .index import ScopeIndex

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 from ..engine import Background, Embedder, LLMError, TextRole, cosine
-from ..store.memory_store import MemoryStore
+from ..store import MemoryStore
 from .index import IndexedMemory, ScopeIndex
 from .relevance import UNRELATED_SENTENCES
 

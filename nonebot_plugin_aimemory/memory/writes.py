@@ -11,9 +11,7 @@ from typing import Literal
 
 from .. import texts
 from ..guard import injection_reason, injection_reason_for_memory, mask_pii
-from ..store.memory_store import MemoryRecord, MemoryStore
-from ..store.provenance import Provenance
-from ..store.times import utc_text
+from ..store import MemoryRecord, MemoryStore, Provenance, utc_text
 from ..text import segmenter
 from ..text.encodable import encodable
 from .gist import Gist

@@ -20,7 +20,7 @@ from nonebot.adapters.onebot.v11 import (
 from ..conversation.incoming import RichContent, parts_text
 from ..engine import Part, TextPart, Voice
 from ..media.images import ImageReader, marker, short_hash_of
-from ..store.sent_messages import SentMessages
+from ..store import SentMessages
 from ..text.lines import (
     BOT_NAME,
     LINE_BREAK_MARK,

@@ -24,8 +24,7 @@ from .. import texts
 from ..conversation.incoming import Outcome
 from ..media.images import ImageReader, download_image
 from ..scopes import Scope
-from ..store.sent_messages import SentMessage, SentMessages, message_key
-from ..store.times import utc_now_text
+from ..store import SentMessage, SentMessages, message_key, utc_now_text
 from .inbound import session_key_for
 from .members import MemberNames
 from .quotes import chat_scope

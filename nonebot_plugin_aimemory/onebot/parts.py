@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from ..config import Config
 from ..media.images import ImageReader
-from ..store.sent_messages import SentMessages
+from ..store import SentMessages
 from .accounts import Accounts
 from .content import ContentRenderer
 from .inbound import Inbound

@@ -15,7 +15,7 @@ from nonebot.adapters.onebot.v11.event import Reply
 
 from .. import texts
 from ..scopes import Scope
-from ..store.sent_messages import SentMessages, message_key
+from ..store import SentMessages, message_key
 from .segments import as_segments, dict_at
 
 HIDDEN_QUOTE = texts.QUOTE_HIDDEN

@@ -11,7 +11,7 @@ from pathlib import Path
 from ..config_errors import ConfigError
 from .addresses import redacted
 from .backend import Backend
-from .sqlite.database import Database, open_database
+from .sqlite import Database, open_database
 
 logger = logging.getLogger("nonebot_plugin_aimemory")
 
@@ -29,8 +29,7 @@ async def open_backend(path: str, url: str = "") -> Backend | None:
         return await open_database(path)
     import psycopg
 
-    from .postgres.database import PostgresDatabase, ServerTooOld
-    from .postgres.schema import NewerSchema
+    from .postgres import NewerSchema, PostgresDatabase, ServerTooOld
 
     try:
         database = await PostgresDatabase.open(url)

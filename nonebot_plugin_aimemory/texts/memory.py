@@ -11,7 +11,7 @@ from .panel import panel_save_refused
 from .provenance import provenance_note
 
 if TYPE_CHECKING:
-    from ..store.memory_store import MemoryRecord
+    from ..store import MemoryRecord
 
 MEMORY_USAGE = (
     "用法：~记忆 列表 [页码] | 搜索 <词> | 添加 <内容> | 删除 <编号> | 清空 | 恢复 <编号> | "

@@ -7,7 +7,7 @@ from datetime import date
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from ..store.provenance import Person, Provenance
+    from ..store import Person, Provenance
 
 AUTOMATIC = "自动整理"
 BY_PANEL = "管理面板添加"

@@ -11,7 +11,7 @@ from ..scopes import Scope
 
 if TYPE_CHECKING:
     from ...runtime import Runtime
-    from ...store.chat_log_store import ChatRow
+    from ...store import ChatRow
 
 CHAT_LOG_DEFAULT_LIMIT = 50
 CHAT_LOG_MAX_LIMIT = 200

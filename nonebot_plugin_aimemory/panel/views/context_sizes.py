@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 from ...engine import Message, ToolRegistry, message_tokens
 from ...scopes import Scope
-from ...store.overview_store import StoredWindow
+from ...store import StoredWindow
 
 if TYPE_CHECKING:
     from ...runtime import Runtime

@@ -23,7 +23,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from ...store.overview_store import OverviewStore
+from ...store import OverviewStore
 from ..scopes import Scope
 
 if TYPE_CHECKING:

@@ -11,14 +11,14 @@ from typing import TYPE_CHECKING, Any
 from ... import texts
 from ...memory.placement import memory_key_for
 from ...memory.service import MemoryFull, MemoryService, SaveOutcome, UpdateOutcome
-from ...store.provenance import Provenance
+from ...store import Provenance
 from ..scopes import Scope
 from .errors import PanelError, bad_request, not_found, refusal
 from .memory_bodies import MemoryCreate, MemoryPatch
 
 if TYPE_CHECKING:
     from ...runtime import Runtime
-    from ...store.memory_store import MemoryRecord
+    from ...store import MemoryRecord
 
 MEMORY_SEARCH_LIMIT = 50
 _BY_PANEL = Provenance("panel")

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 from ... import texts
-from ...store.overview_store import OverviewStore, StoredWindow
+from ...store import OverviewStore, StoredWindow
 from ...trychat.members import chat_title
 from ..scopes import Scope
 from .accounts import AccountView, account_view
