@@ -11,7 +11,7 @@ from datetime import timezone, tzinfo
 from typing import TYPE_CHECKING, Any
 
 from .engine import SummaryPrompts
-from .text.fit import fit_lines
+from .text import fit_lines
 from .texts import attributed_line
 
 if TYPE_CHECKING:

@@ -7,7 +7,7 @@ from __future__ import annotations
 from ..engine import VectorMaker
 from ..scopes import Scope
 from ..store import ChatRow, Unembedded
-from ..text.encodable import encodable
+from ..text import encodable
 
 # The start of a long message says what it is about, and a model's input has a limit
 # (multilingual-e5: 512 tokens); this also bounds the tokens a row can cost.

@@ -7,8 +7,7 @@ from datetime import tzinfo
 
 from ..engine import MAX_TOOL_RESULT_CHARS
 from ..store import ChatRow, parse_utc_text
-from ..text.fit import cut_first, fit_lines
-from ..text.lines import LINE_BREAK_MARK
+from ..text import LINE_BREAK_MARK, cut_first, fit_lines
 
 
 def format_row(row: ChatRow, zone: tzinfo) -> str:

@@ -15,8 +15,7 @@ from ..memory import attribution, grounding
 from ..memory.service import MemoryService
 from ..scopes import Scope
 from ..store import ChatLogStore, ChatRow, Provenance
-from ..text.fit import cut_line, fit_lines
-from ..text.model_json import parse_json_object
+from ..text import cut_line, fit_lines, parse_json_object
 from .lines import format_row
 
 logger = logging.getLogger("nonebot_plugin_aimemory")

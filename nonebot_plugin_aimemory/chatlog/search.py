@@ -16,7 +16,7 @@ import asyncio
 from collections.abc import Sequence
 
 from ..store import SCORED_ROWS_KEPT, ChatLogStore, ChatRow, KeywordRanking
-from ..text.fusion import fuse_rankings
+from ..text import fuse_rankings
 from .vectors import RowVectors
 
 # Keyword matches fused with the vector ranking: as many as the index keeps of a ranking.

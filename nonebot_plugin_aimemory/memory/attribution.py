@@ -13,8 +13,14 @@ from dataclasses import replace
 from ..engine import TurnSpeaker, Voice, current_speaker, current_voices
 from ..scopes import qq_number
 from ..store import Origin, Person, Provenance
-from ..text import segmenter
-from ..text.lines import BOT_NAME, FORWARD_MARKER, QUOTE_CLOSING, QUOTE_OPENING, QUOTE_SPEAKER_END
+from ..text import (
+    BOT_NAME,
+    FORWARD_MARKER,
+    QUOTE_CLOSING,
+    QUOTE_OPENING,
+    QUOTE_SPEAKER_END,
+    segmenter,
+)
 
 # `小明(12345)` as a quote names its author.
 _NAMED = re.compile(r"(?P<name>.*)\((?P<id>[^()]*)\)")

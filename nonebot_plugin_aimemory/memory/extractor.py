@@ -20,7 +20,7 @@ from ..engine import (
 from ..prompts import EXTRACT_PROMPT, TRANSCRIPT_ASSISTANT_LABEL, copies_the_format
 from ..scopes import Scope
 from ..store import Person, Provenance
-from ..text.model_json import parse_json_object
+from ..text import parse_json_object
 from . import attribution, grounding
 from .service import MemoryService
 

@@ -12,7 +12,7 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from ..text.feedback import FEEDBACK_ROWS, candidate_words, chosen_words
+from ..text import FEEDBACK_ROWS, candidate_words, chosen_words
 from .keywords import held_terms, weighted_term_scores, word_idf
 
 if TYPE_CHECKING:

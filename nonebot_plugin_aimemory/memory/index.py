@@ -12,8 +12,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from ..store import MemoryRecord, MemoryStore, Tombstone
-from ..text import segmenter
-from ..text.query import analyse, content_characters
+from ..text import analyse, content_characters, segmenter
 from .gist import Gist
 from .rules import is_safe_to_show
 

@@ -10,8 +10,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone, tzinfo
 
+from ..text import Period, Query, content_characters
 from ..text import query as query_module
-from ..text.query import Period, Query, content_characters
 from .index import TAG_WEIGHT, IndexedMemory
 
 # BM25F (Robertson & Zaragoza, "The Probabilistic Relevance Framework: BM25 and Beyond",

@@ -11,7 +11,7 @@ from collections.abc import Container, Sequence
 from ..guard import injection_reason, injection_reason_for_memory, is_personal_number, mask_pii
 from ..scopes import qq_number
 from ..store import MemoryRecord
-from ..text.encodable import encodable
+from ..text import encodable
 
 MAX_CONTENT_CHARS = 2000
 MAX_TAGS = 8

@@ -11,9 +11,8 @@ from dataclasses import dataclass
 from datetime import date, datetime, time, tzinfo
 
 from ..store import MemoryRecord, utc_text
+from ..text import Query, fuse_rankings
 from ..text import query as query_module
-from ..text.fusion import fuse_rankings
-from ..text.query import Query
 from .feedback import with_feedback
 from .index import IndexedMemory, ScopeIndex
 from .keywords import keyword_ranking

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 from .. import prompts, texts
 from ..engine import MAX_TOOL_RESULT_CHARS
-from ..text.fit import fit_lines
+from ..text import fit_lines
 
 if TYPE_CHECKING:
     from .personal import MemoryView

@@ -12,8 +12,7 @@ from typing import Literal
 from .. import texts
 from ..guard import injection_reason, injection_reason_for_memory, mask_pii
 from ..store import MemoryRecord, MemoryStore, Provenance, utc_text
-from ..text import segmenter
-from ..text.encodable import encodable
+from ..text import encodable, segmenter
 from .gist import Gist
 from .index import IndexedMemory, LoadedScope, ScopeIndex
 from .personal import is_personal_scope

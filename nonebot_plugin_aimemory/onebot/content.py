@@ -21,7 +21,7 @@ from ..conversation.incoming import RichContent, parts_text
 from ..engine import Part, TextPart, Voice
 from ..media.images import ImageReader, marker, short_hash_of
 from ..store import SentMessages
-from ..text.lines import (
+from ..text import (
     BOT_NAME,
     LINE_BREAK_MARK,
     QUOTE_CLOSING,

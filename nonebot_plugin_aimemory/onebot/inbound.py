@@ -16,8 +16,7 @@ from ..config import Config
 from ..conversation.incoming import ANONYMOUS_PREFIX, Command, Incoming, RichContent, Speaker
 from ..engine import Part, TextPart
 from ..scopes import Scope
-from ..text.encodable import encodable
-from ..text.lines import name_on_one_line
+from ..text import encodable, name_on_one_line
 from .accounts import Accounts
 from .content import ContentRenderer
 from .pastes import MAX_PASTE_CHARS, KeptSegments, keep_within_limit, omission_note

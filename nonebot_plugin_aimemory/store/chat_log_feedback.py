@@ -10,8 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ..text import query
-from ..text.feedback import FEEDBACK_ROWS, candidate_words, chosen_words
+from ..text import FEEDBACK_ROWS, candidate_words, chosen_words, query
 from .backend import Backend
 from .chat_log_ranking import Postings, TermMatch, bm25_idf
 

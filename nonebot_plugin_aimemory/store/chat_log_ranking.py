@@ -11,8 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-from ..text import segmenter
-from ..text.encodable import encodable
+from ..text import encodable, segmenter
 from .connection import Connection
 
 # bm25() weights of the index's columns: who spoke counts half as much as what was said, so

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from ..text.encodable import REPLACEMENT, encodable
+from ..text import REPLACEMENT, encodable
 
 NUL = "\x00"
 

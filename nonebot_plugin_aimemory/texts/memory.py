@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from datetime import date, datetime, tzinfo
 from typing import TYPE_CHECKING
 
-from ..text.lines import LINE_BREAK_MARK
+from ..text import LINE_BREAK_MARK
 from .panel import panel_save_refused
 from .provenance import provenance_note
 

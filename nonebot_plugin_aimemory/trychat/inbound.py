@@ -19,8 +19,7 @@ from ..onebot.inbound import MAX_FINGERPRINT_CHARS, parse_command
 from ..onebot.pastes import MAX_PASTE_CHARS, omission_note
 from ..onebot.segments import plain_at_text
 from ..scopes import Scope
-from ..text.encodable import encodable
-from ..text.lines import BOT_NAME, QUOTE_CLOSING, QUOTE_OPENING, QUOTE_SPEAKER_END
+from ..text import BOT_NAME, QUOTE_CLOSING, QUOTE_OPENING, QUOTE_SPEAKER_END, encodable
 from .members import TestMember, member
 
 # Who an @ or a quote names besides the members: the bot itself.
