@@ -22,7 +22,7 @@ from .engine import (
     context_window_for,
     default_budget_for,
 )
-from .media.addresses import is_local_url
+from .media import is_local_url
 from .providers import DEFAULT_PROVIDER, HOSTED_API_HOSTS, PROVIDER_PRESETS, ProviderPreset
 from .texts import NOT_CONFIGURED
 

@@ -21,7 +21,7 @@ from .engine import (
     ModelClients,
     NoEmbeddings,
 )
-from .guard.model_check import ModelCheck
+from .guard import ModelCheck
 from .memory.commands import MemoryCommands
 from .memory.extractor import FactExtractor
 from .memory.feature import LongTermMemory, MemoryOff, NoExtraction

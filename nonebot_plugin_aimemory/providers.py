@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
-from .media.addresses import is_local_url
+from .media import is_local_url
 
 DEFAULT_PROVIDER = "openai"
 

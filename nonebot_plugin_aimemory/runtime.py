@@ -35,7 +35,7 @@ from .engine import (
 )
 from .extensions import Extensions as Extensions
 from .extensions import ToolProvider as ToolProvider
-from .media.images import ImageReader, NoDescriptionCache, NoVision
+from .media import ImageReader, NoDescriptionCache, NoVision
 from .memory.feature import LongTermMemory, MemoryOff
 from .memory.placement import memory_key_for
 from .memory_and_chat_log import memory_and_chat_log

@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 
 from ..engine import EstimatingCounter, TiktokenCounter
-from ..guard.steering import rules_are_built, steering_rules
+from ..guard import rules_are_built, steering_rules
 from ..text import jieba_cuts
 
 

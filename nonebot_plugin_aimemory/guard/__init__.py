@@ -10,11 +10,20 @@ rules can read at all."""
 from __future__ import annotations
 
 from .injection import injection_reason, injection_reason_for_memory
+from .model_check import ModelCheck, NoModelCheck, SteeringCheck
 from .pii import is_personal_number, mask_pii
+from .scripts import unread_letters
+from .steering import rules_are_built, steering_rules
 
 __all__ = [
+    "ModelCheck",
+    "NoModelCheck",
+    "SteeringCheck",
     "injection_reason",
     "injection_reason_for_memory",
     "is_personal_number",
     "mask_pii",
+    "rules_are_built",
+    "steering_rules",
+    "unread_letters",
 ]

@@ -19,12 +19,10 @@ from collections import OrderedDict
 from collections.abc import Iterable, Sequence
 from datetime import datetime, timedelta
 
-from ..guard import injection_reason
-from ..guard.model_check import NoModelCheck, SteeringCheck
-from ..guard.scripts import unread_letters
+from ..guard import NoModelCheck, SteeringCheck, injection_reason, unread_letters
 from ..scopes import Scope
 from ..store.memory_store import MemoryRecord
-from ..texts.guard import MODEL_SAYS_STEERING, NOT_CHECKED_NOW
+from ..texts import MODEL_SAYS_STEERING, NOT_CHECKED_NOW
 from .index import LoadedScope
 
 logger = logging.getLogger("nonebot_plugin_aimemory")

@@ -19,7 +19,7 @@ from nonebot.adapters.onebot.v11 import (
 
 from ..conversation.incoming import RichContent, parts_text
 from ..engine import Part, TextPart, Voice
-from ..media.images import ImageReader, marker, short_hash_of
+from ..media import ImageReader, marker, short_hash_of
 from ..store import SentMessages
 from ..text import (
     BOT_NAME,

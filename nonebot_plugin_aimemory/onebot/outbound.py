@@ -22,7 +22,7 @@ from nonebot.adapters.onebot.v11 import (
 
 from .. import texts
 from ..conversation.incoming import Outcome
-from ..media.images import ImageReader, download_image
+from ..media import ImageReader, download_image
 from ..scopes import Scope
 from ..store import SentMessage, SentMessages, message_key, utc_now_text
 from .inbound import session_key_for

@@ -4,7 +4,7 @@ input, replies to OneBot messages."""
 from __future__ import annotations
 
 from ..config import Config
-from ..media.images import ImageReader
+from ..media import ImageReader
 from ..store import SentMessages
 from .accounts import Accounts
 from .content import ContentRenderer

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from nonebot.adapters.onebot.v11 import MessageSegment
 
 from ..engine import Part, TextPart
-from ..media.images import marker
+from ..media import marker
 from .segments import part_text, plain_at_text, render_safely
 
 MAX_PASTE_CHARS = 8000

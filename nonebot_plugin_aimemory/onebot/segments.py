@@ -13,7 +13,7 @@ from typing import Any
 from nonebot.adapters.onebot.v11 import Message, MessageSegment
 
 from ..engine import Part, TextPart
-from ..media.images import marker, short_hash_of
+from ..media import marker, short_hash_of
 from ..text import FORWARD_MARKER as FORWARD_MARKER
 
 logger = logging.getLogger("nonebot_plugin_aimemory")

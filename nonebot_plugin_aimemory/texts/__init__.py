@@ -10,6 +10,7 @@ from .dialog import (
     dialog_status,
     stopped_messages,
 )
+from .guard import MODEL_SAYS_STEERING, NOT_CHECKED_NOW
 from .memory import (
     MEMORY_EMPTY,
     MEMORY_UNAVAILABLE,
@@ -146,8 +147,10 @@ __all__ = [
     "MEMORY_UNAVAILABLE",
     "MEMORY_UNAVAILABLE_PANEL",
     "MEMORY_USAGE",
+    "MODEL_SAYS_STEERING",
     "NOTHING_OF_YOURS_TO_STOP",
     "NOTHING_TO_STOP",
+    "NOT_CHECKED_NOW",
     "NOT_CONFIGURED",
     "PANEL_BAD_JSON",
     "PANEL_BAD_SCOPE",
