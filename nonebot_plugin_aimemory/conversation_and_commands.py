@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Protocol
 
-from .chatlog.feature import ChatLogOff, RecordedChat
+from .chatlog import ChatLogOff, RecordedChat
 from .config import Config
 from .conversation.autoclear import GroupAutoClear
 from .conversation.claims import MessageClaims
@@ -15,9 +15,8 @@ from .conversation.sessions import SessionCache
 from .conversation.turn import Conversation
 from .conversation.warmup import text_tools_ready
 from .engine import Compressor, EstimatingCounter, TiktokenCounter, UsageRecorder
-from .memory.feature import LongTermMemory, MemoryOff
-from .personas.choices import Personas
-from .personas.commands import PersonaCommands
+from .memory import LongTermMemory, MemoryOff
+from .personas import PersonaCommands, Personas
 from .store import Backend, MessageClaimStore
 
 

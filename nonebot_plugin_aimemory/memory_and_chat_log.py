@@ -5,13 +5,19 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from .chatlog.commands import ReviewCommands, ReviewsUnavailable
-from .chatlog.feature import ChatLogOff, RecordedChat, ReviewsOff
-from .chatlog.recall import RecalledLines
-from .chatlog.reviewer import MemoryReviewer
-from .chatlog.scheduler import ReviewScheduler
-from .chatlog.vectors import row_vectors
-from .chatlog.writer import ChatLog, NoReviewMarks
+from .chatlog import (
+    ChatLog,
+    ChatLogOff,
+    MemoryReviewer,
+    NoReviewMarks,
+    RecalledLines,
+    RecordedChat,
+    ReviewCommands,
+    ReviewScheduler,
+    ReviewsOff,
+    ReviewsUnavailable,
+    row_vectors,
+)
 from .config import Config
 from .engine import (
     Compressor,
@@ -22,13 +28,18 @@ from .engine import (
     NoEmbeddings,
 )
 from .guard import ModelCheck
-from .memory.commands import MemoryCommands
-from .memory.extractor import FactExtractor
-from .memory.feature import LongTermMemory, MemoryOff, NoExtraction
-from .memory.inject import NoRelevantMemories, RelevantMemories
-from .memory.service import MemoryService
-from .memory.shared_guard import SharedScopeGuard
-from .personas.choices import Personas
+from .memory import (
+    FactExtractor,
+    LongTermMemory,
+    MemoryCommands,
+    MemoryOff,
+    MemoryService,
+    NoExtraction,
+    NoRelevantMemories,
+    RelevantMemories,
+    SharedScopeGuard,
+)
+from .personas import Personas
 from .scopes import Scope
 from .store import Backend, ChatLogStore, MemoryStore, ReviewStore
 

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import prompts
-from .chatlog.feature import ChatLogOff, RecordedChat
+from .chatlog import ChatLogOff, RecordedChat
 from .config import Config, ConfigError
 from .conversation.autoclear import GroupAutoClear
 from .conversation.chatbots import ChatBotFactory
@@ -36,15 +36,13 @@ from .engine import (
 from .extensions import Extensions as Extensions
 from .extensions import ToolProvider as ToolProvider
 from .media import ImageReader, NoDescriptionCache, NoVision
-from .memory.feature import LongTermMemory, MemoryOff
-from .memory.placement import memory_key_for
+from .memory import LongTermMemory, MemoryOff, memory_key_for
 from .memory_and_chat_log import memory_and_chat_log
 from .onebot.accounts import Accounts
 from .onebot.inbound import Inbound
 from .onebot.outbound import Outbound
 from .onebot.parts import onebot_parts
-from .personas.catalog import PersonaCatalog
-from .personas.choices import Personas, UnsavedChoices
+from .personas import PersonaCatalog, Personas, UnsavedChoices
 from .prompt_budget import prompt_budget_warning
 from .store import (
     Backend,

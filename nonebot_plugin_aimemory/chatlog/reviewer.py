@@ -11,8 +11,7 @@ from typing import Any
 
 from .. import prompts
 from ..engine import LLMClient, Message, attributed_to
-from ..memory import attribution, grounding
-from ..memory.service import MemoryService
+from ..memory import MemoryService, attribution, grounding
 from ..scopes import Scope
 from ..store import ChatLogStore, ChatRow, Provenance
 from ..text import cut_line, fit_lines, parse_json_object

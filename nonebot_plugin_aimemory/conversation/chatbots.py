@@ -17,7 +17,7 @@ from ..engine import (
     Tool,
     ToolRegistry,
 )
-from ..personas.choices import Personas
+from ..personas import Personas
 from ..scopes import Scope
 from .incoming import COPIED_LINE_START
 

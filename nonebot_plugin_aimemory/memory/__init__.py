@@ -3,20 +3,32 @@ extraction before compression, and the memory tools and commands."""
 
 from __future__ import annotations
 
-from .rules import MISSING, Missing, clean_tags, clean_user_id, is_safe_to_show, normalize
-from .service import MemoryFull, MemoryService, SaveOutcome, SearchHit, Source, UpdateOutcome
+from . import attribution, grounding
+from .commands import MemoryCommands
+from .extractor import FactExtractor
+from .feature import LongTermMemory, MemoryOff, NoExtraction
+from .inject import NoRelevantMemories, RelevantMemories
+from .placement import memory_key_for
+from .rules import MISSING, Missing
+from .service import MemoryFull, MemoryService, SaveOutcome, UpdateOutcome
+from .shared_guard import SharedScopeGuard
 
 __all__ = [
     "MISSING",
+    "FactExtractor",
+    "LongTermMemory",
+    "MemoryCommands",
     "MemoryFull",
+    "MemoryOff",
     "MemoryService",
     "Missing",
+    "NoExtraction",
+    "NoRelevantMemories",
+    "RelevantMemories",
     "SaveOutcome",
-    "SearchHit",
-    "Source",
+    "SharedScopeGuard",
     "UpdateOutcome",
-    "clean_tags",
-    "clean_user_id",
-    "is_safe_to_show",
-    "normalize",
+    "attribution",
+    "grounding",
+    "memory_key_for",
 ]

@@ -21,7 +21,7 @@ from fastapi.routing import APIRoute
 from starlette.requests import ClientDisconnect
 
 from .. import texts
-from ..memory.service import MemoryService
+from ..memory import MemoryService
 from ..runtime import Runtime
 from .auth import CSRF_HEADER, SESSION_COOKIE, PanelAuth, csrf_matches
 from .scopes import BadScope, Scope, parse_scope

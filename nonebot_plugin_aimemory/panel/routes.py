@@ -11,7 +11,7 @@ from __future__ import annotations
 from fastapi import APIRouter, Depends
 from fastapi.responses import JSONResponse
 
-from ..memory.service import MemoryService
+from ..memory import MemoryService
 from ..runtime import Runtime
 from .auth import PanelAuth
 from .dependencies import (

@@ -8,8 +8,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from ..chatlog.feature import RecordedChat
-from ..memory.service import MemoryService
+from ..chatlog import RecordedChat
+from ..memory import MemoryService
 from ..scopes import Scope
 from .members import is_test_chat, speakers_of
 

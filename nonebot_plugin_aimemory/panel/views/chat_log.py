@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ...chatlog.feature import RecordedChat
+from ...chatlog import RecordedChat
 from ..scopes import Scope
 
 if TYPE_CHECKING:

@@ -27,7 +27,7 @@ from ...store import OverviewStore
 from ..scopes import Scope
 
 if TYPE_CHECKING:
-    from ...personas.choices import Personas
+    from ...personas import Personas
     from ...runtime import Runtime
 
 # How often the overview reads the chat log's chats in full (in between: only new rows), and

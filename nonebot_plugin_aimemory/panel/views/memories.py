@@ -9,8 +9,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from ... import texts
-from ...memory.placement import memory_key_for
-from ...memory.service import MemoryFull, MemoryService, SaveOutcome, UpdateOutcome
+from ...memory import MemoryFull, MemoryService, SaveOutcome, UpdateOutcome, memory_key_for
 from ...store import Provenance
 from ..scopes import Scope
 from .errors import PanelError, bad_request, not_found, refusal

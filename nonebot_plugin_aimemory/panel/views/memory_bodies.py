@@ -10,7 +10,7 @@ from pydantic import BaseModel, BeforeValidator, StrictStr, ValidationError
 from pydantic.types import Strict
 
 from ... import texts
-from ...memory.rules import MISSING, Missing
+from ...memory import MISSING, Missing
 from .errors import PanelError, bad_request
 
 

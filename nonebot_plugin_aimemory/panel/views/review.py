@@ -9,7 +9,7 @@ import logging
 from typing import TYPE_CHECKING, Any
 
 from ... import texts
-from ...chatlog.scheduler import ReviewScheduler
+from ...chatlog import ReviewScheduler
 from ...engine import LLMError
 from ..scopes import Scope
 from .chat_log import recorded_chat
