@@ -31,8 +31,8 @@ require("nonebot_plugin_localstore")
 from .config import Config, ConfigError, describe_validation_error  # noqa: E402
 from .deferred_start import deferred_start  # noqa: E402
 from .engine import Tool, ToolError  # noqa: E402
+from .onebot import ChatNames  # noqa: E402
 from .onebot.matcher import register_matcher  # noqa: E402
-from .onebot.names import ChatNames  # noqa: E402
 from .panel import PanelData, mount_panel  # noqa: E402
 from .runtime import Extensions, Runtime, current_runtime, install_runtime  # noqa: E402
 from .startup_lines import startup_lines  # noqa: E402

@@ -8,12 +8,15 @@ from typing import Protocol
 
 from .chatlog import ChatLogOff, RecordedChat
 from .config import Config
-from .conversation.autoclear import GroupAutoClear
-from .conversation.claims import MessageClaims
-from .conversation.commands import Commands, DialogCommands
-from .conversation.sessions import SessionCache
-from .conversation.turn import Conversation
-from .conversation.warmup import text_tools_ready
+from .conversation import (
+    Commands,
+    Conversation,
+    DialogCommands,
+    GroupAutoClear,
+    MessageClaims,
+    SessionCache,
+    text_tools_ready,
+)
 from .engine import Compressor, EstimatingCounter, TiktokenCounter, UsageRecorder
 from .memory import LongTermMemory, MemoryOff
 from .personas import PersonaCommands, Personas

@@ -4,7 +4,7 @@ prompt and the built-in tools) against the context budget."""
 from __future__ import annotations
 
 from .config_errors import ConfigError
-from .conversation.chatbots import ChatBotFactory
+from .conversation import ChatBotFactory
 from .engine import (
     ESTIMATE_ERROR_MARGIN,
     EstimatingCounter,

@@ -14,11 +14,13 @@ from pathlib import Path
 from . import prompts
 from .chatlog import ChatLogOff, RecordedChat
 from .config import Config, ConfigError
-from .conversation.autoclear import GroupAutoClear
-from .conversation.chatbots import ChatBotFactory
-from .conversation.group_windows import group_cleared_in_memory
-from .conversation.sessions import SessionCache
-from .conversation.turn import Conversation
+from .conversation import (
+    ChatBotFactory,
+    Conversation,
+    GroupAutoClear,
+    SessionCache,
+    group_cleared_in_memory,
+)
 from .conversation_and_commands import conversation_and_commands
 from .engine import (
     ChatBot,
@@ -38,8 +40,7 @@ from .extensions import ToolProvider as ToolProvider
 from .media import ImageReader, NoDescriptionCache, NoVision
 from .memory import LongTermMemory, MemoryOff, memory_key_for
 from .memory_and_chat_log import memory_and_chat_log
-from .onebot.accounts import Accounts
-from .onebot.inbound import Inbound
+from .onebot import Accounts, Inbound
 from .onebot.outbound import Outbound
 from .onebot.parts import onebot_parts
 from .personas import PersonaCatalog, Personas, UnsavedChoices

@@ -17,7 +17,7 @@ from nonebot.adapters.onebot.v11 import (
     MessageSegment,
 )
 
-from ..conversation.incoming import RichContent, parts_text
+from ..conversation import RichContent, parts_text
 from ..engine import Part, TextPart, Voice
 from ..media import ImageReader, marker, short_hash_of
 from ..store import SentMessages

@@ -13,7 +13,7 @@ from nonebot.adapters.onebot.v11 import Bot, GroupMessageEvent, Message, Message
 from nonebot.internal.adapter import Event
 
 from ..config import Config
-from ..conversation.incoming import ANONYMOUS_PREFIX, Command, Incoming, RichContent, Speaker
+from ..conversation import ANONYMOUS_PREFIX, Command, Incoming, RichContent, Speaker
 from ..engine import Part, TextPart
 from ..scopes import Scope
 from ..text import encodable, name_on_one_line

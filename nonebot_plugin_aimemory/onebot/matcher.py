@@ -13,7 +13,7 @@ from nonebot.adapters.onebot.v11 import Bot, MessageEvent
 from nonebot.matcher import Matcher, current_bot, current_event, current_matcher, matchers
 
 from .. import texts
-from ..conversation.turn import Conversation
+from ..conversation import Conversation
 from ..deferred_start import deferred_start
 from .inbound import (
     Inbound,

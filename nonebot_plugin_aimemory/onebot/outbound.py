@@ -21,7 +21,7 @@ from nonebot.adapters.onebot.v11 import (
 )
 
 from .. import texts
-from ..conversation.incoming import Outcome
+from ..conversation import Outcome
 from ..media import ImageReader, download_image
 from ..scopes import Scope
 from ..store import SentMessage, SentMessages, message_key, utc_now_text

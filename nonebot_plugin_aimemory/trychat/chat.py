@@ -9,8 +9,7 @@ import asyncio
 from collections.abc import Collection
 from dataclasses import dataclass, field
 
-from ..conversation.incoming import Outcome
-from ..conversation.turn import Conversation
+from ..conversation import Conversation, Outcome
 from ..engine import TurnTrace
 from ..onebot.outbound import plain_for_qq, split_reply
 from .inbound import PageMessage, read_message

@@ -12,12 +12,16 @@ from collections.abc import Collection
 from dataclasses import dataclass
 from datetime import datetime, timezone
 
-from ..conversation.incoming import Incoming, RichContent, Speaker, parts_text
+from ..conversation import Incoming, RichContent, Speaker, parts_text
 from ..engine import Part, TextPart, TurnTrace, Voice
-from ..onebot.content import QUOTE_MAX_CHARS
-from ..onebot.inbound import MAX_FINGERPRINT_CHARS, parse_command
-from ..onebot.pastes import MAX_PASTE_CHARS, omission_note
-from ..onebot.segments import plain_at_text
+from ..onebot import (
+    MAX_FINGERPRINT_CHARS,
+    MAX_PASTE_CHARS,
+    QUOTE_MAX_CHARS,
+    omission_note,
+    parse_command,
+    plain_at_text,
+)
 from ..scopes import Scope
 from ..text import BOT_NAME, QUOTE_CLOSING, QUOTE_OPENING, QUOTE_SPEAKER_END, encodable
 from .members import TestMember, member

@@ -11,7 +11,7 @@ from pydantic import BaseModel, StrictStr, ValidationError
 
 from ... import texts
 from ...engine import TurnFailure, TurnTrace
-from ...onebot.pastes import MAX_PASTE_CHARS
+from ...onebot import MAX_PASTE_CHARS
 from ...scopes import Scope
 from ...trychat.chat import PageAnswer, TryChat
 from ...trychat.clearing import clear_test_chat
