@@ -25,9 +25,17 @@ from ..memory import MemoryService
 from ..runtime import Runtime
 from .auth import CSRF_HEADER, SESSION_COOKIE, PanelAuth, csrf_matches
 from .scopes import BadScope, Scope, parse_scope
-from .views.errors import PanelError, bad_request, refusal
-from .views.memories import existing_memory, memories_of, require_service
-from .views.memory_bodies import MemoryCreate, MemoryPatch, read_body
+from .views import (
+    MemoryCreate,
+    MemoryPatch,
+    PanelError,
+    bad_request,
+    existing_memory,
+    memories_of,
+    read_body,
+    refusal,
+    require_service,
+)
 
 RuntimeGetter = Callable[[], "Runtime | None"]
 API_HEADERS = {"Cache-Control": "no-store", "X-Content-Type-Options": "nosniff"}

@@ -22,8 +22,7 @@ from .dependencies import (
     client_of,
 )
 from .scopes import BadScope, Scope, parse_scope
-from .views.errors import PanelError
-from .views.known_chats import scope_is_known
+from .views import PanelError, scope_is_known
 from .views.time_zone import page_zone
 
 # The files of static/ the router serves, with their types; nothing else is reachable.

@@ -25,10 +25,16 @@ from .dependencies import (
 from .pages import PanelPages
 from .scopes import Scope
 from .try_routes import try_router
-from .views import chat_log, memories, review, usage
-from .views.chat_log import CHAT_LOG_DEFAULT_LIMIT
-from .views.memory_bodies import MemoryCreate, MemoryPatch
-from .views.overview import PanelData
+from .views import (
+    CHAT_LOG_DEFAULT_LIMIT,
+    MemoryCreate,
+    MemoryPatch,
+    PanelData,
+    chat_log,
+    memories,
+    review,
+    usage,
+)
 from .views.usage import USAGE_DEFAULT_DAYS
 
 

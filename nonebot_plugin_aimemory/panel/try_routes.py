@@ -21,8 +21,7 @@ from .dependencies import (
     json_object_within,
 )
 from .scopes import Scope
-from .views import try_chat
-from .views.chat_log import CHAT_LOG_DEFAULT_LIMIT, chat_log_rows
+from .views import CHAT_LOG_DEFAULT_LIMIT, chat_log_rows, try_chat
 
 # A message of some 20 000 Chinese characters, or 60 000 ASCII ones: far beyond what the
 # conversation keeps of one (MAX_PASTE_CHARS), so a long paste is answered, cut, as in QQ.

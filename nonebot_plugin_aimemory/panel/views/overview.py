@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from ... import texts
 from ...store import OverviewStore, StoredWindow
-from ...trychat.members import chat_title
+from ...trychat import chat_title
 from ..scopes import Scope
 from .accounts import AccountView, account_view
 from .chat_log import recorded_chat

@@ -13,10 +13,10 @@ from ... import texts
 from ...engine import TurnFailure, TurnTrace
 from ...onebot import MAX_PASTE_CHARS
 from ...scopes import Scope
+from ...trychat import MEMBERS, TEST_GROUP, chat_title, is_test_chat, speakers_of
 from ...trychat.chat import PageAnswer, TryChat
 from ...trychat.clearing import clear_test_chat
 from ...trychat.inbound import BOT, PageMessage, Quote
-from ...trychat.members import MEMBERS, TEST_GROUP, chat_title, is_test_chat, speakers_of
 from .errors import bad_request, refusal
 
 if TYPE_CHECKING:
