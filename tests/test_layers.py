@@ -6,11 +6,17 @@ under `if TYPE_CHECKING:` (a type-only import is an arrow the reader follows all
 A message travels down the layers (matcher -> inbound -> conversation -> engine); the
 stores and the outbound side receive what the layers above hand them, so they import the
 types they receive (the engine's `Message`, the conversation's `Outcome`) and stand above
-those types' modules, never above the modules that call them."""
+those types' modules, never above the modules that call them.
+
+Each package has a face, its `__init__.py`, re-exporting what the rest of the plugin uses
+from it (as nonebot2 re-exports `internal/`), and imports across packages go through it:
+`from ..engine import LLMClient`, not `from ..engine.llm import LLMClient`. A face stands on
+its package's layer, so it re-exports only the modules standing there; the few modules a
+face cannot offer are listed below with the reason."""
 
 from __future__ import annotations
 
-from tests.test_code_shape import PACKAGE, import_graph
+from tests.test_code_shape import PACKAGE, import_graph, imported_names, module_name, modules
 
 # From the top down; each layer is a list of modules and packages (a package takes in
 # every module under it, unless a longer name is listed on another layer).
@@ -55,6 +61,26 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
         ("engine", "text", "config_errors", "config_lists", "secret_masking", "tool_process"),
     ),
 )
+
+
+# Modules other packages import from themselves, not through their package's face, and why.
+# A module standing on a layer above its package's face: the face cannot import it.
+ABOVE_THE_FACE: dict[str, str] = {
+    "store.opening": "picks a database, so it stands above store/sqlite and store/postgres",
+    "onebot.matcher": "the matcher stands above the adapter's inbound side",
+    "onebot.outbound": "the outbound side stands above the inbound side",
+    "onebot.parts": "builds both sides, so it stands above the inbound side",
+}
+# A module loaded only when it is first used: the face, loaded with the plugin, would load
+# it at start-up.
+LOADED_WHEN_USED: dict[str, str] = {
+    "store.copying": "only the migration tool copies a database",
+    "panel.views.time_zone": "only once the panel is mounted",
+    "panel.views.usage": "only once the panel is mounted",
+    "trychat.chat": "only when the panel's try page is used",
+    "trychat.clearing": "only when the panel's try page is used",
+    "trychat.inbound": "only when the panel's try page is used",
+}
 
 
 def layer_of(module: str) -> int:
@@ -159,3 +185,59 @@ def test_nothing_outside_the_stores_imports_one_databases_folder() -> None:
     ]
 
     assert outside == []
+
+
+def imports_past_a_face() -> list[tuple[str, int, str]]:
+    """(module, line, imported module) of every import, wherever it stands, that takes a name
+    from a module of another package instead of from that package's face. A package's own
+    modules, its sub-packages' among them, import each other directly; so do the top-level
+    modules, which belong to no package but the plugin's."""
+    paths = {module_name(path): path for path in modules()}
+    found = []
+    for name, path in sorted(paths.items()):
+        for line, target in imported_names(path):
+            if target not in paths or paths[target].name == "__init__.py":
+                continue
+            package = target.rsplit(".", 1)[0]
+            if package == PACKAGE or name == package or name.startswith(f"{package}."):
+                continue
+            found.append((name, line, target))
+    return found
+
+
+def test_imports_across_packages_go_through_the_package() -> None:
+    listed = {f"{PACKAGE}.{module}" for module in ABOVE_THE_FACE | LOADED_WHEN_USED}
+    past = [
+        f"{module}:{line} -> {target}"
+        for module, line, target in imports_past_a_face()
+        if target not in listed
+    ]
+
+    assert past == [], "import these from the package's __init__.py: " + "; ".join(past)
+
+
+def test_every_module_imported_past_its_face_still_is() -> None:
+    imported = {target for _, _, target in imports_past_a_face()}
+    stale = sorted(
+        module
+        for module in ABOVE_THE_FACE | LOADED_WHEN_USED
+        if f"{PACKAGE}.{module}" not in imported
+    )
+
+    assert stale == [], "no longer imported past the face, so drop from the lists: " + ", ".join(
+        stale
+    )
+
+
+def test_no_face_imports_what_it_cannot_offer() -> None:
+    graph = import_graph()
+    faces = [module_name(path) for path in modules() if path.name == "__init__.py"]
+    pulled_in = [
+        f"{face} -> {target}"
+        for face in sorted(faces)
+        if face != PACKAGE
+        for target in sorted(graph[face])
+        if target.removeprefix(f"{PACKAGE}.") in ABOVE_THE_FACE | LOADED_WHEN_USED
+    ]
+
+    assert pulled_in == [], "a face offering what it cannot: " + "; ".join(pulled_in)
