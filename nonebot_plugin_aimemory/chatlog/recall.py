@@ -21,10 +21,9 @@ import math
 from datetime import tzinfo
 
 from .. import prompts
-from ..store.chat_log_index import row_terms
-from ..store.chat_log_store import ChatRow
+from ..store import ChatRow, row_terms
+from ..text import cut_first, fit_lines
 from ..text import query as queries
-from ..text.fit import cut_first, fit_lines
 from .lines import format_row
 from .writer import ChatLog
 

@@ -9,8 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from .. import prompts
-from ..engine.messages import Message, TextPart
-from ..engine.turn_trace import note_memories
+from ..engine import Message, TextPart, note_memories
 
 
 def with_notes(message: Message, blocks: Sequence[str]) -> tuple[Message, str | None]:

@@ -21,7 +21,7 @@ from datetime import datetime, timedelta
 
 from ..guard import NoModelCheck, SteeringCheck, injection_reason, unread_letters
 from ..scopes import Scope
-from ..store.memory_store import MemoryRecord
+from ..store import MemoryRecord
 from ..texts import MODEL_SAYS_STEERING, NOT_CHECKED_NOW
 from .index import LoadedScope
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from .addresses import redacted
 from .backend import Backend
-from .chat_log_index import SCORED_ROWS_KEPT, KeywordRanking
+from .chat_log_index import SCORED_ROWS_KEPT, KeywordRanking, row_terms
 from .chat_log_ranking import PeriodBoost
 from .chat_log_store import ChatLogStore, ChatRow
 from .chat_log_vectors import ChatLogVectorStore, Unembedded
@@ -94,6 +94,7 @@ __all__ = [
     "message_key",
     "parse_utc_text",
     "redacted",
+    "row_terms",
     "running_bot",
     "said_digest",
     "utc_now_text",
