@@ -1,4 +1,5 @@
-"""Personas: characters the bot plays, each with its own prompt, window and memories. Other packages import what they use from here."""
+"""Personas: characters the bot plays, each with its own prompt, window and memories.
+Other packages import what they use from here."""
 
 from __future__ import annotations
 

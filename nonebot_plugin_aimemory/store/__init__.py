@@ -1,9 +1,11 @@
 """The stores: the only place SQL lives, every statement parameterised. What both databases
 share stands here (the `Backend` they offer, the stores written once, the ranking they agree
 on); what one of them does differently lives in its own folder, `sqlite/` or `postgres/`,
-behind the backend's methods. This face offers the stores, the records they keep and
-the `Backend`. Two modules are imported from their own: `opening`, which picks a database and
-so stands above both folders, and `copying`, loaded only by the migration tool."""
+behind the backend's methods.
+
+This face offers the stores, the records they keep and the `Backend`. Two modules are
+imported from themselves: `opening`, which picks a database and so stands above both
+folders, and `copying`, loaded only by the migration tool."""
 
 from __future__ import annotations
 

@@ -2,9 +2,11 @@
 every chat (`overview`), one scope's memories (`memories`, read and changed through
 MemoryService, so through the same rules as the tools and commands), its chat log
 (`chat_log`), usage (`usage`) and review state (`review`). No web framework here:
-routes.py turns these into HTTP. The views the panel reads only once it is mounted
-(`review`, `usage`, `try_chat`, `time_zone`) are imported as modules, not re-exported here, so
-a bot without the panel never loads them."""
+routes.py turns these into HTTP.
+
+This face offers what is loaded with the plugin; the views read only once the panel is
+mounted (`review`, `usage`, `try_chat`, `time_zone`) are not re-exported, so a bot without
+the panel never loads them: they are imported as modules or from their modules."""
 
 from __future__ import annotations
 
