@@ -76,9 +76,10 @@ class AnswerNotes:
     def refuses_a_copied_result(
         self, reply: str, turn: Sequence[Message], progress: TurnProgress, key: str
     ) -> bool:
-        """Whether `reply` is a tool result of the turn said back, and the next request asks
-        one mode further down. Shown to the member, a tool result ("已保存记忆 #skpn …")
-        reads as a malfunction; the last mode's copy is kept (a notice would say less)."""
+        """Whether `reply` is a tool result of the turn, or a quoted note before its message,
+        said back, and the next request asks one mode further down. Shown to the member, a
+        tool result ("已保存记忆 #skpn …") or a note's line reads as a malfunction; the last
+        mode's copy is kept (a notice would say less)."""
         if progress.mode.next() is None or not copies_a_tool_result(reply, turn):
             return False
         self.ask_plainer(progress, key, "the answer copies a tool result")

@@ -85,9 +85,18 @@ TOOL_RESULT_COPY_SHARE = 0.8
 
 
 def copies_a_tool_result(reply: str, turn: Sequence[Message]) -> bool:
-    """Whether `reply` is mostly the text of one of the turn's tool results."""
+    """Whether `reply` is mostly the text of one of the turn's tool results, or, quoting
+    in 「」 as the plugin quotes notes, of the member's message with the notes before it
+    ("[20001] 「小明(20001)说：我家猫叫团子。」"). An answer restating a note in its own
+    words quotes nothing and is kept."""
     shape = _bigrams(reply)
     if len(shape) + 1 < MIN_REPLY_CHARS:
         return False
-    results = (_bigrams(m.text) for m in turn if m.role == "tool" and m.text)
-    return any(len(shape & result) >= TOOL_RESULT_COPY_SHARE * len(shape) for result in results)
+    quoting = _QUOTED.search(reply) is not None
+    shown = [m for m in turn if m.text and (m.role == "tool" or (quoting and m.role == "user"))]
+    sources = (_bigrams(m.text) for m in shown)
+    return any(len(shape & source) >= TOOL_RESULT_COPY_SHARE * len(shape) for source in sources)
+
+
+# A span in the corner brackets the plugin quotes notes and memories in.
+_QUOTED = re.compile(r"「[^」\n]+」")

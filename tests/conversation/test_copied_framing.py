@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from tests.fakes.bots import RecordingBot
 from tests.fakes.events import group_message
-from tests.fakes.small_model import BlockCopier
+from tests.fakes.small_model import BlockCopier, NoteCopier
 
 GROUP = 3611
 SCOPE = f"g:{GROUP}"
@@ -15,7 +15,7 @@ CAT = "小明(2001)家的猫叫团子"
 ANSWER = "你家的猫叫团子。"
 
 
-async def ask_about_the_cat(plugin, responder: BlockCopier) -> list[str]:
+async def ask_about_the_cat(plugin, responder: BlockCopier | NoteCopier) -> list[str]:
     """The member asks what the cat is called, with the cat's memory injected; what the bot
     sent, and the request shows the block was there."""
     from nonebot_plugin_aimemory import prompts
@@ -62,3 +62,19 @@ async def test_brackets_of_the_members_own_are_kept(plugin) -> None:
     # no block was injected: the message's first line is the member's own
     (reply,) = bot.sent_texts
     assert reply.endswith("推荐你看【三体】")
+
+
+async def test_a_note_said_back_in_its_quotes_is_asked_for_again(plugin) -> None:
+    sent = await ask_about_the_cat(plugin, NoteCopier(answer=ANSWER))
+
+    # The copy ("[2001] 「小明(2001)家的猫叫团子」") never reaches the member.
+    assert sent == [ANSWER]
+    assert chat_tool_choices(plugin) == [None, "none"]
+
+
+async def test_a_note_restated_in_own_words_is_kept(plugin) -> None:
+    own = "你家猫叫团子呀，小明(2001)家的猫叫团子"
+    sent = await ask_about_the_cat(plugin, BlockCopier(said=own, label_only=True))
+
+    assert sent == [own]
+    assert chat_tool_choices(plugin) == [None]

@@ -12,6 +12,7 @@ last user message are this turn's), so it needs no state but the record of what 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypeAlias
@@ -26,6 +27,7 @@ __all__ = [
     "EmptyAnswerer",
     "FakeToolResponse",
     "LineCopier",
+    "NoteCopier",
     "RepeatingCaller",
     "Situation",
     "SmallModel",
@@ -334,3 +336,15 @@ class BlockCopier(SmallModel):
         if self.label_only and "】" in first:
             first = first[: first.index("】") + 1]
         return text(f"{first}{self.said}")
+
+
+@dataclass
+class NoteCopier(SmallModel):
+    """While tools are allowed, answers with the first quoted note of the member's message
+    in its quotes, after the QQ number in brackets: the real model answered "我家猫叫什么
+    名字来着？" with "[20001] 「小明(20001)说：我家猫叫团子。」"."""
+
+    def with_tools(self, body: dict[str, Any]) -> Reply:
+        [last] = [m for m in body["messages"] if m["role"] == "user"][-1:]
+        note = re.search(r"「[^」\n]+」", str(last["content"]))
+        return text(f"[2001] {note.group(0)}" if note else self.answer)
