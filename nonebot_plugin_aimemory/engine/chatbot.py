@@ -197,9 +197,8 @@ class ChatBot:
                 what = "only tool calls" if reply.tool_calls else "an empty answer"
                 self.notes.ask_plainer(progress, self.key, f"{what} after {progress.rounds} rounds")
                 continue
-            if self.notes.refuses_a_copied_result(
-                reply.text, [message, *pending], progress, self.key
-            ):
+            turn = [message, *pending]
+            if self.notes.refuses_a_copied_result(reply.text, turn, progress, self.key):
                 continue
             if self.notes.asks_again(reply.text, asked, self.window.messages, progress, self.key):
                 message = message.with_note(self.notes.repeat)

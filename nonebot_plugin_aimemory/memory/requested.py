@@ -13,39 +13,13 @@ import re
 from ..engine import SavesInTurn, TurnSpeaker
 from .attribution import spoken_by
 from .personal import MemoryView, personal_view
-from .rules import addresses_the_bot, is_question
+from .requests import requested_fact
 from .service import MemoryService
 
 logger = logging.getLogger("nonebot_plugin_aimemory")
 
-# An explicit request at the start of the message: the verb of keeping, then what to keep.
-# Asked in Chinese, English or Japanese; "记住了吗" and "remember when…" ask, not request.
-_REQUEST = re.compile(
-    r"\A\s*(?:请|麻烦|帮我|给我|你)?\s*"
-    r"(?:记住|记下|记一下|记好|帮我记|替我记|别忘了|不要忘了|记得)(?:一下)?(?:哦|啊|呀)?"
-    r"\s*(?P<sep>[：:，,、\s])\s*(?P<fact>\S.*)\Z"
-    r"|\A\s*(?:please\s+)?(?:remember|note|don'?t\s+forget)"
-    r"(?:\s+that\s+|\s*[:,]\s*(?:that\s+)?)(?P<en>\S.*)\Z"
-    r"|\A\s*(?P<ja>\S.*?)(?:を)?覚えて(?:おいて|て)?(?:ください|ね)?[。！!]?\s*\Z",
-    re.DOTALL | re.IGNORECASE,
-)
-MIN_FACT_CHARS = 2
 # A fact in the first person is about the member who asks ("记住：我在星河科技上班").
 _FIRST_PERSON = re.compile(r"我|俺|咱|\b(?:I|I'm|I've|my|me|mine)\b|私|僕", re.IGNORECASE)
-
-
-def requested_fact(text: str) -> str | None:
-    """What the member asks the bot to keep, or None when the text is no such request (a
-    question is none either: "记住了吗？"), or what it asks to keep is an order to the bot."""
-    if is_question(text):
-        return None
-    match = _REQUEST.match(text)
-    if match is None:
-        return None
-    fact = (match.group("fact") or match.group("en") or match.group("ja") or "").strip()
-    if len(fact) < MIN_FACT_CHARS or addresses_the_bot(fact):
-        return None
-    return fact
 
 
 class RequestedSaves:
