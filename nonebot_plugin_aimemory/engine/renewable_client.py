@@ -58,13 +58,23 @@ class RenewableClient:
         try:
             yield generation.client
         except BaseException:
-            self._retire(generation)
+            if self._retire(generation):
+                logger.debug("an exchange broke off: later model calls use fresh connections")
             raise
         finally:
             generation.calls -= 1
             if generation.retired and generation.calls == 0:
                 self._retired.discard(generation)
                 await _close(generation.client)
+
+    async def renew(self) -> None:
+        """Send new calls to a fresh client (made when next needed); the current one closes
+        once the calls still on it have ended. A given client stays."""
+        generation = self._current
+        if generation is None or not self._retire(generation) or generation.calls:
+            return
+        self._retired.discard(generation)
+        await _close(generation.client)
 
     async def aclose(self) -> None:
         """Close every client, the current one and those retired while still in use."""
@@ -79,15 +89,16 @@ class RenewableClient:
             self._current = _Generation(self._make(), renewable=True)
         return self._current
 
-    def _retire(self, generation: _Generation) -> None:
-        """Send new calls to a fresh client; this one closes when its last call ends."""
+    def _retire(self, generation: _Generation) -> bool:
+        """Send new calls to a fresh client; this one closes when its last call ends.
+        Whether it was retired now (not given, not retired before)."""
         if not generation.renewable or generation.retired:
-            return
+            return False
         generation.retired = True
         self._retired.add(generation)
         if self._current is generation:
             self._current = None
-        logger.debug("an exchange broke off: later model calls use fresh connections")
+        return True
 
 
 async def _close(client: httpx.AsyncClient) -> None:

@@ -1,7 +1,8 @@
-"""The process's httpx client for model calls, made when first used (its TLS context reads
-certifi's ~150 roots: start-up ~0.1 s and RSS ~2 MB a bot without a model call never pays),
-and `post_capped`, the one way model calls use it: a POST whose answer is bounded in size
-(after decompression) and in time (the whole exchange, not each read).
+"""The process's httpx client for model calls, made when first used, its TLS roots read at
+the first https call (certifi's ~150 roots: ~0.1 s and ~1 MiB of RSS that a bot calling a
+model over plain http, a local one say, never pays); and `post_capped`, the one way model
+calls use it: a POST whose answer is bounded in size (after decompression) and in time (the
+whole exchange, not each read).
 
 An https server that offers HTTP/2 (ALPN) gets one kept-alive connection that carries every
 call, each answer on its request's own stream; every other server (plain http, or https
@@ -71,10 +72,10 @@ class CappedAnswer:
 
 
 class SharedHttp:
-    """One client for every role (renewed after an exchange that broke off), created at the
-    first `post_capped`; or `client`, used as given (which `aclose` then closes too). `tls`
-    verifies servers instead of certifi's roots and SSL_CERT_FILE/SSL_CERT_DIR (a test's
-    throwaway CA, say)."""
+    """One client for every role (renewed after an exchange that broke off, and once when
+    the first https call needs the roots), created at the first `post_capped`; or `client`,
+    used as given (which `aclose` then closes too). `tls` verifies servers instead of
+    certifi's roots and SSL_CERT_FILE/SSL_CERT_DIR (a test's throwaway CA, say)."""
 
     def __init__(
         self,
@@ -98,9 +99,9 @@ class SharedHttp:
         return self._clients.current
 
     def _new_client(self) -> httpx.AsyncClient:
-        if self._tls is None:
-            # Made once and shared by every renewed client (reading the roots costs ~0.1 s).
-            self._tls = httpx.create_ssl_context()
+        # Before the first https call, a context that trusts no server: no plain-http call
+        # uses it, and it fails closed should anything try TLS with it.
+        verify = self._tls if self._tls is not None else ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
         # One client for both protocols: which one a connection speaks is settled by ALPN
         # when it is made, unknown before, and a server may choose h2 on one connection and
         # HTTP/1.1 on another; the request's `Connection: close` (`_exchange`) keeps
@@ -108,7 +109,7 @@ class SharedHttp:
         # trust_env (httpx's default): HTTP(S)_PROXY, ALL_PROXY and NO_PROXY are honoured.
         return httpx.AsyncClient(
             http2=True,
-            verify=self._tls,
+            verify=verify,
             timeout=httpx.Timeout(self.timeout_seconds, connect=CONNECT_TIMEOUT_SECONDS),
             limits=httpx.Limits(
                 max_connections=MAX_CONNECTIONS,
@@ -128,7 +129,10 @@ class SharedHttp:
     ) -> CappedAnswer:
         """POST `content` to `url` and read the whole answer within `timeout_seconds`, its
         body decompressed up to `max_bytes`; TransportFailure when none can be had."""
-        host = urlsplit(url).hostname or url
+        parts = urlsplit(url)
+        if parts.scheme.lower() == "https" and self._tls is None:
+            await self._read_roots()
+        host = parts.hostname or url
         try:
             async with self._clients.lease() as client:
                 return await within(
@@ -146,6 +150,12 @@ class SharedHttp:
             raise TransportFailure(
                 "unreachable", f"RemoteProtocolError: {exc!r}", retryable=True
             ) from exc
+
+    async def _read_roots(self) -> None:
+        """Read the roots, once, shared by every client made from now on; the client made
+        without them takes no new call."""
+        self._tls = httpx.create_ssl_context()
+        await self._clients.renew()
 
     async def aclose(self) -> None:
         """Close the clients that were made (or given)."""

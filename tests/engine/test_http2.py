@@ -7,8 +7,10 @@ from __future__ import annotations
 
 import asyncio
 import json
+import ssl
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
@@ -16,7 +18,7 @@ import pytest
 from tests.engine.conftest import MODEL
 from tests.fakes.h2_model_server import serving_h2
 from tests.fakes.raw_h2 import Misbehaviour, serving_raw_h2
-from tests.fakes.raw_http import Served, completion_json, ok, read_request, serving
+from tests.fakes.raw_http import Served, completion_json, ok, read_request, sends, serving
 from tests.fakes.tls import ThrowawayCA
 
 if TYPE_CHECKING:
@@ -226,3 +228,72 @@ async def test_an_embedding_request_whose_connection_broke_is_sent_once_more(
         finally:
             await http.aclose()
     assert (served.requests, served.connections) == (2, 2)
+
+
+def counting_root_reads(monkeypatch: pytest.MonkeyPatch) -> list[None]:
+    """A list that grows by one each time the plugin reads the TLS roots."""
+    import httpx
+
+    reads: list[None] = []
+    read_roots = httpx.create_ssl_context
+
+    def counted(*args: object, **kwargs: object) -> ssl.SSLContext:
+        reads.append(None)
+        return read_roots(*args, **kwargs)  # pyright: ignore[reportArgumentType]
+
+    monkeypatch.setattr(httpx, "create_ssl_context", counted)
+    return reads
+
+
+async def test_calls_to_a_plain_http_model_never_read_the_tls_roots(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from nonebot_plugin_aimemory.engine.llm import Endpoint, LLMClient
+    from nonebot_plugin_aimemory.engine.shared_http import SharedHttp
+
+    # given the plugin's own client and a model served over plain http
+    reads = counting_root_reads(monkeypatch)
+    http = SharedHttp(2.0)
+    async with serving(sends(ok(completion_json("好")))) as served:
+        client = LLMClient(http, Endpoint(served.base_url, "", MODEL), max_retries=0)
+        try:
+            # when it is called several times
+            answers = [await answer_to(client, f"第{i}问") for i in range(3)]
+        finally:
+            await http.aclose()
+    # then every call was answered, and the roots were never read
+    assert answers == ["好", "好", "好"]
+    assert reads == []
+
+
+async def test_the_first_https_call_reads_the_roots_once_and_leaves_the_plain_client(
+    ca: ThrowawayCA, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from nonebot_plugin_aimemory.engine.llm import Endpoint, LLMClient
+    from nonebot_plugin_aimemory.engine.shared_http import SharedHttp
+
+    # given the plugin's own client, which has called a plain-http model, and roots that
+    # hold the https server's CA (SSL_CERT_FILE, which httpx honours)
+    ca_file = tmp_path / "ca.pem"
+    ca.ca.cert_pem.write_to_path(str(ca_file))
+    monkeypatch.setenv("SSL_CERT_FILE", str(ca_file))
+    reads = counting_root_reads(monkeypatch)
+    http = SharedHttp(2.0)
+    async with (
+        serving(sends(ok(completion_json("明文")))) as plain,
+        serving_h2(ca, alpn=["http/1.1"]) as secure,
+    ):
+        plain_model = LLMClient(http, Endpoint(plain.base_url, "", MODEL), max_retries=0)
+        secure_model = LLMClient(http, Endpoint(secure.base_url, "", MODEL), max_retries=0)
+        try:
+            first_answer = await answer_to(plain_model, "第一问")
+            plain_client = http.client
+            # when an https model is called twice
+            secure_answers = [await answer_to(secure_model, f"第{i}问") for i in range(2)]
+        finally:
+            await http.aclose()
+    # then both were answered over a client that verified the server; the roots were read
+    # once, and the client made without them was closed
+    assert (first_answer, secure_answers) == ("明文", ["第0问", "第1问"])
+    assert len(reads) == 1
+    assert plain_client.is_closed
