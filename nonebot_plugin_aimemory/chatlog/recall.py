@@ -21,9 +21,8 @@ import math
 from datetime import tzinfo
 
 from .. import prompts
-from ..store import ChatRow, row_terms
+from ..store import ChatRow, KeywordRanking, row_terms
 from ..text import cut_first, fit_lines
-from ..text import query as queries
 from .lines import format_row
 from .writer import ChatLog
 
@@ -70,7 +69,7 @@ class RecalledLines:
         ranking = await index.ranking(session_key, query, CANDIDATE_ROWS)
         if not ranking.scored:
             return []
-        weights = await self._term_weights(session_key, queries.analyse(query).terms)
+        weights = await self._term_weights(ranking)
         found: list[ChatRow] = []
         for row in await self.chat_log.store.rows_by_id([row_id for row_id, _ in ranking.scored]):
             if _recallable(row, session_key) and row.text not in seen and _holds_most(row, weights):
@@ -79,13 +78,15 @@ class RecalledLines:
                 break
         return found
 
-    async def _term_weights(self, session_key: str, terms: tuple[str, ...]) -> dict[str, float]:
-        index = self.chat_log.store.index
-        counts = await index.term_rows(session_key, terms)
-        logged = max([await index.logged_rows(), *counts.values()])
+    async def _term_weights(self, ranking: KeywordRanking) -> dict[str, float]:
+        # The terms and their row counts as the ranking read them: no second look-up.
+        counts = ranking.term_counts
+        logged = max([await self.chat_log.store.index.logged_rows(), *counts.values()])
         # The message counts as one more row holding its terms (it may not be written yet):
         # a word no earlier line holds weighs most, and no line can match it.
-        return {term: math.log1p((logged + 1) / (counts.get(term, 0) + 1)) for term in terms}
+        return {
+            term: math.log1p((logged + 1) / (counts.get(term, 0) + 1)) for term in ranking.terms
+        }
 
 
 def _holds_most(row: ChatRow, weights: dict[str, float]) -> bool:

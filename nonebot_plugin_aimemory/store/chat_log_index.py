@@ -68,8 +68,12 @@ class ChatLogIndex:
         boosts = await self._period_boosts(session_key, periods)
         scores: dict[int, float] = {}
         term_rows: tuple[int, ...] = ()
+        counts: dict[str, int] = {}
         if terms:
-            matches, term_rows = await self._ranked_matches(session_key, terms, boosts, limit)
+            counts = await self.term_rows(session_key, terms)
+            matches, term_rows = await self._ranked_matches(
+                session_key, terms, counts, boosts, limit
+            )
             scores.update(matches)
             if feedback:
                 await self._add_feedback(session_key, terms, matches, boosts, scores)
@@ -78,7 +82,7 @@ class ChatLogIndex:
                 scores.setdefault(row_id, boost.score)
         best = sorted(scores, key=lambda row_id: (scores[row_id], row_id), reverse=True)
         return KeywordRanking(
-            [(row_id, scores[row_id]) for row_id in best[:limit]], boosts, term_rows
+            [(row_id, scores[row_id]) for row_id in best[:limit]], boosts, term_rows, terms, counts
         )
 
     async def _add_feedback(
@@ -133,17 +137,22 @@ class ChatLogIndex:
         self.postings.unindex_rows(connection, where, params)
 
     async def _ranked_matches(
-        self, session_key: str, terms: Sequence[str], boosts: Sequence[PeriodBoost], limit: int
+        self,
+        session_key: str,
+        terms: Sequence[str],
+        term_rows: dict[str, int],
+        boosts: Sequence[PeriodBoost],
+        limit: int,
     ) -> tuple[list[tuple[int, float]], tuple[int, ...]]:
         """The best `SCORED_ROWS_KEPT` (or `limit`) matches of `terms`, best first, with their
         scores (bm25() is negative: the score is its opposite, plus the boost of a row's
         period), and how many rows hold each term scored. When the terms' rows would be too
         many to score, the commonest terms are left out (`rarest_within`), or, when even
         the rarest is too common, the rows holding several of them are the ones scored
-        (`_common_terms_match`)."""
+        (`_common_terms_match`). `term_rows`: how many of the session's rows hold each term."""
         prefix = self.postings.prefix(session_key)
         prefixed = [prefix + term for term in terms]
-        counts = await self.postings.document_counts(prefixed)
+        counts = {prefix + term: rows for term, rows in term_rows.items()}
         scored = rarest_within(counts, prefixed, CANDIDATE_ROWS)
         matches = [TermMatch(tuple(scored))]
         if counts.get(scored[0], 0) > CANDIDATE_ROWS and len(prefixed) > 1:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Protocol
 
 from ..text import encodable, segmenter
@@ -51,12 +51,16 @@ class TermMatch:
 @dataclass(frozen=True, slots=True)
 class KeywordRanking:
     """A query's keyword ranking of one session: row ids with their scores, best first;
-    the periods it names that have rows of the session; and how many rows hold each term
-    that was scored, which is what a full match is worth (see `full_match_score`)."""
+    the periods it names that have rows of the session; how many rows hold each term
+    that was scored, which is what a full match is worth (see `full_match_score`); and the
+    query's terms with how many rows hold each (a term no row holds left out), read once
+    for the ranking and reused by whoever weighs the terms (chatlog/recall.py)."""
 
     scored: list[tuple[int, float]]
     periods: list[PeriodBoost]
     term_rows: tuple[int, ...] = ()
+    terms: tuple[str, ...] = ()
+    term_counts: dict[str, int] = field(default_factory=dict)
 
     def full_match_score(self, logged_rows: int) -> float:
         """The score of a row of average length holding each scored term once, said in the

@@ -71,6 +71,23 @@ async def test_removed_rows_no_longer_weigh_in_the_ranking(any_chat_store: ChatL
     assert len(before.scored) == 3
 
 
+async def test_a_ranking_carries_how_many_rows_hold_each_term_of_the_query(
+    any_chat_store: ChatLogStore,
+) -> None:
+    """What recall weighs the terms by comes with the ranking: no second look-up."""
+    # given rows holding 火锅 twice and 周末 once, and none holding 电影
+    await any_chat_store.insert_many([row("火锅"), row("周末 火锅"), row("公园")])
+
+    # when a query of the three is ranked
+    ranking = await any_chat_store.index.ranking(KEY, "周末 火锅 电影", 10)
+
+    # then the ranking carries the query's terms and the rows holding each, as counted
+    assert {"周末", "火锅", "电影"} <= set(ranking.terms)
+    assert ranking.term_counts == await any_chat_store.index.term_rows(KEY, ranking.terms)
+    assert (ranking.term_counts["火锅"], ranking.term_counts["周末"]) == (2, 1)
+    assert "电影" not in ranking.term_counts
+
+
 async def test_a_word_of_thousands_of_letters_is_logged_and_found(
     any_chat_store: ChatLogStore,
 ) -> None:
