@@ -18,10 +18,12 @@ from __future__ import annotations
 
 import logging
 import math
+import re
+import unicodedata
 from datetime import tzinfo
 
 from .. import prompts
-from ..store import ChatRow, KeywordRanking, row_terms
+from ..store import ChatRow, KeywordRanking
 from ..text import cut_first, fit_lines
 from .lines import format_row
 from .writer import ChatLog
@@ -90,15 +92,25 @@ class RecalledLines:
 
 
 def _holds_most(row: ChatRow, weights: dict[str, float]) -> bool:
-    """Whether the row (its speaker's name included) holds most of the keyword weight."""
+    """Whether the row (its speaker's name included) holds most of the keyword weight. A
+    term is looked for in the row's folded text, as the index folds it: the same verdict
+    as cutting the row into terms (a term is a word, a stem or two adjacent characters)
+    without segmenting each candidate (about 0.2 ms a row)."""
     total = sum(weights.values())
     if total <= 0:
         return False
-    speaker, text = row_terms(row.role, row.speaker_name, row.text)
-    held = set(speaker.split()) | set(text.split())
-    return sum(weight for term, weight in weights.items() if term in held) / total >= (
-        MAJORITY_COVERAGE
-    )
+    speaker = row.speaker_name if row.role != "assistant" and row.speaker_name else ""
+    folded = unicodedata.normalize("NFKC", f"{speaker}\n{row.text}").casefold()
+    held = sum(weight for term, weight in weights.items() if _holds(folded, term))
+    return held / total >= MAJORITY_COVERAGE
+
+
+def _holds(folded: str, term: str) -> bool:
+    """Whether the folded text holds `term`: a Latin word or stem at the start of a word
+    ("go" in "going", not in "ago"), anything else anywhere (Chinese has no spaces)."""
+    if term.isascii() and term.isalnum():
+        return re.search(rf"\b{re.escape(term)}", folded) is not None
+    return term in folded
 
 
 def _recallable(row: ChatRow, session_key: str) -> bool:

@@ -157,3 +157,17 @@ async def test_a_broken_chat_log_costs_the_recall_not_the_answer(plugin, plugin_
     assert bot.sent_texts[-1].endswith(QUESTION)
     assert recall_opening() not in plugin.llm.last_messages()[-1]["content"]
     assert "could not recall chat lines" in plugin_log.text
+
+
+async def test_an_english_line_is_recalled_by_its_words_and_speaker(plugin) -> None:
+    bot = RecordingBot()
+    await plugin.restart(aimemory_chat_log_ambient=True)
+    group = "I went to a LGBTQ support group yesterday, it was powerful"
+    await bot.receive(said(group, user_id=2004, card="Caroline"))
+    await bot.receive(said("Good morning! Long ago I loved going out", user_id=2005, card="Mel"))
+    await plugin.runtime.chat_log.flush()
+
+    await bot.receive(said("When did Caroline go to the LGBTQ support group?", to_me=True))
+
+    lines = recalled_lines(plugin.llm.last_messages()[-1]["content"])
+    assert [line.split("] ", 1)[1] for line in lines] == [f"Caroline(2004)：{group}"]
