@@ -26,8 +26,9 @@ ROLE_MARKS = (
     ("compressor", "对话压缩器"),
     ("extractor", "提取值得长期记住"),
     ("reviewer", "整理长期记忆"),
+    ("guard", "You classify notes for a chat bot's shared memory"),
 )
-ROLES: tuple[str, ...] = ("main", "compressor", "extractor", "reviewer")
+ROLES: tuple[str, ...] = ("main", "compressor", "extractor", "reviewer", "guard")
 CHAT_PATH = "/v1/chat/completions"
 FORWARD_TIMEOUT_SECONDS = 600.0
 
