@@ -3,14 +3,25 @@ a header, at most top-k of them and about 1500 characters."""
 
 from __future__ import annotations
 
+import pytest
+
 from tests.fakes.bots import RecordingBot
 from tests.fakes.events import group_message
+from tests.fakes.openai_server import text
 from tests.memory.helpers import stored_bodies
 from tests.quoted_blocks import injected_block
 
 GROUP = 701
 SCOPE = f"g:{GROUP}"
 VEGETARIAN = "小明(2001)吃素，不吃任何肉类"
+
+
+@pytest.fixture(autouse=True)
+def plain_answers(plugin) -> None:
+    """The model answers in its own words: the fake server's echo of the whole message
+    would say the quoted notes back, and such an answer is asked for again
+    (engine/stock_replies.py), which these tests are not about."""
+    plugin.llm.responder = lambda body: text("好的")
 
 
 def asking(content: str):
