@@ -26,6 +26,10 @@ MIN_STATED_SHARE = 0.25
 # Sentences end at these marks or a line break; a clause ends at a comma or semicolon.
 _SENTENCE = re.compile(r"[^。！？!?\n]*[。！？!?\n]*")
 _CLAUSE_BREAK = re.compile(r"[，,；;、]")
+# Words in quotes, in whatever person they were said.
+_QUOTED = re.compile(r"“[^”]*”|「[^」]*」|『[^』]*』|\"[^\"]*\"")
+# The first person of the languages the bot is told facts in (not 私, a Chinese word too).
+_FIRST_PERSON = re.compile(r"我|俺|僕|\bI(?:'m|'ve|'ll|'d)?\b|\b(?i:my|me|mine|myself)\b")
 # `小明(20001)` in a line or a fact: who it is about, not what it says.
 _PERSON = re.compile(r"[^\s()（）：:\[\]]{1,32}[(（]\d{5,11}[)）]")
 
@@ -75,9 +79,13 @@ class Grounds:
 
     def hold(self, fact: str) -> bool:
         """Whether `fact` is a fact the lines state about someone: most of its words are in
-        them and some in what they state, and it does not speak to the bot (a fact is
-        written in the third person; a member's order copied as it was said is not)."""
-        if addresses_the_bot(fact):
+        them and some in what they state, and it is written in the third person. One that
+        speaks to the bot is an order copied as it was said; one in the first person is
+        the writer speaking ("阿强让我讲个冷笑话": the bot's own chat) or a member's words
+        copied without saying whose (issue #36: "我下周三去…出差"). Quoted words may be in
+        any person ("小明说“我明天去北京”")."""
+        told = _QUOTED.sub(" ", fact)
+        if addresses_the_bot(told) or _FIRST_PERSON.search(told) is not None:
             return False
         heard, stated = self.shares(fact)
         return heard >= MIN_GROUNDED_SHARE and stated >= MIN_STATED_SHARE

@@ -95,3 +95,23 @@ async def test_an_order_retold_in_the_third_person_is_not_saved(plugin, reviewer
     await tick_and_wait(plugin)
 
     assert [m.content for m in await live_memories(plugin)] == ["小明(2001)家的猫叫咪咪"]
+
+
+async def test_a_fact_in_the_first_person_is_not_saved_but_a_quoted_one_is(
+    plugin, reviewer
+) -> None:
+    # the real model's extraction wrote the bot's own chat as a fact ("让我讲个冷笑话"),
+    # and members' words without saying whose ("我下周三去杭州出差")
+    await talk(plugin, RecordingBot(), "讲个冷笑话吧", "我下周三去杭州出差，小明说“我明天去北京”")
+    reviewer.answer(
+        ops(
+            {"op": "create", "content": "小明(2001)让我讲个冷笑话"},
+            {"op": "create", "content": "我下周三去杭州出差"},
+            {"op": "create", "content": "小明(2001)转述：“我明天去北京”"},
+        )
+    )
+
+    await tick_and_wait(plugin)
+
+    # (a review keeps at most three operations: one each)
+    assert [m.content for m in await live_memories(plugin)] == ["小明(2001)转述：“我明天去北京”"]
