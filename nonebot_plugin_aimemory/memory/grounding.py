@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from ..text import segmenter
 from .requests import asks_to_keep_an_order
-from .rules import addresses_the_bot, is_question
+from .rules import addresses_the_bot, is_question, speaks_in_first_person
 
 # At least this share of a fact's tokens (names and QQ numbers aside) must be in the lines:
 # a fact in the model's own words ("开的车是" for "我的…") keeps more than half of them.
@@ -28,8 +28,6 @@ _SENTENCE = re.compile(r"[^。！？!?\n]*[。！？!?\n]*")
 _CLAUSE_BREAK = re.compile(r"[，,；;、]")
 # Words in quotes, in whatever person they were said.
 _QUOTED = re.compile(r"“[^”]*”|「[^」]*」|『[^』]*』|\"[^\"]*\"")
-# The first person of the languages the bot is told facts in (not 私, a Chinese word too).
-_FIRST_PERSON = re.compile(r"我|俺|僕|\bI(?:'m|'ve|'ll|'d)?\b|\b(?i:my|me|mine|myself)\b")
 # `小明(20001)` in a line or a fact: who it is about, not what it says.
 _PERSON = re.compile(r"[^\s()（）：:\[\]]{1,32}[(（]\d{5,11}[)）]")
 
@@ -85,7 +83,7 @@ class Grounds:
         copied without saying whose (issue #36: "我下周三去…出差"). Quoted words may be in
         any person ("小明说“我明天去北京”")."""
         told = _QUOTED.sub(" ", fact)
-        if addresses_the_bot(told) or _FIRST_PERSON.search(told) is not None:
+        if addresses_the_bot(told) or speaks_in_first_person(told):
             return False
         heard, stated = self.shares(fact)
         return heard >= MIN_GROUNDED_SHARE and stated >= MIN_STATED_SHARE

@@ -8,18 +8,15 @@ answer goes out: what the member was told is true when they read it."""
 from __future__ import annotations
 
 import logging
-import re
 
 from ..engine import SavesInTurn, TurnSpeaker
 from .attribution import spoken_by
 from .personal import MemoryView, personal_view
 from .requests import requested_fact
+from .rules import speaks_in_first_person
 from .service import MemoryService
 
 logger = logging.getLogger("nonebot_plugin_aimemory")
-
-# A fact in the first person is about the member who asks ("记住：我在星河科技上班").
-_FIRST_PERSON = re.compile(r"我|俺|咱|\b(?:I|I'm|I've|my|me|mine)\b|私|僕", re.IGNORECASE)
 
 
 class RequestedSaves:
@@ -59,7 +56,7 @@ class RequestedSaves:
     def _speakers_own(self, scope: str, fact: str, speaker: TurnSpeaker) -> MemoryView | None:
         """The speaker's personal memories when `fact` is about the speaker (said in the
         first person) and personal memory is on; None for the chat's."""
-        if not self.personal or _FIRST_PERSON.search(fact) is None:
+        if not self.personal or not speaks_in_first_person(fact):
             return None
         return personal_view(scope, speaker)
 

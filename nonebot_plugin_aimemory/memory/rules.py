@@ -65,6 +65,18 @@ def addresses_the_bot(text: str) -> bool:
     return _ADDRESSES_THE_BOT.search(text) is not None
 
 
+# The first person of the languages the bot is told facts in: 私 only as the Japanese "I"
+# (before a particle), as it is a Chinese word too (私聊, 私人).
+_FIRST_PERSON = re.compile(
+    r"我|俺|咱|僕|私(?=[はがのをにもへと])|\b(?i:i|i'm|i've|i'll|i'd|my|me|mine|myself)\b"
+)
+
+
+def speaks_in_first_person(text: str) -> bool:
+    """Whether `text` says "I" or "my": a member's own words, or a writer speaking."""
+    return _FIRST_PERSON.search(text) is not None
+
+
 def fold_whitespace(text: str) -> str:
     """Collapse runs of whitespace into single spaces and trim the ends."""
     return " ".join(text.split())
