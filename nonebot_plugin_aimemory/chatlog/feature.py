@@ -3,6 +3,7 @@ the null twins when there is no database or the log may not be sent to a model."
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import tzinfo
 
@@ -51,7 +52,7 @@ class RecordedChat:
         """Write what is queued."""
         await self.writer.flush()
 
-    async def recalled(self, session_key: str, query: str, seen: str) -> str:
+    async def recalled(self, session_key: str, query: str, seen: Sequence[str]) -> str:
         """The earlier lines answering `query`, as a quoted block (recall.py)."""
         return await self.recall.block(session_key, query, seen)
 
@@ -89,7 +90,7 @@ class ChatLogOff:
     async def flush(self) -> None:
         """Nothing to write."""
 
-    async def recalled(self, session_key: str, query: str, seen: str) -> str:
+    async def recalled(self, session_key: str, query: str, seen: Sequence[str]) -> str:
         """Nothing was logged, so nothing is recalled."""
         return ""
 

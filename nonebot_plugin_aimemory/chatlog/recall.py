@@ -20,6 +20,7 @@ import logging
 import math
 import re
 import unicodedata
+from collections.abc import Sequence
 from datetime import tzinfo
 
 from .. import prompts
@@ -46,9 +47,10 @@ class RecalledLines:
         self.rows = rows
         self.max_chars = max_chars
 
-    async def block(self, session_key: str, query: str, seen: str) -> str:
+    async def block(self, session_key: str, query: str, seen: Sequence[str]) -> str:
         """The quoted block of lines (oldest first), or '' when none has the evidence;
-        a line `seen` holds (the message, the window's messages) is not repeated."""
+        a line one of the `seen` texts holds (the message, the window's messages) is not
+        repeated: looked for only in the lines that have the evidence."""
         if self.rows < 1 or not query.strip():
             return ""
         try:
@@ -64,7 +66,9 @@ class RecalledLines:
             return ""
         return "\n".join([prompts.CHAT_LOG_RECALL_OPENING, *fitted.lines])
 
-    async def _evidenced_rows(self, session_key: str, query: str, seen: str) -> list[ChatRow]:
+    async def _evidenced_rows(
+        self, session_key: str, query: str, seen: Sequence[str]
+    ) -> list[ChatRow]:
         index = self.chat_log.store.index
         # Not flushed first, so a turn costs no write: a line said within the last flush
         # interval (a second by default) is not recalled, being just above the question.
@@ -74,7 +78,7 @@ class RecalledLines:
         weights = await self._term_weights(ranking)
         found: list[ChatRow] = []
         for row in await self.chat_log.store.rows_by_id([row_id for row_id, _ in ranking.scored]):
-            if _recallable(row, session_key) and row.text not in seen and _holds_most(row, weights):
+            if _recallable(row, session_key) and _holds_most(row, weights) and not _in(row, seen):
                 found.append(row)
             if len(found) == self.rows:
                 break
@@ -113,6 +117,10 @@ def _holds(folded: str, term: str) -> bool:
     return term in folded
 
 
+def _in(row: ChatRow, seen: Sequence[str]) -> bool:
+    return any(row.text in text for text in seen)
+
+
 def _recallable(row: ChatRow, session_key: str) -> bool:
     return row.session_key == session_key and row.role == "user" and not row.refused
 
@@ -120,6 +128,6 @@ def _recallable(row: ChatRow, session_key: str) -> bool:
 class NoRecall:
     """Recall off, or no chat log: nothing goes before a message."""
 
-    async def block(self, session_key: str, query: str, seen: str) -> str:
+    async def block(self, session_key: str, query: str, seen: Sequence[str]) -> str:
         """Nothing recalled."""
         return ""

@@ -8,6 +8,7 @@ still queued, and is not queued at all once a copy is answered here."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Protocol
 
 from ..store import ChatRow, utc_now_text, utc_text
@@ -15,7 +16,8 @@ from .incoming import Incoming, parts_text
 
 
 class ChatLogSink(Protocol):
-    """Where the objective chat log is written (batched; never awaits)."""
+    """Where the objective chat log is written (batched; never awaits), and the earlier
+    lines recalled for a message are read from."""
 
     def add(self, row: ChatRow, *, review: bool = False, review_for: str | None = None) -> None:
         """Queue one row; `review` marks its session for a memory review, `review_for`
@@ -30,7 +32,7 @@ class ChatLogSink(Protocol):
         """Put `row` in place of `queued` if that is still waiting to be written."""
         ...
 
-    async def recalled(self, session_key: str, query: str, seen: str) -> str:
+    async def recalled(self, session_key: str, query: str, seen: Sequence[str]) -> str:
         """The quoted block of earlier lines answering `query` ('' for none), leaving out
         the lines the model reads anyway (`seen`: the message and the window's)."""
         ...

@@ -381,6 +381,6 @@ def user_message(prefix: str, parts: list[Part]) -> Message:
     return Message("user", tuple(content))
 
 
-def _seen(chatbot: ChatBot, text: str) -> str:
+def _seen(chatbot: ChatBot, text: str) -> list[str]:
     """What the model reads of the people anyway this turn: the message and the window's."""
-    return "\n".join([text, *(m.text for m in chatbot.window.messages if m.role == "user")])
+    return [text, *(m.text for m in chatbot.window.messages if m.role == "user")]
