@@ -82,6 +82,8 @@ class SharedScopeGuard:
         """The ids of the (scope, record) pairs about to be shown to a model that the model
         check says steer; pairs of unshared scopes, and notes with no verdict (the rules
         passed them), are shown."""
+        if isinstance(self.check, NoModelCheck):
+            return set()  # the check is off: the rules, which passed them, decide alone
         unread: dict[str, list[str]] = {}
         steering: set[str] = set()
         for scope, record in shown:
