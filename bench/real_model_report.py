@@ -11,8 +11,17 @@ from bench import harness as h
 from bench.real_model_locomo import CATEGORIES, STEMMING, LocomoRun
 from bench.real_model_plugin import Models
 from bench.real_model_proxy import ROLES, role_counts
-from bench.real_model_remember import ASK, ASK_PRIVATE, ASK_RESTARTED, RememberRun
-from bench.real_model_scores import Answers, Cost, Saves, answers_of, cost_of, mean, saves_of
+from bench.real_model_remember import ASK, ASK_PRIVATE, ASK_RESTARTED, RememberRun, squeezed
+from bench.real_model_scores import (
+    Answers,
+    Cost,
+    Saves,
+    answers_of,
+    cost_of,
+    holding,
+    mean,
+    saves_of,
+)
 from bench.real_model_script import Script
 
 TARGET_RECALL = 0.80
@@ -89,7 +98,9 @@ def print_remember(
             if r is not None
         )
         how = "记住" if fact.asked_to_remember else "in passing"
-        print(f"  fact {index + 1}: {fact.member.name} {fact.value} ({how}): {marks}")
+        kept = kept_in(ours, fact.value)
+        print(f"  fact {index + 1}: {fact.member.name} {fact.value} ({how}, {kept}): {marks}")
+    print_private_where_allowed(script, ours)
     for run in (ours, baseline):
         if run is not None:
             counts = ", ".join(f"{role} {n}" for role, n in role_counts(run.exchanges).items())
@@ -98,6 +109,33 @@ def print_remember(
                 f"  {run.label} requests by role: {counts}; refused by the proxy: "
                 f"{len(run.rejected)}{waited}"
             )
+
+
+def kept_in(run: RememberRun, value: str) -> str:
+    """Where a fact's value is kept at the end of the run: the scopes of the memories that
+    hold it, and "summary" when the window's summary does."""
+    places = sorted({scope for scope, _ in holding(run.memories, value)})
+    if squeezed(value) in squeezed(run.summary):
+        places.append("summary")
+    return " + ".join(places) or "nowhere"
+
+
+def print_private_where_allowed(script: Script, ours: RememberRun) -> None:
+    """Recall in private of the facts that the member's personal memory holds: a group's
+    memories never reach a private chat, so only these can be recalled there."""
+    from nonebot_plugin_aimemory.scopes import Scope
+
+    if ASK_PRIVATE not in ours.recalled:
+        return
+    allowed = [
+        recalled
+        for fact, recalled in zip(script.facts, ours.recalled[ASK_PRIVATE], strict=True)
+        if any(
+            scope == Scope.person(fact.member.user_id).key
+            for scope, _ in holding(ours.memories, fact.value)
+        )
+    ]
+    print(f"  in private, of the facts the member's personal memory holds: {fraction(allowed)}")
 
 
 def print_saves(models: Models, saves: Saves) -> None:

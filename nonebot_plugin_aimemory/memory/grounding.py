@@ -14,7 +14,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from ..text import segmenter
-from .requests import asks_to_keep_an_order
+from .requests import asks_to_do, asks_to_keep_an_order
 from .rules import addresses_the_bot, is_question, speaks_in_first_person
 
 # At least this share of a fact's tokens (names and QQ numbers aside) must be in the lines:
@@ -23,9 +23,9 @@ MIN_GROUNDED_SHARE = 0.5
 # ... and this share in what they state, their questions aside: a fact drawn from a
 # statement and the question after it ("周末爬山还是看电影？我觉得爬山更好") keeps a third.
 MIN_STATED_SHARE = 0.25
-# Sentences end at these marks or a line break; a clause ends at a comma or semicolon.
+# Sentences end at these marks or a line break; a clause at a comma, semicolon or colon.
 _SENTENCE = re.compile(r"[^。！？!?\n]*[。！？!?\n]*")
-_CLAUSE_BREAK = re.compile(r"[，,；;、]")
+_CLAUSE_BREAK = re.compile(r"[，,；;、：:]")
 # Words in quotes, in whatever person they were said.
 _QUOTED = re.compile(r"“[^”]*”|「[^」]*」|『[^』]*』|\"[^\"]*\"")
 # `小明(20001)` in a line or a fact: who it is about, not what it says.
@@ -33,17 +33,18 @@ _PERSON = re.compile(r"[^\s()（）：:\[\]]{1,32}[(（]\d{5,11}[)）]")
 
 
 def statements(text: str) -> str:
-    """`text` without what it asks: a sentence ending as a question loses its last clause
-    ("我的车提示胎压低，是不是该补胎了？" keeps "我的车提示胎压低"; "学吉他难吗？" keeps
-    nothing)."""
+    """`text` without what it asks: a sentence ending as a question loses its last clause,
+    and a clause asking the bot to do something is dropped ("我的车提示胎压低，是不是该补胎了？"
+    keeps "我的车提示胎压低"; "学吉他难吗？" and "讲个冷笑话吧" keep nothing; "请记住：我在
+    星河科技上班" keeps what follows the request)."""
     kept: list[str] = []
     for sentence in _SENTENCE.findall(text):
         if not sentence.strip():
             continue
+        clauses = _CLAUSE_BREAK.split(sentence)
         if is_question(sentence):
-            clauses = _CLAUSE_BREAK.split(sentence)
-            sentence = "，".join(clauses[:-1])
-        kept.append(sentence)
+            clauses = clauses[:-1]
+        kept.append("，".join(clause for clause in clauses if not asks_to_do(clause)))
     return "".join(kept)
 
 

@@ -22,6 +22,21 @@ _REQUEST = re.compile(
 )
 MIN_FACT_CHARS = 2
 
+# A clause that asks the bot to do something states nothing about the one who asks
+# ("讲个冷笑话吧", "帮我查一下天气", "please tell me a joke"): it opens with a request
+# ("请", "帮我", "能不能", "can you") or with a verb and its measure word or 一下, no subject
+# before them ("讲个…", "写首…", "翻译一下…"; not "这个", "有个", "上个月", "一个朋友").
+# The marks of the mood, not of any sentence; a suggestion to the group ("大家投票决定
+# 一下吧", "我们周五去吃火锅吧") has its subject and stays a statement.
+_ASKS_TO_DO = re.compile(
+    r"\A\s*(?:"
+    r"请|麻烦|劳驾|帮(?:我|忙)|替我|给我|陪我|能不能|可不可以|你(?:能|可以|来|给)"
+    r"|(?![这那哪每各某几两一半整上下有头第我你您他她它咱俺])[\u4e00-\u9fff]{1,2}?(?:[个首段篇份张]|一下)"
+    r"|please\b|(?:can|could|would|will)\s+you\b|tell\s+me\b"
+    r")",
+    re.IGNORECASE,
+)
+
 
 def requested_fact(text: str) -> str | None:
     """What the member asks the bot to keep, or None when the text is no such request (a
@@ -37,6 +52,12 @@ def asks_to_keep_an_order(text: str) -> bool:
     whose object speaks to the bot. Nothing it says is a fact to keep."""
     asked = _asked_to_keep(text)
     return asked is not None and addresses_the_bot(asked)
+
+
+def asks_to_do(sentence: str) -> bool:
+    """Whether `sentence` (a clause) asks the bot to do something instead of stating
+    something."""
+    return _ASKS_TO_DO.match(sentence) is not None
 
 
 def _asked_to_keep(text: str) -> str | None:

@@ -115,3 +115,19 @@ async def test_a_fact_in_the_first_person_is_not_saved_but_a_quoted_one_is(
 
     # (a review keeps at most three operations: one each)
     assert [m.content for m in await live_memories(plugin)] == ["小明(2001)转述：“我明天去北京”"]
+
+
+async def test_a_request_to_the_bot_retold_as_a_fact_is_not_saved(plugin, reviewer) -> None:
+    # the real model's extraction: "讲个冷笑话吧" kept as "阿强讲了个冷笑话吧"
+    await talk(plugin, RecordingBot(), "讲个冷笑话吧", "帮我查一下天气，我下周去杭州出差")
+    reviewer.answer(
+        ops(
+            {"op": "create", "content": "小明(2001)讲了个冷笑话吧"},
+            {"op": "create", "content": "小明(2001)查了天气"},
+            {"op": "create", "content": "小明(2001)下周去杭州出差"},
+        )
+    )
+
+    await tick_and_wait(plugin)
+
+    assert [m.content for m in await live_memories(plugin)] == ["小明(2001)下周去杭州出差"]
