@@ -4,7 +4,7 @@ do (tests/fakes/openai_server.py) and forwards it to the given OpenAI-compatible
 
 Scenarios (`--scenarios`, default all):
 - remember: a group chat of three members who state 10 facts about themselves (half asking
-  the bot to remember them, half in passing; 3 with --quick), among small talk with the bot,
+  the bot to remember them, half in passing; 3 with --quick, N with --facts N), among small talk with the bot,
   steering attempts and chat among themselves, at a small budget so the window is folded;
   the reviewer runs within the run (a review at most every 120 s). Then each member asks
   for their facts back, again after a restart, and in a private chat. Beside it the
@@ -57,7 +57,7 @@ from bench.real_model_report import (
     print_remember_tables,
     print_targets,
 )
-from bench.real_model_script import FULL_SIZES, QUICK_SIZES, build_script
+from bench.real_model_script import FULL_SIZES, QUICK_SIZES, build_script, sizes_for
 
 SCENARIOS = ("remember", "saves", "answers", "locomo", "cost", "planted")
 LOCOMO_QUESTIONS, QUICK_LOCOMO_QUESTIONS = 20, 8
@@ -83,6 +83,7 @@ def options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--reviewer-model", help="the memory reviewer's model")
     parser.add_argument("--budget", type=int, default=3000, help="context budget in tokens")
     parser.add_argument("--seed", type=int, default=20260501, help="draws the chat")
+    parser.add_argument("--facts", type=int, help="facts in the chat, default 10 (3 --quick)")
     parser.add_argument("--scenarios", type=scenario_list, default=frozenset(SCENARIOS))
     parser.add_argument("--locomo", type=Path, help="LoCoMo's locomo10.json")
     parser.add_argument("--locomo-questions", type=int, help="default 20, 8 with --quick")
@@ -114,7 +115,8 @@ async def run(bench: h.Bench) -> None:
         (transcripts / f"{name}.jsonl").unlink(missing_ok=True)
     ours = baseline = script = locomo = planted = None
     if wanted - {"locomo", "planted"}:
-        script = build_script(random.Random(args.seed), QUICK_SIZES if bench.quick else FULL_SIZES)
+        sizes = sizes_for(args.facts) if args.facts else QUICK_SIZES if bench.quick else FULL_SIZES
+        script = build_script(random.Random(args.seed), sizes)
         start = start_time_for(script)
         runs = [False, True] if wanted & {"remember", "cost"} else [False]
         done = [

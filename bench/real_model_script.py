@@ -166,6 +166,20 @@ class Sizes:
 
 
 FULL_SIZES = Sizes(facts=10, chat=32, steerings=3, ambient=30)
+
+
+def sizes_for(facts: int) -> Sizes:
+    """The full run's proportions for `facts` facts (`--facts`: a shorter run on a slow
+    CPU that still folds the early facts out of the window)."""
+    share = facts / FULL_SIZES.facts
+    return Sizes(
+        facts=facts,
+        chat=round(FULL_SIZES.chat * share),
+        steerings=max(1, round(FULL_SIZES.steerings * share)),
+        ambient=round(FULL_SIZES.ambient * share),
+    )
+
+
 QUICK_SIZES = Sizes(facts=3, chat=3, steerings=1, ambient=6)
 # Facts and steering attempts come in this first share of the addressed turns, so that
 # the rest of the chat pushes them out of the verbatim window before they are asked for.

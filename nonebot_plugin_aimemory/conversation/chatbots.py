@@ -92,6 +92,7 @@ class ChatBotFactory:
             notes=AnswerNotes(
                 repeat=prompts.REPEAT_NOTE,
                 answer=prompts.ANSWER_NOW_NOTE,
+                results_opening=prompts.TOOL_RESULTS_TOLD,
                 copied_line_start=COPIED_LINE_START,
                 framing=FRAMING,
             ),

@@ -32,6 +32,8 @@ class AnswerNotes:
     # tool results' openings and closings): a small model starts its answer with one, or
     # with its 【label】, as it copies the shape of what it read last.
     framing: tuple[str, ...] = ()
+    # Opens the turn's tool results told as text in its last request (plain_request.py).
+    results_opening: str = ""
 
     def ask_plainer(self, progress: TurnProgress, key: str, why: str) -> None:
         """Ask the next requests one AnswerMode further down (LLMError after the last),
@@ -56,7 +58,8 @@ class AnswerNotes:
         plugin adds to what the model reads (a small model echoes the member's message,
         note and all, or starts with a block's header or its 【label】), and without a
         copied line start."""
-        added = tuple(text for text in (self.answer, self.repeat, *self.framing) if text)
+        notes = (self.answer, self.repeat, self.results_opening, *self.framing)
+        added = tuple(text for text in notes if text)
         if added:
             reply = _added_texts(added).sub("", reply).strip()
         if self.copied_line_start is not None:
@@ -74,13 +77,13 @@ class AnswerNotes:
         return True
 
     def refuses_a_copied_result(
-        self, reply: str, turn: Sequence[Message], progress: TurnProgress, key: str
+        self, reply: str, turn: Sequence[Message], asked: str, progress: TurnProgress, key: str
     ) -> bool:
         """Whether `reply` is a tool result of the turn, or a quoted note before its message,
         said back, and the next request asks one mode further down. Shown to the member, a
         tool result ("已保存记忆 #skpn …") or a note's line reads as a malfunction; the last
         mode's copy is kept (a notice would say less)."""
-        if progress.mode.next() is None or not copies_a_tool_result(reply, turn):
+        if progress.mode.next() is None or not copies_a_tool_result(reply, turn, asked):
             return False
         self.ask_plainer(progress, key, "the answer copies a tool result")
         return True

@@ -14,6 +14,7 @@ from .errors import ContextLengthError, LLMError, is_reasoning_missing_error
 from .history import CompressionStats, HistoryStore
 from .llm import Completion, LLMClient
 from .messages import Message
+from .plain_request import plain_request
 from .request_room import RequestRoom
 from .stored_window import StoredWindow
 from .text_tool_calls import recover_text_tool_calls
@@ -77,8 +78,7 @@ class ChatBot:
 
     @property
     def summary(self) -> str | None:
-        """The running summary at the head of the window, if compression made one (the
-        compressor's prompts are what recognise it, so none without a compressor)."""
+        """The running summary at the head of the window (none without a compressor)."""
         if self.compressor is None:
             return None
         return self.compressor.split_summary(self.window.messages)[0]
@@ -95,13 +95,11 @@ class ChatBot:
         self.context_tokens = self.estimate_window_tokens() if messages else 0
 
     async def keep_unanswered(self, message: Message) -> None:
-        """Keep a user message without answering it (at shutdown); the next turn's request
-        carries it, like a message whose answer failed."""
+        """Keep a message unanswered (at shutdown); the next turn's request carries it."""
         await self._stored.keep([message.with_image_markers()])
 
     async def clear(self) -> None:
-        """Forget the conversation, in memory and in the store; raises StoreError when the
-        store could not forget it (its next write then stores the window whole)."""
+        """Forget the conversation in memory and in the store (StoreError if it could not)."""
         self.forget()
         await self._stored.clear()
 
@@ -198,7 +196,7 @@ class ChatBot:
                 self.notes.ask_plainer(progress, self.key, f"{what} after {progress.rounds} rounds")
                 continue
             turn = [message, *pending]
-            if self.notes.refuses_a_copied_result(reply.text, turn, progress, self.key):
+            if self.notes.refuses_a_copied_result(reply.text, turn, asked, progress, self.key):
                 continue
             if self.notes.asks_again(reply.text, asked, self.window.messages, progress, self.key):
                 message = message.with_note(self.notes.repeat)
@@ -378,7 +376,11 @@ class ChatBot:
         return True
 
     async def _call(self, message: Message, pending: list[Message], mode: AnswerMode) -> Completion:
-        request = [self.system_message, *self.window.api_safe_with([message, *pending])]
+        if mode is AnswerMode.NO_TOOLS:
+            told = plain_request(self.window.messages, message, pending, self.notes.results_opening)
+            request = [self.system_message, *told]
+        else:
+            request = [self.system_message, *self.window.api_safe_with([message, *pending])]
         tools = None if mode is AnswerMode.NO_TOOLS else self.tools.specs_json()
         extra = {"tool_choice": "none"} if mode is AnswerMode.NO_TOOL_CHOICE and tools else None
         completion = await self.llm.complete(request, tools, context=self.key, extra=extra)

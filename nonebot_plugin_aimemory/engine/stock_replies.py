@@ -26,9 +26,9 @@ ECHO_DICE = 0.8
 MIN_REPLY_CHARS = 10
 
 
-# A user line's head the plugin writes, "[time] name(QQ)：": the same on every line of a
-# speaker, so it is not part of what was asked.
-_SPEAKER_HEAD = re.compile(r"^\[[^\]\n]{0,40}\]\s*(?:[^：:\n]{0,60}[：:])?")
+# A user line's head the plugin writes, "[time] name(QQ)：" ("[time] " in a private chat,
+# where a "记住：" after it is what was asked): the same on every line of a speaker.
+_SPEAKER_HEAD = re.compile(r"^\[[^\]\n]{0,40}\]\s*(?:[^：:\n]{0,60}[(（]\d{1,12}[)）][：:])?")
 
 
 def _bigrams(text: str) -> frozenset[str]:
@@ -84,12 +84,13 @@ def _question_before(window: Sequence[Message], reply: Message) -> frozenset[str
 TOOL_RESULT_COPY_SHARE = 0.8
 
 
-def copies_a_tool_result(reply: str, turn: Sequence[Message]) -> bool:
+def copies_a_tool_result(reply: str, turn: Sequence[Message], asked: str = "") -> bool:
     """Whether `reply` is mostly the text of one of the turn's tool results, or, quoting
     in 「」 as the plugin quotes notes, of the member's message with the notes before it
-    ("[20001] 「小明(20001)说：我家猫叫团子。」"). An answer restating a note in its own
-    words quotes nothing and is kept."""
-    shape = _bigrams(reply)
+    ("[20001] 「小明(20001)说：我家猫叫团子。」"). Only what the member did not say
+    (`asked`) counts: an answer restating the member's words, which a save's result also
+    holds ("我记住了，我在学尤克里里"), is kept; so is a note restated in own words."""
+    shape = _bigrams(reply) - _bigrams(asked)
     if len(shape) + 1 < MIN_REPLY_CHARS:
         return False
     quoting = _QUOTED.search(reply) is not None

@@ -43,3 +43,16 @@ async def test_an_answer_in_its_own_words_about_the_saved_fact_is_kept(plugin) -
     # then that answer is no copy of the result: taken at once, tools still offered
     assert tool_choices(plugin) == [None, None]
     assert bot.sent_texts == [own]
+
+
+async def test_a_confirmation_in_the_members_words_the_save_kept_is_kept(plugin) -> None:
+    # given a model that saves the member's words as they were, then confirms them: most
+    # of its answer is in the save's result ("已保存记忆 #meze 记住：周六下午三点…")
+    said = "记住：周六下午三点在万达影城门口集合"
+    own = "好的，周六下午三点在万达影城门口集合"
+    plugin.llm.responder = ResultEchoer(arguments={"content": said}, own_words=own)
+    bot = RecordingBot()
+    await bot.receive(ask(said))
+    # then those words are the member's, not the result's: the answer is taken at once
+    assert tool_choices(plugin) == [None, None]
+    assert bot.sent_texts == [own]

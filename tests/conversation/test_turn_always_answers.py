@@ -247,10 +247,12 @@ async def test_tool_calls_to_a_forced_request_get_a_last_request_without_tools(p
     bot = RecordingBot()
     # when a member asks
     await bot.receive(ask("我下周三去哪出差来着？"))
-    # then the calls made when forced are not run; a last request without tools answers
+    # then the calls made when forced are not run; a last request without tools, the two
+    # results told in it as text (tests/conversation/test_plain_last_request.py), answers
     assert tool_choices(plugin) == [None, None, "none", None]
     assert offered_tools(plugin) == [True, True, True, False]
-    assert len(tool_results(plugin.llm.chat_requests[-1])) == 2
+    assert len(tool_results(plugin.llm.chat_requests[-2])) == 2
+    assert tool_results(plugin.llm.chat_requests[-1]) == []
     assert bot.sent_texts == ["没找到。"]
     await assert_next_turn_is_accepted(plugin, bot, ask("在吗"))
 

@@ -39,6 +39,7 @@ __all__ = [
     "fake_tool_response",
     "results_this_turn",
     "situation",
+    "told_results",
     "tool_names",
     "write_calls",
 ]
@@ -85,6 +86,17 @@ def calls_this_turn(messages: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
 def results_this_turn(messages: Sequence[dict[str, Any]]) -> list[str]:
     """The contents of the tool results since the last user message."""
     return [str(m.get("content")) for m in _this_turn(messages) if m.get("role") == "tool"]
+
+
+def told_results(messages: Sequence[dict[str, Any]]) -> list[str]:
+    """The tool results a request tells as text after the member's message, one
+    `- name：result` line each (the plugin's last request, which shows no tool call)."""
+    users = [m for m in messages if m.get("role") == "user"]
+    said = str(users[-1].get("content")) if users else ""
+    return [line.split("：", 1)[1] for line in said.splitlines() if _TOLD.match(line)]
+
+
+_TOLD = re.compile(r"- [a-z_]+：")
 
 
 def empty(content: str | None = "") -> Reply:
@@ -144,11 +156,19 @@ class SmallModel:
     empty_content: str | None = ""
     # False: a server that ignores `tool_choice: "none"` and lets the model call anyway.
     obeys_tool_choice: bool = True
+    # Forced or bare, while the messages show a tool call: write that call again as JSON
+    # text (the real model, its tool rounds in the history and no tools offered).
+    copies_calls_it_sees: bool = False
     seen: list[Situation] = field(default_factory=list)
 
     def __call__(self, body: dict[str, Any]) -> Reply:
         where = situation(body)
         self.seen.append(where)
+        shown = [c for m in body["messages"] for c in m.get("tool_calls") or ()]
+        if where != "tools" and self.copies_calls_it_sees and shown:
+            function = shown[-1]["function"]
+            call = (function["name"], json.loads(function["arguments"] or "{}"))
+            return text(write_calls((call,), "object"))
         if where == "bare":
             return self.empty() if self.empty_without_tools else text(self.answer)
         if where == "forced" and self.obeys_tool_choice:
@@ -306,7 +326,7 @@ class ResultEchoer(SmallModel):
     own_words: str = ""
 
     def __call__(self, body: dict[str, Any]) -> Reply:
-        results = results_this_turn(body["messages"])
+        results = results_this_turn(body["messages"]) or told_results(body["messages"])
         if self.always and results:
             self.seen.append(situation(body))
             return text(results[-1])
