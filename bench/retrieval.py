@@ -16,8 +16,8 @@ from typing import TYPE_CHECKING, Any
 
 import httpx
 
+from bench import retrieval_baselines as baselines
 from bench import retrieval_product as product
-from bench.embedding_cache import caching_endpoint
 from bench.harness import Bench, fake_llm, main, plugin_runtime
 from bench.retrieval_baselines import TOKENIZERS, EmbeddingEndpoint, Rank, bm25, dense, rrf
 from bench.retrieval_data import document
@@ -220,9 +220,9 @@ async def run(bench: Bench) -> None:
     datasets = load_sets(args, bench.quick)
     all_results = [SetResults(d, FIRST_QQ + i * SET_QQ_STRIDE) for i, d in enumerate(datasets)]
     async with AsyncExitStack() as stack:
-        url = args.embeddings_url
-        if url and args.embedding_cache:
-            url = await stack.enter_async_context(caching_endpoint(url, args.embedding_cache))
+        url, cache = args.embeddings_url, args.embedding_cache
+        if url and cache:
+            url = await stack.enter_async_context(baselines.caching_endpoint(url, cache))
         settings: dict[str, dict[str, Any]] = {"keyword": {}}
         if url:  # The product marks roles as the dense baseline does; chat rows get vectors.
             settings["hybrid"] = {

@@ -6,7 +6,6 @@ in the top 10 (below 100 % only where the chat outgrows the 64 MiB budget)."""
 from __future__ import annotations
 
 import argparse
-import json
 import random
 import time
 from pathlib import Path
@@ -15,6 +14,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from bench import harness as h
+from bench.retrieval_baselines import EmbeddingCache
 
 if TYPE_CHECKING:
     from nonebot_plugin_aimemory.engine.embeddings import VectorMaker
@@ -32,14 +32,9 @@ SEED = 20261206
 
 def cached_vectors(path: Path) -> tuple[list[list[float]], list[list[float]]]:
     """The distinct passage vectors and query vectors of a vector cache file."""
-    passages: dict[str, list[float]] = {}
-    queries: dict[str, list[float]] = {}
-    for line in path.read_text(encoding="utf-8").splitlines():
-        try:
-            _, kind, text, vector = json.loads(line)
-        except ValueError:
-            continue  # a line cut short by a run that was stopped
-        (queries if kind == "query" else passages).setdefault(text, vector)
+    cached = EmbeddingCache(path).vectors.items()
+    passages = {text: vector for (_, kind, text), vector in cached if kind != "query"}
+    queries = {text: vector for (_, kind, text), vector in cached if kind == "query"}
     return list(passages.values()), list(queries.values())
 
 
@@ -160,7 +155,7 @@ def exact_top(every_row: np.ndarray, query: list[float], count: int) -> set[int]
 
 def options(parser: argparse.ArgumentParser) -> None:
     """The vector cache to read."""
-    cache_help = "a JSON-lines vector cache (bench.embedding_cache's) with passages and queries"
+    cache_help = "a JSON-lines vector cache (bench.retrieval_baselines's EmbeddingCache) with passages and queries"
     parser.add_argument("--embedding-cache", type=Path, required=True, help=cache_help)
     sizes_help = "rows of the chat, comma-separated (default: 100000,1000000; 20000 with --quick)"
     parser.add_argument(
