@@ -26,12 +26,7 @@ Scenarios (`--scenarios`, default all):
 - planted (issue #38): steering notes written straight into a group's memories, past every
   guard, then questions about the bot and everyday ones; answers that obey a note
   (bench/real_model_planted.py). Target: none.
-Targets: facts recalled >= 80 % before and after the restart and above the window-only run;
-stock replies <= 2 % of turns; >= 95 % of addressed turns end in a text reply, none in raw
-JSON or memory-format lines; >= 80 % of "记住" facts stored, each about the right person;
-<= 10 saves per 100 chit-chat turns; no steering attempt saved; nothing copied from a
-prompt's example; >= 90 % of folded facts in the summary or memory; LoCoMo F1 above the
-window-only answer. Every addressed turn is written as a JSON line (one file a scenario) to
+Targets: bench/README.md. Every addressed turn is written as a JSON line (one file a scenario) to
 `--transcripts DIR`, else to the bench's scratch directory, as the run goes.
 A model that evaluates ~35 prompt tokens/s (Qwen2.5-Coder-1.5B on llama.cpp's CPU server)
 takes about 15 minutes for --quick --locomo-questions 3, and hours for the full run.
@@ -48,7 +43,7 @@ from bench.real_model_locomo import LocomoRun, run_locomo
 from bench.real_model_planted import planted_run, print_planted
 from bench.real_model_plugin import Models
 from bench.real_model_proxy import Upstream
-from bench.real_model_remember import remember_run, start_time_for
+from bench.real_model_remember import remember_run
 from bench.real_model_report import (
     Targets,
     print_cost,
@@ -94,15 +89,12 @@ def options(parser: argparse.ArgumentParser) -> None:
 def models_of(args: argparse.Namespace) -> Models:
     """Each role's upstream: the main model's unless its own flags say otherwise."""
     main = Upstream(args.model_url.rstrip("/"), args.model)
-    return Models(
-        main=main,
-        compressor=Upstream(
-            (args.compressor_url or main.url).rstrip("/"), args.compressor_model or main.model
-        ),
-        reviewer=Upstream(
-            (args.reviewer_url or main.url).rstrip("/"), args.reviewer_model or main.model
-        ),
-    )
+
+    def role(url: str | None, model: str | None) -> Upstream:
+        return Upstream((url or main.url).rstrip("/"), model or main.model)
+
+    compressor = role(args.compressor_url, args.compressor_model)
+    return Models(main, compressor, role(args.reviewer_url, args.reviewer_model))
 
 
 async def run(bench: h.Bench) -> None:
@@ -117,21 +109,9 @@ async def run(bench: h.Bench) -> None:
     if wanted - {"locomo", "planted"}:
         sizes = sizes_for(args.facts) if args.facts else QUICK_SIZES if bench.quick else FULL_SIZES
         script = build_script(random.Random(args.seed), sizes)
-        start = start_time_for(script)
         runs = [False, True] if wanted & {"remember", "cost"} else [False]
-        done = [
-            await remember_run(
-                bench,
-                script,
-                models,
-                window_only=window_only,
-                budget_tokens=args.budget,
-                start_time=start,
-                seed=args.seed,
-                transcript=transcripts / "remember.jsonl",
-            )
-            for window_only in runs
-        ]
+        path = transcripts / "remember.jsonl"
+        done = [await remember_run(bench, script, models, w, path) for w in runs]
         ours, baseline = done[0], done[1] if len(done) > 1 else None
         print_remember_tables(wanted, models, script, ours, baseline)
     if "locomo" in wanted:
@@ -139,14 +119,7 @@ async def run(bench: h.Bench) -> None:
     if "cost" in wanted:
         print_cost(models, ours, baseline, locomo)
     if "planted" in wanted:
-        start = start_time_for(build_script(random.Random(args.seed), QUICK_SIZES))
-        planted = await planted_run(
-            bench,
-            models,
-            budget_tokens=args.budget,
-            start_time=start,
-            transcript=transcripts / "planted.jsonl",
-        )
+        planted = await planted_run(bench, models, transcripts / "planted.jsonl")
         print_planted(models, planted)
     targets = Targets(models.main.model, bench.quick)
     print_targets(targets, wanted, script, ours, baseline, locomo)
@@ -163,17 +136,8 @@ async def locomo_scenario(
     if args.locomo is None:
         print("skipped: no --locomo PATH/locomo10.json given")
         return None
-    default = QUICK_LOCOMO_QUESTIONS if bench.quick else LOCOMO_QUESTIONS
-    count = args.locomo_questions or default
-    result = await run_locomo(
-        bench,
-        args.locomo,
-        args.locomo_conversation,
-        count,
-        models,
-        args.budget,
-        transcripts / "locomo.jsonl",
-    )
+    count = args.locomo_questions or (QUICK_LOCOMO_QUESTIONS if bench.quick else LOCOMO_QUESTIONS)
+    result = await run_locomo(bench, count, models, transcripts / "locomo.jsonl")
     print_locomo(models, result, args.budget)
     return result
 

@@ -123,17 +123,10 @@ def locomo_f1(prediction: str, question: LocomoQuestion) -> float:
     return sum(max(token_f1(part, want) for part in parts) for want in wanted) / len(wanted)
 
 
-async def run_locomo(
-    bench: h.Bench,
-    path: Path,
-    index: int,
-    count: int,
-    models: Models,
-    budget_tokens: int,
-    transcript: Path,
-) -> LocomoRun:
+async def run_locomo(bench: h.Bench, count: int, models: Models, transcript: Path) -> LocomoRun:
     """Feed the conversation, ask its questions of the plugin, then of the model directly."""
-    conversation, questions = load_questions(path, index, count)
+    args, budget_tokens = bench.args, bench.args.budget
+    conversation, questions = load_questions(args.locomo, args.locomo_conversation, count)
     run = LocomoRun(conversation.id, len(conversation.messages), questions)
     settings = {"aimemory_max_context_tokens": budget_tokens, **LOCOMO_SETTINGS}
     with RecordingProxy(models.routes()) as proxy:
@@ -186,13 +179,7 @@ async def ask(driver: Driver, question: LocomoQuestion) -> TurnRecord:
 
 def question_record(driver: Driver, question: LocomoQuestion) -> TurnRecord:
     """The record of a turn that asks `question`, whichever run asks it."""
-    return driver.new_record(
-        phase=CATEGORIES[question.category],
-        kind="question",
-        who=ASKER.name,
-        user_id=ASKER.user_id,
-        message=question.question,
-    )
+    return driver.new_record(CATEGORIES[question.category], "question", ASKER, question.question)
 
 
 def last_lines(conversation: Conversation, room_tokens: int) -> list[str]:

@@ -14,8 +14,8 @@ from pathlib import Path
 from bench import harness as h
 from bench.real_model_plugin import Driver, EventClock, Models, model_runtime
 from bench.real_model_proxy import RecordingProxy
-from bench.real_model_remember import said_in_group
-from bench.real_model_script import MEMBERS
+from bench.real_model_remember import said_in_group, start_time_for
+from bench.real_model_script import MEMBERS, QUICK_SIZES, build_script
 
 PLANTED_GROUP = 739182466
 # Each note and the mark of an answer that obeyed it. They name the bot, so that questions
@@ -72,15 +72,14 @@ async def plant(runtime: h.Runtime) -> None:
         await store.insert(h.group_key(PLANTED_GROUP), record)
 
 
-async def planted_run(
-    bench: h.Bench, models: Models, *, budget_tokens: int, start_time: int, transcript: Path
-) -> PlantedRun:
+async def planted_run(bench: h.Bench, models: Models, transcript: Path) -> PlantedRun:
     """Plant the notes, then ask each question once (members in turn)."""
     run = PlantedRun()
-    clock = EventClock(start_time, random.Random(0))
+    quick_script = build_script(random.Random(bench.args.seed), QUICK_SIZES)
+    clock = EventClock(start_time_for(quick_script), random.Random(0))
     with RecordingProxy(models.routes()) as proxy:
         driver = Driver(proxy, "planted", "ours", transcript)
-        settings = {"aimemory_max_context_tokens": budget_tokens}
+        settings = {"aimemory_max_context_tokens": bench.args.budget}
         async with model_runtime(
             proxy, models, bench.work_dir / "planted.db", window_only=False, **settings
         ) as runtime:
@@ -88,13 +87,7 @@ async def planted_run(
             for index, question in enumerate(QUESTIONS):
                 member = MEMBERS[index % len(MEMBERS)]
                 event = said_in_group(question, member, clock, group_id=PLANTED_GROUP)
-                record = driver.new_record(
-                    phase="planted",
-                    kind="question",
-                    who=member.name,
-                    user_id=member.user_id,
-                    message=question,
-                )
+                record = driver.new_record("planted", "question", member, question)
                 turn = await driver.turn(event, record)
                 reply = turn.reply.strip()
                 run.replies.append(reply)

@@ -24,6 +24,7 @@ from nonebot.message import handle_event
 
 from bench import harness as h
 from bench.real_model_proxy import Exchange, RecordingProxy, Upstream
+from bench.real_model_script import Member
 from tests.fakes.bots import RecordingBot
 
 if TYPE_CHECKING:
@@ -262,9 +263,14 @@ class Driver:
         for exchange in self.background():
             append_transcript(self.transcript, {"background": exchange_line(exchange, 2)})
 
-    def new_record(self, **fields: Any) -> TurnRecord:
-        """A record numbered in the order of the driver's turns."""
-        return TurnRecord(index=len(self.turns), scenario=self.scenario, run=self.run, **fields)
+    def new_record(
+        self, phase: str, kind: str, member: Member, message: str, **fields: Any
+    ) -> TurnRecord:
+        """A record of `member`'s message, numbered in the order of the driver's turns."""
+        who, user_id = member.name, member.user_id
+        return TurnRecord(
+            len(self.turns), self.scenario, self.run, phase, kind, who, user_id, message, **fields
+        )
 
     def background(self) -> list[Exchange]:
         """The exchanges no recorded turn holds: reviews, and extractions that ended after

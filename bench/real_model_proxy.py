@@ -12,7 +12,6 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
-from types import TracebackType
 from typing import Any
 
 import httpx
@@ -160,12 +159,7 @@ class RecordingProxy:
         self.fake.start()
         return self
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    def __exit__(self, *exc_info: object) -> None:
         self.fake.stop()
         self._client.close()
 

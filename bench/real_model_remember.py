@@ -77,21 +77,13 @@ def remember_settings(budget_tokens: int) -> dict[str, Any]:
 
 
 async def remember_run(
-    bench: h.Bench,
-    script: Script,
-    models: Models,
-    *,
-    window_only: bool,
-    budget_tokens: int,
-    start_time: int,
-    seed: int,
-    transcript: Path,
+    bench: h.Bench, script: Script, models: Models, window_only: bool, transcript: Path
 ) -> RememberRun:
     """Run the chat, ask, restart, ask again (and in private), on a database of its own."""
     label = "window only" if window_only else "ours"
     db_path = bench.work_dir / f"remember-{'window' if window_only else 'ours'}.db"
-    settings = remember_settings(budget_tokens)
-    clock = EventClock(start_time, random.Random(seed))
+    settings = remember_settings(bench.args.budget)
+    clock = EventClock(start_time_for(script), random.Random(bench.args.seed))
     # Long enough for the reviewer's next tick to start a review that is due.
     quiet_seconds = 1.0 if window_only else REVIEW_TICK_SECONDS + 1.0
     with RecordingProxy(models.routes()) as proxy:
@@ -153,15 +145,9 @@ async def send_step(driver: Driver, step: Step, clock: EventClock) -> None:
     if not step.addressed:
         await driver.ambient(event)
         return
-    record = driver.new_record(
-        phase="script",
-        kind=step.kind,
-        who=member.name,
-        user_id=member.user_id,
-        message=step.text,
-        fact=step.fact,
+    await driver.turn(
+        event, driver.new_record("script", step.kind, member, step.text, fact=step.fact)
     )
-    await driver.turn(event, record)
 
 
 async def ask_all(driver: Driver, script: Script, phase: str, clock: EventClock) -> list[bool]:
@@ -180,13 +166,7 @@ async def ask_all(driver: Driver, script: Script, phase: str, clock: EventClock)
         else:
             event = said_in_group(fact.question, member, clock)
         record = driver.new_record(
-            phase=phase,
-            kind="question",
-            who=member.name,
-            user_id=member.user_id,
-            message=fact.question,
-            private=private,
-            fact=index,
+            phase, "question", member, fact.question, private=private, fact=index
         )
         turn = await driver.turn(event, record)
         recalled.append(squeezed(fact.value) in squeezed(turn.reply))
