@@ -56,19 +56,11 @@ def _conversation(sample_id: str, sessions: dict[str, Any]) -> Conversation:
         turns = sessions[f"session_{number}"]
         said += [(start + timedelta(minutes=j), turn) for j, turn in enumerate(turns)]
     moments = distinct_minutes(moment for moment, _ in said)
-    messages = tuple(
-        Message(
-            key=str(turn["dia_id"]),
-            turn=str(turn["dia_id"]),
-            role="user",
-            speaker=str(turn["speaker"]),
-            text=str(turn.get("text") or ""),
-            at=moment,
-            memorable=True,
-        )
-        for moment, (_, turn) in zip(moments, said, strict=True)
-    )
-    return Conversation(sample_id, "group", messages)
+    messages = []
+    for moment, (_, turn) in zip(moments, said, strict=True):
+        key, text = str(turn["dia_id"]), str(turn.get("text") or "")
+        messages.append(Message(key, key, "user", str(turn["speaker"]), text, moment, True))
+    return Conversation(sample_id, "group", tuple(messages))
 
 
 def _dialog_ids(cited: str) -> list[str]:

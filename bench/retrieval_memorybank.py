@@ -65,26 +65,12 @@ def _conversation(user: str, entry: Any) -> Conversation:
         evening = datetime.strptime(date, "%Y-%m-%d").replace(hour=FIRST_MINUTE_HOUR)
         for index, turn in enumerate(exchanges):
             asked_at = evening + timedelta(minutes=2 * index)
-            turn_key = f"{date}#{index}"
+            key, replied_at = f"{date}#{index}", asked_at + timedelta(minutes=1)
+            mine, reply = message_key(date, index, "user"), message_key(date, index, "assistant")
+            query, response = str(turn["query"]), str(turn["response"])
             messages += [
-                Message(
-                    key=message_key(date, index, "user"),
-                    turn=turn_key,
-                    role="user",
-                    speaker=user,
-                    text=str(turn["query"]),
-                    at=asked_at,
-                    memorable=True,
-                ),
-                Message(
-                    key=message_key(date, index, "assistant"),
-                    turn=turn_key,
-                    role="assistant",
-                    speaker="",
-                    text=str(turn["response"]),
-                    at=asked_at + timedelta(minutes=1),
-                    memorable=False,
-                ),
+                Message(mine, key, "user", user, query, asked_at, memorable=True),
+                Message(reply, key, "assistant", "", response, replied_at, memorable=False),
             ]
     return Conversation(user, "private", tuple(messages))
 
