@@ -94,7 +94,7 @@ async def run(bench: h.Bench) -> dict[str, Any] | None:
     command = [sys.executable, "-m", "bench.http2_keepalive", "--child", '{"load_plugin": false}']
     server = await asyncio.create_subprocess_exec(*command, stdin=PIPE, stdout=PIPE)
     try:
-        urls = await serving_urls(server)
+        urls: dict[str, str] = await printed(server, SERVING_PREFIX)  # once it took connections
         tls = ssl.create_default_context(cafile=urls["ca_file"])
         for mode in MODES:  # imports and first-use costs, not measured
             await call_block(mode, urls[mode], tls, 2)
@@ -116,11 +116,6 @@ async def run(bench: h.Bench) -> dict[str, Any] | None:
     }
     report(blocks, counts, quick=bench.quick)
     return None
-
-
-async def serving_urls(server: asyncio.subprocess.Process) -> dict[str, str]:
-    """The URLs and CA file the server child printed once it took connections."""
-    return await printed(server, SERVING_PREFIX)
 
 
 async def server_counts(server: asyncio.subprocess.Process) -> dict[str, dict[str, int]]:
