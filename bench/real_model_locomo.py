@@ -21,10 +21,10 @@ import tiktoken
 from bench import harness as h
 from bench.real_model_plugin import Driver, Models, TurnRecord, model_runtime
 from bench.real_model_proxy import FORWARD_TIMEOUT_SECONDS, Exchange, RecordingProxy
+from bench.real_model_remember import said_in_group
 from bench.real_model_script import Member
 from bench.retrieval_data import Conversation
 from bench.retrieval_locomo import load_locomo
-from tests.fakes.events import group_message
 
 GROUP_ID = 612387450
 ASKER = Member(30009, "Sam")
@@ -152,28 +152,14 @@ async def feed(driver: Driver, runtime: h.Runtime, conversation: Conversation) -
     for message in conversation.messages:
         user_id = speakers.setdefault(message.speaker, SPEAKER_QQ_START + len(speakers))
         sent_at = int(message.at.replace(tzinfo=zone).timestamp())
-        event = group_message(
-            message.text or "…",
-            group_id=GROUP_ID,
-            user_id=user_id,
-            card=message.speaker,
-            to_me=False,
-            event_time=sent_at,
-        )
-        await driver.ambient(event)
+        speaker, text = Member(user_id, message.speaker), message.text or "…"
+        await driver.ambient(said_in_group(text, speaker, sent_at, group_id=GROUP_ID, to_me=False))
     await h.chat_log_writer(runtime).flush()
 
 
 async def ask(driver: Driver, question: LocomoQuestion) -> TurnRecord:
     """The question, addressed to the bot by the third member."""
-    event = group_message(
-        question.question,
-        group_id=GROUP_ID,
-        user_id=ASKER.user_id,
-        card=ASKER.name,
-        to_me=True,
-        event_time=int(time.time()),
-    )
+    event = said_in_group(question.question, ASKER, int(time.time()), group_id=GROUP_ID)
     return await driver.turn(event, question_record(driver, question))
 
 

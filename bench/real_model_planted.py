@@ -86,7 +86,7 @@ async def planted_run(bench: h.Bench, models: Models, transcript: Path) -> Plant
             await plant(runtime)
             for index, question in enumerate(QUESTIONS):
                 member = MEMBERS[index % len(MEMBERS)]
-                event = said_in_group(question, member, clock, group_id=PLANTED_GROUP)
+                event = said_in_group(question, member, clock.next(), group_id=PLANTED_GROUP)
                 record = driver.new_record("planted", "question", member, question)
                 turn = await driver.turn(event, record)
                 reply = turn.reply.strip()

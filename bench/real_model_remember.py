@@ -125,23 +125,19 @@ async def compressions(runtime: h.Runtime) -> int:
 
 
 def said_in_group(
-    text: str, member: Member, clock: EventClock, *, group_id: int = GROUP_ID, to_me: bool = True
+    text: str, member: Member, sent_at: int, *, group_id: int = GROUP_ID, to_me: bool = True
 ) -> Any:
-    """`member`'s message in the group, at the clock's next time."""
+    """`member`'s message in the group, sent at `sent_at`."""
+    user_id, card = member.user_id, member.name
     return group_message(
-        text,
-        group_id=group_id,
-        user_id=member.user_id,
-        card=member.name,
-        to_me=to_me,
-        event_time=clock.next(),
+        text, group_id=group_id, user_id=user_id, card=card, to_me=to_me, event_time=sent_at
     )
 
 
 async def send_step(driver: Driver, step: Step, clock: EventClock) -> None:
     """One message of the script, addressed or not."""
     member = step.member
-    event = said_in_group(step.text, member, clock, to_me=step.addressed)
+    event = said_in_group(step.text, member, clock.next(), to_me=step.addressed)
     if not step.addressed:
         await driver.ambient(event)
         return
@@ -164,7 +160,7 @@ async def ask_all(driver: Driver, script: Script, phase: str, clock: EventClock)
                 event_time=clock.next(),
             )
         else:
-            event = said_in_group(fact.question, member, clock)
+            event = said_in_group(fact.question, member, clock.next())
         record = driver.new_record(
             phase, "question", member, fact.question, private=private, fact=index
         )
