@@ -109,10 +109,18 @@ async def test_each_account_keeps_its_own_window(
     await both_receive(two, group_message(at(SECOND, "我叫什么"), group_id=GROUP))
     await replies(two, 1)
 
-    second_request = plugin.llm.chat_requests[-1]["messages"]
-    said = " ".join(str(message.get("content")) for message in second_request)
-    assert "我叫什么" in said
+    from nonebot_plugin_aimemory import prompts
+
+    *window, asked = plugin.llm.chat_requests[-1]["messages"]
+    said = " ".join(str(message.get("content")) for message in window)
     assert "我叫阿强" not in said  # the other account's window
+    # the group's chat log is one for both accounts: the line may come back only as a
+    # recalled, quoted line before the question (chatlog/recall.py), never as the window
+    recalled, _, question = str(asked["content"]).rpartition(prompts.MEMORY_INJECTION_FOOTER)
+    assert question.strip().endswith("我叫什么")
+    assert "我叫阿强" not in question
+    if "我叫阿强" in recalled:
+        assert prompts.CHAT_LOG_RECALL_OPENING in recalled
     windows = await plugin.runtime.database.read("SELECT key FROM sessions ORDER BY key")
     assert [key for (key,) in windows] == [f"g:{GROUP}", f"g:{GROUP}@{SECOND}"]
 
