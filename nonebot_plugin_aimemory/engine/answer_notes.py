@@ -73,6 +73,7 @@ class AnswerNotes:
         if not self.repeat or progress.asked_again or not is_stock_reply(reply, asked, window):
             return False
         progress.asked_again = True
+        progress.repeated = reply
         logger.info("%s: the answer repeats an earlier reply; asking once more", key)
         return True
 

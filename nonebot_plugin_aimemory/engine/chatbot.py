@@ -14,7 +14,6 @@ from .errors import ContextLengthError, LLMError, is_reasoning_missing_error
 from .history import CompressionStats, HistoryStore
 from .llm import Completion, LLMClient
 from .messages import Message
-from .plain_request import plain_request
 from .request_room import RequestRoom
 from .stored_window import StoredWindow
 from .text_tool_calls import recover_text_tool_calls
@@ -34,6 +33,7 @@ from .turn_outcome import (
     check_allowance,
     kept_after,
 )
+from .turn_request import turn_request
 from .usage import Usage
 from .window import Window, with_reasoning_placeholders
 
@@ -339,10 +339,9 @@ class ChatBot:
         request once more. One retry per request bounds a turn to two calls per tool round.
         An answer with neither text nor calls comes back as such, for the turn to ask
         again."""
-        mode = progress.mode
         message, pending = self.notes.on_request(message, pending, progress)
         try:
-            return await self._call(message, pending, mode)
+            return await self._call(message, pending, progress)
         except ContextLengthError as exc:
             error = exc
         except LLMError as exc:
@@ -350,14 +349,14 @@ class ChatBot:
                 return Completion(Message("assistant", None), None, "stop")
             if not await self._fill_missing_reasoning(exc):
                 raise
-            return await self._call(message, pending, mode)
+            return await self._call(message, pending, progress)
         if self.compressor is None or not self.window.messages:
             raise error
         compacted = await self._compact(reason="context length error", keep_recent_tokens=0)
         progress.add(compacted)
         if not compacted.changed:
             raise error  # the same request would fail the same way
-        return await self._call(message, pending, mode)
+        return await self._call(message, pending, progress)
 
     async def _fill_missing_reasoning(self, error: LLMError) -> bool:
         """After a thinking model refused a window whose tool exchanges lack their reasoning
@@ -375,12 +374,12 @@ class ChatBot:
         await self._stored.store_whole()
         return True
 
-    async def _call(self, message: Message, pending: list[Message], mode: AnswerMode) -> Completion:
-        if mode is AnswerMode.NO_TOOLS:
-            told = plain_request(self.window.messages, message, pending, self.notes.results_opening)
-            request = [self.system_message, *told]
-        else:
-            request = [self.system_message, *self.window.api_safe_with([message, *pending])]
+    async def _call(
+        self, message: Message, pending: list[Message], progress: TurnProgress
+    ) -> Completion:
+        opening, mode = self.notes.results_opening, progress.mode
+        told = turn_request(self.window, message, pending, progress, opening)
+        request = [self.system_message, *told]
         tools = None if mode is AnswerMode.NO_TOOLS else self.tools.specs_json()
         extra = {"tool_choice": "none"} if mode is AnswerMode.NO_TOOL_CHOICE and tools else None
         completion = await self.llm.complete(request, tools, context=self.key, extra=extra)

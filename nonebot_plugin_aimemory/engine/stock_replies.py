@@ -9,6 +9,7 @@ import re
 import unicodedata
 from collections.abc import Sequence
 
+from ..text import is_question
 from .messages import Message
 
 # How far back the model's own replies are compared: what it sees and may copy.
@@ -21,8 +22,8 @@ SAME_QUESTION_DICE = 0.6
 # A reply holding the member's whole message and little else is the message said back
 # ("阿强：我开的是什么车来着？"); a confirmation in other words ("记住啦，…") is not.
 ECHO_DICE = 0.8
-# Replies with fewer letters and digits than this are left alone: "好的" or "收到，马上办"
-# twice is how people talk.
+# Replies with fewer letters and digits than this are left alone, "好的" or "收到，马上办"
+# twice being how people talk, unless one answers a question word for word as another.
 MIN_REPLY_CHARS = 10
 
 
@@ -31,9 +32,14 @@ MIN_REPLY_CHARS = 10
 _SPEAKER_HEAD = re.compile(r"^\[[^\]\n]{0,40}\]\s*(?:[^：:\n]{0,60}[(（]\d{1,12}[)）][：:])?")
 
 
-def _bigrams(text: str) -> frozenset[str]:
+def _folded(text: str) -> str:
+    """`text`'s letters and digits, case and width folded, the speaker line's head aside."""
     text = _SPEAKER_HEAD.sub("", text, count=1)
-    folded = "".join(ch for ch in unicodedata.normalize("NFKC", text).casefold() if ch.isalnum())
+    return "".join(ch for ch in unicodedata.normalize("NFKC", text).casefold() if ch.isalnum())
+
+
+def _bigrams(text: str) -> frozenset[str]:
+    folded = _folded(text)
     return frozenset(folded[i : i + 2] for i in range(len(folded) - 1))
 
 
@@ -45,9 +51,9 @@ def is_stock_reply(reply: str, asked: str, window: Sequence[Message]) -> bool:
     """Whether `reply` to the message `asked` repeats, word for word or nearly, a reply
     the window holds to a different message, or the message itself."""
     shape = _bigrams(reply)
-    if len(shape) + 1 < MIN_REPLY_CHARS:
-        return False
     asked_shape = _bigrams(asked)
+    if len(shape) + 1 < MIN_REPLY_CHARS:
+        return is_question(asked) and _short_reply_given_before(reply, asked_shape, window)
     if asked_shape and asked_shape <= shape and _dice(shape, asked_shape) >= ECHO_DICE:
         return True  # the member's whole message said back, a name at most added
     replies = 0
@@ -62,6 +68,25 @@ def is_stock_reply(reply: str, asked: str, window: Sequence[Message]) -> bool:
             if _dice(_question_before(window, message), asked_shape) < SAME_QUESTION_DICE:
                 return True
     return False
+
+
+def same_reply(one: str, other: str) -> bool:
+    """Whether two replies say the same thing, word for word or with names changed."""
+    if _folded(one) == _folded(other):
+        return True
+    return _dice(_bigrams(one), _bigrams(other)) >= SAME_REPLY_DICE
+
+
+def _short_reply_given_before(reply: str, asked: frozenset[str], window: Sequence[Message]) -> bool:
+    """Whether a short `reply` is word for word one of the recent replies to a different
+    message: no answer to a question ("已记。" to "豆腐脑甜的好吃还是咸的？", seen with the
+    real small model), however natural "好的" twice is after two requests."""
+    said = _folded(reply)
+    recent = [m for m in reversed(window) if m.role == "assistant" and m.text and not m.tool_calls]
+    return any(
+        _folded(m.text) == said and _dice(_question_before(window, m), asked) < SAME_QUESTION_DICE
+        for m in recent[:RECENT_REPLIES]
+    )
 
 
 def _takes_up(new: frozenset[str], asked: frozenset[str]) -> bool:

@@ -106,6 +106,8 @@ class TurnProgress:
     # the requests carry the note asking for an answer (answer_notes.py).
     asked_again: bool = False
     answer_noted: bool = False
+    # The earlier reply an answer repeated: the requests after it leave such replies out.
+    repeated: str = ""
 
     def loop_in(self, calls: Sequence[ToolCall], known_tools: Collection[str]) -> str | None:
         """Why running `calls` would go round in circles, or None: each repeats a call the

@@ -13,9 +13,9 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from ..text import segmenter
+from ..text import is_question, segmenter
 from .requests import asks_to_do, asks_to_keep_an_order
-from .rules import addresses_the_bot, is_question, speaks_in_first_person
+from .rules import addresses_the_bot, speaks_in_first_person
 
 # At least this share of a fact's tokens (names and QQ numbers aside) must be in the lines:
 # a fact in the model's own words ("开的车是" for "我的…") keeps more than half of them.

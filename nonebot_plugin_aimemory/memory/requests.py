@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import re
 
-from .rules import addresses_the_bot, is_question
+from ..text import is_question
+from .rules import addresses_the_bot
 
 # An explicit request at the start of the message: the verb of keeping, then what to keep.
 # Asked in Chinese, English or Japanese; "记住了吗" and "remember when…" ask, not request.

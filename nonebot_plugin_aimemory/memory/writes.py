@@ -12,7 +12,7 @@ from typing import Literal
 from .. import texts
 from ..guard import injection_reason, injection_reason_for_memory, mask_pii
 from ..store import MemoryRecord, MemoryStore, Provenance, utc_text
-from ..text import encodable, segmenter
+from ..text import encodable, is_question, segmenter
 from .gist import Gist
 from .index import IndexedMemory, LoadedScope, ScopeIndex
 from .personal import is_personal_scope
@@ -24,7 +24,6 @@ from .rules import (
     different_people,
     fold_whitespace,
     id_key,
-    is_question,
     new_id,
     normalize,
     people_of,

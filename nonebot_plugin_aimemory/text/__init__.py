@@ -21,6 +21,7 @@ from .lines import (
     name_on_one_line,
 )
 from .model_json import parse_json_object
+from .mood import is_question
 from .query import Period, Query, analyse, content_characters
 
 __all__ = [
@@ -43,6 +44,7 @@ __all__ = [
     "encodable",
     "fit_lines",
     "fuse_rankings",
+    "is_question",
     "jieba_cuts",
     "name_on_one_line",
     "parse_json_object",

@@ -47,6 +47,21 @@ def test_a_new_answer_and_a_short_acknowledgement_are_not_stock_replies() -> Non
     assert not stock("月球离地球大约 38 万公里。", "地球到月球多远？", window)
 
 
+def test_a_short_reply_given_before_is_no_answer_to_a_question() -> None:
+    # the real small model answered "已记。" to a question after two "记住" requests
+    window = said(
+        ("[12-06 12:00] 小明(20001)：记住，我对花生过敏", "已记。"),
+        ("[12-06 12:01] 阿强(20002)：记住：我在蓝鲸物流上班", "已记。"),
+    )
+    assert stock("已记。", "[12-06 12:02] 小明(20001)：豆腐脑甜的好吃还是咸的好吃？", window)
+    assert stock("好的", "明天会下雨吗", said(("记住我家猫叫年糕", "好的")))
+    # the same short answer to another request, or to the same question, is left alone
+    assert not stock("已记。", "[12-06 12:03] Lily(20003)：记住：我养了只柯基", window)
+    window = said(("[12-06 12:00] 小明(20001)：你是机器人吗？", "是的。"))
+    assert not stock("是的。", "[12-06 12:05] 小明(20001)：你是机器人吗？", window)
+    assert not stock("不是。", "[12-06 12:05] 阿强(20002)：你会累吗？", window)
+
+
 def test_only_recent_replies_count() -> None:
     window = said(
         ("问题一", "这是一条很特别的回复内容"), *[(f"问{i}", f"答复第{i}条") for i in range(12)]
@@ -82,6 +97,30 @@ async def test_a_stock_reply_is_asked_for_again_with_the_note_on_that_request_on
     # and the window keeps the member's message without the note
     stored = await store.load(KEY)
     assert [m.text for m in stored[-2:]] == ["地球到月球多远？", "月球离地球大约 38 万公里。"]
+
+
+async def test_a_short_stock_answer_to_a_question_is_asked_for_again(
+    llm: FakeOpenAI, make_bot: Any
+) -> None:
+    from nonebot_plugin_aimemory.engine.answer_notes import AnswerNotes
+    from nonebot_plugin_aimemory.engine.messages import user
+
+    # given a model that says "已记。" to anything unless told not to, as the real one did
+    def copy_shapes(body: dict[str, Any]) -> Reply:
+        if NOTE in str(body["messages"][-1]["content"]):
+            return text("咸的，配上辣油最香。")
+        return text("已记。")
+
+    llm.responder = copy_shapes
+    bot = make_bot()
+    bot.notes = AnswerNotes(repeat=NOTE)
+    # when two requests get it, then a question does
+    assert (await bot.turn(user("记住我对花生过敏"))).reply == "已记。"
+    assert (await bot.turn(user("记住我在蓝鲸物流上班"))).reply == "已记。"
+    result = await bot.turn(user("豆腐脑甜的好吃还是咸的好吃？"))
+    # then the short repeat to the question alone is asked for again
+    assert result.reply == "咸的，配上辣油最香。"
+    assert len(llm.chat_requests) == 4
 
 
 async def test_a_stock_reply_is_asked_for_again_only_once(llm: FakeOpenAI, make_bot: Any) -> None:

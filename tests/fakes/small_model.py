@@ -29,6 +29,7 @@ __all__ = [
     "LineCopier",
     "NoteCopier",
     "RepeatingCaller",
+    "ReplyCopier",
     "Situation",
     "SmallModel",
     "TextCallStyle",
@@ -368,3 +369,28 @@ class NoteCopier(SmallModel):
         [last] = [m for m in body["messages"] if m["role"] == "user"][-1:]
         note = re.search(r"「[^」\n]+」", str(last["content"]))
         return text(f"[2001] {note.group(0)}" if note else self.answer)
+
+
+@dataclass
+class ReplyCopier(SmallModel):
+    """Says again the last reply it sees in the request, whatever it is asked, as the real
+    model answered "已记。" to every message once a few were in its window; with no reply
+    in sight it answers `answer` (or, for a message ending in a key of `answers`, that
+    key's answer)."""
+
+    answers: dict[str, str] = field(default_factory=dict)
+
+    def __call__(self, body: dict[str, Any]) -> Reply:
+        self.seen.append(situation(body))
+        messages = body["messages"]
+        said = [m["content"] for m in messages if m["role"] == "assistant" and m.get("content")]
+        if said:
+            return text(said[-1])
+        asked = str(messages[-1].get("content"))
+        for question, answer in self.answers.items():
+            if question in asked:
+                return text(answer)
+        return text(self.answer)
+
+    def with_tools(self, body: dict[str, Any]) -> Reply:
+        return self(body)

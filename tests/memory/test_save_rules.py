@@ -200,7 +200,7 @@ async def test_a_question_is_not_saved_and_the_model_is_told_why(plugin, questio
 
 
 def test_statements_are_not_taken_for_questions() -> None:
-    from nonebot_plugin_aimemory.memory.rules import is_question
+    from nonebot_plugin_aimemory.text import is_question
 
     assert not is_question("阿强(20002)问过学吉他难不难，大家说不难。")
     assert not is_question("Lily works at 星河科技 (asked on Friday)")

@@ -1,0 +1,51 @@
+"""A model that copies its own earlier replies (issue #36: the real 1.5B model answered
+"已记。" to every message once a few were in its window) is asked again with the copied
+replies out of sight, and answers the question."""
+
+from __future__ import annotations
+
+from tests.fakes.bots import RecordingBot
+from tests.fakes.events import group_message
+from tests.fakes.openai_server import text
+from tests.fakes.small_model import ReplyCopier
+
+GROUP = 3621
+QUESTION = "豆腐脑甜的好吃还是咸的好吃？"
+ANSWER = "咸的，配上辣油最香。"
+
+
+def say(text: str, user_id: int = 20001):
+    return group_message(text, group_id=GROUP, user_id=user_id, to_me=True)
+
+
+async def test_a_short_reply_copied_to_a_question_is_asked_again_without_it(plugin) -> None:
+    # given a model that says its last reply again whenever one is in sight
+    plugin.llm.responder = ReplyCopier(answer="已记。", answers={QUESTION: ANSWER})
+    bot = RecordingBot()
+    await bot.receive(say("记住，我对花生过敏"))
+    await bot.receive(say("记住：我在蓝鲸物流上班", user_id=20002))
+    # when a question comes
+    await bot.receive(say(QUESTION))
+    # then two requests got "已记。" (fine), and the question's answer was asked again
+    assert bot.sent_texts == ["已记。", "已记。", ANSWER]
+    *_, copied, again = plugin.llm.chat_requests
+    replies = [m["content"] for m in copied["messages"] if m["role"] == "assistant"]
+    assert replies == ["已记。", "已记。"]
+    # with no earlier "已记。" in sight, the members' messages still there
+    assert [m for m in again["messages"] if m["role"] == "assistant"] == []
+    shown = " ".join(str(m["content"]) for m in again["messages"])
+    assert "我对花生过敏" in shown
+    assert "我在蓝鲸物流上班" in shown
+
+
+async def test_the_window_keeps_the_replies_the_retry_left_out(plugin) -> None:
+    plugin.llm.responder = ReplyCopier(answer="已记。", answers={QUESTION: ANSWER})
+    bot = RecordingBot()
+    for said in ("记住，我对花生过敏", "记住：我在蓝鲸物流上班", QUESTION):
+        await bot.receive(say(said))
+    # the next request carries the window as it was said, every reply in its place
+    plugin.llm.responder = lambda body: text("在的")
+    await bot.receive(say("在吗"))
+    assert bot.sent_texts[-1] == "在的"
+    last = plugin.llm.chat_requests[-1]["messages"]
+    assert [m["content"] for m in last if m["role"] == "assistant"] == ["已记。", "已记。", ANSWER]
