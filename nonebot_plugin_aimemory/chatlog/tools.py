@@ -7,8 +7,8 @@ from datetime import datetime, timezone, tzinfo
 from typing import Any
 
 from .. import prompts
-from ..engine import Tool, ToolError
-from ..store import ChatLogStore, utc_text
+from ..engine import Tool, ToolError, current_speaker, current_voices
+from ..store import ChatLogStore, ChatRow, utc_text
 from ..text import query
 from .lines import format_rows
 from .search import search_rows
@@ -54,6 +54,7 @@ def chat_log_tools(
             _limit(arguments.get("limit")),
             periods,
         )
+        rows = [row for row in rows if not being_answered(row)]
         shown = keyword if len(keyword) <= 50 else keyword[:50] + "…"
         found = quoted_rows(format_rows(rows, zone, keep="first"))
         return found or f"没有找到包含“{shown}”的聊天记录。"
@@ -75,6 +76,17 @@ def chat_log_tools(
             ),
         ),
     ]
+
+
+def being_answered(row: ChatRow) -> bool:
+    """Whether `row` is the message the turn answers, which the model reads already: a
+    search for its own words finds it first, tells nothing, and a small model took it for
+    the answer ("好的，你已经回复了最新一条消息", issue #36)."""
+    speaker = current_speaker()
+    if speaker is None or row.role == "assistant" or row.speaker_id != speaker.user_id:
+        return False
+    line = row.text.strip()
+    return bool(line) and any(v.how == "said" and line in v.text for v in current_voices())
 
 
 def quoted_rows(lines: str) -> str:

@@ -12,6 +12,7 @@ import pytest
 
 from tests.chatlog.helpers import GROUP, LINE_PATTERN, log_rows, model_calls, said
 from tests.fakes.bots import RecordingBot
+from tests.fakes.openai_server import text, tool_calls
 from tests.quoted_blocks import chat_rows
 
 if TYPE_CHECKING:
@@ -150,6 +151,23 @@ async def test_search_current_chat_finds_an_english_sentence(plugin) -> None:
 
     assert MILK in result
     assert FOOTBALL not in result
+
+
+async def test_a_search_for_the_message_itself_does_not_find_it(plugin) -> None:
+    # given a member who asked the same earlier, and another member who said it too
+    question = "猫为什么喜欢钻纸箱？"
+    bot = RecordingBot()
+    plugin.llm.script(text("因为纸箱又暖和又安全。"))
+    await bot.receive(said(f"{question}", to_me=True, user_id=2002, card="阿强"))
+    # when the model searches the chat for the words of the message it answers (as the
+    # real model did, and took the message found for its answer)
+    plugin.llm.script(tool_calls(("search_current_chat", {"keyword": question})), text("好的"))
+    await bot.receive(said(question, to_me=True, user_id=2001, card="小明"))
+    result = plugin.llm.last_messages()[-1]["content"]
+    # then the message being answered is left out, and the other member's line is found
+    assert "阿强(2002)：猫为什么喜欢钻纸箱？" in result
+    assert "小明(2001)" not in result
+    assert result.count(question) == 1
 
 
 async def test_search_current_chat_with_fts5_syntax_answers_instead_of_failing(plugin) -> None:

@@ -16,6 +16,7 @@ from tests.fakes.small_model import ToolLooper
 
 USER = 3611
 ANSWER = "没找到你的出差安排。"
+LATER = "下下周也没有记下的安排。"
 
 
 def ask(question: str) -> Any:
@@ -64,6 +65,7 @@ async def test_earlier_turns_calls_are_left_out_and_the_window_keeps_them(plugin
     bot = RecordingBot()
     await bot.receive(ask("我下周三去哪出差来着？"))
     # when the member asks again and the model loops again
+    plugin.llm.responder = ToolLooper(answer=LATER, copies_calls_it_sees=True)
     await bot.receive(ask("那下下周呢？"))
     # then the next turns' requests with tools carry the first turn's rounds as stored
     second_turn = plugin.llm.chat_requests[4:]
@@ -74,10 +76,11 @@ async def test_earlier_turns_calls_are_left_out_and_the_window_keeps_them(plugin
     assert not shows_calls(last)
     said = [m["content"] for m in last["messages"] if m["role"] == "assistant"]
     assert said == [ANSWER]
-    assert bot.sent_texts == [ANSWER, ANSWER]
+    assert bot.sent_texts == [ANSWER, LATER]
     # and a plain answer after it is accepted with the stored window
     plugin.llm.responder = lambda body: text("在的")
     await bot.receive(ask("在吗"))
     assert bot.sent_texts[-1] == "在的"
     kept = json.dumps(plugin.llm.chat_requests[-1]["messages"], ensure_ascii=False)
     assert kept.count('"role": "tool"') == 4
+    assert LATER in kept
