@@ -23,8 +23,10 @@ SAME_QUESTION_DICE = 0.6
 # ("阿强：我开的是什么车来着？"); a confirmation in other words ("记住啦，…") is not.
 ECHO_DICE = 0.8
 # Replies with fewer letters and digits than this are left alone, "好的" or "收到，马上办"
-# twice being how people talk, unless one answers a question word for word as another.
+# twice being how people talk, unless a question gets one given to several others.
 MIN_REPLY_CHARS = 10
+# ... given to this many other messages before, a short reply is the model's shape.
+SHORT_REPLY_REPEATS = 2
 
 
 # A user line's head the plugin writes, "[time] name(QQ)：" ("[time] " in a private chat,
@@ -78,15 +80,19 @@ def same_reply(one: str, other: str) -> bool:
 
 
 def _short_reply_given_before(reply: str, asked: frozenset[str], window: Sequence[Message]) -> bool:
-    """Whether a short `reply` is word for word one of the recent replies to a different
-    message: no answer to a question ("已记。" to "豆腐脑甜的好吃还是咸的？", seen with the
-    real small model), however natural "好的" twice is after two requests."""
+    """Whether a short `reply` is word for word what the model said to two or more other
+    messages lately: its shape, not an answer to a question ("已记。" to "豆腐脑甜的好吃还是
+    咸的？" after two "已记。", seen with the real small model). One earlier "好的" is how
+    people talk."""
     said = _folded(reply)
     recent = [m for m in reversed(window) if m.role == "assistant" and m.text and not m.tool_calls]
-    return any(
-        _folded(m.text) == said and _dice(_question_before(window, m), asked) < SAME_QUESTION_DICE
+    given = [
+        m
         for m in recent[:RECENT_REPLIES]
-    )
+        if _folded(m.text) == said
+        and _dice(_question_before(window, m), asked) < SAME_QUESTION_DICE
+    ]
+    return len(given) >= SHORT_REPLY_REPEATS
 
 
 def _takes_up(new: frozenset[str], asked: frozenset[str]) -> bool:

@@ -54,7 +54,9 @@ def test_a_short_reply_given_before_is_no_answer_to_a_question() -> None:
         ("[12-06 12:01] 阿强(20002)：记住：我在蓝鲸物流上班", "已记。"),
     )
     assert stock("已记。", "[12-06 12:02] 小明(20001)：豆腐脑甜的好吃还是咸的好吃？", window)
-    assert stock("好的", "明天会下雨吗", said(("记住我家猫叫年糕", "好的")))
+    # one earlier "好的" is how people talk; two to other messages are the model's shape
+    assert not stock("好的", "明天会下雨吗", said(("记住我家猫叫年糕", "好的")))
+    assert stock("好的", "明天会下雨吗", said(("记住我家猫叫年糕", "好的"), ("我开SU7", "好的")))
     # the same short answer to another request, or to the same question, is left alone
     assert not stock("已记。", "[12-06 12:03] Lily(20003)：记住：我养了只柯基", window)
     window = said(("[12-06 12:00] 小明(20001)：你是机器人吗？", "是的。"))

@@ -3,6 +3,7 @@ private, the model saving for the speaker, and reading what each request sent.""
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
 from typing import Any
@@ -45,9 +46,11 @@ def carol_alone(content: str) -> MessageEvent:
 
 
 def answer_briefly(plugin) -> None:
-    """The model answers every unscripted request 好的 (the echo responder would repeat the
-    injected memories back into the chat's window)."""
-    plugin.llm.responder = lambda body: text("好的")
+    """The model answers every unscripted request 好的 and a number of its own (the echo
+    responder would repeat the injected memories back into the chat's window; the same
+    short word to every question would be a stock reply, asked for again)."""
+    answers = itertools.count(1)
+    plugin.llm.responder = lambda body: text(f"好的{next(answers)}")
 
 
 async def save_for_speaker(plugin, bot: RecordingBot, event: MessageEvent, content: str) -> str:
