@@ -29,9 +29,11 @@ __all__ = ["ChatLogIndex", "KeywordRanking", "PeriodBoost", "row_terms"]
 # itself costs a tenth of that): scoring at most about this many rows keeps a search over
 # 100 000 rows within its 20 ms.
 CANDIDATE_ROWS = 2000
-# Scored rows kept of a first ranking (when fewer are asked for): what the feedback terms
-# add to (a row below them counts by the added words alone) and the hybrid search fuses.
+# Scored rows kept of a first ranking that feedback terms add to (when fewer are asked for):
+# a row below them counts by the added words alone; the hybrid search fuses this many.
 # Each kept row costs Python time: all 2 000 made a search over 100 000 rows 3 ms slower.
+# Without feedback only the first `limit` are read: the best `limit` of several matches are
+# among each one's best `limit` (a row's score is its best match's).
 SCORED_ROWS_KEPT = 200
 # Old rows are re-indexed this many at a time (jieba takes ~0.2 ms a row, off the loop).
 REINDEX_BATCH_ROWS = 500
@@ -71,8 +73,9 @@ class ChatLogIndex:
         counts: dict[str, int] = {}
         if terms:
             counts = await self.term_rows(session_key, terms)
+            depth = max(limit, SCORED_ROWS_KEPT) if feedback else limit
             matches, term_rows = await self._ranked_matches(
-                session_key, terms, counts, boosts, limit
+                session_key, terms, counts, boosts, limit, depth
             )
             scores.update(matches)
             if feedback:
@@ -143,10 +146,11 @@ class ChatLogIndex:
         term_rows: dict[str, int],
         boosts: Sequence[PeriodBoost],
         limit: int,
+        depth: int,
     ) -> tuple[list[tuple[int, float]], tuple[int, ...]]:
-        """The best `SCORED_ROWS_KEPT` (or `limit`) matches of `terms`, best first, with their
-        scores (bm25() is negative: the score is its opposite, plus the boost of a row's
-        period), and how many rows hold each term scored. When the terms' rows would be too
+        """The best `depth` matches of `terms`, best first, with their scores (bm25() is
+        negative: the score is its opposite, plus the boost of a row's period), and how
+        many rows hold each term scored. When the terms' rows would be too
         many to score, the commonest terms are left out (`rarest_within`), or, when even
         the rarest is too common, the rows holding several of them are the ones scored
         (`_common_terms_match`). `term_rows`: how many of the session's rows hold each term."""
@@ -158,8 +162,6 @@ class ChatLogIndex:
         if counts.get(scored[0], 0) > CANDIDATE_ROWS and len(prefixed) > 1:
             matches, scored = await self._common_terms_match(counts, prefixed, limit)
         best: dict[int, float] = {}
-        # More than the first `limit`: the feedback terms may lift a row from below them.
-        depth = max(limit, SCORED_ROWS_KEPT)
         for match in matches:
             for row_id, score in await self.postings.scored(match, boosts, depth):
                 best[row_id] = max(score, best.get(row_id, score))
