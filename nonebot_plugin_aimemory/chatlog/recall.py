@@ -36,8 +36,9 @@ logger = logging.getLogger("nonebot_plugin_aimemory")
 MAJORITY_COVERAGE = 0.5
 # How many of the best keyword matches are read to find the lines to show.
 CANDIDATE_ROWS = 20
-# Folded candidate lines kept for the next turns (a few of a chat's turns' worth each).
-FOLDED_ROWS_CACHED = 512
+# Folded candidate lines kept for the next turns: a dozen turns of candidates, a few
+# dozen KiB of chat lines.
+FOLDED_ROWS_CACHED = 256
 
 
 class RecalledLines:
