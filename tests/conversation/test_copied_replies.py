@@ -12,40 +12,49 @@ from tests.fakes.small_model import ReplyCopier
 GROUP = 3621
 QUESTION = "豆腐脑甜的好吃还是咸的好吃？"
 ANSWER = "咸的，配上辣油最香。"
+WEATHER = "今天天气不错"
+SUNNY = "是啊，挺舒服的。"
 
 
 def say(text: str, user_id: int = 20001):
     return group_message(text, group_id=GROUP, user_id=user_id, to_me=True)
 
 
+def copier() -> ReplyCopier:
+    return ReplyCopier(answer="已记。", answers={QUESTION: ANSWER, WEATHER: SUNNY})
+
+
 async def test_a_short_reply_copied_to_a_question_is_asked_again_without_it(plugin) -> None:
-    # given a model that says its last reply again whenever one is in sight
-    plugin.llm.responder = ReplyCopier(answer="已记。", answers={QUESTION: ANSWER})
+    # given a model that says "已记。" to anything once it sees it among its replies
+    plugin.llm.responder = copier()
     bot = RecordingBot()
+    await bot.receive(say(WEATHER))
     await bot.receive(say("记住，我对花生过敏"))
     await bot.receive(say("记住：我在蓝鲸物流上班", user_id=20002))
     # when a question comes
     await bot.receive(say(QUESTION))
     # then two requests got "已记。" (fine), and the question's answer was asked again
-    assert bot.sent_texts == ["已记。", "已记。", ANSWER]
+    assert bot.sent_texts == [SUNNY, "已记。", "已记。", ANSWER]
     *_, copied, again = plugin.llm.chat_requests
     replies = [m["content"] for m in copied["messages"] if m["role"] == "assistant"]
-    assert replies == ["已记。", "已记。"]
-    # with no earlier "已记。" in sight, the members' messages still there
-    assert [m for m in again["messages"] if m["role"] == "assistant"] == []
+    assert replies == [SUNNY, "已记。", "已记。"]
+    # without the exchanges whose replies it copied: no list of "记住" lines run together
+    assert [m["content"] for m in again["messages"] if m["role"] == "assistant"] == [SUNNY]
     shown = " ".join(str(m["content"]) for m in again["messages"])
-    assert "我对花生过敏" in shown
-    assert "我在蓝鲸物流上班" in shown
+    assert WEATHER in shown
+    assert "我对花生过敏" not in shown
+    assert "我在蓝鲸物流上班" not in shown
 
 
-async def test_the_window_keeps_the_replies_the_retry_left_out(plugin) -> None:
-    plugin.llm.responder = ReplyCopier(answer="已记。", answers={QUESTION: ANSWER})
+async def test_the_window_keeps_the_exchanges_the_retry_left_out(plugin) -> None:
+    plugin.llm.responder = copier()
     bot = RecordingBot()
-    for said in ("记住，我对花生过敏", "记住：我在蓝鲸物流上班", QUESTION):
+    for said in (WEATHER, "记住，我对花生过敏", "记住：我在蓝鲸物流上班", QUESTION):
         await bot.receive(say(said))
     # the next request carries the window as it was said, every reply in its place
     plugin.llm.responder = lambda body: text("在的")
     await bot.receive(say("在吗"))
     assert bot.sent_texts[-1] == "在的"
     last = plugin.llm.chat_requests[-1]["messages"]
-    assert [m["content"] for m in last if m["role"] == "assistant"] == ["已记。", "已记。", ANSWER]
+    replies = [m["content"] for m in last if m["role"] == "assistant"]
+    assert replies == [SUNNY, "已记。", "已记。", ANSWER]

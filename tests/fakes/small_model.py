@@ -373,19 +373,19 @@ class NoteCopier(SmallModel):
 
 @dataclass
 class ReplyCopier(SmallModel):
-    """Says again the last reply it sees in the request, whatever it is asked, as the real
-    model answered "已记。" to every message once a few were in its window; with no reply
-    in sight it answers `answer` (or, for a message ending in a key of `answers`, that
-    key's answer)."""
+    """Says `answer` again, whatever it is asked, once it sees it among the replies in the
+    request, as the real model answered "已记。" to every message once a few were in its
+    window; else, for a message holding a key of `answers`, that key's answer, or
+    `answer`."""
 
     answers: dict[str, str] = field(default_factory=dict)
 
     def __call__(self, body: dict[str, Any]) -> Reply:
         self.seen.append(situation(body))
         messages = body["messages"]
-        said = [m["content"] for m in messages if m["role"] == "assistant" and m.get("content")]
-        if said:
-            return text(said[-1])
+        said = [m.get("content") for m in messages if m["role"] == "assistant"]
+        if self.answer in said:
+            return text(self.answer)
         asked = str(messages[-1].get("content"))
         for question, answer in self.answers.items():
             if question in asked:
