@@ -720,7 +720,8 @@ def error_in_body(message: str, code: str | None = None, *, type: str | None = N
 
 @dataclass
 class RecordedRequest:
-    """One HTTP request seen by the fake (header names lower-cased; status 0 = no response)."""
+    """One HTTP request seen by the fake (header names lower-cased; status 0 = no response,
+    as for a request whose client went away before sending its whole body)."""
 
     method: str
     path: str
@@ -775,19 +776,31 @@ class _Handler(BaseHTTPRequestHandler):
     def do_POST(self) -> None:
         self.server.fake._dispatch(self, "POST")
 
-    def read_body(self) -> bytes:
+    def read_body(self) -> bytes | None:
+        """The request's body; None when the client went away before sending all of it
+        (a stopped call: RFC 9112 §6.3 makes such a message incomplete, never processed)."""
         if "chunked" in self.headers.get("Transfer-Encoding", "").lower():
-            parts: list[bytes] = []
-            while True:
-                size = int(self.rfile.readline().split(b";")[0].strip() or b"0", 16)
-                if size == 0:
-                    while self.rfile.readline() not in (b"\r\n", b"\n", b""):
-                        pass
-                    return b"".join(parts)
-                parts.append(self.rfile.read(size))
-                self.rfile.readline()
+            return self._read_chunks()
         length = int(self.headers.get("Content-Length") or 0)
-        return self.rfile.read(length) if length > 0 else b""
+        body = self.rfile.read(length) if length > 0 else b""
+        return body if len(body) == length else None
+
+    def _read_chunks(self) -> bytes | None:
+        parts: list[bytes] = []
+        while True:
+            line = self.rfile.readline()
+            if not line:
+                return None
+            size = int(line.split(b";")[0].strip() or b"0", 16)
+            if size == 0:
+                while self.rfile.readline() not in (b"\r\n", b"\n", b""):
+                    pass
+                return b"".join(parts)
+            part = self.rfile.read(size)
+            if len(part) < size:
+                return None
+            parts.append(part)
+            self.rfile.readline()
 
 
 class FakeOpenAI:
@@ -953,6 +966,13 @@ class FakeOpenAI:
         path = urlsplit(handler.path).path
         payload = handler.read_body()
         headers = {name.lower(): value for name, value in handler.headers.items()}
+        if payload is None:
+            # Cut off: recorded, never validated nor answered, as a real server drops it.
+            handler.close_connection = True
+            with self._cond:
+                self.requests.append(RecordedRequest(method, path, headers, None, done=True))
+                self._cond.notify_all()
+            return
         body: Any = None
         bad_json = False
         if payload:

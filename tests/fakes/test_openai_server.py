@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import socket
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -11,6 +12,7 @@ import httpx
 import pytest
 
 from tests.fakes.openai_server import (
+    CHAT_PATH,
     EMBEDDING_DIM,
     MISSING_TOOL_RESPONSE_MESSAGE,
     ORPHAN_TOOL_MESSAGE,
@@ -214,6 +216,42 @@ def test_bad_json_is_rejected(client: httpx.Client) -> None:
     response = client.post("/chat/completions", content=b"{not json")
     assert response.status_code == 400
     assert "parse the JSON" in error_message(response)
+
+
+def send_cut_off(port: int, body: bytes, sent_bytes: int) -> bytes:
+    """POST a chat request's head and its body's first `sent_bytes`, then stop sending, as a
+    client whose call was cancelled; returns whatever the server answers before closing."""
+    head = (
+        f"POST {CHAT_PATH} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+        f"Content-Length: {len(body)}\r\n\r\n"
+    )
+    with socket.create_connection(("127.0.0.1", port), timeout=5.0) as sock:
+        sock.sendall(head.encode() + body[:sent_bytes])
+        sock.shutdown(socket.SHUT_WR)
+        answer = b""
+        while chunk := sock.recv(65536):
+            answer += chunk
+    return answer
+
+
+@pytest.mark.parametrize("sent_bytes", [0, 20])
+def test_request_cut_off_before_its_body_ends_is_recorded_unanswered(
+    llm: FakeOpenAI, client: httpx.Client, sent_bytes: int
+) -> None:
+    # given: a valid chat request whose client goes away after its head and part of its
+    # body (a background call stopped for a member's turn, engine/model_traffic.py)
+    body = json.dumps({"model": "m", "messages": [USER]}).encode()
+
+    # when
+    answer = send_cut_off(llm.port, body, sent_bytes)
+
+    # then: like a real server, the fake neither validates nor answers the incomplete
+    # request: it is recorded with no status, not as a rejection, and the fake serves on
+    assert answer == b""
+    [record] = llm.wait_for_requests(1)
+    assert (record.path, record.status, record.body) == (CHAT_PATH, 0, None)
+    assert chat(client, [USER]).status_code == 200
+    assert llm.chat_requests == [{"model": "m", "messages": [USER]}]
 
 
 def test_scripted_error_is_sent_with_headers(llm: FakeOpenAI, client: httpx.Client) -> None:
