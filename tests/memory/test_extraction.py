@@ -3,6 +3,7 @@ the compressor model and saved, in the background, through the usual rules."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 import time
@@ -12,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from tests.fakes.bots import RecordingBot
+from tests.fakes.cutting_proxy import cutting_proxy
 from tests.fakes.events import group_message
 from tests.fakes.openai_server import Reply, delay, last_user_text, text
 from tests.fakes.responders import FactKeepingLLM
@@ -28,6 +30,11 @@ TOPIC = re.compile(r"话题(\d+)")
 def is_extraction_request(body: dict[str, Any]) -> bool:
     messages = body.get("messages") or []
     return bool(messages) and EXTRACT_MARK in str(messages[0].get("content", ""))
+
+
+def is_extraction_body(body: bytes) -> bool:
+    """Whether a request's raw JSON body is an extraction request's."""
+    return EXTRACT_MARK.encode() in body
 
 
 def topic_fact(n: str) -> str:
@@ -187,6 +194,31 @@ async def test_a_slow_extraction_does_not_delay_the_reply(plugin) -> None:
     assert durations[-1] < 1.0
     await plugin.runtime.memory.extractor.drain()
     assert await stored(plugin, "g:1207") != []
+
+
+async def test_an_extraction_stopped_mid_request_for_a_turn_is_no_rejected_request(
+    plugin,
+) -> None:
+    # given: every call through a proxy (one local server) that passes on only the head of
+    # the first extraction request, as when a member's turn stops it between head and body
+    llm = ExtractingLLM(facts_of_topics)
+    async with cutting_proxy(plugin.llm.port, is_extraction_body) as proxy:
+        await start(plugin, llm, aimemory_api_base=proxy.base_url)
+        await talk_until_compressed(plugin, 1208)
+        await asyncio.wait_for(proxy.holding.wait(), timeout=5)
+
+        # when: a member's turn starts while the extraction's request is half sent
+        bot = RecordingBot()
+        await bot.receive(group_message("还有人在吗", to_me=True, group_id=1208))
+        await plugin.runtime.memory.extractor.drain()
+
+    # then: the server saw the cut request unanswered, rejected nothing, the turn was
+    # answered and the extraction, sent again, saved its facts
+    cut_off = [r for r in plugin.llm.requests if r.status == 0]
+    assert [(r.body, r.done) for r in cut_off] == [(None, True)]
+    assert [r.status for r in plugin.llm.requests if r.status >= 400] == []
+    assert bot.sent_texts == ["好的"]
+    assert await stored(plugin, "g:1208") != []
 
 
 def long_fold(messages: int) -> list[Message]:
