@@ -9,6 +9,7 @@ import functools
 import itertools
 import json
 import random
+from hashlib import sha1
 from typing import Any
 
 from nonebot.adapters.onebot.v11 import Message, MessageSegment
@@ -28,19 +29,16 @@ THOUGHTS = (
     "这句话里提到了具体的事情，也许之前有人说过相关的安排，",
     "语气比较轻松，回复要简短自然，不要像客服，",
 )
-REPLIES = (
-    "哈哈，这个我也遇到过，别太着急～",
-    "我查了一下，一般来说晚上十一点左右停运，具体还是以官方公告为准哦。",
-    *("听起来不错！记得带水和防晒。", "可以先把报错的完整信息贴出来，我帮你看看是哪一行的问题。"),
-    "好的，我记下了。",
-)
 
 
 def fake_model(body: dict[str, Any], thinking: bool = False) -> Reply:
-    """Varied short replies, usage in cl100k; thinking, with reasoning and now and then a search."""
+    """A reply of its own to each message (a reply said again to another message is a
+    stock reply, asked for again without the exchanges it copied: a request on another
+    prefix by design, not what this bench measures), usage in cl100k; thinking, with
+    reasoning and now and then a search."""
     messages = body["messages"]
     usage = {"prompt_tokens": count_prompt_tokens(messages), "completion_tokens": 20}
-    reply = REPLIES[len(messages) % len(REPLIES)]
+    reply = f"好的，第 {len(messages)} 条：{sha1(str(len(messages)).encode()).hexdigest()[:24]}"
     if not thinking:
         return text(reply, usage=usage)
     usage["completion_tokens"] = 120
