@@ -179,6 +179,12 @@ def print_answers(models: Models, answers: Answers) -> None:
         f"{mean(rounds):>9.2f}/{max(rounds, default=0):<5} {len(answers.invented):>8} "
         f"{answers.repeated:>8} {answers.as_text:>7} {answers.rejected:>7}"
     )
+    to_questions = len(answers.stock_to_questions)
+    print(
+        f"  stock replies to questions (the target's): {to_questions} ({share(to_questions):.1%})"
+    )
+    for turn in answers.stock:
+        print(f"  stock: {turn.message[:30]!r} -> {turn.reply[:40]!r}")
     if answers.invented:
         print(f"  invented tool names: {sorted(set(answers.invented))}")
 
@@ -284,8 +290,8 @@ def print_targets(
 
 def print_answers_targets(targets: Targets, answers: Answers) -> None:
     """The targets of how turns ended."""
-    stock = answers.share(len(answers.stock))
-    label = f"stock replies {stock:.1%} <= {TARGET_STOCK_SHARE:.0%} of turns"
+    stock = answers.share(len(answers.stock_to_questions))
+    label = f"stock replies to questions {stock:.1%} <= {TARGET_STOCK_SHARE:.0%} of turns"
     targets.check(label, stock <= TARGET_STOCK_SHARE)
     replied = answers.share(answers.answered)
     bad = len(answers.json_like) + len(answers.memory_like)

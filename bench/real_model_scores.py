@@ -193,7 +193,8 @@ class Answers:
     memory_like: list[TurnRecord]
     notices: list[TurnRecord]
     timed_out: int
-    stock: list[TurnRecord]
+    stock: list[TurnRecord]  # to any other message
+    stock_to_questions: list[TurnRecord]  # the target's: the message was a question
     rounds: list[int]
     invented: list[str]
     repeated: int
@@ -206,8 +207,11 @@ class Answers:
 
 
 def answers_of(turns: Sequence[TurnRecord], rejected: int) -> Answers:
-    """The figures of how `turns` ended."""
+    """The figures of how `turns` ended. The target counts a reply repeated for different
+    questions (issue #36); the same "好的，记住了。" to two requests to remember is counted
+    beside it."""
     from nonebot_plugin_aimemory import texts
+    from nonebot_plugin_aimemory.text import is_question
 
     notices = failure_notices()
     timeout_notice = getattr(texts, "LLM_TIMEOUT", "")
@@ -225,6 +229,7 @@ def answers_of(turns: Sequence[TurnRecord], rejected: int) -> Answers:
         notices=[t for t in turns if any(r.strip() in notices for r in t.replies)],
         timed_out=sum(1 for t in turns if timeout_notice and timeout_notice in t.replies),
         stock=stock_replies(turns, notices),
+        stock_to_questions=[t for t in stock_replies(turns, notices) if is_question(t.message)],
         rounds=[max(0, len(t.main()) - 1) for t in turns],
         invented=[name for t in turns for name in invented_tools(t)],
         repeated=sum(repeated_calls(t) for t in turns),
