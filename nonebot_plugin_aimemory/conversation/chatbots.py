@@ -93,6 +93,7 @@ class ChatBotFactory:
                 repeat=prompts.REPEAT_NOTE,
                 answer=prompts.ANSWER_NOW_NOTE,
                 results_opening=prompts.TOOL_RESULTS_TOLD,
+                results_closing=prompts.MEMORY_INJECTION_FOOTER,
                 copied_line_start=COPIED_LINE_START,
                 framing=FRAMING,
             ),

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from functools import cache
 
 from .messages import Message
+from .plain_request import ResultsFraming
 from .stock_replies import copies_a_tool_result, is_stock_reply
 from .turn_outcome import TurnProgress
 
@@ -32,8 +33,14 @@ class AnswerNotes:
     # tool results' openings and closings): a small model starts its answer with one, or
     # with its 【label】, as it copies the shape of what it read last.
     framing: tuple[str, ...] = ()
-    # Opens the turn's tool results told as text in its last request (plain_request.py).
+    # Open and close the turn's tool results told as text in its last request.
     results_opening: str = ""
+    results_closing: str = ""
+
+    @property
+    def results_framing(self) -> ResultsFraming:
+        """How the last request tells the turn's results (plain_request.py)."""
+        return ResultsFraming(self.results_opening, self.results_closing, self.answer)
 
     def ask_plainer(self, progress: TurnProgress, key: str, why: str) -> None:
         """Ask the next requests one AnswerMode further down (LLMError after the last),

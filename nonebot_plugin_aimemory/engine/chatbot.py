@@ -377,8 +377,8 @@ class ChatBot:
     async def _call(
         self, message: Message, pending: list[Message], progress: TurnProgress
     ) -> Completion:
-        opening, mode = self.notes.results_opening, progress.mode
-        told = turn_request(self.window, message, pending, progress, opening)
+        mode = progress.mode
+        told = turn_request(self.window, message, pending, progress, self.notes.results_framing)
         request = [self.system_message, *told]
         tools = None if mode is AnswerMode.NO_TOOLS else self.tools.specs_json()
         extra = {"tool_choice": "none"} if mode is AnswerMode.NO_TOOL_CHOICE and tools else None

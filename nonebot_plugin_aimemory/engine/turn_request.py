@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from .messages import Message
-from .plain_request import plain_request
+from .plain_request import ResultsFraming, plain_request
 from .stock_replies import same_reply
 from .turn_outcome import AnswerMode, TurnProgress
 from .window import Window, api_safe
@@ -21,12 +21,12 @@ def turn_request(
     message: Message,
     pending: Sequence[Message],
     progress: TurnProgress,
-    results_opening: str,
+    framing: ResultsFraming,
 ) -> list[Message]:
     """What the next request of the turn sends after its system prompt."""
     if progress.mode is AnswerMode.NO_TOOLS:
         history = without_replies_like(window.messages, progress.repeated)
-        return plain_request(history, message, pending, results_opening)
+        return plain_request(history, message, pending, framing)
     if progress.repeated:
         history = without_replies_like(window.messages, progress.repeated)
         return api_safe([*history, message, *pending])

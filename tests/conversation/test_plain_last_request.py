@@ -1,6 +1,6 @@
 """The turn's last request, without tools, shows no tool call (issue #36): the real small
 model, its tool rounds in the history and no tools offered, wrote one more call as JSON
-text and the member got the empty notice. The turn's results are told as text after the
+text and the member got the empty notice. The turn's results are told as text before the
 member's message instead, earlier turns' calls are left out, and the window keeps the
 tool rounds as they were."""
 
@@ -45,15 +45,18 @@ async def test_a_model_that_copies_the_calls_it_sees_answers_the_plain_last_requ
     assert shows_calls(forced)
     assert "tools" not in last
     assert not shows_calls(last)
-    # and tells the two searches' results after the member's message, then asks for words
+    # and tells the two searches' results before the member's message, which comes last
+    # (told after it, the real model said them back), then asks for words
     asked = last["messages"][-1]
     assert asked["role"] == "user"
-    head, told = asked["content"].split(prompts.TOOL_RESULTS_TOLD)
-    assert head.rstrip().endswith("我下周三去哪出差来着？")
+    content = asked["content"]
+    assert content.startswith(prompts.TOOL_RESULTS_TOLD)
+    told, question = content.split(prompts.MEMORY_INJECTION_FOOTER)
     results = [m["content"] for m in forced["messages"] if m["role"] == "tool"]
     assert len(results) == 2
     assert told.count("- memory_search：") == 2
-    assert told.rstrip().endswith(prompts.ANSWER_NOW_NOTE)
+    assert prompts.ANSWER_NOW_NOTE not in told
+    assert question.endswith(f"我下周三去哪出差来着？\n{prompts.ANSWER_NOW_NOTE}")
     # and the member gets the words, no JSON
     assert bot.sent_texts == [ANSWER]
 
