@@ -80,16 +80,16 @@ def same_reply(one: str, other: str) -> bool:
 
 
 def _short_reply_given_before(reply: str, asked: frozenset[str], window: Sequence[Message]) -> bool:
-    """Whether a short `reply` is word for word what the model said to two or more other
-    messages lately: its shape, not an answer to a question ("已记。" to "豆腐脑甜的好吃还是
-    咸的？" after two "已记。", seen with the real small model). One earlier "好的" is how
-    people talk."""
-    said = _folded(reply)
+    """Whether a short `reply` says what the model said to two or more other messages
+    lately, word for word or nearly: its shape, not an answer to a question ("已记。" to
+    "豆腐脑甜的好吃还是咸的？" after two "已记。"; "明白了，我会记住。" to "猫为什么喜欢钻
+    纸箱？" after "明白了，我会记住事实。", seen with the real small model). One earlier
+    "好的" is how people talk."""
     recent = [m for m in reversed(window) if m.role == "assistant" and m.text and not m.tool_calls]
     given = [
         m
         for m in recent[:RECENT_REPLIES]
-        if _folded(m.text) == said
+        if same_reply(m.text, reply)
         and _dice(_question_before(window, m), asked) < SAME_QUESTION_DICE
     ]
     return len(given) >= SHORT_REPLY_REPEATS

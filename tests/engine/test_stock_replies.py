@@ -57,6 +57,12 @@ def test_a_short_reply_given_before_is_no_answer_to_a_question() -> None:
     # one earlier "好的" is how people talk; two to other messages are the model's shape
     assert not stock("好的", "明天会下雨吗", said(("记住我家猫叫年糕", "好的")))
     assert stock("好的", "明天会下雨吗", said(("记住我家猫叫年糕", "好的"), ("我开SU7", "好的")))
+    # nearly the same counts too: the shape with a word changed
+    shaped = said(
+        ("[12-06 12:00] 阿强(20002)：地球到月球大概多远？", "明白了，我会记住事实。"),
+        ("[12-06 12:01] 小明(20001)：记住，我对花生过敏", "明白了，我会记住。"),
+    )
+    assert stock("明白了，我会记住。", "[12-06 12:02] Lily(20003)：猫为什么喜欢钻纸箱？", shaped)
     # the same short answer to another request, or to the same question, is left alone
     assert not stock("已记。", "[12-06 12:03] Lily(20003)：记住：我养了只柯基", window)
     window = said(("[12-06 12:00] 小明(20001)：你是机器人吗？", "是的。"))
