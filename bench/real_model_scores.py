@@ -293,12 +293,16 @@ def looks_like_json_or_tool_call(text: str, tool_names: Iterable[str] = ()) -> b
 
 
 def looks_like_memory_format(text: str) -> bool:
-    """A reply that reads like the memory tools' output or the injected memory block."""
+    """A reply that reads like the memory tools' output or the injected memory block (its
+    lines' marks included: `(关于 20001)`, `（小明(20001) 说，12-07）`)."""
+    from nonebot_plugin_aimemory.texts import NOTE_MARKS
+
     stripped = text.strip()
     return (
         stripped.startswith(MEMORY_FORMAT_STARTS)
         or bool(MEMORY_ID_LINE.search(stripped))
         or "<tool_response>" in stripped
+        or bool(NOTE_MARKS.search(stripped))
     )
 
 

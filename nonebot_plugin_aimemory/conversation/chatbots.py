@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Protocol
 
-from .. import prompts
+from .. import prompts, texts
 from ..engine import (
     AnswerNotes,
     ChatBot,
@@ -95,6 +95,7 @@ class ChatBotFactory:
                 results_opening=prompts.TOOL_RESULTS_TOLD,
                 results_closing=prompts.MEMORY_INJECTION_FOOTER,
                 copied_line_start=COPIED_LINE_START,
+                note_marks=texts.NOTE_MARKS,
                 framing=FRAMING,
             ),
         )

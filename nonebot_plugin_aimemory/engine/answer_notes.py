@@ -33,6 +33,9 @@ class AnswerNotes:
     # tool results' openings and closings): a small model starts its answer with one, or
     # with its 【label】, as it copies the shape of what it read last.
     framing: tuple[str, ...] = ()
+    # The marks of a memory's line (`(关于 20001)`, `（小明(20001) 说，12-07）`…), taken out of
+    # an answer that copied a note, its words kept.
+    note_marks: re.Pattern[str] | None = None
     # Open and close the turn's tool results told as text in its last request.
     results_opening: str = ""
     results_closing: str = ""
@@ -69,6 +72,8 @@ class AnswerNotes:
         added = tuple(text for text in notes if text)
         if added:
             reply = _added_texts(added).sub("", reply).strip()
+        if self.note_marks is not None:
+            reply = self.note_marks.sub("", reply).strip()
         if self.copied_line_start is not None:
             reply = self.copied_line_start.sub("", reply, count=1).strip()
         return reply

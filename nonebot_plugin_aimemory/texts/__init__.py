@@ -110,7 +110,7 @@ from .personas import (
     persona_switched,
     persona_unchanged,
 )
-from .provenance import provenance_summary
+from .provenance import NOTE_MARKS, provenance_summary
 from .review import (
     REVIEW_FAILED,
     REVIEW_INTERVAL_USAGE,
@@ -148,6 +148,7 @@ __all__ = [
     "MEMORY_UNAVAILABLE_PANEL",
     "MEMORY_USAGE",
     "MODEL_SAYS_STEERING",
+    "NOTE_MARKS",
     "NOTHING_OF_YOURS_TO_STOP",
     "NOTHING_TO_STOP",
     "NOT_CHECKED_NOW",

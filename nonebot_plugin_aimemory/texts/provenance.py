@@ -3,6 +3,7 @@ briefly, since every token of a tool result costs, and nothing at all when it is
 
 from __future__ import annotations
 
+import re
 from datetime import date
 from typing import TYPE_CHECKING
 
@@ -57,3 +58,20 @@ def provenance_note(provenance: Provenance, said_on: date | None) -> str:
     if said_on is not None and provenance.origin in _DATED:
         summary += f"，{said_on:%m-%d}"
     return f"（{summary}）"
+
+
+# The marks a memory's line carries beside its content (memory.py's `memory_line`, and
+# `provenance_note`): `#u3fa9 [个人] `, ` [标签：a、b]`, ` (关于 20001)`, `（小明(20001) 说，
+# 12-07）`. A small model that copies a note into its answer copies them too ("小明(20001)
+# 说：我家猫叫豆包。 (关于 20001)（小明(20001) 说，12-07）", issue #36): they are taken out
+# of what the member reads, the words kept.
+NOTE_MARKS = re.compile(
+    r"(?m)^\s*#[0-9a-z]{4,12}\s+(?:\[个人(?:·私密)?\]\s*)?"
+    r"|\s*\[标签：[^\]\n]{0,200}\]"
+    r"|\s*[(（]关于 \d{1,20}[)）]"
+    r"|\s*（[^（）\n]{0,80}?(?:[(（]\d{1,20}[)）] 说|的话，|用命令记下|"
+    + AUTOMATIC
+    + "|"
+    + BY_PANEL
+    + r")[^（）\n]{0,20}）"
+)

@@ -78,3 +78,14 @@ async def test_a_note_restated_in_own_words_is_kept(plugin) -> None:
 
     assert sent == [own]
     assert chat_tool_choices(plugin) == [None]
+
+
+async def test_a_note_line_copied_without_its_quotes_loses_its_marks(plugin) -> None:
+    # the note carries who it is about; the model copies its line, marks and all
+    service = plugin.runtime.memory.service
+    assert (await service.save(SCOPE, CAT, user_id="2001")).status == "saved"
+    plugin.llm.responder = NoteCopier(whole_line=True)
+    bot = RecordingBot()
+    await bot.receive(group_message("我家猫叫什么名字来着？", group_id=GROUP, to_me=True))
+    # the member reads the words, not the note's marks
+    assert bot.sent_texts == [CAT]

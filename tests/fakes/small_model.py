@@ -365,9 +365,18 @@ class NoteCopier(SmallModel):
     in its quotes, after the QQ number in brackets: the real model answered "我家猫叫什么
     名字来着？" with "[20001] 「小明(20001)说：我家猫叫团子。」"."""
 
+    # Copy the note's whole line instead, without its id and quotes but with the marks after
+    # it, as the real model did in a private chat ("小明(20001)说：我家猫叫豆包。\n(关于
+    # 20001)（小明(20001) 说，12-07）").
+    whole_line: bool = False
+
     def with_tools(self, body: dict[str, Any]) -> Reply:
         [last] = [m for m in body["messages"] if m["role"] == "user"][-1:]
-        note = re.search(r"「[^」\n]+」", str(last["content"]))
+        said = str(last["content"])
+        if self.whole_line:
+            line = re.search(r"^#\S+ (?:\[[^\]]+\] )?「([^」\n]+)」(.*)$", said, re.MULTILINE)
+            return text(f"{line.group(1)}\n{line.group(2).strip()}" if line else self.answer)
+        note = re.search(r"「[^」\n]+」", said)
         return text(f"[2001] {note.group(0)}" if note else self.answer)
 
 
