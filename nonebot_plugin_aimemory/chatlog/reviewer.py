@@ -231,11 +231,8 @@ def _shown_log(rows: list[ChatRow], zone: tzinfo) -> tuple[list[ChatRow], str]:
 def _evidence(raw: Any, row_ids: set[int]) -> list[int]:
     """Cited rows that were really shown; all shown rows when the citation is unusable."""
     if isinstance(raw, list):
-        cited = [
-            int(x)
-            for x in raw
-            if isinstance(x, int | str) and str(x).isdigit() and int(x) in row_ids
-        ]
+        numbers = [str(x).lstrip("#") for x in raw if isinstance(x, int | str)]
+        cited = [int(x) for x in numbers if x.isdigit() and int(x) in row_ids]
         if cited:
             return cited
     return sorted(row_ids)

@@ -83,3 +83,22 @@ async def test_a_reviewed_quote_of_a_member_is_said_by_that_member(plugin, revie
 
     assert record.provenance.said_by is not None
     assert (record.provenance.said_by.user_id, record.provenance.said_by.name) == ("2002", "小红")
+
+
+async def test_evidence_written_as_the_rows_tags_is_read(plugin, reviewer) -> None:
+    # the real model cited rows as they are shown, `[#81]`: not JSON as written
+    bot = RecordingBot()
+    await bot.receive(said("我对花生过敏", to_me=True, user_id=2001, card="小明"))
+    await plugin.runtime.chat_log.flush()
+    member_row, _ = await logged(plugin)
+    reviewer.answer(
+        '{"ops":[{"op":"create","content":"小明(2001)对花生过敏","user_id":"2001",'
+        f'"evidence":[#{member_row.id}]}}]}}'
+    )
+
+    await tick_and_wait(plugin)
+
+    (record,) = await live_memories(plugin)
+    assert record.content == "小明(2001)对花生过敏"
+    assert record.provenance.said_by is not None
+    assert record.provenance.said_by.user_id == "2001"
