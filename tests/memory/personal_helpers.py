@@ -45,12 +45,16 @@ def carol_alone(content: str) -> MessageEvent:
     return private_message(content, user_id=CAROL, nickname="Carol")
 
 
+# Brief answers, no two alike and none the scripted "好的" (the same short word to every
+# question is a stock reply, asked for again).
+BRIEF_ANSWERS = ("收到", "明白了", "没问题", "行啊", "可以的", "了解", "知道啦", "嗯嗯")
+
+
 def answer_briefly(plugin) -> None:
-    """The model answers every unscripted request 好的 and a number of its own (the echo
-    responder would repeat the injected memories back into the chat's window; the same
-    short word to every question would be a stock reply, asked for again)."""
-    answers = itertools.count(1)
-    plugin.llm.responder = lambda body: text(f"好的{next(answers)}")
+    """The model answers every unscripted request with the next of BRIEF_ANSWERS (the echo
+    responder would repeat the injected memories back into the chat's window)."""
+    answers = itertools.cycle(BRIEF_ANSWERS)
+    plugin.llm.responder = lambda body: text(next(answers))
 
 
 async def save_for_speaker(plugin, bot: RecordingBot, event: MessageEvent, content: str) -> str:
