@@ -129,8 +129,7 @@ def _folded(text: str) -> str:
 
 def _test_of(term: str) -> Callable[[str], bool]:
     """The test of whether a folded text holds `term`: a Latin word or stem at the start of
-    a word
-    ("go" in "going", not in "ago"), anything else anywhere (Chinese has no spaces)."""
+    a word ("go" in "going", not in "ago"), anything else anywhere (Chinese has no spaces)."""
     if term.isascii() and term.isalnum():
         starts_a_word = re.compile(rf"\b{re.escape(term)}").search
         return lambda folded: starts_a_word(folded) is not None

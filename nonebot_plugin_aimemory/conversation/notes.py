@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from .. import prompts
-from ..engine import Message, TextPart, note_memories
+from ..engine import Message, note_memories
 
 
 def with_notes(message: Message, blocks: Sequence[str]) -> tuple[Message, str | None]:
@@ -20,7 +20,4 @@ def with_notes(message: Message, blocks: Sequence[str]) -> tuple[Message, str | 
         return message, None
     note_memories("\n".join(notes))
     text = "\n".join([*notes, prompts.MEMORY_INJECTION_FOOTER]) + "\n"
-    parts = message.content if isinstance(message.content, tuple) else (TextPart(message.text),)
-    if all(isinstance(part, TextPart) for part in parts):
-        return Message("user", text + message.text), message.text
-    return Message("user", (TextPart(text), *parts)), message.text
+    return message.with_prefix(text), message.text

@@ -103,6 +103,14 @@ class Message:
             )
         return self.with_text(f"{self.text}\n{note}")
 
+    def with_prefix(self, prefix: str) -> Message:
+        """A copy with `prefix` before the content: one text when the content is text alone,
+        a part before the others when it holds images."""
+        if isinstance(self.content, tuple) and self.has_images:
+            content = (TextPart(prefix), *self.content)
+            return replace(self, content=content, _json=None, tokens=-1)
+        return self.with_text(prefix + self.text)
+
     def with_tool_calls(self, calls: tuple[ToolCall, ...]) -> Message:
         """A copy requesting `calls` instead (text and reasoning kept)."""
         return replace(self, tool_calls=calls, _json=None, tokens=-1)

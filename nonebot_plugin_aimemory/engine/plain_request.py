@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
-from .messages import Message, TextPart
+from .messages import Message
 from .window import api_safe
 
 
@@ -41,17 +41,10 @@ def plain_request(
         told = [f"- {m.name or '工具'}：{m.text.removesuffix(note)}" for m in results]
         closing = "" if framing.closing in message.text else framing.closing
         block = "\n".join(line for line in (framing.opening, *told, closing) if line) + "\n"
-        asked = _after(block, message)
+        asked = message.with_prefix(block)
         if note and not asked.text.endswith(note):
             asked = asked.with_note(framing.answer_note)
     return api_safe([*without_tool_exchanges(history), asked])
-
-
-def _after(block: str, message: Message) -> Message:
-    """`message` with `block` before its content (images kept)."""
-    if isinstance(message.content, tuple):
-        return replace(message, content=(TextPart(block), *message.content), _json=None, tokens=-1)
-    return message.with_text(block + message.text)
 
 
 def without_tool_exchanges(messages: Sequence[Message]) -> list[Message]:

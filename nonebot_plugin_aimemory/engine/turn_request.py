@@ -1,9 +1,9 @@
 """The messages of a turn's next request, after the system prompt: the window and the
 turn's messages as every API accepts them; once the model answered with fewer choices,
 a plain chat (plain_request.py); and once an answer repeated an earlier reply, the window
-without the exchanges whose replies it repeated. A small model copies the shapes it sees ("已记。" to
-every message once a few were in its window, issue #36): asked again with them in sight,
-it copies them again."""
+without the exchanges whose replies it repeated. A small model copies the shapes it sees
+("已记。" to every message once a few were in its window, issue #36): asked again with
+them in sight, it copies them again."""
 
 from __future__ import annotations
 

@@ -55,10 +55,9 @@ def asks_to_keep_an_order(text: str) -> bool:
     return asked is not None and addresses_the_bot(asked)
 
 
-def asks_to_do(sentence: str) -> bool:
-    """Whether `sentence` (a clause) asks the bot to do something instead of stating
-    something."""
-    return _ASKS_TO_DO.match(sentence) is not None
+def asks_to_do(clause: str) -> bool:
+    """Whether `clause` asks the bot to do something instead of stating something."""
+    return _ASKS_TO_DO.match(clause) is not None
 
 
 def _asked_to_keep(text: str) -> str | None:
