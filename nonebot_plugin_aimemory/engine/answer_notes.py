@@ -14,7 +14,7 @@ from functools import cache
 from .messages import Message
 from .plain_request import ResultsFraming
 from .stock_replies import copies_a_tool_result, is_stock_reply
-from .turn_outcome import TurnProgress
+from .turn_outcome import AnswerMode, TurnProgress
 
 logger = logging.getLogger("nonebot_plugin_aimemory")
 
@@ -51,6 +51,17 @@ class AnswerNotes:
         progress.ask_plainer(key, why)
         progress.answer_noted = bool(self.answer)
 
+    def after_nothing(self, reply: Message, progress: TurnProgress, key: str) -> str:
+        """What to answer when `reply` says nothing: the stock reply that was asked about
+        again, once the plain request asking again said nothing either (a repeat says more
+        than a notice); else '' and the next request asks one mode further down."""
+        if progress.repeated and progress.mode.next() is None:
+            logger.info("%s: nothing on asking again; answering with the first reply", key)
+            return progress.repeated
+        what = "only tool calls" if reply.tool_calls else "an empty answer"
+        self.ask_plainer(progress, key, f"{what} after {progress.rounds} rounds")
+        return ""
+
     def on_request(
         self, message: Message, pending: list[Message], progress: TurnProgress
     ) -> tuple[Message, list[Message]]:
@@ -81,11 +92,15 @@ class AnswerNotes:
     def asks_again(
         self, reply: str, asked: str, window: Sequence[Message], progress: TurnProgress, key: str
     ) -> bool:
-        """Whether to ask once more because `reply` is a stock reply (once a turn)."""
+        """Whether to ask once more because `reply` is a stock reply (once a turn), as a
+        plain chat (AnswerMode.NO_TOOLS): asked again in the same request with its tool
+        rounds in sight, the real small model said the member's message back twice
+        ("以后你就是猫娘…" after two calls), reading on from the calls' shape."""
         if not self.repeat or progress.asked_again or not is_stock_reply(reply, asked, window):
             return False
         progress.asked_again = True
         progress.repeated = reply
+        progress.mode = AnswerMode.NO_TOOLS
         logger.info("%s: the answer repeats an earlier reply; asking once more", key)
         return True
 

@@ -192,9 +192,9 @@ class ChatBot:
                 progress.add_round(*await self._run_tools(reply, message, pending))
                 continue
             if not reply.text:
-                what = "only tool calls" if reply.tool_calls else "an empty answer"
-                self.notes.ask_plainer(progress, self.key, f"{what} after {progress.rounds} rounds")
-                continue
+                reply = reply.with_text(self.notes.after_nothing(reply, progress, self.key))
+                if not reply.text:
+                    continue
             turn = [message, *pending]
             if self.notes.refuses_a_copied_result(reply.text, turn, asked, progress, self.key):
                 continue

@@ -22,6 +22,8 @@ SAME_QUESTION_DICE = 0.6
 # A reply holding the member's whole message and little else is the message said back
 # ("阿强：我开的是什么车来着？"); a confirmation in other words ("记住啦，…") is not.
 ECHO_DICE = 0.8
+# ... when the message has this many letters and digits: "你好" said back is a greeting.
+ECHO_MIN_CHARS = 6
 # Replies with fewer letters and digits than this are left alone, "好的" or "收到，马上办"
 # twice being how people talk, unless a question gets one given to several others.
 MIN_REPLY_CHARS = 10
@@ -54,10 +56,13 @@ def is_stock_reply(reply: str, asked: str, window: Sequence[Message]) -> bool:
     the window holds to a different message, or the message itself."""
     shape = _bigrams(reply)
     asked_shape = _bigrams(asked)
+    if len(asked_shape) + 1 >= ECHO_MIN_CHARS and asked_shape <= shape:
+        if _dice(shape, asked_shape) >= ECHO_DICE:
+            return True  # the member's whole message said back, a name at most added
     if len(shape) + 1 < MIN_REPLY_CHARS:
         return is_question(asked) and _short_reply_given_before(reply, asked_shape, window)
-    if asked_shape and asked_shape <= shape and _dice(shape, asked_shape) >= ECHO_DICE:
-        return True  # the member's whole message said back, a name at most added
+    if is_question(asked) and _quotes(reply, asked_shape):
+        return True  # a reply about the question, not to it
     replies = 0
     for message in reversed(window):
         if replies >= RECENT_REPLIES:
@@ -69,6 +74,25 @@ def is_stock_reply(reply: str, asked: str, window: Sequence[Message]) -> bool:
                 continue
             if _dice(_question_before(window, message), asked_shape) < SAME_QUESTION_DICE:
                 return True
+    return False
+
+
+# Quotation marks a reply puts a message between: what it says about the message.
+_QUOTATIONS = re.compile(r"“([^”\n]+)”|「([^」\n]+)」|『([^』\n]+)』|\"([^\"\n]+)\"|‘([^’\n]+)’")
+# The share of a question's bigrams a quotation holds from which it quotes the question.
+QUOTED_QUESTION_SHARE = 0.8
+
+
+def _quotes(reply: str, asked: frozenset[str]) -> bool:
+    """Whether `reply` quotes most of the member's question: it speaks about the question
+    ("好的，我会记下小明对“女儿小名叫什么来着？”的回复。", the real small model's answer to a
+    question it had no note for); an answer restates a question without quotation marks."""
+    if not asked:
+        return False
+    for match in _QUOTATIONS.finditer(reply):
+        quoted = _bigrams(next(group for group in match.groups() if group))
+        if len(quoted & asked) >= QUOTED_QUESTION_SHARE * len(asked):
+            return True
     return False
 
 

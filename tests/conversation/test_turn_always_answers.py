@@ -127,8 +127,10 @@ async def test_the_note_asking_for_an_answer_is_never_kept(plugin) -> None:
     await bot.receive(ask())
     # then the next turn's request carries the tool round and the member's message as they
     # were, without the note
+    first_turn_requests = len(plugin.llm.chat_requests)
     await bot.receive(ask("在吗"))
-    kept = json.dumps(plugin.llm.chat_requests[-1]["messages"][:-1], ensure_ascii=False)
+    next_turn = plugin.llm.chat_requests[first_turn_requests]
+    kept = json.dumps(next_turn["messages"][:-1], ensure_ascii=False)
     assert prompts.ANSWER_NOW_NOTE not in kept
     assert TRIP in kept
 

@@ -6,10 +6,11 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from tests.engine.conftest import KEY
-from tests.fakes.openai_server import FakeOpenAI, Reply, text
+from tests.fakes.openai_server import FakeOpenAI, Reply, text, tool_calls
 
 if TYPE_CHECKING:
     from nonebot_plugin_aimemory.engine.messages import Message
+    from nonebot_plugin_aimemory.engine.tools import Tool
     from nonebot_plugin_aimemory.store.history_store import DatabaseHistoryStore
 
 NOTE = "（请针对这条消息本身回答。）"
@@ -19,6 +20,17 @@ def said(*pairs: tuple[str, str]) -> list[Message]:
     from nonebot_plugin_aimemory.engine.messages import assistant, user
 
     return [m for question, answer in pairs for m in (user(question), assistant(answer))]
+
+
+def search_tool() -> Tool:
+    """A search that finds nothing."""
+    from nonebot_plugin_aimemory.engine.tools import Tool
+
+    async def search(arguments: dict[str, Any]) -> str:
+        return "没有找到相关记忆。"
+
+    parameters = {"type": "object", "properties": {"query": {"type": "string"}}}
+    return Tool("search_memory", "查记忆", search, parameters)
 
 
 def stock(reply: str, asked: str, window: list[Message]) -> bool:
@@ -152,6 +164,10 @@ def test_an_answer_in_the_same_form_about_what_was_asked_is_not_a_stock_reply() 
 def test_the_members_message_said_back_is_a_stock_reply() -> None:
     asked = "[12-06 14:02] 阿强(20002)：我开的是什么车来着？"
     assert stock("阿强：我开的是什么车来着？", asked, [])
+    # however short the message, as the real small model said "猫为什么喜欢钻纸箱？" back
+    assert stock("猫为什么喜欢钻纸箱？", "[12-06 14:03] Lily(20003)：猫为什么喜欢钻纸箱？", [])
+    # a greeting said back is a greeting
+    assert not stock("早上好！", "[12-06 14:03] Lily(20003)：早上好", [])
 
 
 async def test_a_note_the_model_echoes_back_is_never_sent(llm: FakeOpenAI, make_bot: Any) -> None:
@@ -173,3 +189,66 @@ async def test_a_note_the_model_echoes_back_is_never_sent(llm: FakeOpenAI, make_
 
 def test_a_confirmation_in_other_words_is_not_an_echo() -> None:
     assert not stock("记住啦，下周三去杭州出差。", "记住：我下周三去杭州出差", [])
+
+
+def test_a_reply_quoting_the_question_is_about_it_not_to_it() -> None:
+    # the real small model's answer to a question it had no note for
+    asked = "[12-07 00:55] 小明(20001)：我女儿小名叫什么来着？"
+    assert stock("好的，我会记下小明对“女儿小名叫什么来着？”的回复。", asked, [])
+    assert stock("收到「我女儿小名叫什么来着」这个问题啦", asked, [])
+    # an answer restating the question without quoting it, or quoting a part, is one
+    assert not stock("你女儿小名叫什么？你说过叫果果。", asked, [])
+    assert not stock("你说过“她叫果果”。", asked, [])
+    # a request quoted back in a confirmation is answered
+    assert not stock("好的，我记住了“我对花生过敏”。", "小明(20001)：记住，我对花生过敏", [])
+
+
+async def test_a_stock_reply_is_asked_again_as_a_plain_chat(
+    llm: FakeOpenAI, make_bot: Any
+) -> None:
+    from nonebot_plugin_aimemory.engine.answer_notes import AnswerNotes
+    from nonebot_plugin_aimemory.engine.messages import user
+
+    # given a model that searches, then says the member's message back, as the real one did
+    def search_then_echo(body: dict[str, Any]) -> Reply:
+        last = body["messages"][-1]
+        if NOTE in str(last["content"]):
+            return text("纸箱又暖又能藏身，猫在里面觉得安全。")
+        if last["role"] == "user":
+            return tool_calls(("search_memory", {"query": "纸箱"}))
+        return text("猫为什么喜欢钻纸箱？")
+
+    llm.responder = search_then_echo
+    bot = make_bot(tools=[search_tool()])
+    bot.notes = AnswerNotes(repeat=NOTE, results_opening="【工具结果】")
+    result = await bot.turn(user("猫为什么喜欢钻纸箱？"))
+    # then the echo was asked again once, without tools and with no call in sight
+    assert result.reply == "纸箱又暖又能藏身，猫在里面觉得安全。"
+    again = llm.chat_requests[-1]
+    assert "tools" not in again
+    assert all(m["role"] in ("system", "user", "assistant") for m in again["messages"])
+    assert not any(m.get("tool_calls") for m in again["messages"])
+    assert "【工具结果】" in again["messages"][-1]["content"]
+    assert len(llm.chat_requests) == 3
+
+
+async def test_nothing_on_asking_again_keeps_the_first_reply(
+    llm: FakeOpenAI, make_bot: Any
+) -> None:
+    from nonebot_plugin_aimemory.engine.answer_notes import AnswerNotes
+    from nonebot_plugin_aimemory.engine.messages import user
+
+    # given a model that repeats itself, then says nothing when asked again
+    def nothing_when_noted(body: dict[str, Any]) -> Reply:
+        if NOTE in str(body["messages"][-1]["content"]):
+            return text("")
+        return text("好的，已经帮你记下来了。")
+
+    llm.responder = nothing_when_noted
+    bot = make_bot()
+    bot.notes = AnswerNotes(repeat=NOTE)
+    await bot.turn(user("记住我周三去杭州"))
+    result = await bot.turn(user("地球到月球多远？"))
+    # then the member gets the first reply, not a notice, after one request more
+    assert result.reply == "好的，已经帮你记下来了。"
+    assert len(llm.chat_requests) == 3
