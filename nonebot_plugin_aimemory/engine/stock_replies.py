@@ -56,9 +56,8 @@ def is_stock_reply(reply: str, asked: str, window: Sequence[Message]) -> bool:
     the window holds to a different message, or the message itself."""
     shape = _bigrams(reply)
     asked_shape = _bigrams(asked)
-    if len(asked_shape) + 1 >= ECHO_MIN_CHARS and asked_shape <= shape:
-        if _dice(shape, asked_shape) >= ECHO_DICE:
-            return True  # the member's whole message said back, a name at most added
+    if _echoes(shape, asked_shape):
+        return True  # the member's whole message said back, a name at most added
     if len(shape) + 1 < MIN_REPLY_CHARS:
         return is_question(asked) and _short_reply_given_before(reply, asked_shape, window)
     if is_question(asked) and _quotes(reply, asked_shape):
@@ -94,6 +93,12 @@ def _quotes(reply: str, asked: frozenset[str]) -> bool:
         if len(quoted & asked) >= QUOTED_QUESTION_SHARE * len(asked):
             return True
     return False
+
+
+def _echoes(reply: frozenset[str], asked: frozenset[str]) -> bool:
+    """Whether a reply holds the member's whole message and little else."""
+    long_enough = len(asked) + 1 >= ECHO_MIN_CHARS
+    return long_enough and asked <= reply and _dice(reply, asked) >= ECHO_DICE
 
 
 def same_reply(one: str, other: str) -> bool:

@@ -203,9 +203,7 @@ def test_a_reply_quoting_the_question_is_about_it_not_to_it() -> None:
     assert not stock("好的，我记住了“我对花生过敏”。", "小明(20001)：记住，我对花生过敏", [])
 
 
-async def test_a_stock_reply_is_asked_again_as_a_plain_chat(
-    llm: FakeOpenAI, make_bot: Any
-) -> None:
+async def test_a_stock_reply_is_asked_again_as_a_plain_chat(llm: FakeOpenAI, make_bot: Any) -> None:
     from nonebot_plugin_aimemory.engine.answer_notes import AnswerNotes
     from nonebot_plugin_aimemory.engine.messages import user
 
