@@ -52,9 +52,11 @@ class RecordedChat:
         """Write what is queued."""
         await self.writer.flush()
 
-    async def recalled(self, session_key: str, query: str, seen: Sequence[str]) -> str:
+    async def recalled(
+        self, session_key: str, query: str, seen: Sequence[str], *, asker: str = ""
+    ) -> str:
         """The earlier lines answering `query`, as a quoted block (recall.py)."""
-        return await self.recall.block(session_key, query, seen)
+        return await self.recall.block(session_key, query, seen, asker=asker)
 
     def tools(self, session_key: str) -> list[Tool]:
         """The chat-log tools bound to `session_key`."""
@@ -90,7 +92,9 @@ class ChatLogOff:
     async def flush(self) -> None:
         """Nothing to write."""
 
-    async def recalled(self, session_key: str, query: str, seen: Sequence[str]) -> str:
+    async def recalled(
+        self, session_key: str, query: str, seen: Sequence[str], *, asker: str = ""
+    ) -> str:
         """Nothing was logged, so nothing is recalled."""
         return ""
 

@@ -26,7 +26,7 @@ from datetime import tzinfo
 
 from .. import prompts
 from ..store import ChatRow, KeywordRanking
-from ..text import cut_first, fit_lines
+from ..text import cut_first, fit_lines, segmenter
 from .lines import format_row
 from .writer import ChatLog
 
@@ -51,12 +51,16 @@ class RecalledLines:
         self.rows = rows
         self.max_chars = max_chars
 
-    async def block(self, session_key: str, query: str, seen: Sequence[str]) -> str:
+    async def block(
+        self, session_key: str, query: str, seen: Sequence[str], *, asker: str = ""
+    ) -> str:
         """The quoted block of lines (oldest first), or '' when none has the evidence;
         a line one of the `seen` texts holds (the message, the window's messages) is not
-        repeated: looked for only in the lines that have the evidence."""
+        repeated: looked for only in the lines that have the evidence. A message in the
+        first person asks about its `asker` (the name they go by), as their lines are."""
         if self.rows < 1 or not query.strip():
             return ""
+        query = asked_about(query, asker)
         try:
             rows = await self._evidenced_rows(session_key, query, seen)
         except Exception:
@@ -132,8 +136,32 @@ def _test_of(term: str) -> Callable[[str], bool]:
     a word ("go" in "going", not in "ago"), anything else anywhere (Chinese has no spaces)."""
     if term.isascii() and term.isalnum():
         starts_a_word = re.compile(rf"\b{re.escape(term)}").search
-        return lambda folded: starts_a_word(folded) is not None
+        return lambda folded: starts_a_word(folded) is not None or _stems_to(term, folded)
     return lambda folded: term in folded
+
+
+_LATIN_WORD = re.compile(r"[a-z0-9]+")
+
+
+def _stems_to(term: str, folded: str) -> bool:
+    """Whether a Latin word of `folded` has `term` as its normal form, which is not always
+    its beginning ("lily" -> "lili", "parties" -> "parti")."""
+    return any(segmenter.normalised(word) == term for word in _LATIN_WORD.findall(folded))
+
+
+# A first-person pronoun, Chinese or English: the message speaks of its speaker.
+_FIRST_PERSON = re.compile(r"[我俺咱]|\b(?:i|me|my|mine|myself)\b", re.IGNORECASE)
+
+
+def asked_about(query: str, asker: str) -> str:
+    """`query` with its asker's name when it speaks in the first person: "我女儿小名叫
+    什么来着？" asks about the line "我女儿果果今天…" its asker said, which the index holds
+    with their name, and a name is what "我" stands for. Their name counts as a term like
+    any other: it weighs little where they say much, and alone it recalls nothing of
+    substance (a line must hold half the weight)."""
+    if not asker.strip() or _FIRST_PERSON.search(query) is None:
+        return query
+    return f"{asker}\n{query}"
 
 
 def _in(row: ChatRow, seen: Sequence[str]) -> bool:
@@ -147,6 +175,8 @@ def _recallable(row: ChatRow, session_key: str) -> bool:
 class NoRecall:
     """Recall off, or no chat log: nothing goes before a message."""
 
-    async def block(self, session_key: str, query: str, seen: Sequence[str]) -> str:
+    async def block(
+        self, session_key: str, query: str, seen: Sequence[str], *, asker: str = ""
+    ) -> str:
         """Nothing recalled."""
         return ""

@@ -32,9 +32,12 @@ class ChatLogSink(Protocol):
         """Put `row` in place of `queued` if that is still waiting to be written."""
         ...
 
-    async def recalled(self, session_key: str, query: str, seen: Sequence[str]) -> str:
+    async def recalled(
+        self, session_key: str, query: str, seen: Sequence[str], *, asker: str = ""
+    ) -> str:
         """The quoted block of earlier lines answering `query` ('' for none), leaving out
-        the lines the model reads anyway (`seen`: the message and the window's)."""
+        the lines the model reads anyway (`seen`: the message and the window's); `asker`
+        is the name its speaker goes by, whom its "我" means."""
         ...
 
 

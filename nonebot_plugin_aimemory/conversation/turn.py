@@ -264,7 +264,9 @@ class Conversation:
                     await self.memories.block(
                         self.memory_key(chatbot.key), text, first.turn_speaker
                     ),
-                    await self.chat_log.recalled(first.log_key, text, _seen(chatbot, text)),
+                    await self.chat_log.recalled(
+                        first.log_key, text, _seen(chatbot, text), asker=first.speaker.name
+                    ),
                 ],
             )
             # A memory saved in the turn is attributed by whose words it holds.

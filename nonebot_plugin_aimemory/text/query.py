@@ -151,13 +151,45 @@ def weak_query_terms(text: str) -> tuple[str, ...]:
 
 
 def _content_terms(text: str) -> Iterator[str]:
+    words = list(segmenter.words(text))
+    stop_spans = _stopword_spans(text, words)
     seen: set[str] = set()
-    for word in segmenter.words(text):
+    for word in words:
         term = segmenter.normalised(word)
         if term in seen or is_stopword(word) or is_stopword(term) or _stop_bigram(word):
             continue
+        if _only_inside(word, text, stop_spans):
+            continue
         seen.add(term)
         yield term
+
+
+def _stopword_spans(text: str, words: list[str]) -> list[tuple[int, int]]:
+    """Where `text` holds its stopwords of two or more characters."""
+    spans: list[tuple[int, int]] = []
+    for word in {w for w in words if len(w) > 1 and is_stopword(w)}:
+        start = text.find(word)
+        while start >= 0:
+            spans.append((start, start + len(word)))
+            start = text.find(word, start + 1)
+    return spans
+
+
+def _only_inside(word: str, text: str, spans: list[tuple[int, int]]) -> bool:
+    """Whether every occurrence of `word` in `text` is part of a longer stopword: the
+    segmenter also cuts a word into its pieces ("来着" into "来", "着"), and a piece of a
+    function word asks for nothing."""
+    if not spans:
+        return False
+    start = text.find(word)
+    if start < 0:
+        return False
+    while start >= 0:
+        end = start + len(word)
+        if not any(s <= start and end <= e and e - s > len(word) for s, e in spans):
+            return False
+        start = text.find(word, start + 1)
+    return True
 
 
 def _stop_bigram(word: str) -> bool:

@@ -38,7 +38,7 @@ CHINESE_FUNCTION_WORDS = _listed(
 
 # Said to ask a memory for something, not part of what is asked for.
 CHINESE_RECALL_WORDS = _listed(
-    "记得 还记得 记不记得 提到 提到过 提过 提起 曾经 曾 之前 以前 当时 那时 那天"
+    "记得 还记得 记不记得 提到 提到过 提过 提起 曾经 曾 之前 以前 当时 那时 那天 来着"
 )
 
 ENGLISH_FUNCTION_WORDS = _listed(

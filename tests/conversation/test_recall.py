@@ -171,3 +171,50 @@ async def test_an_english_line_is_recalled_by_its_words_and_speaker(plugin) -> N
 
     lines = recalled_lines(plugin.llm.last_messages()[-1]["content"])
     assert [line.split("] ", 1)[1] for line in lines] == [f"Caroline(2004)：{group}"]
+
+
+FAMILY_CHAT = [
+    (2001, "小明", "大家晚上好"),
+    (AQIANG, "阿强", "今天加班到九点，累死了"),
+    (2001, "小明", "我女儿果果今天第一次自己系鞋带，给她买什么奖励好？"),
+    (2005, "Lily", "周末有人一起去爬山吗"),
+    (2005, "Lily", "记住，我对花生过敏，一点都不能吃。"),
+    (2001, "小明", "明天要下雨，记得带伞"),
+]
+
+
+async def family_chat(plugin, bot: RecordingBot) -> None:
+    """Members say things about themselves in passing, not to the bot."""
+    await plugin.restart(aimemory_chat_log_ambient=True)
+    for user_id, name, line in FAMILY_CHAT:
+        await bot.receive(said(line, user_id=user_id, card=name))
+    await plugin.runtime.chat_log.flush()
+
+
+async def recalled_for(bot: RecordingBot, plugin, question: str, user_id: int, name: str):
+    await bot.receive(said(question, user_id=user_id, card=name, to_me=True))
+    return recalled_lines(plugin.llm.last_messages()[-1]["content"])
+
+
+async def test_a_question_in_the_first_person_recalls_what_its_asker_said(plugin) -> None:
+    bot = RecordingBot()
+    await family_chat(plugin, bot)
+    # "我" is the asker: the line that answers is the one they said, though it never says
+    # "小名" (a question names what it asks for; the answer names the thing itself)
+    lines = await recalled_for(bot, plugin, "我女儿小名叫什么来着？", 2001, "小明")
+    assert [line.split("] ", 1)[1] for line in lines] == [
+        "小明(2001)：我女儿果果今天第一次自己系鞋带，给她买什么奖励好？"
+    ]
+    # an English name whose normal form is not its beginning ("lily" -> "lili") counts
+    lines = await recalled_for(bot, plugin, "我对什么食物过敏来着？", 2005, "Lily")
+    assert [line.split("] ", 1)[1] for line in lines] == [
+        "Lily(2005)：记住，我对花生过敏，一点都不能吃。"
+    ]
+
+
+async def test_the_same_question_from_another_member_does_not_get_their_line(plugin) -> None:
+    bot = RecordingBot()
+    await family_chat(plugin, bot)
+    # 阿强's "我女儿" is not 小明's daughter, nor is 小明's allergy Lily's
+    assert await recalled_for(bot, plugin, "我女儿小名叫什么来着？", AQIANG, "阿强") == []
+    assert await recalled_for(bot, plugin, "我对什么食物过敏来着？", 2001, "小明") == []

@@ -81,6 +81,19 @@ def test_a_dictionary_word_holding_a_function_character_stays_a_term() -> None:
     assert terms("可爱的和平鸽")[:2] == ("可爱", "和平")
 
 
+@pytest.mark.parametrize(
+    ("question", "expected"),
+    [
+        ("我对什么食物过敏来着？", ("食物", "过敏")),
+        ("他住哪儿来着", ("住",)),
+        ("他来了吗？", ("来",)),
+    ],
+)
+def test_a_piece_of_a_function_word_is_no_term(question: str, expected: tuple[str, ...]) -> None:
+    # the segmenter also cuts "来着" into "来" and "着"; a "来" of its own is a word
+    assert terms(question) == expected
+
+
 def test_fts5_syntax_is_just_words() -> None:
     assert terms('"火锅" OR * NEAR( -开会) AND NOT ^:') == ("火锅", "near", "开会")
 
