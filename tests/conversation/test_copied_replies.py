@@ -58,3 +58,22 @@ async def test_the_window_keeps_the_exchanges_the_retry_left_out(plugin) -> None
     last = plugin.llm.chat_requests[-1]["messages"]
     replies = [m["content"] for m in last if m["role"] == "assistant"]
     assert replies == [SUNNY, "已记。", "已记。", ANSWER]
+
+
+async def test_a_message_said_back_after_a_search_is_asked_again_with_no_call_in_sight(
+    plugin,
+) -> None:
+    from tests.fakes.small_model import EchoesAfterTools
+
+    # given a model that says the member's message back while it sees its search
+    model = EchoesAfterTools(answer="纸箱又暖和又能藏身，猫在里面觉得安全。")
+    plugin.llm.responder = model
+    bot = RecordingBot()
+    # when a member asks it something it searches for
+    await bot.receive(say("猫为什么喜欢钻纸箱？"))
+    # then the member gets an answer, not their words back: asked again as a plain chat
+    assert bot.sent_texts == ["纸箱又暖和又能藏身，猫在里面觉得安全。"]
+    again = plugin.llm.chat_requests[-1]
+    assert "tools" not in again
+    assert not any(m.get("tool_calls") for m in again["messages"])
+    assert model.seen == ["tools", "tools", "bare"]

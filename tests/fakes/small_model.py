@@ -23,6 +23,7 @@ __all__ = [
     "ANSWER",
     "INVENTED_TOOL",
     "CallsAsText",
+    "EchoesAfterTools",
     "EmptyAfterTools",
     "EmptyAnswerer",
     "FakeToolResponse",
@@ -403,3 +404,27 @@ class ReplyCopier(SmallModel):
 
     def with_tools(self, body: dict[str, Any]) -> Reply:
         return self(body)
+
+
+@dataclass
+class EchoesAfterTools(SmallModel):
+    """Calls `tool` once while tools are allowed, then, whenever a tool call is in sight,
+    says the member's message back (speaker line aside), as the real model said "猫为什么
+    喜欢钻纸箱？" back after a search, forced or not; with no call in sight, `answer`."""
+
+    tool: str = "memory_search"
+
+    def __call__(self, body: dict[str, Any]) -> Reply:
+        self.seen.append(situation(body))
+        messages = body["messages"]
+        if any(m.get("tool_calls") for m in messages):
+            users = [str(m.get("content")) for m in messages if m["role"] == "user"]
+            return text(_SPEAKER_LINE.sub("", users[-1].splitlines()[-1]))
+        return self.with_tools(body) if situation(body) == "tools" else text(self.answer)
+
+    def with_tools(self, body: dict[str, Any]) -> Reply:
+        asked = str(body["messages"][-1].get("content"))
+        return tool_calls((self.tool, {"query": asked[-8:]}))
+
+
+_SPEAKER_LINE = re.compile(r"^\[[^\]]*\]\s*(?:[^：]*：)?")
