@@ -35,6 +35,8 @@ STATING = [
     "这首歌是我女朋友写的",
     "刚下班，在地铁上",
     "他个子很高",
+    "是个程序员",
+    "像个孩子一样",
     "大家投票决定一下吧",
     "我们周五去吃火锅吧",
 ]
@@ -74,3 +76,21 @@ def test_a_statement_beside_a_request_is_kept() -> None:
     grounds = grounds_of(f"小明(20001)：{said}")
     assert grounds.hold("小明(20001)今天心情不好")
     assert not grounds.hold("小明(20001)想听笑话")
+
+
+def test_a_fact_about_a_member_is_grounded_in_what_they_or_lines_naming_them_state() -> None:
+    from nonebot_plugin_aimemory.memory.grounding import Grounds
+
+    lines = [
+        "Lily：记住：我现在在蓝鲸物流上班。",
+        "阿强：我开的是什么车来着？",
+        "小明：阿强昨天刚换了新手机",
+    ]
+    grounds = Grounds.of(lines)
+    # the real small model's fact, 阿强's question joined to Lily's statement
+    assert not grounds.hold("阿强的车是蓝鲸物流的物流车。")
+    # what Lily said is about Lily; what 小明 said of 阿强 is about 阿强
+    assert grounds.hold("Lily在蓝鲸物流上班。")
+    assert grounds.hold("阿强昨天刚换了新手机。")
+    # a fact naming no speaker is checked against every line, as before
+    assert grounds.hold("有人在蓝鲸物流上班。")
