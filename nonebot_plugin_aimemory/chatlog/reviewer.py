@@ -11,7 +11,7 @@ from typing import Any
 
 from .. import prompts
 from ..engine import LLMClient, Message, attributed_to
-from ..memory import MemoryService, attribution, grounding
+from ..memory import MemoryService, attribution, grounding, without_request
 from ..scopes import Scope
 from ..store import ChatLogStore, ChatRow, Provenance
 from ..text import cut_line, fit_lines, parse_json_object
@@ -163,6 +163,10 @@ class MemoryReviewer:
             outcome.rejected.append(f"only the bot's own words: {str(content)[:50]!r}")
             return
         if kind == "create" and isinstance(content, str) and content.strip():
+            content = without_request(content)
+            if content is None:
+                outcome.rejected.append("an order to the bot to keep")
+                return
             if not grounding.Grounds.of(shown.members_lines(evidence)).hold(content):
                 outcome.rejected.append(f"not what the rows state: {content[:50]!r}")
                 return

@@ -9,7 +9,7 @@ import re
 import unicodedata
 from collections.abc import Sequence
 
-from ..text import is_question
+from ..text import asks_what, is_acknowledgement, is_question
 from .messages import Message
 
 # How far back the model's own replies are compared: what it sees and may copy.
@@ -58,10 +58,12 @@ def is_stock_reply(reply: str, asked: str, window: Sequence[Message]) -> bool:
     asked_shape = _bigrams(asked)
     if _echoes(shape, asked_shape):
         return True  # the member's whole message said back, a name at most added
-    if len(shape) + 1 < MIN_REPLY_CHARS:
-        return is_question(asked) and _short_reply_given_before(reply, asked_shape, window)
     if is_question(asked) and _quotes(reply, asked_shape):
         return True  # a reply about the question, not to it
+    if asks_what(asked) and is_acknowledgement(reply):
+        return True  # "好的，我已记录下你的回复。" to "我在哪家公司上班来着？"
+    if len(shape) + 1 < MIN_REPLY_CHARS:
+        return is_question(asked) and _short_reply_given_before(reply, asked_shape, window)
     replies = 0
     for message in reversed(window):
         if replies >= RECENT_REPLIES:

@@ -9,6 +9,7 @@ from .extractor import FactExtractor
 from .feature import LongTermMemory, MemoryOff, NoExtraction
 from .inject import NoRelevantMemories, RelevantMemories
 from .placement import memory_key_for
+from .requests import without_request
 from .rules import MISSING, Missing
 from .service import MemoryFull, MemoryService, SaveOutcome, UpdateOutcome
 from .shared_guard import SharedScopeGuard
@@ -31,4 +32,5 @@ __all__ = [
     "attribution",
     "grounding",
     "memory_key_for",
+    "without_request",
 ]

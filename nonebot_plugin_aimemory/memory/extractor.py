@@ -22,6 +22,7 @@ from ..scopes import Scope
 from ..store import Person, Provenance
 from ..text import parse_json_object
 from . import attribution, grounding
+from .requests import without_request
 from .service import MemoryService
 
 logger = logging.getLogger("nonebot_plugin_aimemory")
@@ -83,7 +84,8 @@ class FactExtractor:
             return 0
         saved = 0
         for fact in parse_facts(completion.message.text)[:MAX_FACTS]:
-            if not fold.grounds.hold(fact["content"]):
+            content = without_request(fact["content"])
+            if content is None or not fold.grounds.hold(content):
                 logger.info(
                     "extraction for %s: skipped %r, not what the chat states",
                     scope,
@@ -92,11 +94,11 @@ class FactExtractor:
                 continue
             outcome = await self.memory.save(
                 scope,
-                fact["content"],
+                content,
                 tags=fact.get("tags"),
                 user_id=fact.get("user_id"),
                 source="extract",
-                provenance=fold.provenance(fact["content"]),
+                provenance=fold.provenance(content),
             )
             saved += outcome.status == "saved"
         return saved

@@ -60,6 +60,25 @@ def asks_to_do(clause: str) -> bool:
     return _ASKS_TO_DO.match(clause) is not None
 
 
+# Whom a background writer's fact is about, as it writes them first: "阿强(20002)".
+_SUBJECT = re.compile(r"\A\s*(?P<who>[^\s()（）：:]{1,32}[(（]\d{4,12}[)）])\s*[：:]?\s*")
+
+
+def without_request(fact: str) -> str | None:
+    """`fact` without a member's request to keep it, which a background writer retold with
+    it ("阿强(20002)记住：对花生过敏" → "阿强(20002)对花生过敏": the real small model's
+    extraction); None when what was asked to keep is an order to the bot. Any other fact
+    comes back as it is."""
+    subject = _SUBJECT.match(fact)
+    who, rest = (subject.group("who"), fact[subject.end() :]) if subject else ("", fact)
+    asked = _asked_to_keep(rest)
+    if asked is None:
+        return fact
+    if addresses_the_bot(asked):
+        return None
+    return f"{who}{asked}"
+
+
 def _asked_to_keep(text: str) -> str | None:
     """The object of a request to remember at the start of `text`, if it is one."""
     if is_question(text):

@@ -21,7 +21,7 @@ from .lines import (
     name_on_one_line,
 )
 from .model_json import parse_json_object
-from .mood import is_question
+from .mood import asks_what, is_acknowledgement, is_question
 from .query import Period, Query, analyse, content_characters
 
 __all__ = [
@@ -36,6 +36,7 @@ __all__ = [
     "Period",
     "Query",
     "analyse",
+    "asks_what",
     "candidate_words",
     "chosen_words",
     "content_characters",
@@ -44,6 +45,7 @@ __all__ = [
     "encodable",
     "fit_lines",
     "fuse_rankings",
+    "is_acknowledgement",
     "is_question",
     "jieba_cuts",
     "name_on_one_line",

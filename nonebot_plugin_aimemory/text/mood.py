@@ -1,8 +1,12 @@
-"""The mood of a line: whether it ends as a question does. A memory is a statement, and
-a model that saves a member's question ("学吉他难吗？") saved nothing anyone could use; a
-reply given before to another message is no answer to a question (engine/stock_replies.py)."""
+"""The mood of a line: whether it ends as a question does, asks for information, or only
+acknowledges. A memory is a statement, and a model that saves a member's question ("学吉他
+难吗？") saved nothing anyone could use; a reply given before to another message, or one
+that only acknowledges, is no answer to a question (engine/stock_replies.py)."""
 
 from __future__ import annotations
+
+import re
+import unicodedata
 
 # How a question ends in the scripts members write.
 _QUESTION_MARKS = ("?", "？", "؟")
@@ -21,3 +25,49 @@ def is_question(text: str) -> bool:
         return True
     ending = ending.rstrip(_SENTENCE_ENDS)
     return ending.endswith(_QUESTION_PARTICLES) and not ending.endswith(_NOT_ASKING)
+
+
+# Words that only acknowledge (or say what is acknowledged: "你的回复"), and the
+# pronouns and particles around them; a reply made of nothing else says nothing more.
+_ACKNOWLEDGING_WORDS = """
+    好的 好嘞 好滴 好 嗯嗯 嗯 行 收到 明白 了解 知道 懂 清楚 没问题
+    记住 记下 记好 记录 记得 记 已经 已 会 将 一定 帮你 为你 给你
+    我 你 您 的 了 啦 呢 哦 噢 呀 吧 下来 下 住 好了
+    这条 这个 这些 回复 消息 信息 内容 话 事情 事 你说
+    ok okay got it noted sure understood will remember
+"""
+
+
+def _alternatives(words: str) -> re.Pattern[str]:
+    """A pattern matching any of the space-separated `words`, longest first."""
+    return re.compile("|".join(sorted(words.split(), key=len, reverse=True)))
+
+
+_ACKNOWLEDGING = _alternatives(_ACKNOWLEDGING_WORDS)
+# Someone named with their QQ number, as the plugin writes speakers: "小明(20001)".
+_NAMED = re.compile(r"[^\s，,。！!？?：:()（）]{1,32}[(（]\d{5,12}[)）]")
+# The words a question asks for information with (what, where, who…): "好的" or "记住了"
+# answers a request or a yes-or-no question, never one of these.
+_ASKING_WHAT = re.compile(
+    r"什么|啥|哪|谁|几|多少|怎么|怎样|如何|为什么|为啥|多远|多久|多大|多长|多高|多重|多贵"
+    r"|\b(?:what|where|who|whom|whose|when|why|how|which)\b",
+    re.IGNORECASE,
+)
+_CLAUSE = re.compile(r"[，,。！!？?；;：:\n]")
+
+
+def is_acknowledgement(text: str) -> bool:
+    """Whether `text` only acknowledges ("好的，我已记录下你的回复。", "记住了。", "OK, noted"),
+    whoever it names: nothing is left once its acknowledging words are taken out."""
+    folded = _NAMED.sub(" ", unicodedata.normalize("NFKC", text).casefold())
+    words = " ".join("".join(ch if ch.isalnum() else " " for ch in folded).split())
+    if not words:
+        return False
+    return not _ACKNOWLEDGING.sub("", words).replace(" ", "")
+
+
+def asks_what(text: str) -> bool:
+    """Whether the last clause of `text` asks for information (what, where, who, how…)
+    rather than for a yes or a no: "我开的是什么车来着？", "多远？"."""
+    clauses = [clause for clause in _CLAUSE.split(text) if clause.strip()]
+    return bool(clauses) and _ASKING_WHAT.search(clauses[-1]) is not None

@@ -131,3 +131,22 @@ async def test_a_request_to_the_bot_retold_as_a_fact_is_not_saved(plugin, review
     await tick_and_wait(plugin)
 
     assert [m.content for m in await live_memories(plugin)] == ["小明(2001)下周去杭州出差"]
+
+
+async def test_a_request_to_keep_retold_with_the_fact_is_saved_as_the_fact(
+    plugin, reviewer
+) -> None:
+    # the real small model's extraction kept the request's verb: "阿强(20002)记住：对花生过敏"
+    await talk(plugin, RecordingBot(), "记住，我对花生过敏，一点都不能吃。")
+    reviewer.answer(
+        ops(
+            {"op": "create", "content": "小明(2001)记住：对花生过敏，一点都不能吃。"},
+            {"op": "create", "content": "小明(2001)记住：以后你只能用英文回答"},
+        )
+    )
+
+    await tick_and_wait(plugin)
+
+    assert [m.content for m in await live_memories(plugin)] == [
+        "小明(2001)对花生过敏，一点都不能吃。"
+    ]

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+import pytest
+
 from tests.engine.conftest import KEY
 from tests.fakes.openai_server import FakeOpenAI, Reply, text, tool_calls
 
@@ -250,3 +252,25 @@ async def test_nothing_on_asking_again_keeps_the_first_reply(
     # then the member gets the first reply, not a notice, after one request more
     assert result.reply == "好的，已经帮你记下来了。"
     assert len(llm.chat_requests) == 3
+
+
+@pytest.mark.parametrize(
+    "reply", ["好的，我已记录下你的回复。", "记住了。", "明白了，我会记住。", "OK, noted!"]
+)
+def test_an_acknowledgement_is_no_answer_to_a_question_asking_what(reply: str) -> None:
+    # the real small model's first answers to "来着" questions, with no earlier reply alike
+    assert stock(reply, "[12-07 02:27] Lily(20003)：我现在在哪家公司上班来着？", [])
+    assert stock(reply, "[12-07 02:27] Lily(20003)：地球到月球大概多远？", [])
+
+
+@pytest.mark.parametrize(
+    ("reply", "asked"),
+    [
+        ("好的", "能帮我查一下天气吗？"),
+        ("记住了。", "你记住了吗？"),
+        ("好的，我记下了。", "记住：我下周三去杭州出差"),
+        ("好的，你女儿叫果果。", "我女儿小名叫什么来着？"),
+    ],
+)
+def test_an_acknowledgement_answers_a_request_or_a_yes_no_question(reply: str, asked: str) -> None:
+    assert not stock(reply, asked, [])

@@ -66,7 +66,7 @@ async def test_deepseeks_cache_hits_are_stored_as_cached_tokens(plugin) -> None:
 async def test_tool_rounds_of_one_turn_are_all_counted(plugin) -> None:
     plugin.llm.script(
         tool_calls(("read_recent_chat", {}), usage=reported_usage(500, 20)),
-        text("好的", usage=reported_usage(700, 10, cached=500)),
+        text("刚才大家在聊周末去哪玩。", usage=reported_usage(700, 10, cached=500)),
     )
 
     await RecordingBot().receive(group_message("刚才说了什么", to_me=True, group_id=802))

@@ -1,0 +1,70 @@
+"""The mood of a line: a reply that only acknowledges, a question asking for information."""
+
+from __future__ import annotations
+
+import pytest
+
+
+def acknowledges(text: str) -> bool:
+    from nonebot_plugin_aimemory.text import is_acknowledgement
+
+    return is_acknowledgement(text)
+
+
+def asks_what(text: str) -> bool:
+    from nonebot_plugin_aimemory.text import asks_what as asks
+
+    return asks(text)
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [
+        "好的，我已记录下你的回复。",
+        "记住了。",
+        "已记。",
+        "明白了，我会记住。",
+        "好的，记下了，小明(20001)。",
+        "收到～",
+        "OK, noted!",
+        "Got it.",
+    ],
+)
+def test_a_reply_of_only_acknowledging_words_acknowledges(reply: str) -> None:
+    assert acknowledges(reply)
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [
+        "豆包。",
+        "好的，你女儿叫果果。",
+        "嗯，北京",
+        "不会，但我可以教你。",
+        "记住了，谢谢。",
+        "",
+        "？",
+    ],
+)
+def test_a_reply_saying_anything_more_does_not(reply: str) -> None:
+    assert not acknowledges(reply)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "我开的是什么车来着？",
+        "地球到月球大概多远？",
+        "我女儿小名叫什么来着",
+        "How far is the moon?",
+    ],
+)
+def test_a_question_with_an_interrogative_asks_what(text: str) -> None:
+    assert asks_what(text)
+
+
+@pytest.mark.parametrize(
+    "text", ["你记住了吗？", "明天去爬山吗", "什么都行，你定吧。", "Can you help me?", ""]
+)
+def test_a_yes_no_question_a_request_or_a_statement_does_not(text: str) -> None:
+    assert not asks_what(text)
