@@ -34,7 +34,7 @@ _ACKNOWLEDGING_WORDS = """
     记住 记下 记好 记录 记得 记 已经 已 会 将 一定 帮你 为你 给你
     我 你 您 的 了 啦 呢 哦 噢 呀 吧 下来 下 住 好了
     这条 这个 这些 回复 消息 信息 内容 话 事情 事 你说
-    ok okay got it noted sure understood will remember
+    ok okay got it noted sure understood will remember i you your this that
 """
 
 
@@ -44,24 +44,29 @@ def _alternatives(words: str) -> re.Pattern[str]:
 
 
 _ACKNOWLEDGING = _alternatives(_ACKNOWLEDGING_WORDS)
+# The acknowledging words that speak of noting something.
+_NOTING = re.compile(r"记|noted|remember")
 # Someone named with their QQ number, as the plugin writes speakers: "小明(20001)".
 _NAMED = re.compile(r"[^\s，,。！!？?：:()（）]{1,32}[(（]\d{5,12}[)）]")
 # The words a question asks for information with (what, where, who…): "好的" or "记住了"
-# answers a request or a yes-or-no question, never one of these.
+# answers a request or a yes-or-no question, never one of these. "怎么样", "如何" and "how
+# about" also ask for a yes ("周末去爬山怎么样？" → "好的") and are left out.
 _ASKING_WHAT = re.compile(
-    r"什么|啥|哪|谁|几|多少|怎么|怎样|如何|为什么|为啥|多远|多久|多大|多长|多高|多重|多贵"
-    r"|\b(?:what|where|who|whom|whose|when|why|how|which)\b",
+    r"什么|啥|哪|谁|几|多少|怎么(?!样)|为什么|为啥|多远|多久|多大|多长|多高|多重|多贵"
+    r"|\b(?:what|where|who|whom|whose|when|why|which)\b|\bhow\b(?!\s+about)",
     re.IGNORECASE,
 )
 _CLAUSE = re.compile(r"[，,。！!？?；;：:\n]")
 
 
 def is_acknowledgement(text: str) -> bool:
-    """Whether `text` only acknowledges ("好的，我已记录下你的回复。", "记住了。", "OK, noted"),
-    whoever it names: nothing is left once its acknowledging words are taken out."""
+    """Whether `text` only says it noted something ("好的，我已记录下你的回复。", "记住了。",
+    "OK, noted"), whoever it names: nothing is left once its acknowledging words are taken
+    out, and one of them speaks of noting. A bare "好的" or "收到" is how people answer a
+    suggestion, and is left alone."""
     folded = _NAMED.sub(" ", unicodedata.normalize("NFKC", text).casefold())
     words = " ".join("".join(ch if ch.isalnum() else " " for ch in folded).split())
-    if not words:
+    if _NOTING.search(words) is None:
         return False
     return not _ACKNOWLEDGING.sub("", words).replace(" ", "")
 

@@ -116,8 +116,8 @@ async def model_calls(
     plugin, bot: RecordingBot, name: str, arguments: dict[str, Any], *, group_id: int = GROUP_ID
 ) -> str:
     """Someone in the group asks the bot something; the model answers by calling tool
-    `name` once, then says 好的. Returns the tool result the model was shown."""
-    plugin.llm.script(tool_calls((name, arguments)), text("好的"))
+    `name` once, then says 我查了一下. Returns the tool result the model was shown."""
+    plugin.llm.script(tool_calls((name, arguments)), text("我查了一下。"))
     await bot.receive(said("帮我查一下", to_me=True, group_id=group_id))
     result = plugin.llm.last_messages()[-1]
     assert result["role"] == "tool", result

@@ -25,12 +25,11 @@ def asks_what(text: str) -> bool:
         "已记。",
         "明白了，我会记住。",
         "好的，记下了，小明(20001)。",
-        "收到～",
         "OK, noted!",
-        "Got it.",
+        "Got it, I will remember.",
     ],
 )
-def test_a_reply_of_only_acknowledging_words_acknowledges(reply: str) -> None:
+def test_a_reply_that_only_says_it_noted_something_acknowledges(reply: str) -> None:
     assert acknowledges(reply)
 
 
@@ -64,7 +63,16 @@ def test_a_question_with_an_interrogative_asks_what(text: str) -> None:
 
 
 @pytest.mark.parametrize(
-    "text", ["你记住了吗？", "明天去爬山吗", "什么都行，你定吧。", "Can you help me?", ""]
+    "text",
+    [
+        "你记住了吗？",
+        "明天去爬山吗",
+        "周末去爬山怎么样？",
+        "什么都行，你定吧。",
+        "Can you help me?",
+        "How about pizza?",
+        "",
+    ],
 )
 def test_a_yes_no_question_a_request_or_a_statement_does_not(text: str) -> None:
     assert not asks_what(text)
