@@ -130,28 +130,38 @@ def analyse(text: str, today: date | None = None) -> Query:
         folded = pattern.sub(" ", folded)
     if today is not None:
         periods.extend(_absolute_periods(folded, today))
-    return Query(query_terms(folded), tuple(dict.fromkeys(periods)), weak_query_terms(folded))
+    # Cut once: both kinds of term come from the same words (a search runs on every turn).
+    words = segmenter.words(folded)
+    terms = _content_terms_of(folded, words)
+    return Query(terms, tuple(dict.fromkeys(periods)), _weak_terms_of(words))
 
 
 def query_terms(text: str) -> tuple[str, ...]:
     """The distinct content terms of `text`, normalised as the index is (at most
     MAX_QUERY_TERMS): stopwords, function words and bigrams of a function character dropped."""
-    return tuple(itertools.islice(_content_terms(text), MAX_QUERY_TERMS))
+    return _content_terms_of(text, segmenter.words(text))
 
 
 def weak_query_terms(text: str) -> tuple[str, ...]:
     """The distinct function words of `text` (at most MAX_QUERY_TERMS), normalised as the
     index is; recall words ("记得", "remember") left out, they ask and never describe."""
+    return _weak_terms_of(segmenter.words(text))
+
+
+def _content_terms_of(text: str, words: list[str]) -> tuple[str, ...]:
+    return tuple(itertools.islice(_content_terms(text, words), MAX_QUERY_TERMS))
+
+
+def _weak_terms_of(words: list[str]) -> tuple[str, ...]:
     seen: dict[str, None] = {}
-    for word in segmenter.words(text):
+    for word in words:
         term = segmenter.normalised(word)
         if (is_stopword(word) or is_stopword(term)) and not is_recall_word(term):
             seen.setdefault(term)
     return tuple(itertools.islice(seen, MAX_QUERY_TERMS))
 
 
-def _content_terms(text: str) -> Iterator[str]:
-    words = list(segmenter.words(text))
+def _content_terms(text: str, words: list[str]) -> Iterator[str]:
     stop_spans = _stopword_spans(text, words)
     seen: set[str] = set()
     for word in words:

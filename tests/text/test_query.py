@@ -94,6 +94,15 @@ def test_a_piece_of_a_function_word_is_no_term(question: str, expected: tuple[st
     assert terms(question) == expected
 
 
+def test_a_question_keeps_its_function_words_apart_as_weak_terms() -> None:
+    from nonebot_plugin_aimemory.text.query import analyse
+
+    asked = analyse("你还记得我们说的那个火锅店吗？")
+
+    assert asked.terms == ("说", "火锅", "火锅店")
+    assert asked.weak_terms == ("你", "还", "我们", "的", "那个", "吗")  # 记得 only asks
+
+
 def test_fts5_syntax_is_just_words() -> None:
     assert terms('"火锅" OR * NEAR( -开会) AND NOT ^:') == ("火锅", "near", "开会")
 
