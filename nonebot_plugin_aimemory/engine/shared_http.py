@@ -11,6 +11,7 @@ without h2) gets HTTP/1.1 and a new connection per call, as before HTTP/2."""
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import logging
 import ssl
@@ -40,6 +41,8 @@ MAX_RESPONSE_BYTES = 16 * 1024 * 1024
 # (httpx's own decoders inflate a whole network read at once, ~64 MB from 64 KB of a bomb).
 ACCEPT_ENCODING = "gzip, deflate"
 INFLATE_PIECE_BYTES = 64 * 1024
+# Endpoints parsed and kept: a bot calls a handful (one per role at most).
+PARSED_URLS_CACHED = 16
 _WBITS = {"gzip": 16 + zlib.MAX_WBITS, "x-gzip": 16 + zlib.MAX_WBITS, "deflate": zlib.MAX_WBITS}
 
 
@@ -181,7 +184,7 @@ class SharedHttp:
         )
         host = urlsplit(url).hostname or url
         request = client.stream(
-            "POST", url, content=content, headers=request_headers, timeout=timeout
+            "POST", _parsed(url), content=content, headers=request_headers, timeout=timeout
         )
         async with request as response:
             inflater = _Inflater.for_encoding(response.headers.get("content-encoding", ""))
@@ -244,6 +247,12 @@ class _Inflater:
             raise TransportFailure(
                 "unreachable", f"DecodingError: truncated {self.encoding} body", retryable=True
             )
+
+
+@functools.lru_cache(maxsize=PARSED_URLS_CACHED)
+def _parsed(url: str) -> httpx.URL:
+    """`url` parsed once (httpx would parse the same few endpoints on every call)."""
+    return httpx.URL(url)
 
 
 def _zlib_wrapped(data: bytes) -> bool:
