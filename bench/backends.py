@@ -18,6 +18,7 @@ from typing import Any
 
 from nonebot.message import handle_event
 
+from bench import generated_chat as gen
 from bench import harness as h
 from bench.backends_children import (
     CHAT_GROUP_ID,
@@ -143,9 +144,9 @@ def exchanges(runtime: h.Runtime, rng: random.Random, tokens: int) -> list[tuple
     pairs: list[tuple[str, str]] = []
     total = 0
     while total < tokens:
-        name, user_id = rng.choice(h.SPEAKERS)
-        line = f"[2026-11-30 14:05] {name}({user_id})：{h.chat_line(rng, 50, 150)}"
-        pairs.append((line, h.chat_line(rng, 50, 150)))
+        name, user_id = rng.choice(gen.SPEAKERS)
+        line = f"[2026-11-30 14:05] {name}({user_id})：{gen.chat_line(rng, 50, 150)}"
+        pairs.append((line, gen.chat_line(rng, 50, 150)))
         total += sum(runtime.counter.count(t) + MESSAGE_OVERHEAD_TOKENS for t in pairs[-1])
     return pairs
 
@@ -162,7 +163,7 @@ class Turns:
 
     async def one(self, group_id: int) -> int:
         """Overhead of one addressed turn in ns: event in to `send_msg`, less the LLM."""
-        event = h.addressed(h.chat_line(self.rng, 50, 150), group_id, self.rng)
+        event = gen.addressed(gen.chat_line(self.rng, 50, 150), group_id, self.rng)
         self.llm_ns.clear()
         sent = self.bot.sent_count
         start = time.perf_counter_ns()
@@ -207,12 +208,12 @@ async def measure_turns(llm: FakeOpenAI, runtime: h.Runtime, sizes: Sizes) -> Fi
 
 
 async def measure_memories(
-    runtime: h.Runtime, sizes: Sizes, searched: Sequence[h.Memory], cold: Sequence[str]
+    runtime: h.Runtime, sizes: Sizes, searched: Sequence[gen.Memory], cold: Sequence[str]
 ) -> Figures:
     """Save the searched scope's memories, search it warm, then each of `cold` once."""
     service, scope = h.memory_service(runtime), h.group_key(CHAT_GROUP_ID)
 
-    async def save(memory: h.Memory) -> None:
+    async def save(memory: gen.Memory) -> None:
         outcome = await service.save(
             scope, memory.content, tags=memory.tags, user_id=memory.user_id
         )
@@ -221,9 +222,9 @@ async def measure_memories(
 
     saves = await h.timed(save, searched)
     rng, warmup = random.Random(200), sizes.memory_searches // 10
-    queries = h.distinct(rng, MEMORY_QUERIES, warmup + sizes.memory_searches)
+    queries = gen.distinct(rng, MEMORY_QUERIES, warmup + sizes.memory_searches)
     warm = await h.timed(lambda query: service.search(scope, query), queries)
-    firsts = h.distinct(rng, MEMORY_QUERIES, len(cold))
+    firsts = gen.distinct(rng, MEMORY_QUERIES, len(cold))
     loads = await h.timed(lambda i: service.search(cold[i], firsts[i]), range(len(cold)))
     return {
         **percentiles("save", saves),
@@ -234,16 +235,16 @@ async def measure_memories(
 
 def chat_queries(rng: random.Random, count: int) -> list[str]:
     """`count` distinct queries, each template used once before any repeats."""
-    found: dict[str, None] = dict.fromkeys(h.fill(rng, t) for t in CHAT_QUERIES)
+    found: dict[str, None] = dict.fromkeys(gen.fill(rng, t) for t in CHAT_QUERIES)
     while len(found) < count:
-        found[h.fill(rng, rng.choice(CHAT_QUERIES))] = None
+        found[gen.fill(rng, rng.choice(CHAT_QUERIES))] = None
     ordered = list(found)[:count]
     rng.shuffle(ordered)
     return ordered
 
 
 async def measure_running(
-    target: Target, sizes: Sizes, searched: Sequence[h.Memory], cold: Sequence[str]
+    target: Target, sizes: Sizes, searched: Sequence[gen.Memory], cold: Sequence[str]
 ) -> Figures:
     """Everything measured in this process on one backend: writes, searches, turns."""
     from nonebot_plugin_aimemory.conversation.warmup import text_tools_ready
@@ -324,7 +325,7 @@ async def run(bench: h.Bench) -> dict[str, float] | None:
     async with postgres_database() as url:
         postgres = Target("PostgreSQL", bench.work_dir / "postgresql" / "aimemory.db", url)
         seen: set[str] = set()
-        searched = h.memories(random.Random(201), SCOPE_MEMORIES, seen)
+        searched = gen.memories(random.Random(201), SCOPE_MEMORIES, seen)
         count = (sizes.memories - SCOPE_MEMORIES) // SCOPE_MEMORIES
         scopes = [h.group_key(FIRST_FILL_GROUP_ID + i) for i in range(count)]
         started = time.perf_counter()

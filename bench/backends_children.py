@@ -16,6 +16,7 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
+from bench import generated_chat as gen
 from bench import harness as h
 
 CHAT_GROUP_ID, WRITERS_GROUP_ID = 736_451_029, 736_451_030
@@ -187,7 +188,7 @@ async def writer_child(spec: dict[str, Any]) -> dict[str, float]:
     rng = random.Random(1000 + index)
     rows = chat_rows(rng, h.group_key(WRITERS_GROUP_ID), int(spec["rows"]))
     scopes = writer_scopes(index, int(spec["memories"]))
-    batches = [h.memories(rng, SCOPE_MEMORIES, set()) for _ in scopes]
+    batches = [gen.memories(rng, SCOPE_MEMORIES, set()) for _ in scopes]
     memories = [(scope, m) for scope, batch in zip(scopes, batches, strict=True) for m in batch]
     memories = memories[: int(spec["memories"])]
     figures: dict[str, float] = {}

@@ -10,7 +10,7 @@ from collections.abc import AsyncIterator, Sequence
 from contextlib import ExitStack, asynccontextmanager
 from pathlib import Path
 
-from bench import harness as h
+from bench import generated_chat as gen
 from bench.backends_children import SCOPE_MEMORIES
 
 
@@ -51,7 +51,7 @@ async def insert_fill_memories(path: Path, scopes: Sequence[str], seen: set[str]
     try:
         for scope in scopes:
             taken: set[str] = set()
-            for memory in h.memories(rng, SCOPE_MEMORIES, seen):
+            for memory in gen.memories(rng, SCOPE_MEMORIES, seen):
                 record = MemoryRecord(
                     *(new_id(taken), memory.content, normalize(memory.content)),
                     *(list(memory.tags), memory.user_id),

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from bench import generated_chat as gen
 from bench import harness as h
 from bench.footprint_bots import PEER, SELF_ID, Bot, BotSpec, Figures, running_bot
 from bench.footprint_db import Layout, build_database
@@ -72,10 +73,10 @@ def addressed_turns(layout: Layout, rng: random.Random, count: int) -> list[str]
     """`count` addressed turns: an @ in a group, or a private message."""
     groups = layout.group_ids()[:TURN_GROUPS]
     first_user = layout.personal_user_ids()[0]
-    speakers = [(first_user + i, h.POOLS["name"][i]) for i in range(SPEAKER_COUNT)]
+    speakers = [(first_user + i, gen.POOLS["name"][i]) for i in range(SPEAKER_COUNT)]
     events = []
     for _ in range(count):
-        line = h.chat_line(rng, 10, 80)
+        line = gen.chat_line(rng, 10, 80)
         chat = rng.randrange(len(groups) + PRIVATE_CHATS)
         if chat < len(groups):
             user_id, name = rng.choice(speakers)
@@ -87,12 +88,12 @@ def addressed_turns(layout: Layout, rng: random.Random, count: int) -> list[str]
 
 def burst_messages(sizes: Sizes, rng: random.Random) -> list[str]:
     """The unaddressed burst in one group: each user sends a few lines."""
-    names = [f"{rng.choice(h.POOLS['name'])}{i}" for i in range(sizes.burst_users)]
+    names = [f"{rng.choice(gen.POOLS['name'])}{i}" for i in range(sizes.burst_users)]
     users = [(FIRST_BURST_USER_ID + i, name) for i, name in enumerate(names)]
     senders = [users[i % len(users)] for i in range(sizes.burst)]
     rng.shuffle(senders)
     group_id = sizes.layout.group_ids()[0]
-    return [message_event(u, name, h.chat_line(rng, 10, 80), group_id) for u, name in senders]
+    return [message_event(u, name, gen.chat_line(rng, 10, 80), group_id) for u, name in senders]
 
 
 async def measure_started_bot(bot: Bot, sizes: Sizes, llm: FakeOpenAI) -> None:

@@ -11,6 +11,7 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
+from bench import generated_chat as gen
 from bench import harness as h
 
 GROUP_MEMORIES, PERSONAL_MEMORIES, GROUP_SHARE = 200, 100, 0.8
@@ -65,7 +66,7 @@ async def fill_memories(runtime: Any, layout: Layout, rng: random.Random) -> int
         while saved < target:
             if refused > MAX_DRAWS_FACTOR * layout.memories:
                 raise RuntimeError(f"too many refused saves ({refused}); last scope {scope}")
-            (memory,) = h.memories(rng, 1, seen)
+            (memory,) = gen.memories(rng, 1, seen)
             owner_id = owner or memory.user_id
             outcome = await service.save(scope, memory.content, tags=memory.tags, user_id=owner_id)
             saved += outcome.status == "saved"

@@ -10,6 +10,7 @@ import re
 import time
 from collections.abc import Callable
 
+from bench import generated_chat as gen
 from bench import harness as h
 from bench.guard_public import options, run_public
 from tests.guard.corpus import SHAPES, SPLITS, guard_rates
@@ -47,7 +48,7 @@ TRIGGER_WORDS = (
 _DIGIT_RUNS = re.compile(r"\d+")
 
 
-def memory_of(rng: random.Random, next_piece: Callable[[], str]) -> h.Memory:
+def memory_of(rng: random.Random, next_piece: Callable[[], str]) -> gen.Memory:
     """A memory of `MEMORY_CHARS` characters made of pieces, with a number now and then."""
     pieces: list[str] = []
     length = 0
@@ -56,10 +57,10 @@ def memory_of(rng: random.Random, next_piece: Callable[[], str]) -> h.Memory:
         pieces.append(piece)
         length += len(piece) + 1
     content = "。".join(pieces)[:MEMORY_CHARS]
-    return h.Memory(content, tuple(rng.sample(TAGS, 3)), str(rng.randint(10_000, 9_999_999_999)))
+    return gen.Memory(content, tuple(rng.sample(TAGS, 3)), str(rng.randint(10_000, 9_999_999_999)))
 
 
-def substring_scan(memory: h.Memory) -> bool:
+def substring_scan(memory: gen.Memory) -> bool:
     """The guard's baseline: lower case once, look for each trigger word."""
     text = " ".join((memory.content, *memory.tags)).lower()
     return any(word in text for word in TRIGGER_WORDS)
@@ -69,10 +70,10 @@ async def run(bench: h.Bench) -> None:
     """Time guard and masks on each kind of memory, then print figures and the verdict."""
     from nonebot_plugin_aimemory.guard import injection_reason_for_memory, mask_pii
 
-    def guard(memory: h.Memory) -> object:
+    def guard(memory: gen.Memory) -> object:
         return injection_reason_for_memory(memory.content, memory.tags, memory.user_id)
 
-    calls: dict[str, Callable[[h.Memory], object]] = {
+    calls: dict[str, Callable[[gen.Memory], object]] = {
         "guard": guard,
         "  baseline: substring scan": substring_scan,
         "masks": lambda memory: mask_pii(memory.content),
@@ -80,7 +81,7 @@ async def run(bench: h.Bench) -> None:
     }
     rng, count = random.Random(20261201), QUICK_MEMORIES if bench.quick else MEMORIES
     pieces: dict[str, Callable[[], str]] = {
-        "group chat": lambda: h.chat_line(rng, 20, 200),
+        "group chat": lambda: gen.chat_line(rng, 20, 200),
         "English": lambda: rng.choice(ENGLISH),
         "benign corpus (trigger words)": lambda: rng.choice(BENIGN),
     }

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from subprocess import PIPE
 from typing import Any
 
+from bench import generated_chat as gen
 from bench import harness as h
 
 CALLS_PER_BLOCK = 100
@@ -75,7 +76,7 @@ async def call_block(mode: str, base_url: str, tls: ssl.SSLContext, calls: int) 
     http = SharedHttp(30.0, tls=tls)
     _ = http.client  # made before the clock starts: its connections are what is measured
     client = LLMClient(http, Endpoint(base_url, h.API_KEY, "m"), timeout_seconds=30.0)
-    lines = [h.chat_line(random.Random(i), 40, 80) for i in range(calls)]
+    lines = [gen.chat_line(random.Random(i), 40, 80) for i in range(calls)]
     prompts = [[system("你是小忆"), user(line)] for line in lines]
     gc.collect()
     cpu_start, wall_start = time.process_time(), time.perf_counter()

@@ -14,6 +14,7 @@ import httpx
 from nonebot.message import handle_event
 from pydantic import SecretStr
 
+from bench import generated_chat as gen
 from bench import harness as h
 from tests.panel.browser import serving
 
@@ -56,16 +57,16 @@ async def fill(runtime: h.Runtime, rng: random.Random, chats: int) -> None:
     """`chats` groups with a stored window and chat-log rows, and one with 200 memories."""
     service, saved = h.memory_service(runtime), 0
     while saved < MEMORIES:
-        content = f"第{saved}条：{h.chat_line(rng, 20, 80)}"
+        content = f"第{saved}条：{gen.chat_line(rng, 20, 80)}"
         saved += (await service.save(h.group_key(MEMORY_GROUP), content)).status == "saved"
     writer, now = h.chat_log_writer(runtime), datetime.now(timezone.utc)
     for group in range(1, chats + 1):
         key = h.group_key(group)
-        pairs = [(h.chat_line(rng), h.chat_line(rng)) for _ in range(PAIRS_PER_WINDOW)]
+        pairs = [(gen.chat_line(rng), gen.chat_line(rng)) for _ in range(PAIRS_PER_WINDOW)]
         await h.prefill_history(runtime, key, pairs)
         for i in range(LOG_ROWS_PER_CHAT):
             at = now - timedelta(minutes=LOG_ROWS_PER_CHAT - i)
-            writer.add(h.chat_row(key, at, "user", h.chat_line(rng), ("2001", "小明")))
+            writer.add(h.chat_row(key, at, "user", gen.chat_line(rng), ("2001", "小明")))
         if group % 100 == 0:
             await writer.flush()
     await writer.flush()
@@ -76,7 +77,7 @@ async def keep_the_bot_busy(stop: asyncio.Event, rng: random.Random) -> int:
     bot, sent = h.CountingBot(), 0
     turns: set[asyncio.Task[None]] = set()
     while not stop.is_set():
-        event = h.addressed(h.chat_line(rng, 10, 60), BUSY_GROUPS[sent % len(BUSY_GROUPS)], rng)
+        event = gen.addressed(gen.chat_line(rng, 10, 60), BUSY_GROUPS[sent % len(BUSY_GROUPS)], rng)
         turn = asyncio.get_running_loop().create_task(handle_event(bot, event))
         turns.add(turn)
         turn.add_done_callback(turns.discard)

@@ -15,6 +15,7 @@ from typing import Any
 from nonebot.adapters.onebot.v11 import Message, MessageSegment
 from nonebot.message import handle_event
 
+from bench import generated_chat as gen
 from bench import harness as h
 from bench.prefix_reuse_real import real_options, run_real
 from tests.fakes.openai_server import FakeOpenAI, Reply, text, tool_calls
@@ -51,10 +52,10 @@ def fake_model(body: dict[str, Any], thinking: bool = False) -> Reply:
 
 def turn_message(rng: random.Random) -> Message:
     """One line of the conversation, sometimes with an @ or a QQ face."""
-    content = Message(MessageSegment.text(h.chat_line(rng, 10, 150)))
+    content = Message(MessageSegment.text(gen.chat_line(rng, 10, 150)))
     roll = rng.random()
     if roll < 0.15:
-        content = MessageSegment.at(rng.choice(h.SPEAKERS)[1]) + content
+        content = MessageSegment.at(rng.choice(gen.SPEAKERS)[1]) + content
     elif roll < 0.25:
         content += MessageSegment.face(14)
     return content
@@ -97,7 +98,7 @@ async def conversation(bench: h.Bench, label: str, turns: int) -> list[float]:
     async with h.plugin(bench, model, f"{label}.db", **settings) as (llm, runtime):
         llm.thinking_model = thinking
         for _ in range(turns):
-            await handle_event(bot, h.addressed(turn_message(rng), group_id, rng))
+            await handle_event(bot, gen.addressed(turn_message(rng), group_id, rng))
         values, requests, compressions = prefix_shares(llm, runtime.system_prompt_for(key))
         rejected = sum(1 for r in llm.requests if r.status >= 400)
     if len(requests) < turns or bot.sent_count != turns or rejected:

@@ -16,6 +16,7 @@ from typing import Any
 
 from nonebot.message import handle_event
 
+from bench import generated_chat as gen
 from bench import harness as h
 from bench.real_model_plugin import EventClock, Models, model_runtime
 from bench.real_model_proxy import Exchange, RecordingProxy, Upstream
@@ -171,14 +172,14 @@ async def converse(bench: h.Bench, models: Models, label: str, *, memories: bool
             started = time.monotonic()
             for turn in range(turns):
                 for _ in range(rng.randint(0, 3)):
-                    name, user_id = rng.choice(h.SPEAKERS)
-                    line = h.chat_line(rng, 10, 80)
+                    name, user_id = rng.choice(gen.SPEAKERS)
+                    line = gen.chat_line(rng, 10, 80)
                     event = group_message(
                         line, group_id=GROUP_ID, user_id=user_id, card=name, event_time=clock.next()
                     )
                     await handle_event(bot, event)
                 proxy.turn = turn
-                event = h.addressed(h.chat_line(rng, 10, 120), GROUP_ID, rng, clock.next())
+                event = gen.addressed(gen.chat_line(rng, 10, 120), GROUP_ID, rng, clock.next())
                 await handle_event(bot, event)
                 proxy.turn = None
             await proxy.settle(quiet_seconds=2.0, max_seconds=300.0)

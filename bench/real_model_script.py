@@ -6,7 +6,7 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 
-from bench import harness as h
+from bench import generated_chat as gen
 
 GROUP_ID = 739182465
 
@@ -237,6 +237,6 @@ def build_script(rng: random.Random, sizes: Sizes) -> Script:
         if slots and slots[0] == index:
             slots.pop(0)
     for _ in range(sizes.ambient):
-        line = Step(rng.choice(MEMBERS), h.chat_line(rng, 8, 60), "ambient")
+        line = Step(rng.choice(MEMBERS), gen.chat_line(rng, 8, 60), "ambient")
         steps.insert(rng.randint(1, len(steps)), line)
     return Script(tuple(facts), tuple(steerings), tuple(steps))
