@@ -24,6 +24,27 @@ def said(*pairs: tuple[str, str]) -> list[Message]:
     return [m for question, answer in pairs for m in (user(question), assistant(answer))]
 
 
+STOCK = "好的，已经帮你记下来了。"
+
+
+def repeats_unless_noted(when_noted: str, stock_line: str = STOCK) -> Any:
+    """A model that says `stock_line` to anything unless the note asks it not to."""
+
+    def respond(body: dict[str, Any]) -> Reply:
+        return text(when_noted if NOTE in str(body["messages"][-1]["content"]) else stock_line)
+
+    return respond
+
+
+def noted_bot(make_bot: Any) -> Any:
+    """A bot that asks a stock reply again with NOTE."""
+    from nonebot_plugin_aimemory.engine.answer_notes import AnswerNotes
+
+    bot = make_bot()
+    bot.notes = AnswerNotes(repeat=NOTE)
+    return bot
+
+
 def search_tool() -> Tool:
     """A search that finds nothing."""
     from nonebot_plugin_aimemory.engine.tools import Tool
@@ -94,18 +115,11 @@ def test_only_recent_replies_count() -> None:
 async def test_a_stock_reply_is_asked_for_again_with_the_note_on_that_request_only(
     llm: FakeOpenAI, make_bot: Any, store: DatabaseHistoryStore
 ) -> None:
-    from nonebot_plugin_aimemory.engine.answer_notes import AnswerNotes
     from nonebot_plugin_aimemory.engine.messages import user
 
     # given a model that says the same thing to anything, unless told not to
-    def copy_shapes(body: dict[str, Any]) -> Reply:
-        if NOTE in str(body["messages"][-1]["content"]):
-            return text("月球离地球大约 38 万公里。")
-        return text("好的，已经帮你记下来了。")
-
-    llm.responder = copy_shapes
-    bot = make_bot()
-    bot.notes = AnswerNotes(repeat=NOTE)
+    llm.responder = repeats_unless_noted("月球离地球大约 38 万公里。")
+    bot = noted_bot(make_bot)
     await bot.turn(user("记住我周三去杭州"))
     # when another question gets the same words
     result = await bot.turn(user("地球到月球多远？"))
@@ -124,18 +138,11 @@ async def test_a_stock_reply_is_asked_for_again_with_the_note_on_that_request_on
 async def test_a_short_stock_answer_to_a_question_is_asked_for_again(
     llm: FakeOpenAI, make_bot: Any
 ) -> None:
-    from nonebot_plugin_aimemory.engine.answer_notes import AnswerNotes
     from nonebot_plugin_aimemory.engine.messages import user
 
     # given a model that says "已记。" to anything unless told not to, as the real one did
-    def copy_shapes(body: dict[str, Any]) -> Reply:
-        if NOTE in str(body["messages"][-1]["content"]):
-            return text("咸的，配上辣油最香。")
-        return text("已记。")
-
-    llm.responder = copy_shapes
-    bot = make_bot()
-    bot.notes = AnswerNotes(repeat=NOTE)
+    llm.responder = repeats_unless_noted("咸的，配上辣油最香。", "已记。")
+    bot = noted_bot(make_bot)
     # when two requests get it, then a question does
     assert (await bot.turn(user("记住我对花生过敏"))).reply == "已记。"
     assert (await bot.turn(user("记住我在蓝鲸物流上班"))).reply == "已记。"
@@ -146,15 +153,13 @@ async def test_a_short_stock_answer_to_a_question_is_asked_for_again(
 
 
 async def test_a_stock_reply_is_asked_for_again_only_once(llm: FakeOpenAI, make_bot: Any) -> None:
-    from nonebot_plugin_aimemory.engine.answer_notes import AnswerNotes
     from nonebot_plugin_aimemory.engine.messages import user
 
-    llm.responder = lambda body: text("好的，已经帮你记下来了。")
-    bot = make_bot()
-    bot.notes = AnswerNotes(repeat=NOTE)
+    llm.responder = lambda body: text(STOCK)
+    bot = noted_bot(make_bot)
     await bot.turn(user("记住我周三去杭州"))
     result = await bot.turn(user("地球到月球多远？"))
-    assert result.reply == "好的，已经帮你记下来了。"
+    assert result.reply == STOCK
     assert len(llm.chat_requests) == 3
 
 
@@ -235,22 +240,15 @@ async def test_a_stock_reply_is_asked_again_as_a_plain_chat(llm: FakeOpenAI, mak
 async def test_nothing_on_asking_again_keeps_the_first_reply(
     llm: FakeOpenAI, make_bot: Any
 ) -> None:
-    from nonebot_plugin_aimemory.engine.answer_notes import AnswerNotes
     from nonebot_plugin_aimemory.engine.messages import user
 
     # given a model that repeats itself, then says nothing when asked again
-    def nothing_when_noted(body: dict[str, Any]) -> Reply:
-        if NOTE in str(body["messages"][-1]["content"]):
-            return text("")
-        return text("好的，已经帮你记下来了。")
-
-    llm.responder = nothing_when_noted
-    bot = make_bot()
-    bot.notes = AnswerNotes(repeat=NOTE)
+    llm.responder = repeats_unless_noted("")
+    bot = noted_bot(make_bot)
     await bot.turn(user("记住我周三去杭州"))
     result = await bot.turn(user("地球到月球多远？"))
     # then the member gets the first reply, not a notice, after one request more
-    assert result.reply == "好的，已经帮你记下来了。"
+    assert result.reply == STOCK
     assert len(llm.chat_requests) == 3
 
 
