@@ -20,13 +20,16 @@ if TYPE_CHECKING:
 
 _SAVED_ID = re.compile(r"^已保存记忆 #([0-9a-z]+) ")
 
+# What the model says after its tool round (no acknowledgement: that is no answer).
+AFTER_TOOLS = "我查了一下。"
+
 
 async def model_calls(
     plugin, bot: RecordingBot, event: MessageEvent, *calls: tuple[str, dict[str, Any]]
 ) -> list[str]:
     """The model answers `event` by calling `calls` in one round, then says 我查了一下; returns
     the tool results it was shown, in call order."""
-    plugin.llm.script(tool_calls(*calls), text("我查了一下。"))
+    plugin.llm.script(tool_calls(*calls), text(AFTER_TOOLS))
     await bot.receive(event)
     messages = plugin.llm.last_messages()
     results = [m for m in messages[-len(calls) :] if m["role"] == "tool"]

@@ -15,7 +15,7 @@ from nonebot.adapters.onebot.v11 import MessageEvent
 from tests.conftest import SUPERUSER_ID
 from tests.fakes.bots import RecordingBot
 from tests.fakes.events import group_message, private_message
-from tests.memory.helpers import command, model_calls_one, stored, stored_bodies
+from tests.memory.helpers import AFTER_TOOLS, command, model_calls_one, stored, stored_bodies
 from tests.memory.personal_helpers import (
     BRIEF_ANSWERS,
     CAKE,
@@ -136,7 +136,7 @@ async def test_a_save_about_them_is_refused_with_the_anonymous_note(plugin, user
     )
 
     assert result == NOT_SAVED
-    assert bot.sent_texts == ["好的"]
+    assert bot.sent_texts == [AFTER_TOOLS]
     assert await personal_scopes(plugin) == []
     assert await stored(plugin, GROUP_A_SCOPE) == []
 
