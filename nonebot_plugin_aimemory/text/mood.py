@@ -27,13 +27,14 @@ def is_question(text: str) -> bool:
     return ending.endswith(_QUESTION_PARTICLES) and not ending.endswith(_NOT_ASKING)
 
 
-# Words that only acknowledge (or say what is acknowledged: "你的回复"), and the
-# pronouns and particles around them; a reply made of nothing else says nothing more.
+# Words that only acknowledge (or say what is acknowledged: "你的回复", "之前的对话"), and
+# the pronouns and particles around them; a reply made of nothing else says nothing more.
 _ACKNOWLEDGING_WORDS = """
     好的 好嘞 好滴 好 嗯嗯 嗯 行 收到 明白 了解 知道 懂 清楚 没问题
     记住 记下 记好 记录 记得 记 已经 已 会 将 一定 帮你 为你 给你
     我 你 您 的 了 啦 呢 哦 噢 呀 吧 下来 下 住 好了
     这条 这个 这些 回复 消息 信息 内容 话 事情 事 你说
+    提问 问题 并 和 参考 之前 以前 对话 聊天 上下文 记忆
     ok okay got it noted sure understood will remember i you your this that
 """
 

@@ -25,6 +25,7 @@ def asks_what(text: str) -> bool:
         "已记。",
         "明白了，我会记住。",
         "好的，记下了，小明(20001)。",
+        "好的，我会记录你的提问并参考之前的对话内容。",
         "OK, noted!",
         "Got it, I will remember.",
     ],
