@@ -1,6 +1,7 @@
 """Stock replies: an answer that repeats one the model gave to another message of the
-window. Small models copy the shapes in their context ("好的，记下了" to a question about
-the moon), so such an answer is asked for once more, with a note on that request only.
+window, or the message itself, or that speaks about a question instead of answering it.
+Small models copy the shapes in their context ("好的，记下了" to a question about the
+moon), so such an answer is asked for once more, with a note on that request only.
 A copy of a tool result of the turn ("已保存记忆 #skpn …" as the answer) is no answer either."""
 
 from __future__ import annotations
@@ -53,7 +54,8 @@ def _dice(a: frozenset[str], b: frozenset[str]) -> float:
 
 def is_stock_reply(reply: str, asked: str, window: Sequence[Message]) -> bool:
     """Whether `reply` to the message `asked` repeats, word for word or nearly, a reply
-    the window holds to a different message, or the message itself."""
+    the window holds to a different message, or the message itself; or, to a question,
+    quotes it or only says it noted something."""
     shape = _bigrams(reply)
     asked_shape = _bigrams(asked)
     if _echoes(shape, asked_shape):
