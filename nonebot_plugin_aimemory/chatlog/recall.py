@@ -25,6 +25,7 @@ from collections.abc import Callable, Sequence
 from datetime import tzinfo
 
 from .. import prompts
+from ..memory import speaks_in_first_person
 from ..store import ChatRow, KeywordRanking
 from ..text import cut_first, fit_lines, segmenter
 from .lines import format_row
@@ -136,21 +137,18 @@ def _test_of(term: str) -> Callable[[str], bool]:
     a word ("go" in "going", not in "ago"), anything else anywhere (Chinese has no spaces)."""
     if term.isascii() and term.isalnum():
         starts_a_word = re.compile(rf"\b{re.escape(term)}").search
-        return lambda folded: starts_a_word(folded) is not None or _stems_to(term, folded)
+        # A normal form is not always a word's beginning ("lily" -> "lili").
+        return lambda folded: starts_a_word(folded) is not None or term in _latin_forms(folded)
     return lambda folded: term in folded
 
 
 _LATIN_WORD = re.compile(r"[a-z0-9]+")
 
 
-def _stems_to(term: str, folded: str) -> bool:
-    """Whether a Latin word of `folded` has `term` as its normal form, which is not always
-    its beginning ("lily" -> "lili", "parties" -> "parti")."""
-    return any(segmenter.normalised(word) == term for word in _LATIN_WORD.findall(folded))
-
-
-# A first-person pronoun, Chinese or English: the message speaks of its speaker.
-_FIRST_PERSON = re.compile(r"[我俺咱]|\b(?:i|me|my|mine|myself)\b", re.IGNORECASE)
+@functools.lru_cache(maxsize=FOLDED_ROWS_CACHED)
+def _latin_forms(folded: str) -> frozenset[str]:
+    """The normal forms of `folded`'s Latin words, read once a line, as it is folded."""
+    return frozenset(segmenter.normalised(word) for word in _LATIN_WORD.findall(folded))
 
 
 def asked_about(query: str, asker: str) -> str:
@@ -159,7 +157,7 @@ def asked_about(query: str, asker: str) -> str:
     with their name, and a name is what "我" stands for. Their name counts as a term like
     any other: it weighs little where they say much, and alone it recalls nothing of
     substance (a line must hold half the weight)."""
-    if not asker.strip() or _FIRST_PERSON.search(query) is None:
+    if not asker.strip() or not speaks_in_first_person(query):
         return query
     return f"{asker}\n{query}"
 

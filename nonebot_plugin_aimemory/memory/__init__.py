@@ -10,7 +10,7 @@ from .feature import LongTermMemory, MemoryOff, NoExtraction
 from .inject import NoRelevantMemories, RelevantMemories
 from .placement import memory_key_for
 from .requests import without_request
-from .rules import MISSING, Missing
+from .rules import MISSING, Missing, speaks_in_first_person
 from .service import MemoryFull, MemoryService, SaveOutcome, UpdateOutcome
 from .shared_guard import SharedScopeGuard
 
@@ -32,5 +32,6 @@ __all__ = [
     "attribution",
     "grounding",
     "memory_key_for",
+    "speaks_in_first_person",
     "without_request",
 ]
