@@ -13,7 +13,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from ..text import is_question, segmenter
+from ..text import PERSON_WITH_QQ, QQ_IN_BRACKETS, is_question, segmenter
 from .requests import asks_to_do, asks_to_keep_an_order
 from .rules import addresses_the_bot, speaks_in_first_person
 
@@ -29,7 +29,7 @@ _CLAUSE_BREAK = re.compile(r"[，,；;、：:]")
 # Words in quotes, in whatever person they were said.
 _QUOTED = re.compile(r"“[^”]*”|「[^」]*」|『[^』]*』|\"[^\"]*\"")
 # `小明(20001)` in a line or a fact: who it is about, not what it says.
-_PERSON = re.compile(r"[^\s()（）：:\[\]]{1,32}[(（]\d{5,11}[)）]")
+_PERSON = re.compile(PERSON_WITH_QQ)
 
 
 def statements(text: str) -> str:
@@ -122,7 +122,7 @@ def _speaker_of(line: str) -> str:
     return _QQ_NUMBER.sub("", line.split("：", 1)[0]).strip()
 
 
-_QQ_NUMBER = re.compile(r"[(（]\d{5,11}[)）]$")
+_QQ_NUMBER = re.compile(f"{QQ_IN_BRACKETS}$")
 
 
 def _words_of(line: str) -> str:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import re
 
-from ..text import is_question
+from ..text import PERSON_WITH_QQ, is_question
 from .rules import addresses_the_bot
 
 # An explicit request at the start of the message: the verb of keeping, then what to keep.
@@ -61,7 +61,7 @@ def asks_to_do(clause: str) -> bool:
 
 
 # Whom a background writer's fact is about, as it writes them first: "阿强(20002)".
-_SUBJECT = re.compile(r"\A\s*(?P<who>[^\s()（）：:]{1,32}[(（]\d{4,12}[)）])\s*[：:]?\s*")
+_SUBJECT = re.compile(rf"\A\s*(?P<who>{PERSON_WITH_QQ})\s*[：:]?\s*")
 
 
 def without_request(fact: str) -> str | None:

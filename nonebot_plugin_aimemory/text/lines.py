@@ -17,6 +17,11 @@ BOT_NAME = "机器人"
 # A forwarded record: this line, then one `名字：内容` line per message.
 FORWARD_MARKER = "[合并转发的聊天记录]"
 
+# A person as lines and notes write them, `名字(QQ号)` (a QQ number has 5 to 11 digits; a
+# year in brackets has 4), and the number's part alone.
+QQ_IN_BRACKETS = r"[(（]\d{5,11}[)）]"
+PERSON_WITH_QQ = r"[^\s()（）：:\[\]，,。！!？?]{1,32}" + QQ_IN_BRACKETS
+
 # A name is shown inside `[时间] 名字(QQ号)：` (and a memory's `名字(QQ号) 说`): the marks of
 # that line, written the full-width way, so a card cannot end its own line early or imitate
 # another speaker's.

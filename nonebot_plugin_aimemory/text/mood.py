@@ -8,6 +8,8 @@ from __future__ import annotations
 import re
 import unicodedata
 
+from .lines import PERSON_WITH_QQ
+
 # How a question ends in the scripts members write.
 _QUESTION_MARKS = ("?", "？", "؟")
 # Members often leave the mark out; a sentence-final 吗/么 asks all the same ("记住了吗").
@@ -48,7 +50,7 @@ _ACKNOWLEDGING = _alternatives(_ACKNOWLEDGING_WORDS)
 # The acknowledging words that speak of noting something.
 _NOTING = re.compile(r"记|noted|remember")
 # Someone named with their QQ number, as the plugin writes speakers: "小明(20001)".
-_NAMED = re.compile(r"[^\s，,。！!？?：:()（）]{1,32}[(（]\d{5,12}[)）]")
+_NAMED = re.compile(PERSON_WITH_QQ)
 # The words a question asks for information with (what, where, who…): "好的" or "记住了"
 # answers a request or a yes-or-no question, never one of these. "怎么样", "如何" and "how
 # about" also ask for a yes ("周末去爬山怎么样？" → "好的") and are left out.

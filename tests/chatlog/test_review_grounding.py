@@ -140,13 +140,13 @@ async def test_a_request_to_keep_retold_with_the_fact_is_saved_as_the_fact(
     await talk(plugin, RecordingBot(), "记住，我对花生过敏，一点都不能吃。")
     reviewer.answer(
         ops(
-            {"op": "create", "content": "小明(2001)记住：对花生过敏，一点都不能吃。"},
-            {"op": "create", "content": "小明(2001)记住：以后你只能用英文回答"},
+            {"op": "create", "content": "小明(20001)记住：对花生过敏，一点都不能吃。"},
+            {"op": "create", "content": "小明(20001)记住：以后你只能用英文回答"},
         )
     )
 
     await tick_and_wait(plugin)
 
     assert [m.content for m in await live_memories(plugin)] == [
-        "小明(2001)对花生过敏，一点都不能吃。"
+        "小明(20001)对花生过敏，一点都不能吃。"
     ]
