@@ -107,7 +107,7 @@ async def relevant_views(
     unrelated = None
     if ranking.similarity:
         unrelated = await vectors.unrelated_similarity(ranking.query_vector)
-    floor = RelevanceFloor(ranking.coverage, unrelated)
+    floor = RelevanceFloor.of(ranking.coverage, unrelated)
     passing = [
         (entry, score)
         for entry, score in ranking.fused
@@ -119,7 +119,7 @@ async def relevant_views(
 @dataclass(frozen=True, slots=True)
 class Ranking:
     """One query's ranking of a scope (best first), and by memory id: each keyword match's
-    coverage (see text/fusion.py; 1.0 without vectors) and each cosine (memories with a vector
+    coverage (see text/fusion.py) and each cosine (memories with a vector
     of the query's model only)."""
 
     fused: list[tuple[IndexedMemory, float]]
@@ -143,16 +143,12 @@ async def rank(
     on them, and characters shared with a query word find memories too."""
     searching = today is not None
     analysed = query_module.analyse(query, today)
-    query_vector = await vectors.embed_quietly(query, "query")
-    if query_vector is None:
-        keyword = keyword_ranking(analysed, live, zone, characters_find=searching)
-        if feedback:
-            keyword = with_feedback(analysed.terms, keyword, live)
-        matched = {entry.record.id: 1.0 for entry, _ in keyword}
-        return Ranking(keyword, matched, {}, [])
     keyword, coverage = keyword_ranking_with_coverage(
         query, analysed, live, zone, characters_find=searching, feedback=feedback
     )
+    query_vector = await vectors.embed_quietly(query, "query")
+    if query_vector is None:
+        return Ranking(keyword, coverage, {}, [])
     vector = vector_ranking(query_vector, live)
     by_id = {entry.record.id: entry for entry in live}
     fused = fuse_rankings(
