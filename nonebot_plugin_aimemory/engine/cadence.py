@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from .compressor import CompressionPolicy
+    from .compressor import FoldAim
 
 logger = logging.getLogger("nonebot_plugin_aimemory")
 
@@ -24,7 +24,7 @@ class FoldCadence:
     once the window regrew part of the way back to the threshold (REFOLD_SHARE). One that
     fell short (system prompt and tools leave no room: the request is still above the
     landing point, maybe above the threshold) lets truncation do the work until the
-    conversation added the policy's `refold_tokens`, so the compressor never runs on every
+    conversation added the aim's `refold_tokens`, so the compressor never runs on every
     turn."""
 
     fell_short: bool = False
@@ -48,22 +48,20 @@ class FoldCadence:
         """A compaction may call the compressor rather than truncate."""
         return not self.fell_short or self.due(window_tokens)
 
-    def after_fold(
-        self, window_tokens: int, request_tokens: int, policy: CompressionPolicy
-    ) -> None:
+    def after_fold(self, window_tokens: int, request_tokens: int, aim: FoldAim) -> None:
         """Start counting after a fold that left a request of `request_tokens`."""
-        self.fell_short = request_tokens > policy.landing_tokens
-        room = policy.trigger_tokens - request_tokens
-        self.regrow_tokens = policy.refold_tokens if self.fell_short else int(room * REFOLD_SHARE)
+        self.fell_short = request_tokens > aim.landing_tokens
+        room = aim.trigger_tokens - request_tokens
+        self.regrow_tokens = aim.refold_tokens if self.fell_short else int(room * REFOLD_SHARE)
         self._grown_tokens = 0
         self._mark_tokens = window_tokens
 
     def after_fold_of(
-        self, key: str, window_tokens: int, request_tokens: int, policy: CompressionPolicy
+        self, key: str, window_tokens: int, request_tokens: int, aim: FoldAim
     ) -> None:
         """`after_fold`, warning when the fold fell short of its landing point, since
         truncation then keeps the window down until it regrew."""
-        self.after_fold(window_tokens, request_tokens, policy)
+        self.after_fold(window_tokens, request_tokens, aim)
         if self.fell_short:
             logger.warning(
                 "%s: ~%d tokens after folding, above the %d a fold aims for (threshold %d; "
@@ -71,8 +69,8 @@ class FoldCadence:
                 "window grew by %d tokens",
                 key,
                 request_tokens,
-                policy.landing_tokens,
-                policy.trigger_tokens,
+                aim.landing_tokens,
+                aim.trigger_tokens,
                 request_tokens - window_tokens,
                 self.regrow_tokens,
             )

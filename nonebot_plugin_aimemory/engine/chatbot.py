@@ -267,8 +267,8 @@ class ChatBot:
             self._cadence.after_truncation(before_tokens, self.window.tokens)
         else:
             request_tokens = self.estimate_window_tokens()
-            policy = self.compressor.policy
-            self._cadence.after_fold_of(self.key, self.window.tokens, request_tokens, policy)
+            aim = self.compressor.aim(request_tokens - self.window.tokens)
+            self._cadence.after_fold_of(self.key, self.window.tokens, request_tokens, aim)
 
     def _over_threshold(self) -> bool:
         """The last prompt was over the threshold and the window regrew since the last fold

@@ -92,8 +92,29 @@ class CompressionPolicy:
 
     @property
     def landing_tokens(self) -> float:
-        """The request size, in tokens, a fold aims to leave."""
+        """The request size, in tokens, a fold aims to leave beside a small fixed prompt."""
         return self.trigger_tokens * self.landing
+
+    def aim(self, head_tokens: float = 0) -> FoldAim:
+        """Where a fold aims when the least it can leave is `head_tokens` (system prompt,
+        tools, a summary at its cap): `landing_tokens`, or, when that leaves no room for a
+        verbatim tail, halfway from the head to the trigger. Measured with a real 1.5B model
+        at a 2 000-token budget (system prompt and tools 1 028): the plain landing point was
+        below the fixed part, every fold fell short, kept no tail, and handed over to
+        truncation, which drops what it cuts from the window and the summary alike. A head
+        at the trigger leaves nothing reachable: the plain landing point, for truncation."""
+        landing = self.landing_tokens
+        if landing <= head_tokens < self.trigger_tokens:
+            landing = (head_tokens + self.trigger_tokens) / 2
+        return FoldAim(self.trigger_tokens, landing)
+
+
+@dataclass(frozen=True, slots=True)
+class FoldAim:
+    """The request sizes, in tokens, at which a fold starts and where it aims to land."""
+
+    trigger_tokens: float
+    landing_tokens: float
 
     @property
     def refold_tokens(self) -> int:
@@ -200,12 +221,20 @@ class Compressor:
         `keep_recent_tokens`, less when the folded request (summary at its cap) would land
         above the policy's landing point, or, for a tail set explicitly, above the threshold."""
         policy = self.policy
+        head = self._head_tokens(fixed_tokens)
+        ceiling = policy.aim(head).landing_tokens if policy.fit_tail else policy.trigger_tokens
+        return max(0, min(policy.keep_recent_tokens, int(ceiling) - head))
+
+    def aim(self, fixed_tokens: int) -> FoldAim:
+        """Where a fold beside `fixed_tokens` of system prompt and tools aims to land."""
+        return self.policy.aim(self._head_tokens(fixed_tokens))
+
+    def _head_tokens(self, fixed_tokens: int) -> int:
+        """The least a fold leaves: the fixed part and a summary at its cap."""
         if self._summary_frame_tokens is None:
             frame = summary_messages("", self.prompts)
             self._summary_frame_tokens = sum(message_tokens(m, self.counter) for m in frame)
-        head = fixed_tokens + policy.summary_max_tokens + self._summary_frame_tokens
-        ceiling = policy.landing_tokens if policy.fit_tail else policy.trigger_tokens
-        return max(0, min(policy.keep_recent_tokens, int(ceiling) - head))
+        return fixed_tokens + self.policy.summary_max_tokens + self._summary_frame_tokens
 
     async def compact(
         self,

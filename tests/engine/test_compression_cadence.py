@@ -142,6 +142,29 @@ async def test_a_fold_beside_a_long_system_prompt_lands_at_half_the_budget(
     assert bot.window.messages[2:]
 
 
+async def test_a_system_prompt_above_the_landing_point_still_leaves_a_verbatim_tail(
+    llm, http, store
+) -> None:
+    # given a 2k budget whose system prompt (~1 030 tokens) is above where a fold lands beside
+    # a small one (1 000), as the plugin's prompt and tools are (a real 1.5B model's run)
+    system_prompt = "你是测试助手。" + "回答要简短，用中文，不要使用 Markdown。" * 57
+    bot = make_bot(
+        llm, http, store, budget=2000, system_prompt=system_prompt, summary_max_tokens=300
+    )
+    await chat(bot, LONG_LINE)
+    assert bot.compressor is not None
+    assert fixed_tokens(bot) > bot.compressor.policy.landing_tokens
+    # when a member tells a fact on each of 30 turns (fewer than a summary at its cap holds)
+    for i in range(30):
+        await chat(bot, f"#fact{i}:事{i} {LONG_LINE}")
+    # then a fold keeps the latest exchanges verbatim (it kept none: the window was the
+    # summary alone), and every fact is in the summary or the window
+    assert bot.stats.count >= 2
+    assert bot.compressor.tail_tokens(fixed_tokens(bot)) > 0
+    kept = (bot.summary or "") + "".join(m.text for m in bot.window.messages)
+    assert [i for i in range(30) if f"#fact{i}:事{i}" not in kept] == []
+
+
 # --------------------------------------------------------------------------- cadence
 
 
@@ -222,7 +245,7 @@ async def test_folding_resumes_once_the_conversation_grew_by_the_refold_tokens(
     # given a fold that fell short of its landing point
     bot = make_bot(llm, http, store, budget=TIGHT_BUDGET, system_prompt=LONG_SYSTEM_PROMPT)
     assert bot.compressor is not None
-    refold_tokens = bot.compressor.policy.refold_tokens
+    refold_tokens = bot.compressor.aim(fixed_tokens(bot)).refold_tokens
     while bot.stats.count == 0:
         await chat(bot, LONG_LINE)
     # when the conversation goes on until the next fold
@@ -249,10 +272,10 @@ def test_growth_before_a_truncation_counts_toward_the_next_fold() -> None:
     # and was truncated to 150
     policy = CompressionPolicy.for_budget(1000)
     cadence = FoldCadence()
-    cadence.after_fold(100, 900, policy)
+    cadence.after_fold(100, 900, policy.aim())
     assert cadence.fell_short
     cadence.after_truncation(250, 150)
-    still_needed = policy.refold_tokens - 150
+    still_needed = policy.aim().refold_tokens - 150
     # when the window grows by what is still needed, then (not before) it may fold again
     assert not cadence.may_fold(150 + still_needed - 1)
     assert cadence.may_fold(150 + still_needed)
@@ -263,7 +286,7 @@ def test_a_window_cleared_after_a_fold_may_fold_at_once() -> None:
     from nonebot_plugin_aimemory.engine.compressor import CompressionPolicy
 
     cadence = FoldCadence()
-    cadence.after_fold(300, 900, CompressionPolicy.for_budget(1000))
+    cadence.after_fold(300, 900, CompressionPolicy.for_budget(1000).aim())
     assert not cadence.due(310)
     assert cadence.due(0)
     assert cadence.may_fold(0)
