@@ -78,30 +78,30 @@ class RecalledLines:
     async def _evidenced_rows(
         self, session_key: str, query: str, seen: Sequence[str]
     ) -> list[ChatRow]:
-        index = self.chat_log.store.index
         # Not flushed first, so a turn costs no write: a line said within the last flush
         # interval (a second by default) is not recalled, being just above the question.
-        ranking = await index.ranking(session_key, query, CANDIDATE_ROWS)
-        if not ranking.scored:
+        # One call on the database reads the ranking, its rows and the log's span.
+        ranked = await self.chat_log.store.ranked_rows(session_key, query, CANDIDATE_ROWS)
+        if not ranked.ranking.scored:
             return []
-        evidence = _Evidence(await self._term_weights(ranking))
+        evidence = _Evidence(_term_weights(ranked.ranking, ranked.logged_rows))
         found: list[ChatRow] = []
-        for row in await self.chat_log.store.rows_by_id([row_id for row_id, _ in ranking.scored]):
+        for row in ranked.rows:
             if _recallable(row, session_key) and evidence.held_by(row) and not _in(row, seen):
                 found.append(row)
             if len(found) == self.rows:
                 break
         return found
 
-    async def _term_weights(self, ranking: KeywordRanking) -> dict[str, float]:
-        # The terms and their row counts as the ranking read them: no second look-up.
-        counts = ranking.term_counts
-        logged = max([await self.chat_log.store.index.logged_rows(), *counts.values()])
-        # The message counts as one more row holding its terms (it may not be written yet):
-        # a word no earlier line holds weighs most, and no line can match it.
-        return {
-            term: math.log1p((logged + 1) / (counts.get(term, 0) + 1)) for term in ranking.terms
-        }
+
+def _term_weights(ranking: KeywordRanking, logged_rows: int) -> dict[str, float]:
+    """Each of the message's terms weighed by how few of the session's rows hold it."""
+    # The terms and their row counts as the ranking read them: no second look-up.
+    counts = ranking.term_counts
+    logged = max([logged_rows, *counts.values()])
+    # The message counts as one more row holding its terms (it may not be written yet):
+    # a word no earlier line holds weighs most, and no line can match it.
+    return {term: math.log1p((logged + 1) / (counts.get(term, 0) + 1)) for term in ranking.terms}
 
 
 class _Evidence:

@@ -34,6 +34,12 @@ class Backend(Protocol):
         """Run one query and return all its rows, as tuples."""
         ...
 
+    async def read_all(self, work: Callable[[Connection], T]) -> T:
+        """Run the synchronous `work`, which only reads, in one call on the database: its
+        statements cost one hand-over to the database's thread, not one each (each sees
+        what is committed when it runs, as separate reads would)."""
+        ...
+
     async def write(self, work: Callable[[Connection], T]) -> T:
         """Run `work` in one transaction: committed when it returns, rolled back when it
         raises."""

@@ -40,7 +40,9 @@ async def feedback_matches(
     shares, held_by = candidate_words(best_terms, set(asked), prefix)
     if not shares:
         return []
-    counts = await postings.document_counts(sorted(shares))
+    counts = await database.read_all(
+        lambda connection: postings.document_counts(connection, sorted(shares))
+    )
     chosen = chosen_words(shares, held_by, counts, lambda rows: bm25_idf(logged_rows, rows))
     matches: list[TermMatch] = []
     rows = 0

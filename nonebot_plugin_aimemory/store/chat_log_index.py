@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from ..text import query
 from .backend import Backend
@@ -39,6 +40,38 @@ SCORED_ROWS_KEPT = 200
 REINDEX_BATCH_ROWS = 500
 
 
+@dataclass(frozen=True, slots=True)
+class _FirstRanking:
+    """A ranking as one call on the database reads it: the terms' matches (best first),
+    how many rows hold each term scored and each term, and each period's newest rows."""
+
+    matches: list[tuple[int, float]]
+    term_rows: tuple[int, ...]
+    counts: dict[str, int]
+    newest: list[list[int]]
+
+    def ranking(
+        self,
+        terms: Sequence[str],
+        boosts: Sequence[PeriodBoost],
+        scores: dict[int, float],
+        limit: int,
+    ) -> KeywordRanking:
+        """The best `limit` of `scores` (the matches, with any feedback added) and of the
+        periods' newest rows, which score their period's boost unless matched."""
+        for ids, boost in zip(self.newest, boosts, strict=True):
+            for row_id in ids:
+                scores.setdefault(row_id, boost.score)
+        best = sorted(scores, key=lambda row_id: (scores[row_id], row_id), reverse=True)
+        return KeywordRanking(
+            [(row_id, scores[row_id]) for row_id in best[:limit]],
+            list(boosts),
+            self.term_rows,
+            tuple(terms),
+            self.counts,
+        )
+
+
 class ChatLogIndex:
     """Searches of the index, and the re-indexing of rows an older release logged."""
 
@@ -68,25 +101,56 @@ class ChatLogIndex:
         await self.catch_up()
         terms = query.analyse(text).terms
         boosts = await self._period_boosts(session_key, periods)
-        scores: dict[int, float] = {}
-        term_rows: tuple[int, ...] = ()
-        counts: dict[str, int] = {}
-        if terms:
-            counts = await self.term_rows(session_key, terms)
-            depth = max(limit, SCORED_ROWS_KEPT) if feedback else limit
-            matches, term_rows = await self._ranked_matches(
-                session_key, terms, counts, boosts, limit, depth
+        if not terms and not boosts:
+            return KeywordRanking([], boosts, (), terms, {})
+        depth = max(limit, SCORED_ROWS_KEPT) if feedback else limit
+        first = await self.database.read_all(
+            lambda connection: self._first_ranking(
+                connection, session_key, terms, boosts, limit, depth
             )
-            scores.update(matches)
-            if feedback:
-                await self._add_feedback(session_key, terms, matches, boosts, scores)
-        for boost in boosts:
-            for row_id in await self._newest_within(session_key, boost, limit):
-                scores.setdefault(row_id, boost.score)
-        best = sorted(scores, key=lambda row_id: (scores[row_id], row_id), reverse=True)
-        return KeywordRanking(
-            [(row_id, scores[row_id]) for row_id in best[:limit]], boosts, term_rows, terms, counts
         )
+        scores = dict(first.matches)
+        if feedback and terms:
+            await self._add_feedback(session_key, terms, first.matches, boosts, scores)
+        return first.ranking(terms, boosts, scores, limit)
+
+    async def query_terms(self, text: str) -> tuple[str, ...]:
+        """The content terms `ranking` looks `text` up by (for `ranked_on`), once the rows
+        an older release logged are indexed."""
+        await self.catch_up()
+        return query.analyse(text).terms
+
+    def ranked_on(
+        self, connection: Connection, session_key: str, terms: Sequence[str], limit: int
+    ) -> KeywordRanking:
+        """`ranking` of `terms` without periods or feedback, read on `connection`: part of
+        a caller's one call on the database (`Backend.read_all`)."""
+        if not terms:
+            return KeywordRanking([], [], (), tuple(terms), {})
+        first = self._first_ranking(connection, session_key, terms, (), limit, limit)
+        return first.ranking(terms, (), dict(first.matches), limit)
+
+    def _first_ranking(
+        self,
+        connection: Connection,
+        session_key: str,
+        terms: Sequence[str],
+        boosts: Sequence[PeriodBoost],
+        limit: int,
+        depth: int,
+    ) -> _FirstRanking:
+        """What a ranking reads of the index, before any feedback: the terms' best `depth`
+        matches and their row counts, and each period's newest `limit` rows."""
+        counts: dict[str, int] = {}
+        matches: list[tuple[int, float]] = []
+        term_rows: tuple[int, ...] = ()
+        if terms:
+            counts = self._term_rows_on(connection, session_key, terms)
+            matches, term_rows = self._ranked_matches(
+                connection, session_key, terms, counts, boosts, limit, depth
+            )
+        newest = [_newest_within(connection, session_key, boost, limit) for boost in boosts]
+        return _FirstRanking(matches, term_rows, counts, newest)
 
     async def _add_feedback(
         self,
@@ -108,7 +172,10 @@ class ChatLogIndex:
             await self.logged_rows(),
             FEEDBACK_BUDGET_ROWS,
         )
-        for found in await self.postings.scored_each(feedback, FEEDBACK_BUDGET_ROWS):
+        found_each = await self.database.read_all(
+            lambda connection: self.postings.scored_each(connection, feedback, FEEDBACK_BUDGET_ROWS)
+        )
+        for found in found_each:
             for row_id, score in found:
                 base = scores.get(row_id)
                 scores[row_id] = (_boost_of(row_id, boosts) if base is None else base) + score
@@ -116,18 +183,21 @@ class ChatLogIndex:
     async def term_rows(self, session_key: str, terms: Sequence[str]) -> dict[str, int]:
         """How many of the session's rows hold each of `terms` (those no row holds left out)."""
         await self.catch_up()
+        return await self.database.read_all(
+            lambda connection: self._term_rows_on(connection, session_key, terms)
+        )
+
+    def _term_rows_on(
+        self, connection: Connection, session_key: str, terms: Sequence[str]
+    ) -> dict[str, int]:
         prefix = self.postings.prefix(session_key)
-        counts = await self.postings.document_counts([prefix + term for term in terms])
+        counts = self.postings.document_counts(connection, [prefix + term for term in terms])
         return {term: counts[prefix + term] for term in terms if counts.get(prefix + term)}
 
     async def logged_rows(self) -> int:
         """How many rows the log spans (every session's: bm25()'s N, as `_period_boosts`
         counts it), from the two ends of the id index."""
-        rows = await self.database.read(
-            "SELECT COALESCE((SELECT MAX(id) FROM chat_log) - (SELECT MIN(id) FROM chat_log) "
-            "+ 1, 0)"
-        )
-        return int(rows[0][0])
+        return await self.database.read_all(logged_rows_on)
 
     def index_rows(self, connection: Connection, rows: Sequence[tuple[int, str, str]]) -> None:
         """Index (id, speaker terms, text terms) rows of chat_log, in the caller's
@@ -139,8 +209,9 @@ class ChatLogIndex:
         the index, in the caller's transaction."""
         self.postings.unindex_rows(connection, where, params)
 
-    async def _ranked_matches(
+    def _ranked_matches(
         self,
+        connection: Connection,
         session_key: str,
         terms: Sequence[str],
         term_rows: dict[str, int],
@@ -160,16 +231,16 @@ class ChatLogIndex:
         scored = rarest_within(counts, prefixed, CANDIDATE_ROWS)
         matches = [TermMatch(tuple(scored))]
         if counts.get(scored[0], 0) > CANDIDATE_ROWS and len(prefixed) > 1:
-            matches, scored = await self._common_terms_match(counts, prefixed, limit)
+            matches, scored = self._common_terms_match(connection, counts, prefixed, limit)
         best: dict[int, float] = {}
         for match in matches:
-            for row_id, score in await self.postings.scored(match, boosts, depth):
+            for row_id, score in self.postings.scored(connection, match, boosts, depth):
                 best[row_id] = max(score, best.get(row_id, score))
         ranked = sorted(best.items(), key=lambda item: (item[1], item[0]), reverse=True)
         return ranked, tuple(counts.get(term, 0) for term in scored)
 
-    async def _common_terms_match(
-        self, counts: dict[str, int], terms: Sequence[str], limit: int
+    def _common_terms_match(
+        self, connection: Connection, counts: dict[str, int], terms: Sequence[str], limit: int
     ) -> tuple[list[TermMatch], list[str]]:
         """The matches to score, and their terms, for a query whose every term the session
         holds in thousands of rows ("which movies did you share", in a long chat about
@@ -183,7 +254,7 @@ class ChatLogIndex:
         chosen = ([rarest], ordered[:1])
         for width in range(2, len(ordered) + 1):
             together = TermMatch(tuple(ordered[:width]), every=True)
-            held = await self.postings.holding(together)
+            held = self.postings.holding(connection, together)
             if held < limit:
                 if width == 2:
                     return [together, rarest], ordered[:2]
@@ -213,14 +284,6 @@ class ChatLogIndex:
             if count:
                 boosts.append(PeriodBoost(int(first), int(last), bm25_idf(logged, count)))
         return boosts
-
-    async def _newest_within(self, session_key: str, boost: PeriodBoost, limit: int) -> list[int]:
-        rows = await self.database.read(
-            "SELECT id FROM chat_log WHERE session_key = ? AND refused = 0 "
-            "AND id BETWEEN ? AND ? ORDER BY id DESC LIMIT ?",
-            (session_key, boost.first_id, boost.last_id, limit),
-        )
-        return [int(row[0]) for row in rows]
 
     async def catch_up(self) -> None:
         """Index the rows an older release logged (the migration that changed the search
@@ -281,6 +344,25 @@ class ChatLogIndex:
             connection, [(row_id, *terms) for row_id, terms in rows if row_id in still_there]
         )
         connection.execute("UPDATE chat_log_reindex SET below_id = ?", (ids[-1],))
+
+
+def logged_rows_on(connection: Connection) -> int:
+    """`ChatLogIndex.logged_rows`, read on `connection`."""
+    (rows,) = connection.execute(
+        "SELECT COALESCE((SELECT MAX(id) FROM chat_log) - (SELECT MIN(id) FROM chat_log) + 1, 0)"
+    ).fetchone()
+    return int(rows)
+
+
+def _newest_within(
+    connection: Connection, session_key: str, boost: PeriodBoost, limit: int
+) -> list[int]:
+    rows = connection.execute(
+        "SELECT id FROM chat_log WHERE session_key = ? AND refused = 0 "
+        "AND id BETWEEN ? AND ? ORDER BY id DESC LIMIT ?",
+        (session_key, boost.first_id, boost.last_id, limit),
+    )
+    return [int(row[0]) for row in rows]
 
 
 def _boost_of(row_id: int, boosts: Sequence[PeriodBoost]) -> float:

@@ -73,31 +73,36 @@ class KeywordRanking:
 
 class Postings(Protocol):
     """A full-text index of the chat log: where each session's terms are looked up, scored
-    and kept up to date, in the store's transactions."""
+    and kept up to date. Its look-ups run on the connection a store's work is handed
+    (`Backend.read_all`), so that a search costs one call on the database."""
 
     def prefix(self, session_key: str) -> str:
         """What every indexed term of the session starts with (no other session's can)."""
         ...
 
-    async def document_counts(self, terms: Sequence[str]) -> dict[str, int]:
+    def document_counts(self, connection: Connection, terms: Sequence[str]) -> dict[str, int]:
         """How many indexed rows hold each of `terms` (prefixed) that any row holds."""
         ...
 
-    async def holding(self, match: TermMatch) -> int:
+    def holding(self, connection: Connection, match: TermMatch) -> int:
         """How many indexed rows `match` finds."""
         ...
 
-    async def scored(
-        self, match: TermMatch, boosts: Sequence[PeriodBoost], limit: int
+    def scored(
+        self,
+        connection: Connection,
+        match: TermMatch,
+        boosts: Sequence[PeriodBoost],
+        limit: int,
     ) -> list[tuple[int, float]]:
         """The best `limit` rows of `match`: bm25() plus the boost of the period a row was
         said in, best first, ties newest (highest id) first."""
         ...
 
-    async def scored_each(
-        self, matches: Sequence[TermMatch], limit: int
+    def scored_each(
+        self, connection: Connection, matches: Sequence[TermMatch], limit: int
     ) -> list[list[tuple[int, float]]]:
-        """`scored` of each match without boosts, in one round trip where the database can
+        """`scored` of each match without boosts, in one statement where the database can
         (the feedback terms: a handful of single-term matches)."""
         ...
 

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from .backend import Backend
-from .chat_log_index import ChatLogIndex, row_terms
+from .chat_log_index import ChatLogIndex, KeywordRanking, logged_rows_on, row_terms
 from .chat_log_vectors import ChatLogVectorStore, forget_vectors
 from .connection import Connection
 from .job_locks import Job, claim_job
@@ -35,6 +35,16 @@ class ChatRow:
 
 
 _COLUMNS = "id, session_key, created_at, speaker_id, speaker_name, role, text, addressed, refused"
+
+
+@dataclass(frozen=True, slots=True)
+class RankedRows:
+    """A keyword ranking of one session, its rows (best first, those still there) and how
+    many rows the log spans (bm25()'s N), read together (`ChatLogStore.ranked_rows`)."""
+
+    ranking: KeywordRanking
+    rows: list[ChatRow]
+    logged_rows: int
 
 
 def _row(raw: Sequence[object]) -> ChatRow:
@@ -216,12 +226,24 @@ class ChatLogStore:
         """The rows of `ids` that still exist, in the order of `ids`."""
         if not ids:
             return []
-        placeholders = ", ".join("?" for _ in ids)
-        rows = await self.database.read(
-            f"SELECT {_COLUMNS} FROM chat_log WHERE id IN ({placeholders})", ids
-        )
-        by_id = {int(row[0]): _row(row) for row in rows}
-        return [by_id[i] for i in ids if i in by_id]
+        return await self.database.read_all(lambda connection: _rows_by_id_on(connection, ids))
+
+    async def ranked_rows(self, session_key: str, text: str, limit: int) -> RankedRows:
+        """The session's `limit` rows best matching `text` by keyword (`ChatLogIndex.ranking`
+        without periods or feedback), with the ranking and the log's span, read in one call
+        on the database: a recall's reads, made on every addressed turn."""
+        terms = await self.index.query_terms(text)
+        if not terms:
+            return RankedRows(KeywordRanking([], [], (), terms, {}), [], 0)
+
+        def work(connection: Connection) -> RankedRows:
+            ranking = self.index.ranked_on(connection, session_key, terms, limit)
+            if not ranking.scored:
+                return RankedRows(ranking, [], 0)
+            rows = _rows_by_id_on(connection, [row_id for row_id, _ in ranking.scored])
+            return RankedRows(ranking, rows, logged_rows_on(connection))
+
+        return await self.database.read_all(work)
 
     async def delete_chat(self, session_key: str) -> int:
         """Remove every row of one chat, with its index rows and vectors (the try page
@@ -252,3 +274,13 @@ class ChatLogStore:
             return cursor.rowcount
 
         return await self.database.write(work)
+
+
+def _rows_by_id_on(connection: Connection, ids: Sequence[int]) -> list[ChatRow]:
+    """`ChatLogStore.rows_by_id`, read on `connection`."""
+    placeholders = ", ".join("?" for _ in ids)
+    rows = connection.execute(
+        f"SELECT {_COLUMNS} FROM chat_log WHERE id IN ({placeholders})", ids
+    ).fetchall()
+    by_id = {int(row[0]): _row(row) for row in rows}
+    return [by_id[i] for i in ids if i in by_id]

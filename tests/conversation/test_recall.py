@@ -150,7 +150,7 @@ async def test_a_broken_chat_log_costs_the_recall_not_the_answer(plugin, plugin_
     async def broken(*args, **kwargs):
         raise OSError("disk I/O error")
 
-    plugin.runtime.chat_log.writer.store.index.ranking = broken
+    plugin.runtime.chat_log.writer.store.ranked_rows = broken
     await bot.receive(said(QUESTION, to_me=True))
 
     # The model was asked without the lines and its answer went out.

@@ -88,6 +88,38 @@ async def test_a_ranking_carries_how_many_rows_hold_each_term_of_the_query(
     assert "电影" not in ranking.term_counts
 
 
+async def test_a_recall_reads_its_ranking_rows_and_log_span_in_one_database_call(
+    any_chat_store: ChatLogStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A recall runs on every addressed turn: each hand-over to the database's thread costs
+    the event loop a wake-up, so what it reads is read in one."""
+    # given rows of two chats, some holding the query's words
+    await any_chat_store.insert_many(
+        [row("周末 火锅"), row("火锅"), row("公园"), row("别的群的火锅", key="g:2")]
+    )
+    ranking = await any_chat_store.index.ranking(KEY, "周末 火锅 电影", 10)
+    rows = await any_chat_store.rows_by_id([row_id for row_id, _ in ranking.scored])
+    logged = await any_chat_store.index.logged_rows()
+    calls: list[str] = []
+    database = any_chat_store.database
+    for name in ("read", "read_all", "write", "write_one"):
+        method = getattr(database, name)
+
+        def counted(*args, method=method, name=name):
+            calls.append(name)
+            return method(*args)
+
+        monkeypatch.setattr(database, name, counted)
+
+    # when the rows of the same query are read for a recall
+    ranked = await any_chat_store.ranked_rows(KEY, "周末 火锅 电影", 10)
+
+    # then they are the ranking's, as a search reads them, in one call on the database
+    assert (ranked.ranking, ranked.rows, ranked.logged_rows) == (ranking, rows, logged)
+    assert [r.text for r in ranked.rows] == ["周末 火锅", "火锅"]
+    assert calls == ["read_all"]
+
+
 async def test_a_word_of_thousands_of_letters_is_logged_and_found(
     any_chat_store: ChatLogStore,
 ) -> None:

@@ -20,7 +20,6 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from ..backend import Backend
 from ..chat_log_ranking import (
     BM25_B,
     BM25_K1,
@@ -103,32 +102,33 @@ class Statistics:
 class TermArrayPostings:
     """The index on PostgreSQL: term arrays ranked by FTS5's bm25(), computed in SQL."""
 
-    def __init__(self, database: Backend) -> None:
-        self.database = database
-
     def prefix(self, session_key: str) -> str:
         """The session's key and a space."""
         return session_key + SEPARATOR
 
-    async def document_counts(self, terms: Sequence[str]) -> dict[str, int]:
+    def document_counts(self, connection: Connection, terms: Sequence[str]) -> dict[str, int]:
         """How many indexed rows hold each term (the session's own: terms carry it)."""
-        return (await self._statistics(terms)).holding_rows
+        return _statistics(connection, terms).holding_rows
 
-    async def holding(self, match: TermMatch) -> int:
+    def holding(self, connection: Connection, match: TermMatch) -> int:
         """How many indexed rows `match` finds."""
         operator = "@>" if match.every else "&&"
-        ((held,),) = await self.database.read(
+        (held,) = connection.execute(
             f"SELECT COUNT(*) FROM chat_log_terms WHERE terms {operator} CAST(? AS TEXT[])",
             ([indexed_term(term) for term in match.terms],),
-        )
+        ).fetchone()
         return int(held)
 
-    async def scored(
-        self, match: TermMatch, boosts: Sequence[PeriodBoost], limit: int
+    def scored(
+        self,
+        connection: Connection,
+        match: TermMatch,
+        boosts: Sequence[PeriodBoost],
+        limit: int,
     ) -> list[tuple[int, float]]:
         """The best `limit` rows of `match` with their scores, as FTS5 gives them."""
         terms = [indexed_term(term) for term in match.terms]
-        statistics = await self._statistics(terms)
+        statistics = _statistics(connection, terms)
         if not statistics.indexed_tokens:
             return []  # no row holds any term
         idfs = [
@@ -136,7 +136,7 @@ class TermArrayPostings:
             for term in terms
         ]
         average_length = float(statistics.indexed_tokens) / float(statistics.indexed_rows)
-        ranked = await self.database.read(
+        ranked = connection.execute(
             _scoring_sql(len(terms), len(boosts), every=match.every),
             (
                 *idfs,
@@ -150,23 +150,11 @@ class TermArrayPostings:
         )
         return [(int(row_id), float(score)) for row_id, score in ranked]
 
-    async def scored_each(
-        self, matches: Sequence[TermMatch], limit: int
+    def scored_each(
+        self, connection: Connection, matches: Sequence[TermMatch], limit: int
     ) -> list[list[tuple[int, float]]]:
         """Each match's best `limit` rows with their scores, one statement each."""
-        return [await self.scored(match, (), limit) for match in matches]
-
-    async def _statistics(self, terms: Sequence[str]) -> Statistics:
-        rows = await self.database.read(
-            "SELECT NULL, indexed_rows, indexed_tokens FROM chat_log_terms_total "
-            "UNION ALL SELECT term, holding_rows, 0 FROM chat_log_term_rows "
-            "WHERE term = ANY(CAST(? AS TEXT[]))",
-            ([indexed_term(term) for term in terms],),
-        )
-        totals = [(int(held), int(tokens)) for term, held, tokens in rows if term is None]
-        indexed_rows, indexed_tokens = totals[0] if totals else (0, 0)
-        holding = {str(term): int(held) for term, held, _ in rows if term is not None}
-        return Statistics(indexed_rows, indexed_tokens, holding)
+        return [self.scored(connection, match, (), limit) for match in matches]
 
     def lock(self, connection: Connection) -> None:
         """See `lock_chat_log`."""
@@ -226,6 +214,19 @@ class TermArrayPostings:
             "(SELECT COALESCE(SUM(token_count), 0) FROM gone)",
             params,
         )
+
+
+def _statistics(connection: Connection, terms: Sequence[str]) -> Statistics:
+    rows = connection.execute(
+        "SELECT NULL, indexed_rows, indexed_tokens FROM chat_log_terms_total "
+        "UNION ALL SELECT term, holding_rows, 0 FROM chat_log_term_rows "
+        "WHERE term = ANY(CAST(? AS TEXT[]))",
+        ([indexed_term(term) for term in terms],),
+    ).fetchall()
+    totals = [(int(held), int(tokens)) for term, held, tokens in rows if term is None]
+    indexed_rows, indexed_tokens = totals[0] if totals else (0, 0)
+    holding = {str(term): int(held) for term, held, _ in rows if term is not None}
+    return Statistics(indexed_rows, indexed_tokens, holding)
 
 
 def _scoring_sql(term_count: int, boost_count: int, *, every: bool) -> str:

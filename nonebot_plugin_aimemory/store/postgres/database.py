@@ -106,6 +106,11 @@ class PostgresDatabase:
         values = tuple(params)
         return await self._run(lambda connection: connection.execute(sql, values).fetchall())
 
+    async def read_all(self, work: Callable[[Connection], T]) -> T:
+        """Run the synchronous, read-only `work` in one hand-over to the database thread,
+        outside a transaction (each statement reads what is committed)."""
+        return await self._run(work)
+
     async def write(self, work: Callable[[Connection], T]) -> T:
         """Run the synchronous `work` in one transaction, committed when this returns,
         rolled back when it raises; a cancelled caller does not cancel it."""
@@ -172,7 +177,7 @@ class PostgresDatabase:
 
     def chat_log_postings(self) -> Postings:
         """Term arrays ranked in SQL (chat_log_terms_index.py)."""
-        return TermArrayPostings(self)
+        return TermArrayPostings()
 
     async def vector_column(self) -> VectorColumn | None:
         """pgvector's column where pgvector is there or can be created

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ..backend import Backend
 from ..chat_log_ranking import SPEAKER_WEIGHT, TEXT_WEIGHT, PeriodBoost, TermMatch
 from ..connection import Connection
 
@@ -62,36 +61,37 @@ def fts5_expression(match: TermMatch) -> str:
 class Fts5Postings:
     """The index on SQLite: FTS5 over session-prefixed terms, ranked by its bm25()."""
 
-    def __init__(self, database: Backend) -> None:
-        self.database = database
-
     def prefix(self, session_key: str) -> str:
         """The session's FTS token and an `x` (`term_prefix`)."""
         return term_prefix(session_key)
 
-    async def document_counts(self, terms: Sequence[str]) -> dict[str, int]:
+    def document_counts(self, connection: Connection, terms: Sequence[str]) -> dict[str, int]:
         """How many indexed rows hold each term (the session's own: terms carry it)."""
         placeholders = ", ".join("?" for _ in terms)
-        rows = await self.database.read(
+        rows = connection.execute(
             f"SELECT term, doc FROM chat_log_fts_vocab WHERE term IN ({placeholders})", terms
         )
         return {str(term): int(count) for term, count in rows}
 
-    async def holding(self, match: TermMatch) -> int:
+    def holding(self, connection: Connection, match: TermMatch) -> int:
         """How many indexed rows `match` finds."""
-        ((held,),) = await self.database.read(
+        (held,) = connection.execute(
             "SELECT COUNT(*) FROM chat_log_fts WHERE chat_log_fts MATCH ?",
             (fts5_expression(match),),
-        )
+        ).fetchone()
         return int(held)
 
-    async def scored(
-        self, match: TermMatch, boosts: Sequence[PeriodBoost], limit: int
+    def scored(
+        self,
+        connection: Connection,
+        match: TermMatch,
+        boosts: Sequence[PeriodBoost],
+        limit: int,
     ) -> list[tuple[int, float]]:
         """The best `limit` rows of `match` with their scores."""
         boosted = "".join(" WHEN rowid BETWEEN ? AND ? THEN ?" for _ in boosts)
         period_score = f" + CASE{boosted} ELSE 0 END" if boosts else ""
-        ranked = await self.database.read(
+        ranked = connection.execute(
             f"SELECT rowid, -bm25(chat_log_fts, {SPEAKER_WEIGHT}, {TEXT_WEIGHT}) * ?"
             f"{period_score} AS score FROM chat_log_fts WHERE chat_log_fts MATCH ? "
             "ORDER BY score DESC, rowid DESC LIMIT ?",
@@ -104,8 +104,8 @@ class Fts5Postings:
         )
         return [(int(row_id), float(score)) for row_id, score in ranked]
 
-    async def scored_each(
-        self, matches: Sequence[TermMatch], limit: int
+    def scored_each(
+        self, connection: Connection, matches: Sequence[TermMatch], limit: int
     ) -> list[list[tuple[int, float]]]:
         """Each match's best `limit` rows with their scores, in one statement (a compound
         of one select per match, tagged with its position)."""
@@ -116,7 +116,7 @@ class Fts5Postings:
             f"{TEXT_WEIGHT}) * ? AS score FROM chat_log_fts WHERE chat_log_fts MATCH ? "
             "ORDER BY score DESC, rowid DESC LIMIT ?)"
         )
-        rows = await self.database.read(
+        rows = connection.execute(
             " UNION ALL ".join(arm for _ in matches),
             [
                 value

@@ -97,6 +97,11 @@ class Database:
         values = storable_values(params)
         return await self._run(lambda connection: connection.execute(sql, values).fetchall())
 
+    async def read_all(self, work: Callable[[Connection], T]) -> T:
+        """Run the synchronous, read-only `work` in one hand-over to the database thread,
+        outside a transaction (each statement reads what is committed)."""
+        return await self._run(lambda connection: work(SqliteConnection(connection)))
+
     async def write(self, work: Callable[[Connection], T]) -> T:
         """Run the synchronous `work` in one IMMEDIATE transaction, committed when this
         returns, rolled back (nothing of it written) when it raises. A cancelled caller
@@ -144,7 +149,7 @@ class Database:
 
     def chat_log_postings(self) -> Postings:
         """FTS5 (chat_log_fts5.py)."""
-        return Fts5Postings(self)
+        return Fts5Postings()
 
     async def vector_column(self) -> VectorColumn | None:
         """None: the plugin ranks the packed vectors."""
