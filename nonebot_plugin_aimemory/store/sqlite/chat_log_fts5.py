@@ -13,6 +13,13 @@ from ..connection import Connection
 
 # Ids per `IN (...)` of one statement: SQLite before 3.32 allows 999 variables in all.
 MAX_IDS_PER_STATEMENT = 500
+# Leaf pages an index write merges at most, beyond its own rows. FTS5 merges on its own only
+# once 64 pages have been written since (automerge): a log flushed every second, a few rows
+# at a time, piles up to 15 one-page segments, and a search looks up each term in each of
+# them. Merging as it writes keeps them to a few: measured over 4 000 rows written 20 at a
+# time, a recall's look-ups 2.2 -> 1.6 ms, a row's indexing 25.5 -> 28 us. Positive only:
+# a negative merge (every segment, whatever its level) corrupted an index on SQLite 3.40.1.
+MERGE_PAGES_PER_WRITE = 64
 
 
 def session_token(session_key: str) -> str:
@@ -158,6 +165,10 @@ def index_rows(connection: Connection, rows: Sequence[tuple[int, str, str]]) -> 
             f"FROM chat_log_terms t JOIN chat_log c ON c.id = t.id WHERE t.id IN ({placeholders})",
             chunk,
         )
+    connection.execute(
+        "INSERT INTO chat_log_fts (chat_log_fts, rank) VALUES ('merge', ?)",
+        (MERGE_PAGES_PER_WRITE,),
+    )
 
 
 def unindex_rows(connection: Connection, where: str, params: Sequence[object]) -> None:
