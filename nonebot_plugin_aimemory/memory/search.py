@@ -107,13 +107,31 @@ async def relevant_views(
     unrelated = None
     if ranking.similarity:
         unrelated = await vectors.unrelated_similarity(ranking.query_vector)
-    floor = RelevanceFloor.of(ranking.coverage, unrelated)
+    coverage = sharing_a_word(ranking, query_module.analyse(text).terms)
+    floor = RelevanceFloor.of(coverage, unrelated)
     passing = [
         (entry, score)
         for entry, score in ranking.fused
         if floor.admits(entry.record.id, ranking.similarity.get(entry.record.id))
     ]
     return best_shown(passing, top_k, safe_only=True, personal=personal)
+
+
+def sharing_a_word(ranking: Ranking, terms: Sequence[str]) -> dict[str, float]:
+    """The coverage of the keyword matches that share a word with the message, not only a
+    single character (a digit or a Latin letter is a word): jieba leaves an unknown word (a name) as single characters
+    beside its bigrams, so "小明" is indexed with "小", and "我女儿小名叫什么来着" (cut
+    小 / 名叫) matched every note naming 小明 by that "小" alone; a 1.5B model answered it
+    with the cat's name. Measured offline as relevance.py's floor was: MemDaily evidence
+    injected 93.3 -> 92.9 %, other memories per question 0.49 -> 0.44, another chat's
+    question injecting anything 46 -> 40 %; MemoryBank cn and en unchanged but 0.01."""
+    words = [term for term in terms if len(term) > 1 or term.isascii()]
+    return {
+        entry.record.id: ranking.coverage[entry.record.id]
+        for entry, _ in ranking.fused
+        if entry.record.id in ranking.coverage
+        and any(word in entry.content_terms or word in entry.tag_terms for word in words)
+    }
 
 
 @dataclass(frozen=True, slots=True)

@@ -128,6 +128,26 @@ async def test_without_vectors_a_note_sharing_a_stray_word_stays_out(
     assert [line.split()[0] for line in memory_lines(last_user_content(plugin))] == [f"#{related}"]
 
 
+async def test_notes_sharing_only_a_character_of_a_name_are_not_injected(plugin) -> None:
+    # A 1.5B model's run: "小名叫" is cut 小 / 名叫, and a name jieba does not know is
+    # indexed as its characters beside their bigram; every note on 小明 held that 小.
+    from nonebot_plugin_aimemory import prompts
+
+    for note in (
+        "小明(2001)说：我家猫叫豆包。",
+        "小明(2001)说：我老家是景德镇的。",
+        "阿强(2002)对菠萝过敏，一点都不能吃",
+        "Lily(2003)在北辰电气上班",
+        "Lily(2003)在学尤克里里",
+    ):
+        await remember(plugin, note)
+    bot = RecordingBot()
+
+    await bot.receive(asking("我女儿小名叫什么来着？"))
+
+    assert prompts.MEMORY_INJECTION_HEADER not in last_user_content(plugin)
+
+
 async def test_memories_of_another_scope_are_never_injected(plugin) -> None:
     from nonebot_plugin_aimemory import prompts
 
