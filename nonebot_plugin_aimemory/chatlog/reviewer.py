@@ -167,7 +167,9 @@ class MemoryReviewer:
             if content is None:
                 outcome.rejected.append("an order to the bot to keep")
                 return
-            if not grounding.Grounds.of(shown.members_lines(evidence)).hold(content):
+            grounds = grounding.Grounds.of(shown.members_lines(evidence))
+            content = grounds.as_said(content)
+            if not grounds.hold(content):
                 outcome.rejected.append(f"not what the rows state: {content[:50]!r}")
                 return
             saved = await self.memory.save(

@@ -85,6 +85,8 @@ class FactExtractor:
         saved = 0
         for fact in parse_facts(completion.message.text)[:MAX_FACTS]:
             content = without_request(fact["content"])
+            if content is not None:
+                content = fold.grounds.as_said(content)
             if content is None or not fold.grounds.hold(content):
                 logger.info(
                     "extraction for %s: skipped %r, not what the chat states",

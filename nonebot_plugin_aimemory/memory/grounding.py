@@ -30,6 +30,12 @@ _CLAUSE_BREAK = re.compile(r"[，,；;、：:]")
 _QUOTED = re.compile(r"“[^”]*”|「[^」]*」|『[^』]*』|\"[^\"]*\"")
 # `小明(20001)` in a line or a fact: who it is about, not what it says.
 _PERSON = re.compile(PERSON_WITH_QQ)
+# A fact's subject as a background writer puts it first, and what may follow it before its
+# words: "小明(20001)说：", "小明(20001):", "小明(20001)".
+_SUBJECT = re.compile(rf"\A\s*(?P<who>{PERSON_WITH_QQ})\s*说?\s*[：:，,]?\s*")
+# What a quote leaves out at its ends; and the least it quotes (a name's worth is no fact).
+_TRAILING = " \t\n，,。.！!；;：:"
+MIN_QUOTED_CHARS = 4
 
 
 def statements(text: str) -> str:
@@ -100,6 +106,27 @@ class Grounds:
             if speaker in named or any(name in _words_of(line) for name in named)
         )
         return frozenset().union(*about)
+
+    def as_said(self, fact: str) -> str:
+        """`fact` as what its subject said, in quotes, when it copies their own words in
+        their person or with their question: the real small model wrote "阿强(20002)每周六
+        上午我都去学击剑，教练说我进步挺快，有什么练习建议吗？" and "小明(20001):最近一直在听
+        新裤子的歌，我最喜欢这个乐队了，你听过吗？", refused as first-person and as a question,
+        and facts said in passing were kept nowhere. Quoted, without the question:
+        "阿强(20002)说：“每周六上午我都去学击剑，教练说我进步挺快”". Only words one of the
+        subject's lines holds are quoted; any other fact comes back as it is."""
+        subject = _SUBJECT.match(fact)
+        if subject is None:
+            return fact
+        rest = fact[subject.end() :]
+        if not (speaks_in_first_person(rest) or is_question(rest)):
+            return fact
+        words = (statements(rest) if is_question(rest) else rest).strip(_TRAILING)
+        name = _QQ_NUMBER.sub("", subject.group("who")).strip()
+        said = (_words_of(line) for speaker, line, _ in self.lines if speaker == name)
+        if len(words) < MIN_QUOTED_CHARS or not any(words in line for line in said):
+            return fact
+        return f"{subject.group('who')}说：“{words}”"
 
     def hold(self, fact: str) -> bool:
         """Whether `fact` is a fact the lines state about someone: most of its words are in

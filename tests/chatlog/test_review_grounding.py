@@ -150,3 +150,27 @@ async def test_a_request_to_keep_retold_with_the_fact_is_saved_as_the_fact(
     assert [m.content for m in await live_memories(plugin)] == [
         "小明(20001)对花生过敏，一点都不能吃。"
     ]
+
+
+async def test_a_members_own_words_with_their_question_are_saved_as_their_quote(
+    plugin, reviewer
+) -> None:
+    # the real small model copied facts said in passing as they were said, in the member's
+    # person and with the question after them; refused as such, they were kept nowhere
+    # (a real QQ number has five digits or more: what a subject is recognised by)
+    line = "每周六上午我都去学击剑，教练说我进步挺快，有什么练习建议吗？"
+    await talk(plugin, RecordingBot(), line, "学吉他难吗？")
+    reviewer.answer(
+        ops(
+            {"op": "create", "content": f"小明(20001){line}"},
+            {"op": "create", "content": "小明(20001)：学吉他难吗？"},
+            {"op": "create", "content": "小明(20001)我下周去杭州出差"},
+        )
+    )
+
+    await tick_and_wait(plugin)
+
+    # only words his lines hold are quoted: the invented trip stays out
+    assert [m.content for m in await live_memories(plugin)] == [
+        "小明(20001)说：“每周六上午我都去学击剑，教练说我进步挺快”"
+    ]

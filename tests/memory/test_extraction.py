@@ -110,6 +110,29 @@ async def test_facts_of_the_folded_messages_are_saved_to_the_group(plugin) -> No
     assert all(r.tags == ["话题"] and r.source == "extract" for r in saved)
 
 
+def members_words_of_topics(transcript: str) -> str:
+    """A real small model's extraction: each topic's line copied as 小明 said it, in his
+    person, after his name and a QQ number."""
+    topics = dict.fromkeys(TOPIC.findall(transcript))
+    facts = [{"content": f"小明(20001)话题{n} {LINE}"} for n in topics]
+    return json.dumps({"facts": facts}, ensure_ascii=False)
+
+
+async def test_a_members_own_words_are_saved_as_what_he_said(plugin) -> None:
+    llm = ExtractingLLM(members_words_of_topics)
+    await start(plugin, llm)
+
+    await talk_until_compressed(plugin, 1204)
+    await plugin.runtime.memory.extractor.drain()
+
+    (transcript,) = llm.transcripts
+    folded_topics = list(dict.fromkeys(TOPIC.findall(transcript)))
+    assert folded_topics
+    saved = await stored(plugin, "g:1204")
+    said = [f"小明(20001)说：“话题{n} {LINE.rstrip('。')}”" for n in folded_topics]
+    assert sorted(r.content for r in saved) == sorted(said)
+
+
 async def test_extracted_facts_go_nowhere_but_the_compressed_scope(plugin) -> None:
     await start(plugin, ExtractingLLM(facts_of_topics))
     bot = RecordingBot()
