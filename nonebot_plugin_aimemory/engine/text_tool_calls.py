@@ -3,7 +3,8 @@ with a template that does not parse them) put a call in `content` instead of `to
 a bare JSON object, one per line, inside `<tool_call>` tags or a ```json fence, or a call
 in code form, `memory_save({"content": …})` or `memory_search(query="车", limit=10)`. They are turned into real calls, so they run
 and the member never sees them; `<tool_response>` blocks a model writes in imitation of a
-result are removed from what it says."""
+result are removed from what it says, and an answer written as a JSON list of strings is
+said as its strings."""
 
 from __future__ import annotations
 
@@ -80,6 +81,7 @@ def recover_text_tool_calls(reply: Message, tool_names: Collection[str] = ()) ->
         if text.strip(_AROUND_A_NAME) in tool_names:
             return reply.with_text("")  # "memory_search?": a call begun, no answer
         cleaned = without_tool_responses(text)
+        cleaned = _json_strings(cleaned) or cleaned
         return reply if cleaned == text else reply.with_text(cleaned)
     rest = _text_around(text, found)
     return Message(
@@ -88,6 +90,27 @@ def recover_text_tool_calls(reply: Message, tool_names: Collection[str] = ()) ->
         tool_calls=tuple(f.call for f in found),
         reasoning=reply.reasoning,
     )
+
+
+def _json_strings(text: str) -> str | None:
+    """The strings of a reply that is only a JSON string or list of strings, one a line:
+    Qwen2.5-Coder-1.5B answered a private question with ["小明(20001)说：我家猫叫豆包。"]
+    (the note it was shown, as a list). None for anything else."""
+    stripped = _WRAPPERS.sub("", text).strip()
+    if not (stripped.startswith("[") and stripped.endswith("]")) and not (
+        stripped.startswith('"') and stripped.endswith('"')
+    ):
+        return None
+    try:
+        value = json.loads(stripped)
+    except (ValueError, RecursionError):  # a thousand brackets deep is no answer either
+        return None
+    strings = [value] if isinstance(value, str) else value
+    if not isinstance(strings, list) or not strings:
+        return None
+    if not all(isinstance(item, str) and item.strip() for item in strings):
+        return None
+    return "\n".join(item.strip() for item in strings)
 
 
 def _calls_in(text: str, tool_names: Collection[str]) -> list[_Found]:

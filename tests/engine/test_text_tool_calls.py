@@ -198,3 +198,26 @@ def test_typographic_quotes_inside_a_calls_value_stay_in_the_value() -> None:
     written = json.dumps({"name": "memory_save", "arguments": arguments}, ensure_ascii=False)
     # then the call is read as written, quotes and all
     assert calls_of(recover_text_tool_calls(said(written))) == [("memory_save", arguments)]
+
+
+@pytest.mark.parametrize(
+    ("written", "shown"),
+    [
+        ('["小明(20001)说：我家猫叫豆包。"]', "小明(20001)说：我家猫叫豆包。"),
+        ('```json\n["豆包", "果果"]\n```', "豆包\n果果"),
+        ('"你好呀"', "你好呀"),
+    ],
+)
+def test_an_answer_written_as_a_json_list_of_strings_is_said_as_its_strings(
+    written: str, shown: str
+) -> None:
+    # Qwen2.5-Coder-1.5B answered a private question with the note it was shown, as a list
+    recovered = recover_text_tool_calls(said(written))
+    assert (recovered.text, recovered.tool_calls) == (shown, ())
+
+
+@pytest.mark.parametrize(
+    "written", ["[1, 2, 3]", '["a", 1]', "[]", '["小明", ""]', "[这不是 JSON]", "好的 [1]"]
+)
+def test_other_bracketed_answers_are_left_as_they_are(written: str) -> None:
+    assert recover_text_tool_calls(said(written)).text == written
