@@ -95,17 +95,22 @@ async def start(plugin, responder: ExtractingLLM, **overrides):
     )
 
 
-async def test_facts_of_the_folded_messages_are_saved_to_the_group(plugin) -> None:
-    llm = ExtractingLLM(facts_of_topics)
+async def extracted_after_a_fold(plugin, extract: Callable[[str], str], group_id: int):
+    """Talk in the group until its window folds, with `extract` as the extraction; the
+    topics of the folded messages and the memories saved for the group."""
+    llm = ExtractingLLM(extract)
     await start(plugin, llm)
-
-    await talk_until_compressed(plugin, 1201)
+    await talk_until_compressed(plugin, group_id)
     await plugin.runtime.memory.extractor.drain()
-
     (transcript,) = llm.transcripts
     folded_topics = list(dict.fromkeys(TOPIC.findall(transcript)))
     assert folded_topics
-    saved = await stored(plugin, "g:1201")
+    return folded_topics, await stored(plugin, f"g:{group_id}")
+
+
+async def test_facts_of_the_folded_messages_are_saved_to_the_group(plugin) -> None:
+    folded_topics, saved = await extracted_after_a_fold(plugin, facts_of_topics, 1201)
+
     assert sorted(r.content for r in saved) == sorted(topic_fact(n) for n in folded_topics)
     assert all(r.tags == ["话题"] and r.source == "extract" for r in saved)
 
@@ -119,16 +124,8 @@ def members_words_of_topics(transcript: str) -> str:
 
 
 async def test_a_members_own_words_are_saved_as_what_he_said(plugin) -> None:
-    llm = ExtractingLLM(members_words_of_topics)
-    await start(plugin, llm)
+    folded_topics, saved = await extracted_after_a_fold(plugin, members_words_of_topics, 1204)
 
-    await talk_until_compressed(plugin, 1204)
-    await plugin.runtime.memory.extractor.drain()
-
-    (transcript,) = llm.transcripts
-    folded_topics = list(dict.fromkeys(TOPIC.findall(transcript)))
-    assert folded_topics
-    saved = await stored(plugin, "g:1204")
     said = [f"小明(20001)说：“话题{n} {LINE.rstrip('。')}”" for n in folded_topics]
     assert sorted(r.content for r in saved) == sorted(said)
 
