@@ -119,10 +119,10 @@ async def relevant_views(
 
 def sharing_a_word(ranking: Ranking, terms: Sequence[str]) -> dict[str, float]:
     """The coverage of the keyword matches that share a word with the message, not only a
-    single character (a digit or a Latin letter is a word): jieba leaves an unknown word (a name) as single characters
-    beside its bigrams, so "小明" is indexed with "小", and "我女儿小名叫什么来着" (cut
-    小 / 名叫) matched every note naming 小明 by that "小" alone; a 1.5B model answered it
-    with the cat's name. Measured offline as relevance.py's floor was: MemDaily evidence
+    single character (a digit or a Latin letter is a word): jieba leaves an unknown word
+    (a name) as single characters beside its bigrams, so "小明" is indexed with "小", and
+    "我女儿小名叫什么来着" (cut 小 / 名叫) matched every note naming 小明 by that "小"
+    alone; a 1.5B model answered it with the cat's name. Measured offline as relevance.py's floor was: MemDaily evidence
     injected 93.3 -> 92.9 %, other memories per question 0.49 -> 0.44, another chat's
     question injecting anything 46 -> 40 %; MemoryBank cn and en unchanged but 0.01."""
     words = [term for term in terms if len(term) > 1 or term.isascii()]
@@ -161,12 +161,18 @@ async def rank(
     on them, and characters shared with a query word find memories too."""
     searching = today is not None
     analysed = query_module.analyse(query, today)
+    query_vector = await vectors.embed_quietly(query, "query")
+    if query_vector is None and searching:
+        # A search ranks by keyword alone as it always has: no coverage to weigh.
+        keyword = keyword_ranking(analysed, live, zone, characters_find=True)
+        if feedback:
+            keyword = with_feedback(analysed.terms, keyword, live)
+        return Ranking(keyword, {entry.record.id: 1.0 for entry, _ in keyword}, {}, [])
     keyword, coverage = keyword_ranking_with_coverage(
         query, analysed, live, zone, characters_find=searching, feedback=feedback
     )
-    query_vector = await vectors.embed_quietly(query, "query")
     if query_vector is None:
-        return Ranking(keyword, coverage, {}, [])
+        return Ranking(keyword, coverage, {}, [])  # auto-inject's floor weighs the coverage
     vector = vector_ranking(query_vector, live)
     by_id = {entry.record.id: entry for entry in live}
     fused = fuse_rankings(
