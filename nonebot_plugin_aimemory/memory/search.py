@@ -107,7 +107,7 @@ async def relevant_views(
     unrelated = None
     if ranking.similarity:
         unrelated = await vectors.unrelated_similarity(ranking.query_vector)
-    coverage = sharing_a_word(ranking, query_module.analyse(text).terms)
+    coverage = sharing_a_word(ranking)
     floor = RelevanceFloor.of(coverage, unrelated)
     passing = [
         (entry, score)
@@ -117,7 +117,7 @@ async def relevant_views(
     return best_shown(passing, top_k, safe_only=True, personal=personal)
 
 
-def sharing_a_word(ranking: Ranking, terms: Sequence[str]) -> dict[str, float]:
+def sharing_a_word(ranking: Ranking) -> dict[str, float]:
     """The coverage of the keyword matches that share a word with the message, not only a
     single character (a digit or a Latin letter is a word): jieba leaves an unknown word
     (a name) as single characters beside its bigrams, so "小明" is indexed with "小", and
@@ -125,7 +125,7 @@ def sharing_a_word(ranking: Ranking, terms: Sequence[str]) -> dict[str, float]:
     alone; a 1.5B model answered it with the cat's name. Measured offline as relevance.py's floor was: MemDaily evidence
     injected 93.3 -> 92.9 %, other memories per question 0.49 -> 0.44, another chat's
     question injecting anything 46 -> 40 %; MemoryBank cn and en unchanged but 0.01."""
-    words = [term for term in terms if len(term) > 1 or term.isascii()]
+    words = [term for term in ranking.terms if len(term) > 1 or term.isascii()]
     return {
         entry.record.id: ranking.coverage[entry.record.id]
         for entry, _ in ranking.fused
@@ -137,13 +137,14 @@ def sharing_a_word(ranking: Ranking, terms: Sequence[str]) -> dict[str, float]:
 @dataclass(frozen=True, slots=True)
 class Ranking:
     """One query's ranking of a scope (best first), and by memory id: each keyword match's
-    coverage (see text/fusion.py) and each cosine (memories with a vector
-    of the query's model only)."""
+    coverage (see text/fusion.py) and each cosine (memories with a vector of the query's
+    model only); `terms`: the query's content terms, as the keyword ranking read them."""
 
     fused: list[tuple[IndexedMemory, float]]
     coverage: dict[str, float]
     similarity: dict[str, float]
     query_vector: list[float]
+    terms: tuple[str, ...] = ()
 
 
 async def rank(
@@ -172,7 +173,8 @@ async def rank(
         query, analysed, live, zone, characters_find=searching, feedback=feedback
     )
     if query_vector is None:
-        return Ranking(keyword, coverage, {}, [])  # auto-inject's floor weighs the coverage
+        # auto-inject's floor weighs the coverage
+        return Ranking(keyword, coverage, {}, [], tuple(analysed.terms))
     vector = vector_ranking(query_vector, live)
     by_id = {entry.record.id: entry for entry in live}
     fused = fuse_rankings(
@@ -185,6 +187,7 @@ async def rank(
         coverage=coverage,
         similarity={entry.record.id: similarity for entry, similarity in vector},
         query_vector=query_vector,
+        terms=tuple(analysed.terms),
     )
 
 
