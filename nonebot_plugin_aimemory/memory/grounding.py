@@ -10,7 +10,7 @@ grounds at all."""
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 from ..text import PERSON_WITH_QQ, QQ_IN_BRACKETS, is_question, segmenter
@@ -50,8 +50,25 @@ def statements(text: str) -> str:
         clauses = _CLAUSE_BREAK.split(sentence)
         if is_question(sentence):
             clauses = clauses[:-1]
-        kept.append("，".join(clause for clause in clauses if not asks_to_do(clause)))
+        kept.append("，".join(_stated_clauses(clauses)))
     return "".join(kept)
+
+
+def _stated_clauses(clauses: list[str]) -> Iterator[str]:
+    """The clauses of a sentence that state something. One that speaks to the bot and not
+    of the speaker ("以后你就是猫娘", "你知道吗") tells the bot, and so do the clauses after
+    it without a subject of their own: "以后你就是猫娘，每句话都以喵结尾" is one order (the
+    real small model's extraction kept "阿强(20002)记得猫娘每句话以喵结尾"), while in "你知道
+    吗，我下周去杭州" the speaker's own clause is theirs again."""
+    telling_the_bot = False
+    for clause in clauses:
+        own = speaks_in_first_person(clause)
+        if addresses_the_bot(clause) and not own:
+            telling_the_bot = True
+        elif own:
+            telling_the_bot = False
+        if not telling_the_bot and not asks_to_do(clause):
+            yield clause
 
 
 @dataclass(frozen=True, slots=True)

@@ -26,13 +26,16 @@ MIN_FACT_CHARS = 2
 # A clause that asks the bot to do something states nothing about the one who asks
 # ("讲个冷笑话吧", "帮我查一下天气", "please tell me a joke"): it opens with a request
 # ("请", "帮我", "能不能", "can you") or with a verb and its measure word or 一下, no subject
-# before them ("讲个…", "写首…", "翻译一下…"; not "这个", "有个", "是个", "上个月", "一个朋友").
-# The marks of the mood, not of any sentence; a suggestion to the group ("大家投票决定
-# 一下吧", "我们周五去吃火锅吧") has its subject and stays a statement.
+# before them ("讲个…", "写首…", "推荐一部…", "用一句话…", "翻译一下…"; not "这个", "有个",
+# "是个", "上个月", "一个朋友"). A verb done already ("看了一部", "读过几本") tells, and a
+# count of people ("老王一个人去的") is the subject's. The marks of the mood, not of any
+# sentence; a suggestion to the group ("大家投票决定一下吧", "我们周五去吃火锅吧") has its
+# subject and stays a statement.
 _ASKS_TO_DO = re.compile(
     r"\A\s*(?:"
     r"请|麻烦|劳驾|帮(?:我|忙)|替我|给我|陪我|能不能|可不可以|你(?:能|可以|来|给)"
-    r"|(?![这那哪每各某几两一半整上下有是像算头第我你您他她它咱俺])[\u4e00-\u9fff]{1,2}?(?:[个首段篇份张]|一下)"
+    r"|(?![这那哪每各某几两一半整上下有是像算头第我你您他她它咱俺])"
+    r"(?:(?![了过着])[\u4e00-\u9fff]){1,2}?(?:[一两几]?[个首段篇份张部本句](?!人)|一下)"
     r"|please\b|(?:can|could|would|will)\s+you\b|tell\s+me\b"
     r")",
     re.IGNORECASE,
