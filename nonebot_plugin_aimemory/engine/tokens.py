@@ -52,7 +52,7 @@ CL100K_SPECIAL_TOKENS = {
 # Every message costs a few tokens of framing on top of its text (role, separators).
 MESSAGE_OVERHEAD_TOKENS = 4
 # How far off `estimate_tokens` may be taken to be where a decision depends on it: 1.5x,
-# several times the error measured on chat, code and JSON (`python -m bench.cl100k_costs`).
+# several times the error measured on chat, code and JSON (bench/README.md, finished studies).
 ESTIMATE_ERROR_MARGIN = 1.5
 # The estimate's pieces, cut much as cl100k's pattern cuts text: runs of CJK, kana, Hangul
 # and full-width characters (each costs what `cl100k_costs` says), Latin words, digit runs
@@ -83,7 +83,7 @@ class TokenCounter(Protocol):
 
 def estimate_tokens(text: str) -> int:
     """cl100k's count without the tokenizer: within a few percent on chat paragraphs,
-    Chinese, English or mixed, and on code and JSON (`python -m bench.cl100k_costs`)."""
+    Chinese, English or mixed, and on code and JSON (bench/README.md, finished studies)."""
     if not text:
         return 0
     whole = 0
