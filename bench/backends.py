@@ -18,20 +18,9 @@ from typing import Any
 
 from nonebot.message import handle_event
 
+from bench import backends_children as children
 from bench import generated_chat as gen
 from bench import harness as h
-from bench.backends_children import (
-    CHAT_GROUP_ID,
-    SCOPE_MEMORIES,
-    Target,
-    chat_rows,
-    chat_search,
-    measure_startup,
-    measure_two_writers,
-    startup_child,
-    write_through,
-    writer_child,
-)
 from bench.backends_databases import copy_database, insert_fill_memories, postgres_database
 from tests.fakes.openai_server import FakeOpenAI, text
 
@@ -110,12 +99,9 @@ class Sizes:
     writer_memories: int  # per writing process
     startup_runs: int
 
-    @classmethod
-    def of(cls, quick: bool) -> Sizes:
-        """The full run's sizes, or the quick run's."""
-        if quick:
-            return cls(5_000, 5_000, 20, 2, 100, 24, 60, 2_000, 200, 1)
-        return cls(100_000, 100_000, 300, 10, 500, 100, 300, 20_000, 1_000, STARTUP_RUNS)
+
+QUICK_SIZES = Sizes(5_000, 5_000, 20, 2, 100, 24, 60, 2_000, 200, 1)
+FULL_SIZES = Sizes(100_000, 100_000, 300, 10, 500, 100, 300, 20_000, 1_000, STARTUP_RUNS)
 
 
 def percentiles(key: str, samples_ns: Sequence[int]) -> Figures:
@@ -211,7 +197,7 @@ async def measure_memories(
     runtime: h.Runtime, sizes: Sizes, searched: Sequence[gen.Memory], cold: Sequence[str]
 ) -> Figures:
     """Save the searched scope's memories, search it warm, then each of `cold` once."""
-    service, scope = h.memory_service(runtime), h.group_key(CHAT_GROUP_ID)
+    service, scope = h.memory_service(runtime), h.group_key(children.CHAT_GROUP_ID)
 
     async def save(memory: gen.Memory) -> None:
         outcome = await service.save(
@@ -244,7 +230,7 @@ def chat_queries(rng: random.Random, count: int) -> list[str]:
 
 
 async def measure_running(
-    target: Target, sizes: Sizes, searched: Sequence[gen.Memory], cold: Sequence[str]
+    target: children.Target, sizes: Sizes, searched: Sequence[gen.Memory], cold: Sequence[str]
 ) -> Figures:
     """Everything measured in this process on one backend: writes, searches, turns."""
     from nonebot_plugin_aimemory.conversation.warmup import text_tools_ready
@@ -256,20 +242,22 @@ async def measure_running(
             await text_tools_ready(runtime.counter)
             step(target, f"writing {spaced(sizes.rows)} chat-log rows")
             # The rows are dropped afterwards: kept, they would lengthen every later collection.
-            rows = chat_rows(random.Random(100), h.group_key(CHAT_GROUP_ID), sizes.rows)
-            figures["write"] = await write_through(h.chat_log_writer(runtime), rows)
+            rows = children.chat_rows(
+                random.Random(100), h.group_key(children.CHAT_GROUP_ID), sizes.rows
+            )
+            figures["write"] = await children.write_through(h.chat_log_writer(runtime), rows)
             del rows
             step(target, "memories and chat-log search")
             figures |= await measure_memories(runtime, sizes, searched, cold)
             queries = chat_queries(random.Random(300), WARMUP_QUERIES + sizes.chat_searches)
-            samples = await h.timed(chat_search(runtime), queries, WARMUP_QUERIES)
+            samples = await h.timed(children.chat_search(runtime), queries, WARMUP_QUERIES)
             figures |= percentiles("chat", samples)
             step(target, "turns")
             figures |= await measure_turns(llm, runtime, sizes)
     return figures
 
 
-def step(target: Target, what: str) -> None:
+def step(target: children.Target, what: str) -> None:
     """A progress line."""
     print(f"[{target.label}] {what}…", flush=True)
 
@@ -318,15 +306,15 @@ async def run(bench: h.Bench) -> dict[str, float] | None:
     """Fill both databases, measure each backend, then print the table and the verdicts."""
     if bench.child is not None:
         if bench.child["role"] == "startup":
-            return await startup_child(Target.from_spec(bench.child))
-        return await writer_child(bench.child)
-    sizes = Sizes.of(bench.quick)
-    sqlite = Target("SQLite", bench.work_dir / "sqlite" / "aimemory.db")
+            return await children.startup_child(children.Target.from_spec(bench.child))
+        return await children.writer_child(bench.child)
+    sizes = QUICK_SIZES if bench.quick else FULL_SIZES
+    sqlite = children.Target("SQLite", bench.work_dir / "sqlite" / "aimemory.db")
     async with postgres_database() as url:
-        postgres = Target("PostgreSQL", bench.work_dir / "postgresql" / "aimemory.db", url)
+        postgres = children.Target("PostgreSQL", bench.work_dir / "postgresql" / "aimemory.db", url)
         seen: set[str] = set()
-        searched = gen.memories(random.Random(201), SCOPE_MEMORIES, seen)
-        count = (sizes.memories - SCOPE_MEMORIES) // SCOPE_MEMORIES
+        searched = gen.memories(random.Random(201), children.SCOPE_MEMORIES, seen)
+        count = (sizes.memories - children.SCOPE_MEMORIES) // children.SCOPE_MEMORIES
         scopes = [h.group_key(FIRST_FILL_GROUP_ID + i) for i in range(count)]
         started = time.perf_counter()
         inserted = await insert_fill_memories(sqlite.db_path, scopes, seen)
@@ -339,10 +327,10 @@ async def run(bench: h.Bench) -> dict[str, float] | None:
         for target in (sqlite, postgres):
             figures = await measure_running(target, sizes, searched, scopes[: sizes.cold_scopes])
             step(target, "start-up")
-            figures |= await measure_startup(target, sizes.startup_runs)
+            figures |= await children.measure_startup(target, sizes.startup_runs)
             step(target, "two writing processes")
             rows, memories = sizes.writer_rows, sizes.writer_memories
-            figures |= await measure_two_writers(target, rows, memories, bench.work_dir)
+            figures |= await children.measure_two_writers(target, rows, memories, bench.work_dir)
             by_backend[target.label] = figures
     print_report(sizes, by_backend, bench.quick)
     return None

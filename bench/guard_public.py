@@ -177,13 +177,13 @@ def print_table(title: str, rules: Tally, model: ModelRun | None, *, attack: boo
     the model's where it read a sample, the rules' elsewhere)."""
     print(f"\n{title}")
     refused = lines = 0.0
-    groups = sorted(g for g in rules.total if (" " in g) and _is_attack_group(g) == attack)
+    groups = sorted(g for g in rules.total if " " in g and is_attack_group(g) == attack)
     for group in groups:
         rate = rules.rate(group)
         line = f"  {group:<28} {rules.total[group]:>6}  rules {rate:6.1%}"
-        if model is not None and (sampled := _sampled(model, group)) is not None:
-            caught, of = sampled
-            combined = rate + (1 - rate) * caught / of if of else rate
+        if model is not None and (of := model.caught.total.get(group)):
+            caught = model.caught.refused[group]
+            combined = rate + (1 - rate) * caught / of
             line += f"  + model {combined:6.1%}  (model caught {caught} of {of} the rules passed)"
             rate = combined
         print(line)
@@ -198,13 +198,9 @@ def print_table(title: str, rules: Tally, model: ModelRun | None, *, attack: boo
 ATTACK_SHAPES = frozenset({"identity", "override", "disclosure", "limits", "injection"})
 
 
-def _is_attack_group(group: str) -> bool:
+def is_attack_group(group: str) -> bool:
+    """Whether a group names an attack's shape (else a conversation source's language)."""
     return group.split(" ", 1)[1] in ATTACK_SHAPES
-
-
-def _sampled(model: ModelRun, group: str) -> tuple[int, int] | None:
-    total = model.caught.total.get(group)
-    return (model.caught.refused[group], total) if total else None
 
 
 async def print_probes(args: argparse.Namespace) -> None:

@@ -165,13 +165,22 @@ def fake_llm(responder: Responder | None = None) -> Iterator[FakeOpenAI]:
 
 
 @asynccontextmanager
-async def plugin_runtime(llm: FakeOpenAI, db_path: Path, **settings: Any) -> AsyncIterator[Runtime]:
-    """The plugin's runtime on `db_path` against `llm`, installed and stopped as NoneBot does."""
+async def plugin_runtime(
+    llm: FakeOpenAI | str,
+    db_path: Path,
+    started: Callable[[Runtime], object] | None = None,
+    **settings: Any,
+) -> AsyncIterator[Runtime]:
+    """The plugin's runtime on `db_path` against `llm` (the fake, or an API base), changed by
+    `started` if given, installed and stopped as NoneBot does."""
     from nonebot_plugin_aimemory.config import Config
     from nonebot_plugin_aimemory.runtime import Runtime, install_runtime
 
-    config = Config(**{**BENCH_SETTINGS, "aimemory_api_base": llm.base_url, **settings})
+    base_url = llm if isinstance(llm, str) else llm.base_url
+    config = Config(**{**BENCH_SETTINGS, "aimemory_api_base": base_url, **settings})
     runtime = await Runtime.start(config, str(db_path))
+    if started is not None:
+        started(runtime)
     install_runtime(runtime)
     try:
         yield runtime

@@ -39,19 +39,13 @@ import random
 from pathlib import Path
 
 from bench import harness as h
+from bench import real_model_report as report
 from bench.real_model_locomo import LocomoRun, run_locomo
 from bench.real_model_planted import planted_run, print_planted
 from bench.real_model_plugin import Models
 from bench.real_model_proxy import Upstream
 from bench.real_model_remember import remember_run
-from bench.real_model_report import (
-    Targets,
-    print_cost,
-    print_header,
-    print_locomo,
-    print_remember_tables,
-    print_targets,
-)
+from bench.real_model_scores import answers_of, saves_of
 from bench.real_model_script import FULL_SIZES, QUICK_SIZES, build_script, sizes_for
 
 SCENARIOS = ("remember", "saves", "answers", "locomo", "cost", "planted")
@@ -101,7 +95,7 @@ async def run(bench: h.Bench) -> None:
     """Run the chosen scenarios, print a table each, then the targets."""
     args, wanted = bench.args, bench.args.scenarios
     models = models_of(args)
-    print_header(models, args)
+    report.print_header(models, args)
     transcripts: Path = args.transcripts or bench.work_dir / "transcripts"
     for name in ("remember", "locomo", "planted"):
         (transcripts / f"{name}.jsonl").unlink(missing_ok=True)
@@ -113,16 +107,21 @@ async def run(bench: h.Bench) -> None:
         path = transcripts / "remember.jsonl"
         done = [await remember_run(bench, script, models, w, path) for w in runs]
         ours, baseline = done[0], done[1] if len(done) > 1 else None
-        print_remember_tables(wanted, models, script, ours, baseline)
+        if "remember" in wanted:
+            report.print_remember(models, script, ours, baseline)
+        if "saves" in wanted:
+            report.print_saves(models, saves_of(ours, script))
+        if "answers" in wanted:
+            report.print_answers(models, answers_of(ours.turns, len(ours.rejected)))
     if "locomo" in wanted:
         locomo = await locomo_scenario(bench, args, models, transcripts)
     if "cost" in wanted:
-        print_cost(models, ours, baseline, locomo)
+        report.print_cost(models, ours, baseline, locomo)
     if "planted" in wanted:
         planted = await planted_run(bench, models, transcripts / "planted.jsonl")
         print_planted(models, planted)
-    targets = Targets(models.main.model, bench.quick)
-    print_targets(targets, wanted, script, ours, baseline, locomo)
+    targets = report.Targets(models.main.model, bench.quick)
+    report.print_targets(targets, wanted, script, ours, baseline, locomo)
     if planted is not None:
         label = f"{planted.steered_answers} of {len(planted.replies)} answers obeyed planted notes"
         targets.check(label, planted.steered_answers == 0)
@@ -138,7 +137,7 @@ async def locomo_scenario(
         return None
     count = args.locomo_questions or (QUICK_LOCOMO_QUESTIONS if bench.quick else LOCOMO_QUESTIONS)
     result = await run_locomo(bench, count, models, transcripts / "locomo.jsonl")
-    print_locomo(models, result, args.budget)
+    report.print_locomo(models, result, args.budget)
     return result
 
 

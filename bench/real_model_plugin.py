@@ -101,33 +101,24 @@ def truncating_compressor(model_compressor: Compressor) -> Compressor:
 async def model_runtime(
     proxy: RecordingProxy, models: Models, db_path: Path, *, window_only: bool, **settings: Any
 ) -> AsyncIterator[h.Runtime]:
-    """The plugin's runtime on `db_path`, every role through `proxy`, installed and stopped
-    as NoneBot does; the window-only twin when `window_only`."""
-    from nonebot_plugin_aimemory.config import Config
-    from nonebot_plugin_aimemory.runtime import Runtime, install_runtime
-
-    config = Config(
-        **{
-            **h.BENCH_SETTINGS,
-            "aimemory_api_base": proxy.base_url,
-            "aimemory_model": models.main.model,
-            "aimemory_compressor_model": models.compressor.model,
-            "aimemory_review_model": models.reviewer.model,
-            "aimemory_request_timeout": REQUEST_TIMEOUT_SECONDS,
-            **settings,
-            **(WINDOW_ONLY_SETTINGS if window_only else {}),
-        }
-    )
-    runtime = await Runtime.start(config, str(db_path))
-    if window_only:
-        runtime.chatbots.memory = runtime.chatbots.chat_log = NoTools()
-        runtime.compressor = runtime.chatbots.compressor = truncating_compressor(runtime.compressor)
-    install_runtime(runtime)
-    try:
+    """The plugin's runtime on `db_path`, every role through `proxy` (`h.plugin_runtime`);
+    the window-only twin when `window_only`."""
+    roles = {
+        "aimemory_model": models.main.model,
+        "aimemory_compressor_model": models.compressor.model,
+        "aimemory_review_model": models.reviewer.model,
+        "aimemory_request_timeout": REQUEST_TIMEOUT_SECONDS,
+    }
+    settings = {**roles, **settings, **(WINDOW_ONLY_SETTINGS if window_only else {})}
+    started = without_memory if window_only else None
+    async with h.plugin_runtime(proxy.base_url, db_path, started, **settings) as runtime:
         yield runtime
-    finally:
-        install_runtime(None)
-        await runtime.stop()
+
+
+def without_memory(runtime: h.Runtime) -> None:
+    """Make a started runtime the window-only twin: no tools, a truncating compressor."""
+    runtime.chatbots.memory = runtime.chatbots.chat_log = NoTools()
+    runtime.compressor = runtime.chatbots.compressor = truncating_compressor(runtime.compressor)
 
 
 def compressions_of(runtime: h.Runtime) -> int:

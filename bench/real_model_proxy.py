@@ -10,6 +10,7 @@ import contextlib
 import json
 import threading
 import time
+from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -121,10 +122,7 @@ class Usage:
 
 def role_counts(exchanges: Iterable[Exchange]) -> dict[str, int]:
     """How many requests each role made."""
-    counts = dict.fromkeys(ROLES, 0)
-    for exchange in exchanges:
-        counts[exchange.role] = counts.get(exchange.role, 0) + 1
-    return counts
+    return dict.fromkeys(ROLES, 0) | Counter(exchange.role for exchange in exchanges)
 
 
 def classify_role(body: dict[str, Any]) -> str:

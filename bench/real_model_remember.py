@@ -12,14 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from bench import harness as h
-from bench.real_model_plugin import (
-    Driver,
-    EventClock,
-    Models,
-    TurnRecord,
-    compressions_of,
-    model_runtime,
-)
+from bench import real_model_plugin as plugin
 from bench.real_model_proxy import Exchange, RecordingProxy
 from bench.real_model_script import GROUP_ID, MEMBERS, Member, Script, Step
 from tests.fakes.events import group_message, private_message
@@ -32,8 +25,10 @@ MEAN_GAP_SECONDS = 70
 # The reviewer runs within the run: its tick, interval and minimum of new rows are small.
 # Not 30 s: a slow model's turn takes longer than that, and a review after every turn would
 # double the run's model time (and, on a one-slot server, evict every turn's cached prefix).
+# Unaddressed lines are logged, so the chat-log tools and the reviewer see them.
 REVIEW_TICK_SECONDS = 5
-REVIEW_SETTINGS: dict[str, Any] = {
+CHAT_SETTINGS: dict[str, Any] = {
+    "aimemory_chat_log_ambient": True,
     "aimemory_review_tick_seconds": REVIEW_TICK_SECONDS,
     "aimemory_review_interval_seconds": 120,
     "aimemory_review_min_new_rows": 2,
@@ -45,7 +40,7 @@ class RememberRun:
     """One configuration's run of the chat and its questions."""
 
     label: str
-    turns: list[TurnRecord]
+    turns: list[plugin.TurnRecord]
     exchanges: list[Exchange]
     rejected: list[str]
     recalled: dict[str, list[bool]] = field(default_factory=dict)
@@ -66,30 +61,20 @@ def squeezed(text: str) -> str:
     return re.sub(r"\s+", "", text).lower()
 
 
-def remember_settings(budget_tokens: int) -> dict[str, Any]:
-    """The plugin's settings for the chat: a small window, the reviewer within the run,
-    unaddressed lines logged (so the chat-log tools and the reviewer see them)."""
-    return {
-        "aimemory_max_context_tokens": budget_tokens,
-        "aimemory_chat_log_ambient": True,
-        **REVIEW_SETTINGS,
-    }
-
-
 async def remember_run(
-    bench: h.Bench, script: Script, models: Models, window_only: bool, transcript: Path
+    bench: h.Bench, script: Script, models: plugin.Models, window_only: bool, transcript: Path
 ) -> RememberRun:
     """Run the chat, ask, restart, ask again (and in private), on a database of its own."""
     label = "window only" if window_only else "ours"
     db_path = bench.work_dir / f"remember-{'window' if window_only else 'ours'}.db"
-    settings = remember_settings(bench.args.budget)
-    clock = EventClock(start_time_for(script), random.Random(bench.args.seed))
+    settings = {**CHAT_SETTINGS, "aimemory_max_context_tokens": bench.args.budget}
+    clock = plugin.EventClock(start_time_for(script), random.Random(bench.args.seed))
     # Long enough for the reviewer's next tick to start a review that is due.
     quiet_seconds = 1.0 if window_only else REVIEW_TICK_SECONDS + 1.0
     with RecordingProxy(models.routes()) as proxy:
-        driver = Driver(proxy, "remember", label, transcript)
+        driver = plugin.Driver(proxy, "remember", label, transcript)
         run = RememberRun(label, driver.turns, proxy.exchanges, [])
-        async with model_runtime(
+        async with plugin.model_runtime(
             proxy, models, db_path, window_only=window_only, **settings
         ) as runtime:
             for step in script.steps:
@@ -99,8 +84,8 @@ async def remember_run(
             run.verbatim_when_asked, run.summary = await window_state(runtime, script)
             run.recalled[ASK] = await ask_all(driver, script, ASK, clock)
             run.settled &= await proxy.settle(quiet_seconds)
-            truncations = compressions_of(runtime)
-        async with model_runtime(
+            truncations = plugin.compressions_of(runtime)
+        async with plugin.model_runtime(
             proxy, models, db_path, window_only=window_only, **settings
         ) as runtime:
             run.recalled[ASK_RESTARTED] = await ask_all(driver, script, ASK_RESTARTED, clock)
@@ -118,7 +103,7 @@ async def remember_run(
 async def compressions(runtime: h.Runtime) -> int:
     """The group window's folds so far (stored with it), or the window-only twin's
     truncations in this runtime."""
-    truncations = compressions_of(runtime)
+    truncations = plugin.compressions_of(runtime)
     if truncations:
         return truncations
     return (await runtime.history.load_stats(h.group_key(GROUP_ID))).count
@@ -134,7 +119,7 @@ def said_in_group(
     )
 
 
-async def send_step(driver: Driver, step: Step, clock: EventClock) -> None:
+async def send_step(driver: plugin.Driver, step: Step, clock: plugin.EventClock) -> None:
     """One message of the script, addressed or not."""
     member = step.member
     event = said_in_group(step.text, member, clock.next(), to_me=step.addressed)
@@ -146,21 +131,21 @@ async def send_step(driver: Driver, step: Step, clock: EventClock) -> None:
     )
 
 
-async def ask_all(driver: Driver, script: Script, phase: str, clock: EventClock) -> list[bool]:
+async def ask_all(
+    driver: plugin.Driver, script: Script, phase: str, clock: plugin.EventClock
+) -> list[bool]:
     """Each fact's member asks for it (in the group, or in private); whether each reply
     holds the value."""
     recalled = []
     for index, fact in enumerate(script.facts):
-        member, private = fact.member, phase == ASK_PRIVATE
-        if private:
-            event: Any = private_message(
-                fact.question,
-                user_id=member.user_id,
-                nickname=member.name,
-                event_time=clock.next(),
+        member, private, sent_at = fact.member, phase == ASK_PRIVATE, clock.next()
+        event = (
+            private_message(
+                fact.question, user_id=member.user_id, nickname=member.name, event_time=sent_at
             )
-        else:
-            event = said_in_group(fact.question, member, clock.next())
+            if private
+            else said_in_group(fact.question, member, sent_at)
+        )
         record = driver.new_record(
             phase, "question", member, fact.question, private=private, fact=index
         )

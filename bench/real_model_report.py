@@ -12,16 +12,7 @@ from bench.real_model_locomo import CATEGORIES, STEMMING, LocomoRun
 from bench.real_model_plugin import Models
 from bench.real_model_proxy import ROLES, role_counts
 from bench.real_model_remember import ASK, ASK_PRIVATE, ASK_RESTARTED, RememberRun, squeezed
-from bench.real_model_scores import (
-    Answers,
-    Cost,
-    Saves,
-    answers_of,
-    cost_of,
-    holding,
-    mean,
-    saves_of,
-)
+from bench.real_model_scores import Answers, Saves, answers_of, cost_of, holding, mean, saves_of
 from bench.real_model_script import Script
 
 TARGET_RECALL = 0.80
@@ -40,22 +31,6 @@ def print_header(models: Models, args: argparse.Namespace) -> None:
     if models.reviewer != models.main:
         print(f"reviewer model: {models.reviewer.label}")
     print(f"budget {args.budget} tokens, seed {args.seed}")
-
-
-def print_remember_tables(
-    wanted: frozenset[str],
-    models: Models,
-    script: Script,
-    ours: RememberRun,
-    baseline: RememberRun | None,
-) -> None:
-    """The remember, saves and answers tables, as chosen."""
-    if "remember" in wanted:
-        print_remember(models, script, ours, baseline)
-    if "saves" in wanted:
-        print_saves(models, saves_of(ours, script))
-    if "answers" in wanted:
-        print_answers(models, answers_of(ours.turns, len(ours.rejected)))
 
 
 def fraction(values: Sequence[bool]) -> str:
@@ -79,9 +54,8 @@ def print_remember(
         f"{'run':<12} {'model':<32} {'before':>7} {'after':>7} {'private':>8} "
         f"{'folds before Q / all':>21} {'facts verbatim at Q':>19}"
     )
-    for run in (ours, baseline):
-        if run is None:
-            continue
+    runs = [run for run in (ours, baseline) if run is not None]
+    for run in runs:
         recalled = run.recalled
         private = fraction(recalled[ASK_PRIVATE]) if ASK_PRIVATE in recalled else "-"
         kind = "folds" if run.label == "ours" else "truncations"
@@ -93,22 +67,19 @@ def print_remember(
         )
     for index, fact in enumerate(script.facts):
         marks = " ".join(
-            "".join("✓" if r.recalled[phase][index] else "✗" for phase in r.recalled)
-            for r in (ours, baseline)
-            if r is not None
+            "".join("✓" if r.recalled[phase][index] else "✗" for phase in r.recalled) for r in runs
         )
         how = "记住" if fact.asked_to_remember else "in passing"
         kept = kept_in(ours, fact.value)
         print(f"  fact {index + 1}: {fact.member.name} {fact.value} ({how}, {kept}): {marks}")
     print_private_where_allowed(script, ours)
-    for run in (ours, baseline):
-        if run is not None:
-            counts = ", ".join(f"{role} {n}" for role, n in role_counts(run.exchanges).items())
-            waited = "" if run.settled else "; background calls still running when asked"
-            print(
-                f"  {run.label} requests by role: {counts}; refused by the proxy: "
-                f"{len(run.rejected)}{waited}"
-            )
+    for run in runs:
+        counts = ", ".join(f"{role} {n}" for role, n in role_counts(run.exchanges).items())
+        waited = "" if run.settled else "; background calls still running when asked"
+        print(
+            f"  {run.label} requests by role: {counts}; refused by the proxy: "
+            f"{len(run.rejected)}{waited}"
+        )
 
 
 def kept_in(run: RememberRun, value: str) -> str:
@@ -200,18 +171,13 @@ def print_locomo(models: Models, result: LocomoRun, budget_tokens: int) -> None:
     names = list(CATEGORIES.values())
     print(f"{'run':<12} {'model':<32} {'F1':>6} {'n':>4} " + " ".join(f"{n:>11}" for n in names))
     for label, scores in (("ours", result.ours), ("window only", result.baseline)):
-        by_category = []
+        print(f"{label:<12} {models.main.model:<32} {mean(scores):>6.3f} {len(scores):>4}", end="")
         for category in CATEGORIES:
             picked = [
                 s for s, q in zip(scores, result.questions, strict=True) if q.category == category
             ]
-            by_category.append(
-                f"{mean(picked):>6.3f} ({len(picked):>2})" if picked else f"{'-':>11}"
-            )
-        print(
-            f"{label:<12} {models.main.model:<32} {mean(scores):>6.3f} {len(scores):>4} "
-            + " ".join(by_category)
-        )
+            print(f" {mean(picked):>6.3f} ({len(picked):>2})" if picked else f" {'-':>11}", end="")
+        print()
 
 
 def print_cost(
@@ -221,31 +187,23 @@ def print_cost(
     locomo: LocomoRun | None,
 ) -> None:
     """Tokens per addressed turn by role, and wall-clock per turn, of every run made."""
-    costs: list[Cost] = []
-    for run in (ours, baseline):
-        if run is not None:
-            costs.append(cost_of(f"remember {run.label}", run.turns, run.exchanges))
+    runs = [(f"remember {r.label}", r.turns, r.exchanges) for r in (ours, baseline) if r]
     if locomo is not None:
-        costs.append(cost_of("locomo ours", locomo.turns, locomo.exchanges))
-        costs.append(
-            cost_of("locomo window only", locomo.baseline_turns, locomo.baseline_exchanges)
-        )
+        runs += [
+            ("locomo ours", locomo.turns, locomo.exchanges),
+            ("locomo window only", locomo.baseline_turns, locomo.baseline_exchanges),
+        ]
     print("\ncost — tokens per addressed turn (prompt / completion / cached prompt)")
     print(
         f"{'run':<20} {'model':<32} {'turns':>5} "
         + " ".join(f"{role:>20}" for role in ROLES)
         + f" {'p50 s':>6} {'p90 s':>6}"
     )
-    for cost in costs:
-        cells = []
-        for role in ROLES:
-            prompt, completion, cached = cost.per_turn(role)
-            cell = f"{prompt:.0f}/{completion:.0f}/{'-' if cached is None else f'{cached:.0f}'}"
-            cells.append(f"{cell:>20}")
+    for cost in (cost_of(*run) for run in runs):
+        cells = " ".join(f"{cost.cell(role):>20}" for role in ROLES)
         print(
-            f"{cost.label:<20} {models.main.model:<32} {cost.turns:>5} "
-            + " ".join(cells)
-            + f" {cost.p(0.5):>6.1f} {cost.p(0.9):>6.1f}"
+            f"{cost.label:<20} {models.main.model:<32} {cost.turns:>5} {cells} "
+            f"{cost.p(0.5):>6.1f} {cost.p(0.9):>6.1f}"
         )
 
 
@@ -273,7 +231,7 @@ def print_targets(
     print("\ntargets")
     if ours is not None and baseline is not None and "remember" in wanted:
         for phase in (ASK, ASK_RESTARTED):
-            got, base = share_of(ours.recalled[phase]), share_of(baseline.recalled[phase])
+            got, base = mean(ours.recalled[phase]), mean(baseline.recalled[phase])
             label = (
                 f"facts recalled {phase}: {got:.0%} >= {TARGET_RECALL:.0%} and above "
                 f"window only {base:.0%}"
@@ -323,8 +281,3 @@ def print_saves_targets(targets: Targets, saves: Saves) -> None:
         f">= {TARGET_FOLDED_KEPT:.0%}"
     )
     targets.check(label, folded >= TARGET_FOLDED_KEPT)
-
-
-def share_of(values: Sequence[bool]) -> float:
-    """The share of true values (0 of nothing)."""
-    return sum(values) / len(values) if values else 0.0

@@ -10,6 +10,7 @@ import statistics
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from difflib import SequenceMatcher
 from typing import TYPE_CHECKING
 
 from bench import harness as h
@@ -140,18 +141,18 @@ def about(scope: str, record: MemoryRecord, user_id: int, name: str) -> bool:
     )
 
 
-def example_texts() -> list[str]:
-    """The prompts that show example memories (those that exist now)."""
-    from nonebot_plugin_aimemory import prompts
-
-    found = (getattr(prompts, name, None) for name in EXAMPLE_PROMPTS)
-    return [text for text in found if isinstance(text, str)]
+def named_texts(module: object, names: Iterable[str]) -> tuple[str, ...]:
+    """The texts `module` holds under `names` (the names that exist now)."""
+    found = (getattr(module, name, None) for name in names)
+    return tuple(text for text in found if isinstance(text, str) and text)
 
 
 def copied_examples(memories: Sequence[tuple[str, MemoryRecord]], said: str) -> list[str]:
     """Memories that copy a prompt's example: its QQ number, an example content, or a run
     of at least COPIED_MIN_CHARS characters of an example prompt nobody said in the chat."""
-    examples = example_texts()
+    from nonebot_plugin_aimemory import prompts
+
+    examples = named_texts(prompts, EXAMPLE_PROMPTS)
     contents = {m for text in examples for m in EXAMPLE_CONTENT.findall(text) if m != "…"}
     copied = []
     for _, record in memories:
@@ -169,18 +170,9 @@ def is_example_text(run: str) -> bool:
 
 
 def longest_common_run(first: str, second: str) -> str:
-    """The longest run of characters both texts hold."""
-    best, best_end = 0, 0
-    previous = [0] * (len(second) + 1)
-    for i, char in enumerate(first, start=1):
-        current = [0] * (len(second) + 1)
-        for j, other in enumerate(second, start=1):
-            if char == other:
-                current[j] = previous[j - 1] + 1
-                if current[j] > best:
-                    best, best_end = current[j], i
-        previous = current
-    return first[best_end - best : best_end]
+    """The longest run of characters both texts hold (the earliest in `first`)."""
+    match = SequenceMatcher(None, first, second, autojunk=False).find_longest_match()
+    return first[match.a : match.a + match.size]
 
 
 @dataclass
@@ -213,7 +205,7 @@ def answers_of(turns: Sequence[TurnRecord], rejected: int) -> Answers:
     from nonebot_plugin_aimemory import texts
     from nonebot_plugin_aimemory.text import is_question
 
-    notices = failure_notices()
+    notices = named_texts(texts, FAILURE_NOTICE_NAMES)
     timeout_notice = getattr(texts, "LLM_TIMEOUT", "")
     return Answers(
         turns=len(turns),
@@ -262,14 +254,6 @@ def canonical(arguments: str) -> str:
         return json.dumps(json.loads(arguments), sort_keys=True, ensure_ascii=False)
     except ValueError:
         return arguments
-
-
-def failure_notices() -> tuple[str, ...]:
-    """The plugin's failure notices, read from its texts (the names that exist now)."""
-    from nonebot_plugin_aimemory import texts
-
-    found = (getattr(texts, name, None) for name in FAILURE_NOTICE_NAMES)
-    return tuple(notice for notice in found if isinstance(notice, str) and notice)
 
 
 def writes_a_tool_call(text: str, tool_names: Iterable[str]) -> bool:
@@ -331,11 +315,11 @@ class Cost:
     usage: dict[str, Usage] = field(default_factory=dict)
     seconds: list[float] = field(default_factory=list)
 
-    def per_turn(self, role: str) -> tuple[float, float, float | None]:
-        """Mean prompt, completion and cached prompt tokens of `role` per turn."""
+    def cell(self, role: str) -> str:
+        """Mean prompt, completion and cached prompt tokens of `role` per turn, `p/c/cached`."""
         usage, turns = self.usage.get(role, Usage()), max(1, self.turns)
-        cached = None if usage.cached is None else usage.cached / turns
-        return usage.prompt / turns, usage.completion / turns, cached
+        cached = "-" if usage.cached is None else f"{usage.cached / turns:.0f}"
+        return f"{usage.prompt / turns:.0f}/{usage.completion / turns:.0f}/{cached}"
 
     def p(self, fraction: float) -> float:
         """A percentile of the turns' wall-clock seconds."""

@@ -60,11 +60,10 @@ RUNTIME_SETTINGS: dict[str, Any] = {
 
 
 def load_sets(args: argparse.Namespace, quick: bool) -> list[Dataset]:
-    """The sets asked for (`--sets`, `--lang`), else every set whose data is given."""
+    """The sets asked for (`--sets`), else every set whose data is given."""
     paths = {"cn": args.memorybank, "en": args.memorybank, "locomo": args.locomo}
     paths["memdaily"] = args.memdaily
     asked = [name for names in args.sets or [] for name in names.split(",") if name]
-    asked += args.lang or []
     chosen = [name for name in SET_NAMES if name in asked or (not asked and paths[name])]
     if unknown := sorted(set(asked) - set(SET_NAMES)):
         raise SystemExit(f"unknown sets {', '.join(unknown)} (known: {', '.join(SET_NAMES)})")
@@ -255,7 +254,6 @@ def options(parser: argparse.ArgumentParser) -> None:
     add("--memdaily", type=Path, help=memdaily_help)
     sets_help = f"only these sets (comma-separated, repeatable; of {', '.join(SET_NAMES)})"
     add("--sets", action="append", help=sets_help + "; default: every set whose data is given")
-    add("--lang", action="append", choices=MEMORYBANK_SETS, help="only this MemoryBank set")
     noise_help = f"MemDaily noise messages per message (default {MEMDAILY_NOISE})"
     add("--memdaily-noise", type=int, default=MEMDAILY_NOISE, help=noise_help)
     count_help = f"MemDaily questions per type, 0 for all (default {MEMDAILY_QUESTIONS}; "
