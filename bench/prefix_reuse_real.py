@@ -74,11 +74,9 @@ def real_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--budget", type=int, default=2560, help="context budget in tokens")
     parser.add_argument("--turns", type=int, help=f"addressed turns (default {TURNS})")
     parser.add_argument("--seed", type=int, default=39, help="draws the chat")
+    only = "run only the conversation without memories, or only the one with them"
     parser.add_argument(
-        "--conversations",
-        choices=(*CONVERSATIONS, "both"),
-        default="both",
-        help="run only the conversation without memories, or only the one with them",
+        "--conversations", choices=(*CONVERSATIONS, "both"), default="both", help=only
     )
 
 
@@ -114,6 +112,7 @@ def cached_requests(exchanges: list[Exchange]) -> list[CachedRequest]:
         if usage.cached is None or not usage.prompt:
             continue
         kind = "after fold" if "compressor" in others else "after other call" if others else ""
+        kind = kind or ("steady" if previous is not None else "first")
         kept, change = 0, ""
         if previous is not None:
             for old, new in zip(previous, messages, strict=False):
@@ -122,16 +121,10 @@ def cached_requests(exchanges: list[Exchange]) -> list[CachedRequest]:
                     break
                 kept += 1
         injected = MEMORY_INJECTION_FOOTER in message_text(messages[-1])
+        before = len(previous or ())
         found.append(
             CachedRequest(
-                exchange.turn,
-                usage.prompt,
-                usage.cached,
-                kind or ("steady" if previous is not None else "first"),
-                injected,
-                kept,
-                len(previous or ()),
-                change,
+                exchange.turn, usage.prompt, usage.cached, kind, injected, kept, before, change
             )
         )
         previous, others = messages, set()
