@@ -23,6 +23,8 @@ from .vectors import MemoryVectors, vector_ranking
 
 # `小明(20001)` in a note: who it is about, whose characters are no words of the message.
 PERSON_WITH_QQ_PATTERN = re.compile(PERSON_WITH_QQ)
+# The least share of a message's keyword weight one shared character must carry alone.
+LEAST_CHARACTER_COVERAGE = 0.25
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,32 +126,41 @@ async def relevant_views(
 def sharing_a_word(ranking: Ranking) -> dict[str, float]:
     """The coverage of the keyword matches that share a word with the message: a word of
     two characters or more (a digit or a Latin letter is one), or a character the note
-    holds outside the people it names. jieba leaves an unknown word (a name) as single
-    characters beside their bigrams, so "小明" is indexed with "小", and "我女儿小名叫什么
-    来着" (cut 小 / 名叫) matched every note naming 小明(20001) by that "小" alone; a 1.5B
-    model answered it with the cat's name. A verb of one character is a word all the
-    same: "我在学什么乐器来着？" shares only "学" with "Lily(20003)说：我在学尤克里里".
-    Measured offline as relevance.py's floor was, where notes name people without a QQ
-    number (so every character counts as before): MemDaily evidence injected 93.3 %,
-    other memories per question 0.49; leaving every single character out gave 92.9 %,
-    0.44, and lost the instrument in a real model's run."""
+    holds outside the people it names that carries a real part of the message. jieba
+    leaves an unknown word (a name) as single characters beside their bigrams, so "小明" is
+    indexed with "小", and "我女儿小名叫什么来着" (cut 小 / 名叫) matched every note naming
+    小明(20001) by that "小" alone; a 1.5B model answered it with the cat's name. A verb of
+    one character is a word all the same: "我在学什么乐器来着？" shares only "学" (coverage
+    0.31) with "Lily(20003)说：我在学尤克里里". Offline as relevance.py's floor was, a
+    character alone needing coverage 0.2, 0.25 or 0.3 left MemDaily as leaving every
+    character out did (evidence injected 92.9 %, other memories per question 0.44, another
+    chat's question injecting anything 40 %), where counting every character gave 93.3 %,
+    0.49 and 46 %; MemoryBank cn and en the same either way."""
     words = [term for term in ranking.terms if len(term) > 1 or term.isascii()]
     characters = [term for term in ranking.terms if len(term) == 1 and not term.isascii()]
-    return {
-        entry.record.id: ranking.coverage[entry.record.id]
-        for entry, _ in ranking.fused
-        if entry.record.id in ranking.coverage and _shares_a_word(entry, words, characters)
-    }
+    shared: dict[str, float] = {}
+    for entry, _ in ranking.fused:
+        coverage = ranking.coverage.get(entry.record.id)
+        if coverage is None:
+            continue
+        if _holds_any(entry, words) or (
+            coverage >= LEAST_CHARACTER_COVERAGE and _holds_outside_names(entry, characters)
+        ):
+            shared[entry.record.id] = coverage
+    return shared
 
 
-def _shares_a_word(entry: IndexedMemory, words: Sequence[str], characters: Sequence[str]) -> bool:
-    if any(word in entry.content_terms or word in entry.tag_terms for word in words):
-        return True
+def _holds_any(entry: IndexedMemory, terms: Sequence[str]) -> bool:
+    return any(term in entry.content_terms or term in entry.tag_terms for term in terms)
+
+
+def _holds_outside_names(entry: IndexedMemory, characters: Sequence[str]) -> bool:
+    """Whether the note holds one of `characters` in its tags or its words, names aside."""
     held = [c for c in characters if c in entry.content_terms or c in entry.tag_terms]
     if not held:
         return False
     outside_names = PERSON_WITH_QQ_PATTERN.sub(" ", entry.record.content).casefold()
-    return any(c in outside_names for c in held) or any(c in entry.tag_terms for c in held)
+    return any(c in outside_names or c in entry.tag_terms for c in held)
 
 
 @dataclass(frozen=True, slots=True)

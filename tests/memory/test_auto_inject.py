@@ -157,6 +157,7 @@ async def test_a_verb_of_one_character_outside_names_is_a_shared_word(plugin) ->
         "小明(20001)说：我家猫叫豆包。",
         "阿强(20002)对菠萝过敏，一点都不能吃",
         "Lily(20003)说：我在学尤克里里，已经学了两年",
+        "阿强(20002)说：“每周六上午我都去学击剑，教练说我进步挺快”",
     ):
         await remember(plugin, note)
     bot = RecordingBot()
@@ -168,6 +169,7 @@ async def test_a_verb_of_one_character_outside_names_is_a_shared_word(plugin) ->
     assert "尤克里里" in sent
     assert "豆包" not in sent
     assert "菠萝" not in sent
+    assert "击剑" not in sent  # 学 is a smaller part of a longer note there
 
 
 async def test_memories_of_another_scope_are_never_injected(plugin) -> None:
