@@ -158,12 +158,12 @@ class MemoryService:
         return [hit.memory for hit in hits]
 
     async def relevant_in(
-        self, views: Sequence[MemoryView], text: str, top_k: int
+        self, views: Sequence[MemoryView], text: str, top_k: int, *, asker: str | None = None
     ) -> list[SearchHit]:
         """`relevant` over what several views show, ranked together, at most `top_k` in
-        all."""
+        all; `asker`: the QQ number of who sent `text` (see self_recall.py)."""
         hits = await search.relevant_views(
-            self._index, self._vectors, views, text, top_k, zone=self.zone
+            self._index, self._vectors, views, text, top_k, zone=self.zone, asker=asker
         )
         return await self._checked(views, hits)
 

@@ -317,3 +317,64 @@ async def test_with_embeddings_a_name_alone_in_a_long_message_injects_nothing(pl
     await bot.receive(asking("小明明天的数学作业写完了没有，老师下午要检查，还要交实验报告"))
 
     assert prompts.MEMORY_INJECTION_HEADER not in last_user_content(plugin)
+
+
+async def remember_about(plugin, content: str, user_id: str) -> str:
+    outcome = await plugin.runtime.memory.service.save(SCOPE, content, user_id=user_id)
+    assert outcome.status == "saved"
+    return outcome.memory.id
+
+
+def asked_by(content: str, user_id: int):
+    return group_message(content, group_id=GROUP, user_id=user_id, to_me=True)
+
+
+async def test_asked_to_recall_themselves_a_member_gets_their_own_notes(plugin) -> None:
+    # A real 1.5B model's run: no word of "我开的是什么车来着？" is in the note on the car,
+    # and it answered "我开的是一辆丰田凯美瑞".
+    car = await remember_about(plugin, "阿强(20002)说：“我的小米SU7今天提示胎压低”", "20002")
+    allergy = await remember_about(plugin, "阿强(20002)对菠萝过敏，一点都不能吃", "20002")
+    await remember_about(plugin, "Lily(20003)在北辰电气上班", "20003")
+    bot = RecordingBot()
+
+    await bot.receive(asked_by("我开的是什么车来着？", 20002))
+
+    lines = memory_lines(last_user_content(plugin))
+    assert [line.split()[0] for line in lines] == [f"#{allergy}", f"#{car}"]  # newest first
+
+
+@pytest.mark.parametrize(
+    "message",
+    ["我该买什么车？", "他开的是什么车来着？", "我以前开过车"],
+)
+async def test_other_messages_about_cars_get_no_notes(plugin, message: str) -> None:
+    from nonebot_plugin_aimemory import prompts
+
+    await remember_about(plugin, "阿强(20002)说：“我的小米SU7今天提示胎压低”", "20002")
+    bot = RecordingBot()
+
+    await bot.receive(asked_by(message, 20002))
+
+    assert prompts.MEMORY_INJECTION_HEADER not in last_user_content(plugin)
+
+
+async def test_asked_to_recall_themselves_a_member_gets_no_one_elses_notes(plugin) -> None:
+    from nonebot_plugin_aimemory import prompts
+
+    await remember_about(plugin, "阿强(20002)说：“我的小米SU7今天提示胎压低”", "20002")
+    bot = RecordingBot()
+
+    await bot.receive(asked_by("我开的是什么车来着？", 20003))
+
+    assert prompts.MEMORY_INJECTION_HEADER not in last_user_content(plugin)
+
+
+async def test_what_a_member_asked_to_keep_comes_back_when_they_ask_to_recall_it(plugin) -> None:
+    bot = RecordingBot()
+    # kept by the turn, in their personal memories (requested.py); no word of the question
+    await bot.receive(asked_by("记住：我上个月提了小米SU7", 20002))
+
+    await bot.receive(asked_by("我开的是什么车来着？", 20002))
+
+    sent = last_user_content(plugin)
+    assert "[个人] 「小明(20002)说：我上个月提了小米SU7」" in sent
