@@ -163,42 +163,86 @@ class MemoryReviewer:
             outcome.rejected.append(f"only the bot's own words: {str(content)[:50]!r}")
             return
         if kind == "create" and isinstance(content, str) and content.strip():
-            content = without_request(content)
-            if content is None:
-                outcome.rejected.append("an order to the bot to keep")
-                return
-            grounds = grounding.Grounds.of(shown.members_lines(evidence))
-            content = grounds.as_said(content)
-            if not grounds.hold(content):
-                outcome.rejected.append(f"not what the rows state: {content[:50]!r}")
-                return
-            saved = await self.memory.save(
-                scope,
-                content,
-                tags=op.get("tags") if isinstance(op.get("tags"), list) else None,
-                user_id=str(op["user_id"]) if op.get("user_id") else None,
-                source="review",
-                evidence=evidence,
-                provenance=shown.provenance(content, evidence),
-            )
-            if saved.status == "saved":
-                outcome.created += 1
-            else:
-                outcome.rejected.append(f"create refused ({saved.status}): {content[:50]!r}")
+            lines = shown.members_lines(evidence)
+            await self._create(scope, op, self._grounded(content, lines, outcome), shown, outcome)
             return
         if kind == "update" and isinstance(op.get("id"), str) and isinstance(content, str):
-            # The id is looked up in this scope only: another scope's id is simply unknown.
-            updated = await self.memory.update(
-                scope, op["id"], content=content, add_evidence=evidence
-            )
-            if updated.status == "updated" and updated.changed:
-                outcome.updated += 1
-            elif updated.status == "updated":
-                outcome.rejected.append(f"update {op['id']!r} changed nothing")
-            else:
-                outcome.rejected.append(f"update {op['id']!r} refused ({updated.status})")
+            await self._update(scope, op["id"], content, evidence, shown, outcome)
             return
         outcome.rejected.append(f"invalid op: {str(op)[:100]}")
+
+    @staticmethod
+    def _grounded(content: str, lines: list[str], outcome: ReviewOutcome) -> str | None:
+        """`content` as it may be kept, by the rules a fact drawn from chat `lines`
+        follows (grounding.py), whether it is new or rewrites a memory; None (the reason
+        noted in `outcome`) when it may not."""
+        kept = without_request(content)
+        if kept is None:
+            outcome.rejected.append("an order to the bot to keep")
+            return None
+        grounds = grounding.Grounds.of(lines)
+        kept = grounds.as_said(kept)
+        if not grounds.hold(kept):
+            outcome.rejected.append(f"not what the rows state: {kept[:50]!r}")
+            return None
+        return kept
+
+    async def _create(
+        self,
+        scope: str,
+        op: dict[str, Any],
+        content: str | None,
+        shown: Shown,
+        outcome: ReviewOutcome,
+    ) -> None:
+        if content is None:
+            return
+        evidence = _evidence(op.get("evidence"), shown.row_ids)
+        saved = await self.memory.save(
+            scope,
+            content,
+            tags=op.get("tags") if isinstance(op.get("tags"), list) else None,
+            user_id=str(op["user_id"]) if op.get("user_id") else None,
+            source="review",
+            evidence=evidence,
+            provenance=shown.provenance(content, evidence),
+        )
+        if saved.status == "saved":
+            outcome.created += 1
+        else:
+            outcome.rejected.append(f"create refused ({saved.status}): {content[:50]!r}")
+
+    async def _update(
+        self,
+        scope: str,
+        memory_id: str,
+        content: str,
+        evidence: list[int],
+        shown: Shown,
+        outcome: ReviewOutcome,
+    ) -> None:
+        """Rewrite a memory of `scope` as the rows and the memory itself hold it, naming
+        everyone it named (the real small model's reviewer dropped who it was about)."""
+        stored = await self.memory.get(scope, memory_id)
+        lines = shown.members_lines(evidence) + ([stored.content] if stored is not None else [])
+        rewritten = self._grounded(content, lines, outcome)
+        if rewritten is None:
+            return
+        if stored is not None and not grounding.keeps_whom_it_is_about(stored.content, rewritten):
+            outcome.rejected.append(
+                f"update {memory_id!r} drops whom it is about: {rewritten[:50]!r}"
+            )
+            return
+        # The id is looked up in this scope only: another scope's id is simply unknown.
+        updated = await self.memory.update(
+            scope, memory_id, content=rewritten, add_evidence=evidence
+        )
+        if updated.status == "updated" and updated.changed:
+            outcome.updated += 1
+        elif updated.status == "updated":
+            outcome.rejected.append(f"update {memory_id!r} changed nothing")
+        else:
+            outcome.rejected.append(f"update {memory_id!r} refused ({updated.status})")
 
 
 def _distinct_changes(ops: list[Any]) -> list[Any]:

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from ..text import PERSON_WITH_QQ, QQ_IN_BRACKETS, is_question, segmenter
 from .requests import asks_to_do, asks_to_keep_an_order
-from .rules import addresses_the_bot, speaks_in_first_person
+from .rules import addresses_the_bot, people_of, speaks_in_first_person
 
 # At least this share of a fact's tokens (names and QQ numbers aside) must be in the lines:
 # a fact in the model's own words ("开的车是" for "我的…") keeps more than half of them.
@@ -157,6 +157,13 @@ class Grounds:
             return False
         heard, stated = self.shares(fact)
         return heard >= MIN_GROUNDED_SHARE and stated >= MIN_STATED_SHARE
+
+
+def keeps_whom_it_is_about(stored: str, rewritten: str) -> bool:
+    """Whether `rewritten` still names everyone `stored` names by QQ number: the real small
+    model's reviewer rewrote "Lily(20003)说：“下周三我得去威海出差…”" as "下周三我得去威海出差…",
+    and whose trip it was was lost."""
+    return people_of(stored, None) <= people_of(rewritten, None)
 
 
 def _speaker_of(line: str) -> str:

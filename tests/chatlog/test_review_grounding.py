@@ -174,3 +174,51 @@ async def test_a_members_own_words_with_their_question_are_saved_as_their_quote(
     assert [m.content for m in await live_memories(plugin)] == [
         "小明(20001)说：“每周六上午我都去学击剑，教练说我进步挺快”"
     ]
+
+
+async def test_a_rewrite_in_the_first_person_leaves_the_memory_as_it_was(plugin, reviewer) -> None:
+    # The real 1.5B reviewer's update: whose trip it was was lost.
+    service = plugin.runtime.memory.service
+    trip = "Lily(20003)说：“下周三我得去威海出差，高铁上好几个小时”"
+    saved = await service.save(GROUP, trip)
+    await talk(plugin, RecordingBot(), "下周三我得去威海出差，高铁上好几个小时，干点啥好？")
+    rewrite = "下周三我得去威海出差，高铁上好几个小时。"
+    reviewer.answer(ops({"op": "update", "id": saved.memory.id, "content": rewrite}))
+
+    await tick_and_wait(plugin)
+
+    assert [m.content for m in await live_memories(plugin)] == [trip]
+
+
+async def test_a_rewrite_that_drops_whom_it_is_about_leaves_the_memory(plugin, reviewer) -> None:
+    service = plugin.runtime.memory.service
+    allergy = "阿强(20002)对菠萝过敏，一点都不能吃。"
+    saved = await service.save(GROUP, allergy)
+    await talk(plugin, RecordingBot(), "阿强对菠萝过敏，一点都不能吃")
+    rewrite = "阿强对菠萝过敏，一点都不能吃。"
+    reviewer.answer(ops({"op": "update", "id": saved.memory.id, "content": rewrite}))
+
+    await tick_and_wait(plugin)
+
+    assert [m.content for m in await live_memories(plugin)] == [allergy]
+
+
+async def test_a_rewrite_the_rows_state_about_the_same_person_is_kept(plugin, reviewer) -> None:
+    service = plugin.runtime.memory.service
+    saved = await service.save(GROUP, "小明(20001)住阳光小区3号楼")
+    await talk(plugin, RecordingBot(), "我搬家了，现在住阳光小区5号楼")
+    rewrite = "小明(20001)住阳光小区5号楼"
+    reviewer.answer(ops({"op": "update", "id": saved.memory.id, "content": rewrite}))
+
+    await tick_and_wait(plugin)
+
+    assert [m.content for m in await live_memories(plugin)] == [rewrite]
+
+
+def test_a_rewrite_keeps_whom_it_is_about_when_it_names_everyone_the_memory_named() -> None:
+    from nonebot_plugin_aimemory.memory import grounding
+
+    stored = "阿强(20002)对菠萝过敏，一点都不能吃。"
+    assert grounding.keeps_whom_it_is_about(stored, "阿强(20002)对菠萝和芒果过敏")
+    assert not grounding.keeps_whom_it_is_about(stored, "阿强对菠萝过敏，一点都不能吃。")
+    assert grounding.keeps_whom_it_is_about("群里周五聚餐", "群里周六聚餐")
