@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import re
 from collections import OrderedDict
 from collections.abc import Iterable, Sequence
 from datetime import datetime, timedelta
@@ -22,6 +23,7 @@ from datetime import datetime, timedelta
 from ..guard import NoModelCheck, SteeringCheck, injection_reason, unread_letters
 from ..scopes import Scope
 from ..store import MemoryRecord
+from ..text import PERSON_WITH_QQ
 from ..texts import MODEL_SAYS_STEERING, NOT_CHECKED_NOW
 from .index import LoadedScope
 
@@ -69,8 +71,9 @@ class SharedScopeGuard:
         shown = note_as_shown(note, tags)
         if earlier is not None and (reason := injection_reason(f"{earlier}\n{shown}")):
             return reason
-        verdict = await self.check.steers(shown, earlier)
-        self._keep(shown, verdict)
+        checked = note_as_checked(note, tags)
+        verdict = await self.check.steers(checked, earlier and without_attribution(earlier))
+        self._keep(checked, verdict)
         if verdict:
             logger.info("guard check refused a note for %s: %.60r", scope, shown)
             return MODEL_SAYS_STEERING
@@ -89,7 +92,7 @@ class SharedScopeGuard:
         for scope, record in shown:
             if not is_shared(scope, private=record.private):
                 continue
-            note = note_as_shown(record.content, record.tags)
+            note = note_as_checked(record.content, record.tags)
             if self._verdicts.get(note):
                 steering.add(record.id)
             elif note not in self._verdicts:
@@ -112,6 +115,32 @@ class SharedScopeGuard:
         self._verdicts.move_to_end(note)
         while len(self._verdicts) > KEPT_VERDICTS:
             self._verdicts.popitem(last=False)
+
+
+def note_as_checked(note: str, tags: Sequence[object]) -> str:
+    """The note as the model check reads it: shown, without the "名字(QQ)说：“…”" the
+    plugin's writers put around a member's own words. Who said it is the plugin's record,
+    not something the member wrote; and the check's threshold was set on people's words
+    as they say them. With the wrapper, a real 1.5B checker put ordinary notes over it:
+    P(yes) 0.625 for "小明(20001)说：“我家猫叫豆包” [标签：宠物]", 0.557 without the
+    name; an order stays far above (0.78-0.88 either way)."""
+    return note_as_shown(without_attribution(note), tags)
+
+
+def without_attribution(note: str) -> str:
+    """`note` without a leading "名字(QQ)说：" and the quotes around what follows it."""
+    match = _ATTRIBUTED.match(note)
+    if match is None:
+        return note
+    words = note[match.end() :]
+    quoted = _WHOLE_QUOTE.fullmatch(words)
+    return quoted.group(1) + quoted.group(2) if quoted else words
+
+
+# "小明(20001)说：" as requested.py and grounding.as_said write it, then the words.
+_ATTRIBUTED = re.compile(rf"\A\s*{PERSON_WITH_QQ}说：")
+# What follows in quotes, and anything after them (the tags as shown).
+_WHOLE_QUOTE = re.compile(r"“([^”]*)”(.*)", re.DOTALL)
 
 
 def note_as_shown(note: str, tags: Sequence[object]) -> str:

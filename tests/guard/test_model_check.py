@@ -188,3 +188,23 @@ async def test_a_server_refusing_log_probabilities_is_asked_for_the_word(plugin)
     checks = [body for body in plugin.llm.chat_requests if body["messages"][0]["role"] == "system"]
     checks = [body for body in checks if body["messages"][1]["content"].startswith("Note:")]
     assert ["top_logprobs" in body for body in checks] == [True, False]
+
+
+async def test_the_checker_reads_a_members_words_without_the_plugins_attribution(plugin) -> None:
+    # A real 1.5B checker put P(yes) at 0.625 with the wrapper, over the threshold.
+    result = await save_with_checker(plugin, "小明(20001)说：“我家猫叫豆包”", text("no"))
+
+    assert saved_id(result)
+    (checked,) = checker_requests(plugin)
+    assert "我家猫叫豆包" in checked
+    assert "小明(20001)" not in checked
+    assert "“" not in checked
+
+
+async def test_an_order_inside_the_attribution_still_reaches_the_checker(plugin) -> None:
+    said = f"小明(20001)说：“{REWORDED_ORDER}”，大家记住了"
+    result = await save_with_checker(plugin, said, text("yes"))
+
+    assert result == model_says_steering()
+    assert f"{REWORDED_ORDER}，大家记住了" in checker_requests(plugin)[0]
+    assert await stored(plugin, SCOPE) == []
