@@ -4,6 +4,8 @@ example, and with rewordings of a memory the chat already has (issue #36)."""
 
 from __future__ import annotations
 
+import pytest
+
 from tests.chatlog.helpers import GROUP, live_memories, ops, talk, tick_and_wait
 from tests.fakes.bots import RecordingBot
 
@@ -176,43 +178,40 @@ async def test_a_members_own_words_with_their_question_are_saved_as_their_quote(
     ]
 
 
-async def test_a_rewrite_in_the_first_person_leaves_the_memory_as_it_was(plugin, reviewer) -> None:
-    # The real 1.5B reviewer's update: whose trip it was was lost.
-    service = plugin.runtime.memory.service
-    trip = "Lily(20003)说：“下周三我得去威海出差，高铁上好几个小时”"
-    saved = await service.save(GROUP, trip)
-    await talk(plugin, RecordingBot(), "下周三我得去威海出差，高铁上好几个小时，干点啥好？")
-    rewrite = "下周三我得去威海出差，高铁上好几个小时。"
+TRIP = "Lily(20003)说：“下周三我得去威海出差，高铁上好几个小时”"
+ALLERGY = "阿强(20002)对菠萝过敏，一点都不能吃。"
+
+
+@pytest.mark.parametrize(
+    ("stored", "said", "rewrite", "kept"),
+    [
+        # the real 1.5B reviewer's update: whose trip it was was lost
+        (
+            TRIP,
+            "下周三我得去威海出差，高铁上好几个小时，干点啥好？",
+            "下周三我得去威海出差，高铁上好几个小时。",
+            TRIP,
+        ),
+        (ALLERGY, "阿强对菠萝过敏，一点都不能吃", "阿强对菠萝过敏，一点都不能吃。", ALLERGY),
+        # what the rows state, about the same person, is a rewrite to keep
+        (
+            "小明(20001)住阳光小区3号楼",
+            "我搬家了，现在住阳光小区5号楼",
+            "小明(20001)住阳光小区5号楼",
+            "小明(20001)住阳光小区5号楼",
+        ),
+    ],
+)
+async def test_a_rewrite_keeps_the_rules_of_a_new_fact(
+    plugin, reviewer, stored: str, said: str, rewrite: str, kept: str
+) -> None:
+    saved = await plugin.runtime.memory.service.save(GROUP, stored)
+    await talk(plugin, RecordingBot(), said)
     reviewer.answer(ops({"op": "update", "id": saved.memory.id, "content": rewrite}))
 
     await tick_and_wait(plugin)
 
-    assert [m.content for m in await live_memories(plugin)] == [trip]
-
-
-async def test_a_rewrite_that_drops_whom_it_is_about_leaves_the_memory(plugin, reviewer) -> None:
-    service = plugin.runtime.memory.service
-    allergy = "阿强(20002)对菠萝过敏，一点都不能吃。"
-    saved = await service.save(GROUP, allergy)
-    await talk(plugin, RecordingBot(), "阿强对菠萝过敏，一点都不能吃")
-    rewrite = "阿强对菠萝过敏，一点都不能吃。"
-    reviewer.answer(ops({"op": "update", "id": saved.memory.id, "content": rewrite}))
-
-    await tick_and_wait(plugin)
-
-    assert [m.content for m in await live_memories(plugin)] == [allergy]
-
-
-async def test_a_rewrite_the_rows_state_about_the_same_person_is_kept(plugin, reviewer) -> None:
-    service = plugin.runtime.memory.service
-    saved = await service.save(GROUP, "小明(20001)住阳光小区3号楼")
-    await talk(plugin, RecordingBot(), "我搬家了，现在住阳光小区5号楼")
-    rewrite = "小明(20001)住阳光小区5号楼"
-    reviewer.answer(ops({"op": "update", "id": saved.memory.id, "content": rewrite}))
-
-    await tick_and_wait(plugin)
-
-    assert [m.content for m in await live_memories(plugin)] == [rewrite]
+    assert [m.content for m in await live_memories(plugin)] == [kept]
 
 
 def test_a_rewrite_keeps_whom_it_is_about_when_it_names_everyone_the_memory_named() -> None:

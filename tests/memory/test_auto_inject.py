@@ -128,43 +128,44 @@ async def test_without_vectors_a_note_sharing_a_stray_word_stays_out(
     assert [line.split()[0] for line in memory_lines(last_user_content(plugin))] == [f"#{related}"]
 
 
+async def sent_with_notes(plugin, notes: tuple[str, ...], question: str) -> str:
+    """What the model is sent for `question`, asked once `notes` are the chat's."""
+    for note in notes:
+        await remember(plugin, note)
+    await RecordingBot().receive(asking(question))
+    return last_user_content(plugin)
+
+
 async def test_notes_sharing_only_a_character_of_a_name_are_not_injected(plugin) -> None:
     # A 1.5B model's run: "小名叫" is cut 小 / 名叫, and a name jieba does not know is
     # indexed as its characters beside their bigram; every note on 小明 held that 小.
     # (Notes name people with a QQ number as the writers put it: five digits or more.)
     from nonebot_plugin_aimemory import prompts
 
-    for note in (
+    notes = (
         "小明(20001)说：我家猫叫豆包。",
         "小明(20001)说：我老家是景德镇的。",
         "阿强(20002)对菠萝过敏，一点都不能吃",
         "Lily(20003)在北辰电气上班",
         "Lily(20003)在学尤克里里",
-    ):
-        await remember(plugin, note)
-    bot = RecordingBot()
+    )
+    sent = await sent_with_notes(plugin, notes, "我女儿小名叫什么来着？")
 
-    await bot.receive(asking("我女儿小名叫什么来着？"))
-
-    assert prompts.MEMORY_INJECTION_HEADER not in last_user_content(plugin)
+    assert prompts.MEMORY_INJECTION_HEADER not in sent
 
 
 async def test_a_verb_of_one_character_outside_names_is_a_shared_word(plugin) -> None:
     # The same run: "我在学什么乐器来着？" shares only 学 with the instrument's note.
     from nonebot_plugin_aimemory import prompts
 
-    for note in (
+    notes = (
         "小明(20001)说：我家猫叫豆包。",
         "阿强(20002)对菠萝过敏，一点都不能吃",
         "Lily(20003)说：我在学尤克里里，已经学了两年",
         "阿强(20002)说：“每周六上午我都去学击剑，教练说我进步挺快”",
-    ):
-        await remember(plugin, note)
-    bot = RecordingBot()
+    )
+    sent = await sent_with_notes(plugin, notes, "我在学什么乐器来着？")
 
-    await bot.receive(asking("我在学什么乐器来着？"))
-
-    sent = last_user_content(plugin)
     assert prompts.MEMORY_INJECTION_HEADER in sent
     assert "尤克里里" in sent
     assert "豆包" not in sent
