@@ -164,7 +164,9 @@ class MemoryReviewer:
             return
         if kind == "create" and isinstance(content, str) and content.strip():
             lines = shown.members_lines(evidence)
-            await self._create(scope, op, self._grounded(content, lines, outcome), shown, outcome)
+            await self._create(
+                scope, op, self._grounded(content, lines, outcome), evidence, shown, outcome
+            )
             return
         if kind == "update" and isinstance(op.get("id"), str) and isinstance(content, str):
             await self._update(scope, op["id"], content, evidence, shown, outcome)
@@ -192,12 +194,12 @@ class MemoryReviewer:
         scope: str,
         op: dict[str, Any],
         content: str | None,
+        evidence: list[int],
         shown: Shown,
         outcome: ReviewOutcome,
     ) -> None:
         if content is None:
             return
-        evidence = _evidence(op.get("evidence"), shown.row_ids)
         saved = await self.memory.save(
             scope,
             content,
