@@ -34,8 +34,7 @@ class RelevantMemories:
         if speakers is not None:
             views.append(speakers)
         try:
-            asker = speaker.user_id if speaker is not None else None
-            hits = await self.memory.relevant_in(views, query, self.top_k, asker=asker or None)
+            hits = await self.memory.relevant_in(views, query, self.top_k)
         except Exception:
             # Memories help; they must never stop an answer (database gone, disk full...).
             logger.exception("could not look up memories for %s; answering without them", scope)

@@ -19,7 +19,6 @@ from .index import IndexedMemory, ScopeIndex
 from .keywords import keyword_ranking
 from .personal import MemoryView
 from .relevance import RelevanceFloor
-from .self_recall import askers_own, asks_to_recall_oneself
 from .vectors import MemoryVectors, vector_ranking
 
 # `小明(20001)` in a note: who it is about, whose characters are no words of the message.
@@ -100,12 +99,9 @@ async def relevant_views(
     top_k: int,
     *,
     zone: tzinfo,
-    asker: str | None = None,
 ) -> list[SearchHit]:
     """The memories the views show most relevant to `text`, safe to show the model and
-    above the relevance floor (see relevance.py), at most `top_k` in all; when none is
-    and `text` asks the bot to recall something about `asker` (a QQ number), the asker's
-    own (self_recall.py)."""
+    above the relevance floor (see relevance.py), at most `top_k` in all."""
     if not text.strip():
         return []
     live, personal = await pooled(index, views)
@@ -124,8 +120,6 @@ async def relevant_views(
         for entry, score in ranking.fused
         if floor.admits(entry.record.id, ranking.similarity.get(entry.record.id))
     ]
-    if not passing and asker and asks_to_recall_oneself(text):
-        passing = [(entry, 0.0) for entry in askers_own(live, asker, personal)]
     return best_shown(passing, top_k, safe_only=True, personal=personal)
 
 

@@ -158,12 +158,12 @@ class MemoryService:
         return [hit.memory for hit in hits]
 
     async def relevant_in(
-        self, views: Sequence[MemoryView], text: str, top_k: int, *, asker: str | None = None
+        self, views: Sequence[MemoryView], text: str, top_k: int
     ) -> list[SearchHit]:
         """`relevant` over what several views show, ranked together, at most `top_k` in
-        all; `asker`: the QQ number of who sent `text` (see self_recall.py)."""
+        all."""
         hits = await search.relevant_views(
-            self._index, self._vectors, views, text, top_k, zone=self.zone, asker=asker
+            self._index, self._vectors, views, text, top_k, zone=self.zone
         )
         return await self._checked(views, hits)
 

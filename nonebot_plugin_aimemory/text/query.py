@@ -148,11 +148,6 @@ def weak_query_terms(text: str) -> tuple[str, ...]:
     return _weak_terms_of(segmenter.words(text))
 
 
-def asks_to_recall(text: str) -> bool:
-    """Whether `text` holds a word that only asks for recall ("来着", "记得", "remember")."""
-    return any(is_recall_word(segmenter.normalised(word)) for word in segmenter.words(text))
-
-
 def _content_terms_of(text: str, words: list[str]) -> tuple[str, ...]:
     return tuple(itertools.islice(_content_terms(text, words), MAX_QUERY_TERMS))
 
