@@ -14,6 +14,7 @@ from ..engine import Tool, ToolError, ToolText, current_speaker, note_save
 from ..scopes import Scope
 from . import attribution
 from .personal import MemoryView, is_anonymous, personal_view
+from .requests import without_request
 from .rules import MISSING, Missing, clean_user_id
 from .service import MemoryService
 from .tool_results import (
@@ -93,6 +94,10 @@ def _saver(memory: MemoryService, scope: str, personal: bool):
         content = _content_argument(arguments.get("content"))
         if isinstance(content, Missing) or not content.strip():
             raise ToolError("缺少参数 content")
+        # A real 1.5B model saved the member's "记住：我在学尤克里里…" word for word, and the
+        # guard check then read the stored "记住：…" as an order and hid it. An order to the
+        # bot asked to be kept stays as it was, for the rules to refuse.
+        content = without_request(content) or content
         speaker_asked = personal and arguments.get("about") == prompts.ABOUT_SPEAKER
         if speaker_asked and is_anonymous(current_speaker()):
             return ANONYMOUS_SPEAKER_NOT_SAVED  # nobody to keep it for (personal.py)

@@ -52,6 +52,16 @@ async def test_saved_content_is_whitespace_folded(plugin) -> None:
     assert [r.content for r in await stored(plugin, SCOPE)] == ["小明(2001) 喜欢 吃辣"]
 
 
+async def test_a_members_request_to_keep_is_saved_as_what_it_asks_to_keep(plugin) -> None:
+    # A real 1.5B model saved the member's message word for word, and the guard check then
+    # read the stored "记住：…" as an order to the bot.
+    bot = RecordingBot()
+
+    await save(plugin, bot, "记住：我在学尤克里里，已经学了两年。")
+
+    assert [r.content for r in await stored(plugin, SCOPE)] == ["我在学尤克里里，已经学了两年。"]
+
+
 async def test_near_duplicate_is_saved_with_a_hint_to_merge(plugin) -> None:
     bot = RecordingBot()
     first_id = saved_id(await save(plugin, bot, "小明(2001)喜欢吃四川火锅，尤其是麻辣锅底"))
