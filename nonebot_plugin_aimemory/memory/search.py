@@ -6,13 +6,12 @@ words, feedback.py), fused by score with the vector ranking when embeddings are 
 from __future__ import annotations
 
 import itertools
-import re
 from collections.abc import Callable, Container, Sequence
 from dataclasses import dataclass
 from datetime import date, datetime, time, tzinfo
 
 from ..store import MemoryRecord, utc_text
-from ..text import PERSON_WITH_QQ, Query, fuse_rankings
+from ..text import NAMED_PERSON, Query, fuse_rankings
 from ..text import query as query_module
 from .feedback import with_feedback
 from .index import IndexedMemory, ScopeIndex
@@ -21,8 +20,6 @@ from .personal import MemoryView
 from .relevance import RelevanceFloor
 from .vectors import MemoryVectors, vector_ranking
 
-# `小明(20001)` in a note: who it is about, whose characters are no words of the message.
-PERSON_WITH_QQ_PATTERN = re.compile(PERSON_WITH_QQ)
 # The least share of a message's keyword weight one shared character must carry alone.
 LEAST_CHARACTER_COVERAGE = 0.25
 
@@ -156,11 +153,13 @@ def _holds_any(entry: IndexedMemory, terms: Sequence[str]) -> bool:
 
 def _holds_outside_names(entry: IndexedMemory, characters: Sequence[str]) -> bool:
     """Whether the note holds one of `characters` in its tags or its words, names aside."""
-    held = [c for c in characters if c in entry.content_terms or c in entry.tag_terms]
+    if any(c in entry.tag_terms for c in characters):
+        return True
+    held = [c for c in characters if c in entry.content_terms]
     if not held:
         return False
-    outside_names = PERSON_WITH_QQ_PATTERN.sub(" ", entry.record.content).casefold()
-    return any(c in outside_names or c in entry.tag_terms for c in held)
+    outside_names = NAMED_PERSON.sub(" ", entry.record.content).casefold()
+    return any(c in outside_names for c in held)
 
 
 @dataclass(frozen=True, slots=True)

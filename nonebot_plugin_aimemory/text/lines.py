@@ -5,6 +5,8 @@ adapter, read back by the memory attribution)."""
 
 from __future__ import annotations
 
+import re
+
 from .encodable import encodable
 
 LINE_BREAK_MARK = " ⏎ "
@@ -21,6 +23,8 @@ FORWARD_MARKER = "[合并转发的聊天记录]"
 # year in brackets has 4), and the number's part alone.
 QQ_IN_BRACKETS = r"[(（]\d{5,11}[)）]"
 PERSON_WITH_QQ = r"[^\s()（）：:\[\]，,。！!？?]{1,32}" + QQ_IN_BRACKETS
+# Someone named with their QQ number, as the plugin writes speakers: "小明(20001)".
+NAMED_PERSON = re.compile(PERSON_WITH_QQ)
 
 # A name is shown inside `[时间] 名字(QQ号)：` (and a memory's `名字(QQ号) 说`): the marks of
 # that line, written the full-width way, so a card cannot end its own line early or imitate

@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 import unicodedata
 
-from .lines import PERSON_WITH_QQ
+from .lines import NAMED_PERSON
 
 # How a question ends in the scripts members write.
 _QUESTION_MARKS = ("?", "？", "؟")
@@ -49,8 +49,6 @@ def _alternatives(words: str) -> re.Pattern[str]:
 _ACKNOWLEDGING = _alternatives(_ACKNOWLEDGING_WORDS)
 # The acknowledging words that speak of noting something.
 _NOTING = re.compile(r"记|noted|remember")
-# Someone named with their QQ number, as the plugin writes speakers: "小明(20001)".
-_NAMED = re.compile(PERSON_WITH_QQ)
 # The words a question asks for information with (what, where, who…): "好的" or "记住了"
 # answers a request or a yes-or-no question, never one of these. "怎么样", "如何" and "how
 # about" also ask for a yes ("周末去爬山怎么样？" → "好的") and are left out.
@@ -67,7 +65,7 @@ def is_acknowledgement(text: str) -> bool:
     "OK, noted"), whoever it names: nothing is left once its acknowledging words are taken
     out, and one of them speaks of noting. A bare "好的" or "收到" is how people answer a
     suggestion, and is left alone."""
-    folded = _NAMED.sub(" ", unicodedata.normalize("NFKC", text).casefold())
+    folded = NAMED_PERSON.sub(" ", unicodedata.normalize("NFKC", text).casefold())
     words = " ".join("".join(ch if ch.isalnum() else " " for ch in folded).split())
     if _NOTING.search(words) is None:
         return False
