@@ -11,7 +11,7 @@ from typing import Any
 
 from .. import prompts
 from ..engine import LLMClient, Message, attributed_to
-from ..memory import MemoryService, attribution, grounding, without_request
+from ..memory import MemoryService, attribution, grounding
 from ..scopes import Scope
 from ..store import ChatLogStore, ChatRow, Provenance
 from ..text import cut_line, fit_lines, parse_json_object
@@ -175,18 +175,11 @@ class MemoryReviewer:
 
     @staticmethod
     def _grounded(content: str, lines: list[str], outcome: ReviewOutcome) -> str | None:
-        """`content` as it may be kept, by the rules a fact drawn from chat `lines`
-        follows (grounding.py), whether it is new or rewrites a memory; None (the reason
-        noted in `outcome`) when it may not."""
-        kept = without_request(content)
+        """`content` as it may be kept, drawn from chat `lines` (grounding.py), whether it
+        is new or rewrites a memory; None (noted in `outcome`) when it may not."""
+        kept = grounding.Grounds.of(lines).keep(content)
         if kept is None:
-            outcome.rejected.append("an order to the bot to keep")
-            return None
-        grounds = grounding.Grounds.of(lines)
-        kept = grounds.as_said(kept)
-        if not grounds.hold(kept):
-            outcome.rejected.append(f"not what the rows state: {kept[:50]!r}")
-            return None
+            outcome.rejected.append(f"not what the rows state: {content[:50]!r}")
         return kept
 
     async def _create(

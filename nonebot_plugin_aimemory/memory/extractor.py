@@ -22,7 +22,6 @@ from ..scopes import Scope
 from ..store import Person, Provenance
 from ..text import parse_json_object
 from . import attribution, grounding
-from .requests import without_request
 from .service import MemoryService
 
 logger = logging.getLogger("nonebot_plugin_aimemory")
@@ -84,10 +83,8 @@ class FactExtractor:
             return 0
         saved = 0
         for fact in parse_facts(completion.message.text)[:MAX_FACTS]:
-            content = without_request(fact["content"])
-            if content is not None:
-                content = fold.grounds.as_said(content)
-            if content is None or not fold.grounds.hold(content):
+            content = fold.grounds.keep(fact["content"])
+            if content is None:
                 logger.info(
                     "extraction for %s: skipped %r, not what the chat states",
                     scope,

@@ -13,8 +13,8 @@ import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
-from ..text import PERSON_WITH_QQ, QQ_IN_BRACKETS, is_question, segmenter
-from .requests import asks_to_do, asks_to_keep_an_order
+from ..text import NAMED_PERSON, PERSON_WITH_QQ, QQ_IN_BRACKETS, is_question, segmenter
+from .requests import asks_to_do, asks_to_keep_an_order, without_request
 from .rules import addresses_the_bot, people_of, speaks_in_first_person
 
 # At least this share of a fact's tokens (names and QQ numbers aside) must be in the lines:
@@ -28,8 +28,6 @@ _SENTENCE = re.compile(r"[^。！？!?\n]*[。！？!?\n]*")
 _CLAUSE_BREAK = re.compile(r"[，,；;、：:]")
 # Words in quotes, in whatever person they were said.
 _QUOTED = re.compile(r"“[^”]*”|「[^」]*」|『[^』]*』|\"[^\"]*\"")
-# `小明(20001)` in a line or a fact: who it is about, not what it says.
-_PERSON = re.compile(PERSON_WITH_QQ)
 # A fact's subject as a background writer puts it first, and what may follow it before its
 # words: "小明(20001)说：", "小明(20001):", "小明(20001)".
 _SUBJECT = re.compile(rf"\A\s*(?P<who>{PERSON_WITH_QQ})\s*说?\s*[：:，,]?\s*")
@@ -100,8 +98,8 @@ class Grounds:
         stated about a speaker the fact names is what their lines, or lines naming them,
         state: the real small model wrote "阿强的车是蓝鲸物流的物流车" from Lily's "我在蓝
         鲸物流上班" and 阿强's question about his car."""
-        people = {t for match in _PERSON.findall(fact) for t in segmenter.token_set(match)}
-        tokens = segmenter.token_set(_PERSON.sub(" ", fact)) - people
+        people = {t for match in NAMED_PERSON.findall(fact) for t in segmenter.token_set(match)}
+        tokens = segmenter.token_set(NAMED_PERSON.sub(" ", fact)) - people
         if not tokens:
             return 1.0, 1.0
         named = self._speakers_named(fact)
@@ -145,6 +143,17 @@ class Grounds:
             return fact
         return f"{subject.group('who')}说：“{words}”"
 
+    def keep(self, fact: str) -> str | None:
+        """`fact` as a background writer may save it, or None: without a member's request
+        to keep it (None for an order to the bot), as its subject's words when it copies
+        them, and only when the lines hold it (the reviewer's facts and rewrites and the
+        extraction's alike)."""
+        kept = without_request(fact)
+        if kept is None:
+            return None
+        kept = self.as_said(kept)
+        return kept if self.hold(kept) else None
+
     def hold(self, fact: str) -> bool:
         """Whether `fact` is a fact the lines state about someone: most of its words are in
         them and some in what they state, and it is written in the third person. One that
@@ -157,6 +166,22 @@ class Grounds:
             return False
         heard, stated = self.shares(fact)
         return heard >= MIN_GROUNDED_SHARE and stated >= MIN_STATED_SHARE
+
+
+def without_attribution(note: str) -> str:
+    """`note` without a leading "名字(QQ)说：" (as `as_said` and requested.py write it) and
+    the quotes around what follows it; anything after the quote stays."""
+    match = _SAID_BY.match(note)
+    if match is None:
+        return note
+    words = note[match.end() :]
+    quoted = _WHOLE_QUOTE.fullmatch(words)
+    return quoted.group(1) + quoted.group(2) if quoted else words
+
+
+# "小明(20001)说：", then the words; and those words in quotes, with what follows them.
+_SAID_BY = re.compile(rf"\A\s*{PERSON_WITH_QQ}说：")
+_WHOLE_QUOTE = re.compile(r"“([^”]*)”(.*)", re.DOTALL)
 
 
 def keeps_whom_it_is_about(stored: str, rewritten: str) -> bool:

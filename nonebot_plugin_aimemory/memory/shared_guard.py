@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import re
 from collections import OrderedDict
 from collections.abc import Iterable, Sequence
 from datetime import datetime, timedelta
@@ -23,8 +22,8 @@ from datetime import datetime, timedelta
 from ..guard import NoModelCheck, SteeringCheck, injection_reason, unread_letters
 from ..scopes import Scope
 from ..store import MemoryRecord
-from ..text import PERSON_WITH_QQ
 from ..texts import MODEL_SAYS_STEERING, NOT_CHECKED_NOW
+from .grounding import without_attribution
 from .index import LoadedScope
 
 logger = logging.getLogger("nonebot_plugin_aimemory")
@@ -125,22 +124,6 @@ def note_as_checked(note: str, tags: Sequence[object]) -> str:
     P(yes) 0.625 for "小明(20001)说：“我家猫叫豆包” [标签：宠物]", 0.557 without the
     name; an order stays far above (0.78-0.88 either way)."""
     return note_as_shown(without_attribution(note), tags)
-
-
-def without_attribution(note: str) -> str:
-    """`note` without a leading "名字(QQ)说：" and the quotes around what follows it."""
-    match = _ATTRIBUTED.match(note)
-    if match is None:
-        return note
-    words = note[match.end() :]
-    quoted = _WHOLE_QUOTE.fullmatch(words)
-    return quoted.group(1) + quoted.group(2) if quoted else words
-
-
-# "小明(20001)说：" as requested.py and grounding.as_said write it, then the words.
-_ATTRIBUTED = re.compile(rf"\A\s*{PERSON_WITH_QQ}说：")
-# What follows in quotes, and anything after them (the tags as shown).
-_WHOLE_QUOTE = re.compile(r"“([^”]*)”(.*)", re.DOTALL)
 
 
 def note_as_shown(note: str, tags: Sequence[object]) -> str:
