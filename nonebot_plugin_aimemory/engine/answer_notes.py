@@ -7,13 +7,16 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from functools import cache
 
+from .echoed_request import answer_after_echo
+from .looping_reply import loops, without_repeated_lines
 from .messages import Message
 from .plain_request import ResultsFraming
 from .stock_replies import copies_a_tool_result, is_stock_reply
+from .text_tool_calls import recover_text_tool_calls
 from .turn_outcome import AnswerMode, TurnProgress
 
 logger = logging.getLogger("nonebot_plugin_aimemory")
@@ -74,11 +77,21 @@ class AnswerNotes:
             return message, [*pending[:-1], pending[-1].with_note(self.answer)]
         return message.with_note(self.answer), pending
 
+    def said(self, reply: Message, asked: str, tool_names: Collection[str]) -> Message:
+        """`reply` as the member gets it: without what it copied of the request it answers
+        (`asked`, its last message) before answering, its calls written as text made
+        real, and `cleaned`."""
+        if reply.text:
+            reply = reply.with_text(answer_after_echo(reply.text, asked))
+        if tool_names:
+            reply = recover_text_tool_calls(reply, tool_names)
+        return reply.with_text(self.cleaned(reply.text)) if reply.text else reply
+
     def cleaned(self, reply: str) -> str:
         """`reply` as the member gets it and the window keeps it: without any text the
         plugin adds to what the model reads (a small model echoes the member's message,
-        note and all, or starts with a block's header or its 【label】), and without a
-        copied line start."""
+        note and all, or starts with a block's header or its 【label】), without a
+        copied line start, and a loop said once."""
         notes = (self.answer, self.repeat, self.results_opening, *self.framing)
         added = tuple(text for text in notes if text)
         if added:
@@ -87,7 +100,7 @@ class AnswerNotes:
             reply = self.note_marks.sub("", reply).strip()
         if self.copied_line_start is not None:
             reply = self.copied_line_start.sub("", reply, count=1).strip()
-        return reply
+        return without_repeated_lines(reply) if loops(reply) else reply
 
     def asks_again(
         self, reply: str, asked: str, window: Sequence[Message], progress: TurnProgress, key: str
@@ -104,17 +117,22 @@ class AnswerNotes:
         logger.info("%s: the answer repeats an earlier reply; asking once more", key)
         return True
 
-    def refuses_a_copied_result(
+    def refuses(
         self, reply: str, turn: Sequence[Message], asked: str, progress: TurnProgress, key: str
     ) -> bool:
         """Whether `reply` is a tool result of the turn, or a quoted note before its message,
-        said back, and the next request asks one mode further down. Shown to the member, a
-        tool result ("已保存记忆 #skpn …") or a note's line reads as a malfunction; the last
-        mode's copy is kept (a notice would say less)."""
-        if progress.mode.next() is None or not copies_a_tool_result(reply, turn, asked):
+        said back, or goes round in circles, and the next request asks one mode further
+        down. Shown to the member, a tool result ("已保存记忆 #skpn …") or a note's line
+        reads as a malfunction; the last mode's answer is kept (a notice would say less)."""
+        if progress.mode.next() is None:
             return False
-        self.ask_plainer(progress, key, "the answer copies a tool result")
-        return True
+        if copies_a_tool_result(reply, turn, asked):
+            self.ask_plainer(progress, key, "the answer copies a tool result")
+            return True
+        if loops(reply):
+            self.ask_plainer(progress, key, "the answer goes round in circles")
+            return True
+        return False
 
 
 _LABEL = re.compile(r"【[^】\n]{1,20}】")

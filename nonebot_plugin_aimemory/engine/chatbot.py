@@ -16,7 +16,6 @@ from .llm import Completion, LLMClient
 from .messages import Message
 from .request_room import RequestRoom
 from .stored_window import StoredWindow
-from .text_tool_calls import recover_text_tool_calls
 from .tokens import TokenCounter, message_tokens
 from .tools import (
     MAX_TOOL_CALLS_KEPT_PER_ROUND,
@@ -177,11 +176,7 @@ class ChatBot:
             completion = await self._call_recovering(message, pending, progress)
             progress.accepted = len(pending)
             progress.usage += completion.usage or Usage()
-            reply = completion.message
-            if self.tools.names:
-                reply = recover_text_tool_calls(reply, self.tools.names)
-            if reply.text:
-                reply = reply.with_text(self.notes.cleaned(reply.text))
+            reply = self.notes.said(completion.message, progress.last_asked, self.tools.names)
             if reply.tool_calls and progress.mode is AnswerMode.TOOLS:
                 loop = progress.loop_in(reply.tool_calls, self.tools.names)
                 if loop is not None:
@@ -196,7 +191,7 @@ class ChatBot:
                 if not reply.text:
                     continue
             turn = [message, *pending]
-            if self.notes.refuses_a_copied_result(reply.text, turn, asked, progress, self.key):
+            if self.notes.refuses(reply.text, turn, asked, progress, self.key):
                 continue
             if self.notes.asks_again(reply.text, asked, self.window.messages, progress, self.key):
                 message = message.with_note(self.notes.repeat)
@@ -380,6 +375,7 @@ class ChatBot:
         mode = progress.mode
         told = turn_request(self.window, message, pending, progress, self.notes.results_framing)
         request = [self.system_message, *told]
+        progress.last_asked = told[-1].text
         tools = None if mode is AnswerMode.NO_TOOLS else self.tools.specs_json()
         extra = {"tool_choice": "none"} if mode is AnswerMode.NO_TOOL_CHOICE and tools else None
         completion = await self.llm.complete(request, tools, context=self.key, extra=extra)

@@ -1,10 +1,11 @@
 """Tool calls a model wrote as text. Small models behind some servers (llama.cpp, Ollama
 with a template that does not parse them) put a call in `content` instead of `tool_calls`:
 a bare JSON object, one per line, inside `<tool_call>` tags or a ```json fence, or a call
-in code form, `memory_save({"content": …})` or `memory_search(query="车", limit=10)`. They are turned into real calls, so they run
-and the member never sees them; `<tool_response>` blocks a model writes in imitation of a
-result are removed from what it says, and an answer written as a JSON list of strings is
-said as its strings."""
+in code form, `memory_save({"content": …})` or `memory_search(query="车", limit=10)`.
+They are turned into real calls, so they run and the member never sees them;
+`<tool_response>` blocks a model writes in imitation of a result, and calls written the
+way the plugin tells results ("- memory_search：…"), are removed from what it says, and an
+answer written as a JSON list of strings is said as its strings."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ import re
 import uuid
 from collections.abc import Collection
 from dataclasses import dataclass
+from functools import cache
 from typing import Any
 
 from .messages import Message, ToolCall
@@ -78,6 +80,9 @@ def recover_text_tool_calls(reply: Message, tool_names: Collection[str] = ()) ->
     if not found and straight != text:
         found = _calls_in(straight, tool_names)
     if not found:
+        told = _answer_beside_told_calls(text, tool_names)
+        if told is not None:
+            return reply.with_text(told)
         if text.strip(_AROUND_A_NAME) in tool_names:
             return reply.with_text("")  # "memory_search?": a call begun, no answer
         cleaned = without_tool_responses(text)
@@ -90,6 +95,33 @@ def recover_text_tool_calls(reply: Message, tool_names: Collection[str] = ()) ->
         tool_calls=tuple(f.call for f in found),
         reasoning=reply.reasoning,
     )
+
+
+# A model's own label before its answer, on a line's start ("【你的回复】").
+_ANSWER_LABEL = re.compile(r"^\s*【[^】\n]{1,20}】", re.MULTILINE)
+
+
+def _answer_beside_told_calls(text: str, tool_names: Collection[str]) -> str | None:
+    """None when no line of `text` starts with a tool's name the way the last request
+    tells a turn's results ("- memory_search：…", plain_request.py); else the answer the
+    text gives after its last such line behind a 【label】, or "" for none. Qwen2.5-Coder-
+    1.5B copied that shape from a reply of its own in the window and wrote calls, made-up
+    results and "【你的回复】我对菠萝过敏来着。" (issue #36), or the calls alone, 4 096
+    tokens of them; none of it ran, and none of it is for the member."""
+    if not tool_names:
+        return None
+    told = list(_told_call_line(frozenset(tool_names)).finditer(text))
+    if not told:
+        return None
+    label = _ANSWER_LABEL.search(text, told[-1].end())
+    return text[label.end() :].strip() if label else ""
+
+
+@cache
+def _told_call_line(tool_names: frozenset[str]) -> re.Pattern[str]:
+    """A line that starts with one of `tool_names` and a colon, as results are told."""
+    names = "|".join(re.escape(name) for name in sorted(tool_names))
+    return re.compile(rf"^[ \t]*-?[ \t]*(?:{names})[ \t]*[：:]", re.MULTILINE)
 
 
 def _json_strings(text: str) -> str | None:

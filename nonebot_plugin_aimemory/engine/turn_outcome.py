@@ -108,6 +108,8 @@ class TurnProgress:
     answer_noted: bool = False
     # The earlier reply an answer repeated: the requests after it leave such replies out.
     repeated: str = ""
+    # The last message of the latest request, as sent: what an answer may copy back.
+    last_asked: str = ""
 
     def loop_in(self, calls: Sequence[ToolCall], known_tools: Collection[str]) -> str | None:
         """Why running `calls` would go round in circles, or None: each repeats a call the

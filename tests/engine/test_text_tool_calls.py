@@ -221,3 +221,46 @@ def test_an_answer_written_as_a_json_list_of_strings_is_said_as_its_strings(
 )
 def test_other_bracketed_answers_are_left_as_they_are(written: str) -> None:
     assert recover_text_tool_calls(said(written)).text == written
+
+
+# What Qwen2.5-Coder-1.5B wrote once a reply of this shape was in its window (issue #36).
+TOLD_SEARCHES = (
+    "- memory_search：\n keyword=菠萝 allergy\n\n结果：\n- memory_search：\n keyword=菠萝"
+)
+
+
+@pytest.mark.parametrize(
+    ("written", "shown"),
+    [
+        (f"{TOLD_SEARCHES}\n\n【你的回复】我对菠萝过敏来着。", "我对菠萝过敏来着。"),
+        (
+            f"{TOLD_SEARCHES}\n【回答】\n你对菠萝过敏。\n【备注】别吃",
+            "你对菠萝过敏。\n【备注】别吃",
+        ),
+        ("memory_save: 阿强(20002)对菠萝过敏\n【回复】记下了。", "记下了。"),
+        (TOLD_SEARCHES, ""),
+        (f"{TOLD_SEARCHES}\n\n结果：\n" * 40, ""),
+        ("  -  memory_save：content=小红下周三去杭州出差", ""),
+    ],
+)
+def test_calls_written_as_results_are_told_leave_only_the_answer_after_them(
+    written: str, shown: str
+) -> None:
+    # given a reply that writes calls the way the last request tells results
+    recovered = recover_text_tool_calls(said(written))
+    # then no call of it runs and the member is shown only what it answered after them
+    assert (recovered.text or "", recovered.tool_calls) == (shown, ())
+
+
+@pytest.mark.parametrize(
+    "written",
+    [
+        "我可以帮你用 memory_search：先查一下再说。",
+        "- 苹果：红色\n- 香蕉：黄色",
+        "- memory_forget：这个工具这里没有提供，所以删不掉。",
+        "步骤：\n- 打开设置：点右上角\n【提示】别忘了保存",
+    ],
+)
+def test_lines_that_name_no_offered_tool_at_their_start_stay(written: str) -> None:
+    # a tool named inside a sentence, a list of other words, a tool not offered here
+    assert recover_text_tool_calls(said(written)).text == written
