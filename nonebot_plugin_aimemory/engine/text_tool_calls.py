@@ -38,6 +38,10 @@ _TOOL_RESPONSE = re.compile(
     r"<tool_response>.*?(?:</tool_response>|\Z)|</tool_response>", re.DOTALL | re.IGNORECASE
 )
 _DECODER = json.JSONDecoder()
+# Keys a small model put an offered tool's name under instead of "name" (Qwen2.5-Coder-1.5B
+# wrote {"id": "memory_forget", "arguments": {…}}); read only for an offered tool's name,
+# so a member's data with an "id" is never a call.
+_NAME_KEYS = ("id", "tool", "tool_name", "function")
 
 
 @dataclass(frozen=True, slots=True)
@@ -150,7 +154,8 @@ def _calls_in(text: str, tool_names: Collection[str]) -> list[_Found]:
     a tool called in code form, in order."""
     found: list[_Found] = []
     code_form = any(f"{name}(" in text for name in tool_names)
-    if '"name"' not in text and not code_form:
+    named = '"name"' in text or any(f'"{name}"' in text for name in tool_names)
+    if not named and not code_form:
         bare = _bare_call(text, tool_names)
         return [bare] if bare is not None else found
     index = _first_bracket(text)
@@ -165,7 +170,7 @@ def _calls_in(text: str, tool_names: Collection[str]) -> list[_Found]:
             found.append(code_call)
             index = _first_bracket(text, code_call.end)
             continue
-        calls = _as_calls(value)
+        calls = _as_calls(value, tool_names)
         if calls:
             found += [_Found(call, index, end) for call in calls]
             index = _first_bracket(text, end)
@@ -271,26 +276,29 @@ def _first_bracket(text: str, start: int = 0) -> int:
     return min(positions) if positions else -1
 
 
-def _as_calls(value: Any) -> list[ToolCall]:
+def _as_calls(value: Any, tool_names: Collection[str]) -> list[ToolCall]:
     """The calls `value` is: one call object, or a list of nothing but call objects."""
     items = value if isinstance(value, list) else [value]
-    calls = [_as_call(item) for item in items]
+    calls = [_as_call(item, tool_names) for item in items]
     if not calls or any(call is None for call in calls):
         return []
     return [call for call in calls if call is not None]
 
 
-def _as_call(value: Any) -> ToolCall | None:
+def _as_call(value: Any, tool_names: Collection[str]) -> ToolCall | None:
     """A call written as `{"name": …, "arguments": {…}}` (or "parameters"; the arguments
-    as an object or as JSON text), also inside OpenAI's `{"function": {…}}`; else None."""
+    as an object or as JSON text), also inside OpenAI's `{"function": {…}}`, or with an
+    offered tool's name under another key (`{"id": "memory_forget", …}`); else None."""
     if not isinstance(value, dict):
         return None
     if isinstance(value.get("function"), dict):
         value = value["function"]
     name = value.get("name")
+    if name is None:
+        name = next((v for k, v in value.items() if k in _NAME_KEYS and v in tool_names), None)
     if not isinstance(name, str) or not _TOOL_NAME.match(name):
         return None
-    keys = set(value) - {"name", "id", "type"}
+    keys = set(value) - {"name", "id", "type", *_NAME_KEYS}
     if not keys <= {"arguments", "parameters"}:
         return None  # an object with a name, not a call (a member's data, say)
     arguments = value.get("arguments", value.get("parameters", {}))

@@ -51,6 +51,9 @@ def calls_of(message: Message) -> list[tuple[str, dict[str, object]]]:
         f"`memory_save( {json.dumps(SAVE['arguments'], ensure_ascii=False)} )`",
         # typographic quotes, some of them, as Qwen2.5-Coder-1.5B wrote one in a private chat
         SAVE_JSON.replace('"', "“", 3).replace('"', "”", 2),
+        # the tool's name under "id", as it wrote one to a steering message
+        json.dumps({"id": "memory_save", "arguments": SAVE["arguments"]}, ensure_ascii=False),
+        json.dumps({"tool": "memory_save", "parameters": SAVE["arguments"]}, ensure_ascii=False),
     ],
 )
 def test_a_call_written_as_text_becomes_a_real_call(written: str) -> None:
@@ -264,3 +267,17 @@ def test_calls_written_as_results_are_told_leave_only_the_answer_after_them(
 def test_lines_that_name_no_offered_tool_at_their_start_stay(written: str) -> None:
     # a tool named inside a sentence, a list of other words, a tool not offered here
     assert recover_text_tool_calls(said(written)).text == written
+
+
+@pytest.mark.parametrize(
+    "written",
+    [
+        '{"id": "12345", "arguments": {"content": "x"}}',
+        '{"id": "memory_save", "content": "阿强(20002)下周三去杭州出差"}',
+        '{"tool": "math_add", "arguments": {"a": 1}}',
+    ],
+)
+def test_an_object_naming_no_offered_tool_outside_name_is_no_call(written: str) -> None:
+    # an id that is no tool, an object that is data beside a tool's name, an unoffered tool
+    recovered = recover_text_tool_calls(said(written))
+    assert (recovered.text, recovered.tool_calls) == (written, ())
