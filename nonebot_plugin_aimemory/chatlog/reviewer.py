@@ -42,20 +42,27 @@ class Shown:
     def provenance(self, content: str, evidence: list[int]) -> Provenance:
         """A memory the review drew from `evidence`: said by the author of those rows when
         they are one person (by a quote's or a forwarded line's author when it holds the
-        content), never by the bot."""
+        content; by whom the content quotes when they wrote one of the rows), never by
+        the bot."""
         lines = [
             (row.text, attribution.person_of(row.speaker_id, row.speaker_name))
             for row in (self.rows[i] for i in evidence if i in self.rows)
             if row.id not in self.bots_rows
         ]
-        said_by = attribution.author_of_evidence(content, lines)
+        quoted = grounding.said_by_id(content)
+        said_by = next((p for _, p in lines if quoted and p.user_id == quoted), None)
+        said_by = said_by or attribution.author_of_evidence(content, lines)
         return Provenance("review", said_by=said_by, chat=self.chat)
 
     def members_lines(self, evidence: list[int]) -> list[str]:
         """What the members said in the `evidence` rows, each after its speaker's name
         (the bot's rows are nobody's)."""
         rows = [self.rows[i] for i in evidence if i in self.rows and i not in self.bots_rows]
-        return [f"{row.speaker_name or ''}：{row.text}" for row in rows]
+        people = [attribution.person_of(row.speaker_id, row.speaker_name) for row in rows]
+        return [
+            grounding.line_of(person.name, person.user_id, row.text)
+            for person, row in zip(people, rows, strict=True)
+        ]
 
 
 @dataclass(slots=True)
@@ -197,7 +204,8 @@ class MemoryReviewer:
             scope,
             content,
             tags=op.get("tags") if isinstance(op.get("tags"), list) else None,
-            user_id=str(op["user_id"]) if op.get("user_id") else None,
+            user_id=grounding.said_by_id(content)
+            or (str(op["user_id"]) if op.get("user_id") else None),
             source="review",
             evidence=evidence,
             provenance=shown.provenance(content, evidence),

@@ -95,7 +95,7 @@ class FactExtractor:
                 scope,
                 content,
                 tags=fact.get("tags"),
-                user_id=fact.get("user_id"),
+                user_id=grounding.said_by_id(content) or fact.get("user_id"),
                 source="extract",
                 provenance=fold.provenance(content),
             )
@@ -127,7 +127,7 @@ class _Fold:
         friend = Person(where.id) if where.is_friend else None
         said = [message.text for message in messages if message.role == "user"]
         voices = attribution.folded_voices(said, friend)
-        lines = [f"{voice.name}：{voice.text}" for voice in voices] or said
+        lines = [grounding.line_of(v.name, v.user_id, v.text) for v in voices] or said
         return cls(voices, where.log_chat.key, grounding.Grounds.of(lines))
 
     def provenance(self, fact: str) -> Provenance:

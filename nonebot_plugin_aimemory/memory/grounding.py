@@ -13,7 +13,7 @@ import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
-from ..text import NAMED_PERSON, PERSON_WITH_QQ, QQ_IN_BRACKETS, is_question, segmenter
+from ..text import NAMED_PERSON, PERSON_WITH_QQ, is_question, segmenter
 from .requests import asks_to_do, asks_to_keep_an_order, without_request
 from .rules import addresses_the_bot, people_of, speaks_in_first_person
 
@@ -137,11 +137,25 @@ class Grounds:
         if not (speaks_in_first_person(rest) or is_question(rest)):
             return fact
         words = (statements(rest) if is_question(rest) else rest).strip(_TRAILING)
+        if len(words) < MIN_QUOTED_CHARS:
+            return fact
         name = _QQ_NUMBER.sub("", subject.group("who")).strip()
         said = (_words_of(line) for speaker, line, _ in self.lines if speaker == name)
-        if len(words) < MIN_QUOTED_CHARS or not any(words in line for line in said):
-            return fact
-        return f"{subject.group('who')}说：“{words}”"
+        if any(words in line for line in said):
+            return f"{subject.group('who')}说：“{words}”"
+        sayer = self._who_said_in_first_person(words)
+        return f"{sayer}说：“{words}”" if sayer else fact
+
+    def _who_said_in_first_person(self, words: str) -> str | None:
+        """The one speaker ("名字(QQ)") whose lines hold `words` when they speak in the first
+        person: "我" is whoever said it. The real small model filed Lily's "下周三我得去威海
+        出差" under 阿强, and the trip was kept nowhere; None for words in no line, in
+        several speakers' lines, or of no speaker named with a QQ number."""
+        if not speaks_in_first_person(words):
+            return None
+        sayers = {_who_of(line) for _, line, _ in self.lines if words in _words_of(line)}
+        sayer = sayers.pop() if len(sayers) == 1 else ""
+        return sayer if NAMED_PERSON.fullmatch(sayer) else None
 
     def keep(self, fact: str) -> str | None:
         """`fact` as a background writer may save it, or None: without a member's request
@@ -191,6 +205,27 @@ def keeps_whom_it_is_about(stored: str, rewritten: str) -> bool:
     return people_of(stored, None) <= people_of(rewritten, None)
 
 
+def line_of(name: str, user_id: str | None, words: str) -> str:
+    """A chat line as the grounds read it: "名字(QQ)：words", the QQ number left out when
+    there is none (an anonymous sender's). With it, words said in the first person can be
+    given back to whoever said them (`as_said`)."""
+    who = f"{name}({user_id})" if user_id and user_id.isdigit() else name
+    return f"{who}：{words}"
+
+
+def said_by_id(fact: str) -> str | None:
+    """The QQ number of whoever a fact quotes ("小明(20001)说：“…”", as `as_said` and
+    requested.py write it): the one the fact is about, whatever a writer put beside it."""
+    match = _SAID_BY.match(fact)
+    number = _QQ_DIGITS.search(match.group(0)) if match else None
+    return number.group(0) if number else None
+
+
+def _who_of(line: str) -> str:
+    """The speaker a line starts with, QQ number and all ("小明(20001)：…" → "小明(20001)")."""
+    return line.split("：", 1)[0].strip() if "：" in line else ""
+
+
 def _speaker_of(line: str) -> str:
     """The name a line starts with, without its QQ number ("小明(20001)：…" → "小明")."""
     if "：" not in line:
@@ -198,7 +233,9 @@ def _speaker_of(line: str) -> str:
     return _QQ_NUMBER.sub("", line.split("：", 1)[0]).strip()
 
 
-_QQ_NUMBER = re.compile(f"{QQ_IN_BRACKETS}$")
+# The number after a line's name, however short: a line is the plugin's own writing.
+_QQ_NUMBER = re.compile(r"[(（]\d+[)）]$")
+_QQ_DIGITS = re.compile(r"\d{5,11}(?=[)）]说：$)")
 
 
 def _words_of(line: str) -> str:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.chatlog.helpers import GROUP, live_memories, ops, talk, tick_and_wait
+from tests.chatlog.helpers import GROUP, live_memories, ops, said, talk, tick_and_wait
 from tests.fakes.bots import RecordingBot
 
 
@@ -221,3 +221,58 @@ def test_a_rewrite_keeps_whom_it_is_about_when_it_names_everyone_the_memory_name
     assert grounding.keeps_whom_it_is_about(stored, "阿强(20002)对菠萝和芒果过敏")
     assert not grounding.keeps_whom_it_is_about(stored, "阿强对菠萝过敏，一点都不能吃。")
     assert grounding.keeps_whom_it_is_about("群里周五聚餐", "群里周六聚餐")
+
+
+async def members_say(plugin, *lines: tuple[int, str, str]) -> None:
+    """Members (QQ number, card, words) address the bot in turn; the log is flushed."""
+    bot = RecordingBot()
+    for user_id, card, words in lines:
+        await bot.receive(said(words, to_me=True, user_id=user_id, card=card))
+    await plugin.runtime.chat_log.flush()
+
+
+WEIHAI = "下周三我得去威海出差，高铁上好几个小时，干点啥好？"
+
+
+async def test_first_person_words_filed_under_someone_else_are_kept_as_the_speakers(
+    plugin, reviewer
+) -> None:
+    # the real small model filed Lily's trip under 阿强, and it was kept nowhere
+    await members_say(plugin, (20002, "阿强", "小鱼的英短好可爱"), (20003, "Lily", WEIHAI))
+    reviewer.answer(ops({"op": "create", "content": f"阿强(20002){WEIHAI}", "user_id": "20002"}))
+
+    await tick_and_wait(plugin)
+
+    # then it is kept as what Lily said, about Lily
+    [memory] = await live_memories(plugin)
+    assert memory.content == "Lily(20003)说：“下周三我得去威海出差，高铁上好几个小时”"
+    assert memory.user_id == "20003"
+    assert memory.provenance.said_by is not None
+    assert memory.provenance.said_by.user_id == "20003"
+
+
+@pytest.mark.parametrize(
+    ("lines", "content"),
+    [
+        # said alike by two other members: whose it is cannot be told
+        (
+            ((20001, "小明", "我明天去北京开会"), (20003, "Lily", "我明天去北京开会")),
+            "阿强(20002)我明天去北京开会",
+        ),
+        # words no line holds
+        (((20003, "Lily", WEIHAI),), "阿强(20002)我下周去杭州出差"),
+        # in the third person: a fact about 阿强 drawn from Lily's words, not her own words
+        (((20003, "Lily", "阿强下周三去威海出差"),), "阿强(20002)下周三去威海出差"),
+    ],
+)
+async def test_words_of_no_one_speaker_in_the_first_person_are_not_given_to_anyone(
+    plugin, reviewer, lines: tuple[tuple[int, str, str], ...], content: str
+) -> None:
+    await members_say(plugin, *lines)
+    reviewer.answer(ops({"op": "create", "content": content, "user_id": "20002"}))
+
+    await tick_and_wait(plugin)
+
+    saved = [(m.content, m.user_id) for m in await live_memories(plugin)]
+    assert not any("说：“" in content for content, _ in saved)
+    assert all(user_id == "20002" for _, user_id in saved)
