@@ -14,7 +14,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 from ..text import NAMED_PERSON, PERSON_WITH_QQ, is_question, segmenter
-from .requests import asks_to_do, asks_to_keep_an_order, without_request
+from .requests import FACT_SUBJECT, asks_to_do, asks_to_keep_an_order, without_request
 from .rules import addresses_the_bot, people_of, speaks_in_first_person
 
 # At least this share of a fact's tokens (names and QQ numbers aside) must be in the lines:
@@ -28,9 +28,6 @@ _SENTENCE = re.compile(r"[^。！？!?\n]*[。！？!?\n]*")
 _CLAUSE_BREAK = re.compile(r"[，,；;、：:]")
 # Words in quotes, in whatever person they were said.
 _QUOTED = re.compile(r"“[^”]*”|「[^」]*」|『[^』]*』|\"[^\"]*\"")
-# A fact's subject as a background writer puts it first, and what may follow it before its
-# words: "小明(20001)说：", "小明(20001):", "小明(20001)".
-_SUBJECT = re.compile(rf"\A\s*(?P<who>{PERSON_WITH_QQ})\s*说?\s*[：:，,]?\s*")
 # What a quote leaves out at its ends; and the least it quotes (a name's worth is no fact).
 _TRAILING = " \t\n，,。.！!；;：:"
 MIN_QUOTED_CHARS = 4
@@ -130,7 +127,7 @@ class Grounds:
         and facts said in passing were kept nowhere. Quoted, without the question:
         "阿强(20002)说：“每周六上午我都去学击剑，教练说我进步挺快”". Only words one of the
         subject's lines holds are quoted; any other fact comes back as it is."""
-        subject = _SUBJECT.match(fact)
+        subject = FACT_SUBJECT.match(fact)
         if subject is None:
             return fact
         rest = fact[subject.end() :]

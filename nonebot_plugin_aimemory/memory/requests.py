@@ -63,8 +63,9 @@ def asks_to_do(clause: str) -> bool:
     return _ASKS_TO_DO.match(clause) is not None
 
 
-# Whom a background writer's fact is about, as it writes them first: "阿强(20002)".
-_SUBJECT = re.compile(rf"\A\s*(?P<who>{PERSON_WITH_QQ})\s*[：:]?\s*")
+# Whom a background writer's fact is about, as it writes them first, and what may follow
+# before its words: "阿强(20002)", "阿强(20002)：", "阿强(20002)说：", "阿强(20002)，".
+FACT_SUBJECT = re.compile(rf"\A\s*(?P<who>{PERSON_WITH_QQ})\s*说?\s*[：:，,]?\s*")
 
 
 def without_request(fact: str) -> str | None:
@@ -72,7 +73,7 @@ def without_request(fact: str) -> str | None:
     it ("阿强(20002)记住：对花生过敏" → "阿强(20002)对花生过敏": the real small model's
     extraction); None when what was asked to keep is an order to the bot. Any other fact
     comes back as it is."""
-    subject = _SUBJECT.match(fact)
+    subject = FACT_SUBJECT.match(fact)
     who, rest = (subject.group("who"), fact[subject.end() :]) if subject else ("", fact)
     asked = _asked_to_keep(rest)
     if asked is None:
