@@ -123,9 +123,14 @@ def _answer_beside_told_calls(text: str, tool_names: Collection[str]) -> str | N
 
 @cache
 def _told_call_line(tool_names: frozenset[str]) -> re.Pattern[str]:
-    """A line that starts with one of `tool_names` and a colon, as results are told."""
+    """A line that starts with one of `tool_names` and a colon, as results are told, and
+    goes on with an argument (`key=value`, on that line or the next) or a copied 【label】:
+    "- memory_save：保存一条记忆", a tool described to a member, is no call."""
     names = "|".join(re.escape(name) for name in sorted(tool_names))
-    return re.compile(rf"^[ \t]*-?[ \t]*(?:{names})[ \t]*[：:]", re.MULTILINE)
+    return re.compile(
+        rf"^[ \t]*-?[ \t]*(?:{names})[ \t]*[：:][ \t]*(?:\n[ \t]*)?(?:\w+[ \t]*=|【)",
+        re.MULTILINE,
+    )
 
 
 def _json_strings(text: str) -> str | None:

@@ -100,3 +100,14 @@ async def test_a_long_answer_of_many_different_lines_is_sent_as_it_is(plugin) ->
     # then nothing was asked again and every line arrives
     assert tool_choices(plugin) == [None]
     assert "\n".join(bot.sent_texts).count("景点") == 30
+
+
+async def test_tools_described_to_a_member_are_an_answer(plugin) -> None:
+    # given a model that tells a member what its tools do, one a line
+    described = "我能用这些工具：\n- memory_save：保存一条记忆\n- memory_search：搜索以前记下的事"
+    plugin.llm.responder = lambda body: text(described)
+    bot = RecordingBot()
+    await bot.receive(ask("你有哪些工具？"))
+    # then that is its answer, sent at once
+    assert tool_choices(plugin) == [None]
+    assert bot.sent_texts == [described]

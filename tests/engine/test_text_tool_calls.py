@@ -240,7 +240,8 @@ TOLD_SEARCHES = (
             f"{TOLD_SEARCHES}\n【回答】\n你对菠萝过敏。\n【备注】别吃",
             "你对菠萝过敏。\n【备注】别吃",
         ),
-        ("memory_save: 阿强(20002)对菠萝过敏\n【回复】记下了。", "记下了。"),
+        ("memory_save: content=阿强(20002)对菠萝过敏\n【回复】记下了。", "记下了。"),
+        ("- memory_search：【记忆】小红下周三去杭州\n【你的回复】去杭州。", "去杭州。"),
         (TOLD_SEARCHES, ""),
         (f"{TOLD_SEARCHES}\n\n结果：\n" * 40, ""),
         ("  -  memory_save：content=小红下周三去杭州出差", ""),
@@ -261,6 +262,9 @@ def test_calls_written_as_results_are_told_leave_only_the_answer_after_them(
         "我可以帮你用 memory_search：先查一下再说。",
         "- 苹果：红色\n- 香蕉：黄色",
         "- memory_forget：这个工具这里没有提供，所以删不掉。",
+        # the tools described to a member who asked what the bot can do
+        "- memory_save：保存一条记忆\n- memory_search：搜索记忆\n【提示】说“记住”就会保存",
+        "memory_search:\n  按关键词搜索以前记下的事",
         "步骤：\n- 打开设置：点右上角\n【提示】别忘了保存",
     ],
 )
