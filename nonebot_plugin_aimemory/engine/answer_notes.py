@@ -77,12 +77,12 @@ class AnswerNotes:
             return message, [*pending[:-1], pending[-1].with_note(self.answer)]
         return message.with_note(self.answer), pending
 
-    def said(self, reply: Message, asked: str, tool_names: Collection[str]) -> Message:
+    def said(self, reply: Message, request: str, own: str, tool_names: Collection[str]) -> Message:
         """`reply` as the member gets it: without what it copied of the request it answers
-        (`asked`, its last message) before answering, its calls written as text made
-        real, and `cleaned`."""
+        (`request`, its last message; the member's `own` words are theirs to have quoted)
+        before answering, its calls written as text made real, and `cleaned`."""
         if reply.text:
-            reply = reply.with_text(answer_after_echo(reply.text, asked))
+            reply = reply.with_text(answer_after_echo(reply.text, request, own))
         if tool_names:
             reply = recover_text_tool_calls(reply, tool_names)
         return reply.with_text(self.cleaned(reply.text)) if reply.text else reply

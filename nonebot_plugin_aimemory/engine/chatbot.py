@@ -176,7 +176,9 @@ class ChatBot:
             completion = await self._call_recovering(message, pending, progress)
             progress.accepted = len(pending)
             progress.usage += completion.usage or Usage()
-            reply = self.notes.said(completion.message, progress.last_asked, self.tools.names)
+            reply = self.notes.said(
+                completion.message, progress.last_asked, asked, self.tools.names
+            )
             if reply.tool_calls and progress.mode is AnswerMode.TOOLS:
                 loop = progress.loop_in(reply.tool_calls, self.tools.names)
                 if loop is not None:

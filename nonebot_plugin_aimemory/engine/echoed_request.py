@@ -19,23 +19,33 @@ MIN_ECHO_CHARS = 24
 _LEADING_LABEL = re.compile(r"^【[^】\n]{1,20}】\s*")
 
 
-def answer_after_echo(reply: str, request: str) -> str:
+def answer_after_echo(reply: str, request: str, own: str = "") -> str:
     """`reply` without the lines it copied from `request` before saying anything of its
     own, and without the 【label】 it put before that. `reply` as it is when it starts with
     no copy, or holds nothing but copies (a copy said back is judged on its own, as a
-    copied result: answer_notes.py)."""
+    copied result: answer_notes.py). A line of the member's `own` message is no copy: an
+    answer may give a member's lines back ("帮我检查这段有没有错别字"), and only what the
+    plugin added around them is the request's; they belong to the echo only when a
+    【label】 follows them, as the answer's start."""
     lines = reply.splitlines()
     copied_chars = 0
+    owns_from: int | None = None  # where the member's own lines began after the copy
     for index, line in enumerate(lines):
         stripped = line.strip()
         if not stripped:
             continue
-        if not _copied(stripped, request):
-            rest = "\n".join(lines[index:]).strip()
-            if copied_chars < MIN_ECHO_CHARS:
-                return reply
-            return _LEADING_LABEL.sub("", rest, count=1).strip() or reply
-        copied_chars += len(stripped)
+        if stripped in own:
+            owns_from = index if owns_from is None else owns_from
+            continue
+        if _copied(stripped, request) and owns_from is None:
+            copied_chars += len(stripped)
+            continue
+        if copied_chars < MIN_ECHO_CHARS:
+            return reply
+        labelled = _LEADING_LABEL.match(stripped) is not None
+        start = index if owns_from is None or labelled else owns_from
+        rest = "\n".join(lines[start:]).strip()
+        return _LEADING_LABEL.sub("", rest, count=1).strip() or reply
     return reply
 
 

@@ -58,3 +58,24 @@ def test_what_follows_a_copy_of_the_request_is_the_answer(reply: str, answer: st
 )
 def test_an_answer_that_starts_with_no_copy_of_the_request_stays(reply: str) -> None:
     assert answer_after_echo(reply) == reply
+
+
+def test_a_members_own_lines_given_back_are_part_of_the_answer() -> None:
+    from nonebot_plugin_aimemory.engine.echoed_request import answer_after_echo
+
+    # given a member who asks to have their lines checked, and the request around them
+    own = "帮我检查下这段有没有错别字：\n今天天气很好我们去公园玩\n公园里有很多好看的花"
+    request = f"【记忆笔记】以前记下的、可能和这条消息有关的资料。\n【笔记结束】\n{own}"
+    reply = "今天天气很好我们去公园玩\n公园里有很多好看的花\n没有错别字。"
+    # then the lines given back stay: they are the member's, not the plugin's framing
+    assert answer_after_echo(reply, request, own) == reply
+
+
+def test_the_members_line_within_the_copy_goes_with_it_before_a_label() -> None:
+    from nonebot_plugin_aimemory.engine.echoed_request import answer_after_echo
+
+    # given a copy of the request that runs on through the member's own line to a label
+    own = "[2026-12-07 09:35] 我开的是什么车来着？"
+    reply = f"{ECHO}\n{own}\n【你的回复】你开的是小米SU7。"
+    # then the answer is what follows the label
+    assert answer_after_echo(reply, REQUEST, own) == "你开的是小米SU7。"
