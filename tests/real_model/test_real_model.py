@@ -6,6 +6,7 @@ never kept. Slow: minutes per test on a 1.5B model on two cores."""
 from __future__ import annotations
 
 import json
+import re
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -22,6 +23,10 @@ pytestmark = pytest.mark.real_model
 USER = 3701
 GROUP = 3702
 TOOL_MARKS = ("<tool_call>", "</tool_call>", "<tool_response>", "</tool_response>", "```")
+# A call written the way the plugin tells results, or the framing of a request written out
+# before the answer: what the real model sent in place of answers once (issue #36).
+TOLD_CALL = re.compile(r"^\s*-?\s*[a-z_]+\s*[：:]\s*(?:\n\s*)?\w+\s*=", re.MULTILINE)
+COPIED_FRAMING = ("【工具结果】", "【记忆笔记】", "【笔记结束】", "【聊天记录原文】")
 
 
 def failure_notices() -> set[str]:
@@ -48,6 +53,9 @@ def assert_answered(reply: str) -> None:
         assert mark not in reply, reply
     assert '"arguments"' not in reply
     assert '"parameters"' not in reply
+    assert not TOLD_CALL.search(reply), reply
+    for framing in COPIED_FRAMING:
+        assert framing not in reply, reply
     try:
         parsed = json.loads(reply)
     except ValueError:
@@ -106,6 +114,20 @@ async def test_a_trip_told_in_private_is_kept_and_every_turn_is_answered(plugin)
         memories = await after_review(plugin, f"f:{USER}")
     print(f"memories: {memories}")
     assert about_user(memories, USER, "杭州"), memories
+
+
+async def test_questions_after_a_fact_and_a_miss_are_answered_in_words(plugin) -> None:
+    # given a member in a private chat who told the bot one fact: the real model answered
+    # the next questions by writing out their request, then calls as results are told
+    bot = RecordingBot()
+    told = await talk(bot, private_message("记住：我对菠萝过敏，一点都不能吃。", user_id=USER))
+    # when they ask about something it was never told, then about the fact
+    missed = await talk(bot, private_message("我开的是什么车来着？", user_id=USER))
+    asked = await talk(bot, private_message("我对什么食物过敏来着？", user_id=USER))
+    print(f"told: {told!r}\nmissed: {missed!r}\nasked: {asked!r}")
+    # then every turn ends in words, none in a copy of a request or calls as text
+    for reply in (told, missed, asked):
+        assert_answered(reply)
 
 
 async def test_chit_chat_in_a_group_gets_a_text_answer(plugin) -> None:
