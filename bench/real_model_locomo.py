@@ -200,28 +200,22 @@ async def ask_directly(
                 lines = last_lines(conversation, budget_tokens - ROOM_TOKENS - fixed)
                 run.baseline_lines = len(lines)
                 content = "\n".join(lines) + "\n\n" + question.question
+                messages = [
+                    {"role": "system", "content": BASELINE_SYSTEM},
+                    {"role": "user", "content": content},
+                ]
+                body = {"model": models.main.model, "messages": messages}
                 record = question_record(driver, question)
-                await direct_turn(client, proxy, driver, record, content, models.main.model)
+                await direct_turn(client, driver, record, body)
                 run.baseline.append(locomo_f1(record.reply, question))
         run.baseline_turns, run.baseline_exchanges = driver.turns, proxy.exchanges
 
 
 async def direct_turn(
-    client: httpx.AsyncClient,
-    proxy: RecordingProxy,
-    driver: Driver,
-    record: TurnRecord,
-    content: str,
-    model: str,
+    client: httpx.AsyncClient, driver: Driver, record: TurnRecord, body: dict[str, Any]
 ) -> None:
-    """One plain chat completion through `proxy`, recorded as a turn."""
-    body = {
-        "model": model,
-        "messages": [
-            {"role": "system", "content": BASELINE_SYSTEM},
-            {"role": "user", "content": content},
-        ],
-    }
+    """One plain chat completion through the driver's proxy, recorded as a turn."""
+    proxy = driver.proxy
     headers = {"Authorization": f"Bearer {h.API_KEY}"}
     proxy.turn, started = record.index, time.monotonic()
     try:

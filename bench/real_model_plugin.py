@@ -33,6 +33,8 @@ if TYPE_CHECKING:
     from nonebot_plugin_aimemory.engine.tools import Tool
 
 REQUEST_TIMEOUT_SECONDS = 600.0
+# A turn's fields in its transcript line, in order (`who` with the QQ number).
+TRANSCRIPT_FIELDS = "scenario run phase kind who private message replies sent seconds rejected"
 WINDOW_ONLY_SETTINGS: dict[str, Any] = {
     "aimemory_memory_auto_inject": False,
     "aimemory_review_enabled": False,
@@ -171,20 +173,10 @@ class TurnRecord:
 
     def line(self) -> dict[str, Any]:
         """The turn as a transcript's JSON line."""
-        return {
-            "scenario": self.scenario,
-            "run": self.run,
-            "phase": self.phase,
-            "kind": self.kind,
-            "who": f"{self.who}({self.user_id})",
-            "private": self.private,
-            "message": self.message,
-            "replies": self.replies,
-            "sent": self.sent,
-            "seconds": round(self.seconds, 1),
-            "rejected": self.rejected,
-            "exchanges": [exchange_line(e) for e in self.exchanges],
-        }
+        line = {name: getattr(self, name) for name in TRANSCRIPT_FIELDS.split()}
+        exchanges = [exchange_line(e) for e in self.exchanges]
+        who, seconds = f"{self.who}({self.user_id})", round(self.seconds, 1)
+        return line | {"who": who, "seconds": seconds, "exchanges": exchanges}
 
 
 def exchange_line(exchange: Exchange, last_messages: int = 3) -> dict[str, Any]:

@@ -70,7 +70,7 @@ def print_remember(
             "".join("✓" if r.recalled[phase][index] else "✗" for phase in r.recalled) for r in runs
         )
         how = "记住" if fact.asked_to_remember else "in passing"
-        kept = kept_in(ours, fact.value)
+        kept = " + ".join(kept_in(ours, fact.value)) or "nowhere"
         print(f"  fact {index + 1}: {fact.member.name} {fact.value} ({how}, {kept}): {marks}")
     print_private_where_allowed(script, ours)
     for run in runs:
@@ -82,13 +82,11 @@ def print_remember(
         )
 
 
-def kept_in(run: RememberRun, value: str) -> str:
+def kept_in(run: RememberRun, value: str) -> list[str]:
     """Where a fact's value is kept at the end of the run: the scopes of the memories that
     hold it, and "summary" when the window's summary does."""
     places = sorted({scope for scope, _ in holding(run.memories, value)})
-    if squeezed(value) in squeezed(run.summary):
-        places.append("summary")
-    return " + ".join(places) or "nowhere"
+    return places + ["summary"] * (squeezed(value) in squeezed(run.summary))
 
 
 def print_private_where_allowed(script: Script, ours: RememberRun) -> None:
@@ -99,12 +97,9 @@ def print_private_where_allowed(script: Script, ours: RememberRun) -> None:
     if ASK_PRIVATE not in ours.recalled:
         return
     allowed = [
-        recalled
-        for fact, recalled in zip(script.facts, ours.recalled[ASK_PRIVATE], strict=True)
-        if any(
-            scope == Scope.person(fact.member.user_id).key
-            for scope, _ in holding(ours.memories, fact.value)
-        )
+        got
+        for fact, got in zip(script.facts, ours.recalled[ASK_PRIVATE], strict=True)
+        if Scope.person(fact.member.user_id).key in kept_in(ours, fact.value)
     ]
     print(f"  in private, of the facts the member's personal memory holds: {fraction(allowed)}")
 

@@ -17,11 +17,13 @@ from bench import harness as h
 from bench.real_model_plugin import TurnRecord
 from bench.real_model_proxy import ROLES, Exchange, Usage
 from bench.real_model_remember import RememberRun, squeezed
-from bench.real_model_script import Script
+from bench.real_model_script import Member, Script
 
 if TYPE_CHECKING:
     from nonebot_plugin_aimemory.store.memory_store import MemoryRecord
 
+# The memories a run left, each with its scope.
+Memories = Sequence[tuple[str, "MemoryRecord"]]
 # What the prompts show as an example of a memory: never a memory of this chat.
 EXAMPLE_MARKS = ("12345", "小明(12345)")
 EXAMPLE_PROMPTS = ("EXTRACT_FORMAT", "REVIEW_FORMAT", "MEMORY_NOTE")
@@ -75,26 +77,14 @@ class Saves:
 def saves_of(run: RememberRun, script: Script) -> Saves:
     """The figures of what `run` (the plugin's) saved."""
     memories = run.memories
-    steps = script.steps
-    chit_chat = sum(1 for step in steps if step.kind in ("chat", "ambient"))
+    kinds = [step.kind for step in script.steps]
     remember = [fact for fact in script.facts if fact.asked_to_remember]
     saved = [f for f in remember if holding(memories, f.value)]
-    right = [
-        f
-        for f in saved
-        if any(
-            about(scope, record, f.member.user_id, f.member.name)
-            for scope, record in holding(memories, f.value)
-        )
-    ]
+    right = [f for f in saved if any(about(s, r, f.member) for s, r in holding(memories, f.value))]
     steering = [s.marker for s in script.steerings if holding(memories, s.marker)]
-    folded = [i for i, kept in enumerate(run.verbatim_when_asked) if not kept]
-    kept = [
-        i
-        for i in folded
-        if squeezed(script.facts[i].value) in squeezed(run.summary)
-        or holding(memories, script.facts[i].value)
-    ]
+    verbatim = zip(script.facts, run.verbatim_when_asked, strict=True)
+    folded = [fact.value for fact, kept in verbatim if not kept]
+    kept = [v for v in folded if squeezed(v) in squeezed(run.summary) or holding(memories, v)]
     of_facts = {id(record) for f in script.facts for _, record in holding(memories, f.value)}
     return Saves(
         memories=len(memories),
@@ -103,8 +93,8 @@ def saves_of(run: RememberRun, script: Script) -> Saves:
             for _, record in memories
             if id(record) not in of_facts
         ],
-        chit_chat_turns=chit_chat,
-        addressed_chit_chat_turns=sum(1 for step in steps if step.kind == "chat"),
+        chit_chat_turns=kinds.count("chat") + kinds.count("ambient"),
+        addressed_chit_chat_turns=kinds.count("chat"),
         remember_facts=len(remember),
         remember_saved=len(saved),
         remember_right_person=len(right),
@@ -120,25 +110,20 @@ def saves_of(run: RememberRun, script: Script) -> Saves:
     )
 
 
-def holding(
-    memories: Sequence[tuple[str, MemoryRecord]], value: str
-) -> list[tuple[str, MemoryRecord]]:
+def holding(memories: Memories, value: str) -> list[tuple[str, MemoryRecord]]:
     """The memories whose content holds `value` (case and spaces ignored)."""
     wanted = squeezed(value)
     return [(scope, record) for scope, record in memories if wanted in squeezed(record.content)]
 
 
-def about(scope: str, record: MemoryRecord, user_id: int, name: str) -> bool:
+def about(scope: str, record: MemoryRecord, member: Member) -> bool:
     """Whether a memory is about the member: theirs by QQ number, naming them, or in their
     personal scope."""
     from nonebot_plugin_aimemory.scopes import Scope
 
-    return (
-        record.user_id == str(user_id)
-        or str(user_id) in record.content
-        or name.lower() in record.content.lower()
-        or scope == Scope.person(user_id).key
-    )
+    qq, content = str(member.user_id), record.content
+    named = qq in content or member.name.lower() in content.lower()
+    return record.user_id == qq or named or scope == Scope.person(member.user_id).key
 
 
 def named_texts(module: object, names: Iterable[str]) -> tuple[str, ...]:
@@ -147,7 +132,7 @@ def named_texts(module: object, names: Iterable[str]) -> tuple[str, ...]:
     return tuple(text for text in found if isinstance(text, str) and text)
 
 
-def copied_examples(memories: Sequence[tuple[str, MemoryRecord]], said: str) -> list[str]:
+def copied_examples(memories: Memories, said: str) -> list[str]:
     """Memories that copy a prompt's example: its QQ number, an example content, or a run
     of at least COPIED_MIN_CHARS characters of an example prompt nobody said in the chat."""
     from nonebot_plugin_aimemory import prompts
