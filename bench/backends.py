@@ -22,7 +22,7 @@ from bench import backends_children as children
 from bench import generated_chat as gen
 from bench import harness as h
 from bench.backends_databases import copy_database, insert_fill_memories, postgres_database
-from tests.fakes.openai_server import FakeOpenAI, text
+from tests.fakes.openai_server import FakeOpenAI
 
 FIRST_FILL_GROUP_ID = 810_000_001
 STARTUP_RUNS, WARMUP_QUERIES = 3, 30
@@ -200,11 +200,8 @@ async def measure_memories(
     service, scope = h.memory_service(runtime), h.group_key(children.CHAT_GROUP_ID)
 
     async def save(memory: gen.Memory) -> None:
-        outcome = await service.save(
-            scope, memory.content, tags=memory.tags, user_id=memory.user_id
-        )
-        if outcome.status != "saved":
-            raise RuntimeError(f"save in {scope}: {outcome.status}: {memory.content}")
+        if (status := await gen.save(service, scope, memory)) != "saved":
+            raise RuntimeError(f"save in {scope}: {status}: {memory.content}")
 
     saves = await h.timed(save, searched)
     rng, warmup = random.Random(200), sizes.memory_searches // 10
@@ -236,24 +233,23 @@ async def measure_running(
     from nonebot_plugin_aimemory.conversation.warmup import text_tools_ready
 
     figures: Figures = {}
-    with h.fake_llm(lambda body: text(REPLY)) as llm:
-        settings = {**MAIN_SETTINGS, **target.settings()}
-        async with h.plugin_runtime(llm, target.db_path, **settings) as runtime:
-            await text_tools_ready(runtime.counter)
-            step(target, f"writing {spaced(sizes.rows)} chat-log rows")
-            # The rows are dropped afterwards: kept, they would lengthen every later collection.
-            rows = children.chat_rows(
-                random.Random(100), h.group_key(children.CHAT_GROUP_ID), sizes.rows
-            )
-            figures["write"] = await children.write_through(h.chat_log_writer(runtime), rows)
-            del rows
-            step(target, "memories and chat-log search")
-            figures |= await measure_memories(runtime, sizes, searched, cold)
-            queries = chat_queries(random.Random(300), WARMUP_QUERIES + sizes.chat_searches)
-            samples = await h.timed(children.chat_search(runtime), queries, WARMUP_QUERIES)
-            figures |= percentiles("chat", samples)
-            step(target, "turns")
-            figures |= await measure_turns(llm, runtime, sizes)
+    settings = {**MAIN_SETTINGS, **target.settings()}
+    async with h.plugin(target.db_path, REPLY, **settings) as (llm, runtime):
+        await text_tools_ready(runtime.counter)
+        step(target, f"writing {spaced(sizes.rows)} chat-log rows")
+        # The rows are dropped afterwards: kept, they would lengthen every later collection.
+        rows = children.chat_rows(
+            random.Random(100), h.group_key(children.CHAT_GROUP_ID), sizes.rows
+        )
+        figures["write"] = await children.write_through(h.chat_log_writer(runtime), rows)
+        del rows
+        step(target, "memories and chat-log search")
+        figures |= await measure_memories(runtime, sizes, searched, cold)
+        queries = chat_queries(random.Random(300), WARMUP_QUERIES + sizes.chat_searches)
+        samples = await h.timed(children.chat_search(runtime), queries, WARMUP_QUERIES)
+        figures |= percentiles("chat", samples)
+        step(target, "turns")
+        figures |= await measure_turns(llm, runtime, sizes)
     return figures
 
 

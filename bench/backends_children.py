@@ -168,15 +168,11 @@ async def wait_for_files(paths: Sequence[Path], children: Sequence[asyncio.Task[
 
 async def count_written(target: Target, memories_each: int) -> tuple[int, int]:
     """The writers' chat-log rows and memories the database holds, read through the plugin."""
-    with h.fake_llm() as llm:
-        async with h.plugin_runtime(llm, target.db_path, **target.settings()) as runtime:
-            rows = await h.chat_log_writer(runtime).store.count_since(
-                h.group_key(WRITERS_GROUP_ID), 0
-            )
-            service, memories = h.memory_service(runtime), 0
-            for index in range(WRITERS):
-                for scope in writer_scopes(index, memories_each):
-                    memories += await service.count(scope)
+    async with h.plugin(target.db_path, **target.settings()) as (_, runtime):
+        store, service = h.chat_log_writer(runtime).store, h.memory_service(runtime)
+        rows = await store.count_since(h.group_key(WRITERS_GROUP_ID), 0)
+        scopes = [scope for i in range(WRITERS) for scope in writer_scopes(i, memories_each)]
+        memories = sum([await service.count(scope) for scope in scopes])
     return rows, memories
 
 
@@ -192,27 +188,23 @@ async def writer_child(spec: dict[str, Any]) -> dict[str, float]:
     memories = [(scope, m) for scope, batch in zip(scopes, batches, strict=True) for m in batch]
     memories = memories[: int(spec["memories"])]
     figures: dict[str, float] = {}
-    with h.fake_llm() as llm:
-        settings = {**target.settings(), "aimemory_chat_log_flush_seconds": 60}
-        async with h.plugin_runtime(llm, target.db_path, **settings) as runtime:
-            await text_tools_ready(runtime.counter)
-            await asyncio.to_thread(Path(spec["ready"]).touch)
-            await wait_for_files([Path(spec["go"])])
+    settings = {**target.settings(), "aimemory_chat_log_flush_seconds": 60}
+    async with h.plugin(target.db_path, **settings) as (_, runtime):
+        await text_tools_ready(runtime.counter)
+        await asyncio.to_thread(Path(spec["ready"]).touch)
+        await wait_for_files([Path(spec["go"])])
 
-            async def log_rows() -> None:
-                figures["rows_started"] = time.time()
-                await write_through(h.chat_log_writer(runtime), rows)
-                figures["rows_ended"] = time.time()
+        async def log_rows() -> None:
+            figures["rows_started"] = time.time()
+            await write_through(h.chat_log_writer(runtime), rows)
+            figures["rows_ended"] = time.time()
 
-            async def save_memories() -> None:
-                service, saved = h.memory_service(runtime), 0
-                figures["saves_started"] = time.time()
-                for scope, memory in memories:
-                    outcome = await service.save(
-                        scope, memory.content, tags=memory.tags, user_id=memory.user_id
-                    )
-                    saved += outcome.status == "saved"
-                figures["saves_ended"], figures["saved"] = time.time(), saved
+        async def save_memories() -> None:
+            service, saved = h.memory_service(runtime), 0
+            figures["saves_started"] = time.time()
+            for scope, memory in memories:
+                saved += await gen.save(service, scope, memory) == "saved"
+            figures["saves_ended"], figures["saved"] = time.time(), saved
 
-            await asyncio.gather(log_rows(), save_memories())
+        await asyncio.gather(log_rows(), save_memories())
     return {**figures, "rows": len(rows)}

@@ -67,10 +67,11 @@ async def fill_memories(runtime: Any, layout: Layout, rng: random.Random) -> int
             if refused > MAX_DRAWS_FACTOR * layout.memories:
                 raise RuntimeError(f"too many refused saves ({refused}); last scope {scope}")
             (memory,) = gen.memories(rng, 1, seen)
-            owner_id = owner or memory.user_id
-            outcome = await service.save(scope, memory.content, tags=memory.tags, user_id=owner_id)
-            saved += outcome.status == "saved"
-            refused += outcome.status != "saved"
+            status = await gen.save(
+                service, scope, memory._replace(user_id=owner or memory.user_id)
+            )
+            saved += status == "saved"
+            refused += status != "saved"
     return saved
 
 
@@ -93,10 +94,9 @@ async def run(bench: h.Bench) -> dict[str, Any]:
     layout, out = Layout(int(spec["memories"]), int(spec["rows"])), Path(spec["out"])
     await asyncio.to_thread(out.parent.mkdir, parents=True, exist_ok=True)
     rng = random.Random(16)
-    with h.fake_llm() as llm:
-        async with h.plugin_runtime(llm, out) as runtime:
-            saved = await fill_memories(runtime, layout, rng)
-            await fill_chat_log(runtime, layout, rng)
+    async with h.plugin(out) as (_, runtime):
+        saved = await fill_memories(runtime, layout, rng)
+        await fill_chat_log(runtime, layout, rng)
     return {"memories": saved, "rows": layout.rows}
 
 

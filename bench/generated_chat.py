@@ -6,7 +6,7 @@ from __future__ import annotations
 import random
 import string
 from collections.abc import Sequence
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from nonebot.adapters.onebot.v11 import GroupMessageEvent, Message
 
@@ -105,6 +105,13 @@ def memories(rng: random.Random, count: int, seen: set[str]) -> list[Memory]:
             owned = "name" in picks and rng.random() < 0.7
             result.append(Memory(content, tags, USER_IDS.get(picks["name"]) if owned else None))
     return result
+
+
+async def save(service: Any, scope: str, memory: Memory) -> str:
+    """Save `memory` in `scope` as the save tool would (`service` a MemoryService); the status."""
+    return (
+        await service.save(scope, memory.content, tags=memory.tags, user_id=memory.user_id)
+    ).status
 
 
 def distinct(rng: random.Random, templates: Sequence[str], count: int) -> list[str]:

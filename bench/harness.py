@@ -66,14 +66,12 @@ class Bench:
 
 
 BenchRun = Callable[[Bench], Awaitable["dict[str, Any] | None"]]
+Options = Callable[[argparse.ArgumentParser], object]  # adds a bench's own options
+Speaker = tuple[str, str] | None  # (QQ number, name) of a chat line's speaker
 
 
 def main(
-    doc: str | None,
-    run: BenchRun,
-    options: Callable[[argparse.ArgumentParser], object] | None = None,
-    *,
-    load_plugin: bool = True,
+    doc: str | None, run: BenchRun, options: Options | None = None, *, load_plugin: bool = True
 ) -> None:
     """Every bench's command line; a child (`--child SPEC`) prints its result for the parent."""
     parser = argparse.ArgumentParser(description=(doc or "").strip().split("\n\n")[0])
@@ -191,12 +189,12 @@ async def plugin_runtime(
 
 @asynccontextmanager
 async def plugin(
-    bench: Bench, reply: str | Responder | None = None, db: str = "aimemory.db", **settings: Any
+    db_path: Path, reply: str | Responder | None = None, **settings: Any
 ) -> AsyncIterator[tuple[FakeOpenAI, Runtime]]:
-    """`fake_llm` answering `reply` (a text or a responder), and `plugin_runtime` on `db`."""
+    """`fake_llm` answering `reply` (a text or a responder), and `plugin_runtime` on it."""
     responder = (lambda body: text(reply)) if isinstance(reply, str) else reply
     with fake_llm(responder) as llm:
-        async with plugin_runtime(llm, bench.work_dir / db, **settings) as runtime:
+        async with plugin_runtime(llm, db_path, **settings) as runtime:
             yield llm, runtime
 
 
@@ -235,20 +233,14 @@ def chat_log_writer(runtime: Runtime) -> ChatLog:
 
 
 def chat_row(
-    session_key: str,
-    at: datetime,
-    role: str,
-    text: str,
-    speaker: tuple[str, str] | None = None,
-    *,
-    addressed: bool = False,
+    key: str, at: datetime, role: str, text: str, speaker: Speaker = None, addressed: bool = False
 ) -> ChatRow:
-    """One chat-log row; `speaker` is (QQ number, name) of a user's line."""
+    """One chat-log row of session `key`; `speaker` is (QQ number, name) of a user's line."""
     from nonebot_plugin_aimemory.store.chat_log_store import ChatRow
     from nonebot_plugin_aimemory.store.times import utc_text
 
     speaker_id, speaker_name = speaker or (None, None)
-    return ChatRow(session_key, utc_text(at), role, text, speaker_id, speaker_name, addressed)
+    return ChatRow(key, utc_text(at), role, text, speaker_id, speaker_name, addressed)
 
 
 def logged_rows(

@@ -104,7 +104,7 @@ async def run(bench: h.Bench) -> None:
     chats, requests = (100, 50) if bench.quick else (CHATS, 400)
     memories_url = f"/aimemory/api/chats/{h.group_key(MEMORY_GROUP)}/memories"
     urls = {"baseline": "/baseline", "memories": memories_url, "overview": OVERVIEW_URL}
-    async with h.plugin(bench, "好的，收到。", "panel.db") as (_, runtime):
+    async with h.plugin(bench.work_dir / "panel.db", "好的，收到。") as (_, runtime):
         print(f"filling {chats} chats, {MEMORIES} memories…", flush=True)
         await fill(runtime, rng, chats)
         app, data = panel_app(runtime)

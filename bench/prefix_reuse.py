@@ -95,7 +95,7 @@ async def conversation(bench: h.Bench, label: str, turns: int) -> list[float]:
     thinking = label == "thinking"
     settings = {"aimemory_max_context_tokens": THINKING_CONTEXT_TOKENS} if thinking else {}
     model = functools.partial(fake_model, thinking=thinking)
-    async with h.plugin(bench, model, f"{label}.db", **settings) as (llm, runtime):
+    async with h.plugin(bench.work_dir / f"{label}.db", model, **settings) as (llm, runtime):
         llm.thinking_model = thinking
         for _ in range(turns):
             await handle_event(bot, gen.addressed(turn_message(rng), group_id, rng))
