@@ -166,11 +166,8 @@ def report(blocks: list[Block], counts: dict[str, dict[str, int]], *, quick: boo
         and kept["cpu"] < per_call["cpu"]
         and kept["wall"] < per_call["wall"]
     )
-    h.verdict(
-        "one handshake per block over HTTP/2, one per call over HTTP/1.1; CPU and wall lower",
-        met,
-        quick=quick,
-    )
+    label = "one handshake per block over HTTP/2, one per call over HTTP/1.1; CPU and wall lower"
+    h.verdict(label, met, quick=quick)
 
 
 if __name__ == "__main__":

@@ -121,12 +121,8 @@ def cached_requests(exchanges: list[Exchange]) -> list[CachedRequest]:
                     break
                 kept += 1
         injected = MEMORY_INJECTION_FOOTER in message_text(messages[-1])
-        before = len(previous or ())
-        found.append(
-            CachedRequest(
-                exchange.turn, usage.prompt, usage.cached, kind, injected, kept, before, change
-            )
-        )
+        tokens, before = (usage.prompt, usage.cached), len(previous or ())
+        found.append(CachedRequest(exchange.turn, *tokens, kind, injected, kept, before, change))
         previous, others = messages, set()
     return found
 

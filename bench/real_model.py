@@ -3,33 +3,22 @@ NoneBot, every model request passing a recording proxy that validates it as real
 do (tests/fakes/openai_server.py) and forwards it to the given OpenAI-compatible server.
 
 Scenarios (`--scenarios`, default all):
-- remember: a group chat of three members who state 10 facts about themselves (half asking
-  the bot to remember them, half in passing; 3 with --quick, N with --facts N), among small talk with the bot,
-  steering attempts and chat among themselves, at a small budget so the window is folded;
-  the reviewer runs within the run (a review at most every 120 s). Then each member asks
-  for their facts back, again after a restart, and in a private chat. Beside it the
-  window-only twin of the plugin (bench/real_model_plugin.py: no memory, no chat-log tools,
-  a compressor that truncates), asked in the group only: a private chat starts it empty.
-  The bench waits for background model calls (extraction, reviews) to end before the
-  questions and before each restart.
-- saves: the memories that run left (the group's scope, the members' personal scopes and
-  private chats): per 100 chit-chat turns, "记住" facts kept and about whom, steering saved,
-  prompt examples copied, folded facts kept in the summary or memory.
-- answers: how every addressed turn of that run ended: a reply, raw JSON or tool-call text,
-  memory-format lines, failure notices, stock replies; tool rounds, invented tools, repeated
-  calls, tool calls written as text, requests the proxy refused.
-- locomo: a LoCoMo conversation fed as unaddressed group chat, its questions (categories 1-4)
-  asked by a third member, LoCoMo's F1, beside the model answering from the last lines that
-  fit the same budget (bench/real_model_locomo.py).
-- cost: prompt, completion and cached prompt tokens per addressed turn by role; wall-clock
-  per turn.
-- planted (issue #38): steering notes written straight into a group's memories, past every
-  guard, then questions about the bot and everyday ones; answers that obey a note
+- remember: three members state 10 facts (3 --quick, N --facts N; half asked to be
+  remembered) among small talk, steering attempts and chat among themselves, at a small
+  budget, the reviewer running; then ask for them back, after a restart, and in private
+  (background calls awaited before each round); beside the window-only twin
+  (bench/real_model_plugin.py), asked in the group only.
+- saves: what that run saved: "记住" facts kept and about whom, per 100 chit-chat turns,
+  steering saved, prompt examples copied, folded facts kept in the summary or memory.
+- answers: how its addressed turns ended (reply, JSON, memory lines, notices, stock
+  replies) and their tool calls (rounds, invented, repeated, written as text, refused).
+- locomo: LoCoMo's F1 against the last lines that fit (bench/real_model_locomo.py).
+- cost: prompt, completion and cached tokens per addressed turn by role; seconds per turn.
+- planted (issue #38): answers obeying steering notes planted in memory
   (bench/real_model_planted.py). Target: none.
-Targets: bench/README.md. Every addressed turn is written as a JSON line (one file a scenario) to
-`--transcripts DIR`, else to the bench's scratch directory, as the run goes.
-A model that evaluates ~35 prompt tokens/s (Qwen2.5-Coder-1.5B on llama.cpp's CPU server)
-takes about 15 minutes for --quick --locomo-questions 3, and hours for the full run.
+Targets: bench/README.md. Every addressed turn is a JSON line in `--transcripts DIR` (else the
+scratch directory). Qwen2.5-Coder-1.5B on llama.cpp's CPU server takes about 15 minutes for
+--quick --locomo-questions 3, and hours for the full run.
 """
 
 from __future__ import annotations

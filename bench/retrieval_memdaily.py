@@ -18,14 +18,9 @@ from typing import Any
 from bench.retrieval_data import Conversation, Dataset, Message, Question, distinct_minutes
 
 NAME = "memdaily"
-TYPES = {
-    "simple": "simple",
-    "conditional": "conditional",
-    "comparative": "comparative",
-    "aggregative": "aggregative",
-    "post_processing": "post-processing",
-    "noisy": "noisy",
-}
+# The question types by their files' name for them.
+_TYPE_NAMES = ("simple", "conditional", "comparative", "aggregative", "post_processing", "noisy")
+TYPES = {name: name.replace("_", "-") for name in _TYPE_NAMES}
 # What a trajectory is about: MemSim's items and places come from one generator, and share
 # trajectories.
 FAMILIES = {"roles": "people", "events": "events", "items": "things", "places": "things"}
@@ -97,16 +92,9 @@ def _trajectories(folder: Path) -> list[Trajectory]:
         for trajectory in data:
             tid = int(trajectory["tid"])
             for question in trajectory["question_list"]:
-                found.append(
-                    Trajectory(
-                        id=f"{path.stem}/{tid}/{question['qid']}",
-                        category=TYPES[named["type"]],
-                        family=FAMILIES[named["scenario"]],
-                        graph=tid // per_graph,
-                        messages=tuple(trajectory["message_list"]),
-                        question=question,
-                    )
-                )
+                tqid, kind = f"{path.stem}/{tid}/{question['qid']}", TYPES[named["type"]]
+                family, messages = FAMILIES[named["scenario"]], tuple(trajectory["message_list"])
+                found.append(Trajectory(tqid, kind, family, tid // per_graph, messages, question))
     if not found:
         raise SystemExit(f"{folder}: no MemDaily question files (01_simple_roles.json, …)")
     return found

@@ -25,11 +25,8 @@ LABELS = Path(__file__).with_name("memorybank_evidence.json")
 SETS: dict[str, Language] = {"cn": "zh", "en": "en"}
 FIRST_MINUTE_HOUR = 20
 # The messages stating an evidence turn's answer, by which side of the turn states it.
-ROLES_STATING: dict[str, tuple[Role, ...]] = {
-    "user": ("user",),
-    "reply": ("assistant",),
-    "both": ("user", "assistant"),
-}
+ROLES_STATING: dict[str, tuple[Role, ...]] = {"user": ("user",), "reply": ("assistant",)}
+ROLES_STATING["both"] = ("user", "assistant")
 
 
 def message_key(date: str, index: int, role: Role) -> MessageKey:

@@ -3,6 +3,7 @@ averaged over questions with evidence) by set, path and category, and the closin
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -97,16 +98,12 @@ def print_table(all_results: Sequence[SetResults]) -> None:
     print("R@k: evidence pieces found in the top k, % (averaged over questions with evidence)")
     header = f"{'set':<9}{'path':<21}{'category':<16}{'n':>5}  {'method':<33}"
     print(header + "".join(f"{f'R@{k}':>6}" for k in KS))
-    for results in all_results:
-        for path in PATHS:
-            for category, count in results.categories():
-                for method in (m for m in METHOD_LABELS if (path, m) in results.ranks):
-                    row = f"{results.dataset.name:<9}{path:<21}{category:<16}{count:>5}  "
-                    row += f"{METHOD_LABELS[method]:<33}"
-                    print(
-                        row
-                        + "".join(f"{results.recall(path, method, k, category):6.1f}" for k in KS)
-                    )
+    for results, path in itertools.product(all_results, PATHS):
+        for category, count in results.categories():
+            for method in (m for m in METHOD_LABELS if (path, m) in results.ranks):
+                row = f"{results.dataset.name:<9}{path:<21}{category:<16}{count:>5}  "
+                recalls = (results.recall(path, method, k, category) for k in KS)
+                print(row + f"{METHOD_LABELS[method]:<33}" + "".join(f"{r:6.1f}" for r in recalls))
 
 
 def print_verdicts(all_results: Sequence[SetResults], quick: bool) -> None:
@@ -133,13 +130,8 @@ def print_verdicts(all_results: Sequence[SetResults], quick: bool) -> None:
 
 def _print_recall_verdicts(results: SetResults) -> None:
     """One line per R@10 target of the set whose method and baseline both ran."""
-    targets = (
-        (path, method, baseline, margin)
-        for path in PATHS
-        for method, goals in TARGET_MARGINS.items()
-        for baseline, margin in goals
-    )
-    for path, method, baseline, margin in targets:
+    targets = [(m, *target) for m, margins in TARGET_MARGINS.items() for target in margins]
+    for path, (method, baseline, margin) in itertools.product(PATHS, targets):
         if (path, method) not in results.ranks or (path, baseline) not in results.ranks:
             continue
         recall = results.recall(path, method, 10)
