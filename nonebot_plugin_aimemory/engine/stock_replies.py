@@ -6,6 +6,7 @@ A copy of a tool result of the turn ("已保存记忆 #skpn …" as the answer) 
 
 from __future__ import annotations
 
+import functools
 import re
 import unicodedata
 from collections.abc import Sequence
@@ -30,6 +31,10 @@ ECHO_MIN_CHARS = 6
 MIN_REPLY_CHARS = 10
 # ... given to this many other messages before, a short reply is the model's shape.
 SHORT_REPLY_REPEATS = 2
+# Texts kept folded: a window's recent replies and their questions are compared again on
+# every turn of their chat, each folded anew; a dozen chats' worth, each about the size
+# of its text (their bigrams' sets would be ten times that).
+FOLDED_CACHED = 256
 
 
 # A user line's head the plugin writes, "[time] name(QQ)：" ("[time] " in a private chat,
@@ -37,6 +42,7 @@ SHORT_REPLY_REPEATS = 2
 _SPEAKER_HEAD = re.compile(r"^\[[^\]\n]{0,40}\]\s*(?:[^：:\n]{0,60}[(（]\d{1,12}[)）][：:])?")
 
 
+@functools.lru_cache(maxsize=FOLDED_CACHED)
 def _folded(text: str) -> str:
     """`text`'s letters and digits, case and width folded, the speaker line's head aside."""
     text = _SPEAKER_HEAD.sub("", text, count=1)
