@@ -55,7 +55,7 @@ class RecalledLines:
     async def block(
         self, session_key: str, query: str, seen: Sequence[str], *, asker: str = ""
     ) -> str:
-        """The quoted block of lines (oldest first), or '' when none has the evidence;
+        """The quoted block of lines (best evidence first), or '' when none has it;
         a line one of the `seen` texts holds (the message, the window's messages) is not
         repeated: looked for only in the lines that have the evidence. A message in the
         first person asks about its `asker` (the name they go by), as their lines are."""
@@ -68,7 +68,7 @@ class RecalledLines:
             # Recall helps; it must never stop an answer (database gone, disk full...).
             logger.exception("could not recall chat lines in %s; answering without", session_key)
             return ""
-        lines = [format_row(row, self.zone) for row in sorted(rows, key=lambda row: row.id)]
+        lines = [format_row(row, self.zone) for row in rows]
         budget = self.max_chars - len(prompts.CHAT_LOG_RECALL_OPENING) - 1
         fitted = fit_lines(lines, budget, skip_misfits=True, shorten=cut_first)
         if not fitted.lines:
@@ -78,6 +78,10 @@ class RecalledLines:
     async def _evidenced_rows(
         self, session_key: str, query: str, seen: Sequence[str]
     ) -> list[ChatRow]:
+        """The rows with the evidence, those holding more of the message's weight first,
+        then the newer: a small model answers from the first line it reads (a 1.5B model
+        read another member's trip before the asker's own), and a later statement stands
+        over an earlier one."""
         # Not flushed first, so a turn costs no write: a line said within the last flush
         # interval (a second by default) is not recalled, being just above the question.
         # One call on the database reads the ranking, its rows and the log's span.
@@ -85,13 +89,17 @@ class RecalledLines:
         if not ranked.ranking.scored:
             return []
         evidence = _Evidence(_term_weights(ranked.ranking, ranked.logged_rows))
-        found: list[ChatRow] = []
+        found: list[tuple[float, ChatRow]] = []
         for row in ranked.rows:
-            if _recallable(row, session_key) and evidence.held_by(row) and not _in(row, seen):
-                found.append(row)
+            if not _recallable(row, session_key) or _in(row, seen):
+                continue
+            held = evidence.share_held_by(row)
+            if held >= MAJORITY_COVERAGE:
+                found.append((held, row))
             if len(found) == self.rows:
                 break
-        return found
+        found.sort(key=lambda pair: (pair[0], pair[1].id), reverse=True)
+        return [row for _, row in found]
 
 
 def _term_weights(ranking: KeywordRanking, logged_rows: int) -> dict[str, float]:
@@ -112,17 +120,17 @@ class _Evidence:
         # Summed in the weights' order, as the verdict was always summed.
         self.terms = [(weight, _test_of(term)) for term, weight in weights.items()]
 
-    def held_by(self, row: ChatRow) -> bool:
-        """Whether the row (its speaker's name included) holds most of the keyword weight.
+    def share_held_by(self, row: ChatRow) -> float:
+        """The share of the keyword weight the row (its speaker's name included) holds.
         A term is looked for in the row's folded text, as the index folds it: the same
         verdict as cutting the row into terms (a term is a word, a stem or two adjacent
         characters) without segmenting each candidate (about 0.2 ms a row)."""
         if self.total <= 0:
-            return False
+            return 0.0
         speaker = row.speaker_name if row.role != "assistant" and row.speaker_name else ""
         folded = _folded(f"{speaker}\n{row.text}")
         held = sum(weight for weight, holds in self.terms if holds(folded))
-        return held / self.total >= MAJORITY_COVERAGE
+        return held / self.total
 
 
 @functools.lru_cache(maxsize=FOLDED_ROWS_CACHED)

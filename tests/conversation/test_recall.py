@@ -218,3 +218,34 @@ async def test_the_same_question_from_another_member_does_not_get_their_line(plu
     # 阿强's "我女儿" is not 小明's daughter, nor is 小明's allergy Lily's
     assert await recalled_for(bot, plugin, "我女儿小名叫什么来着？", AQIANG, "阿强") == []
     assert await recalled_for(bot, plugin, "我对什么食物过敏来着？", 2001, "小明") == []
+
+
+async def recalled_after(plugin, bot: RecordingBot, lines: list[tuple[int, str, str]]) -> list[str]:
+    """What 阿强's question about his trip recalls after `lines` were said in the group."""
+    await plugin.restart(aimemory_chat_log_ambient=True)
+    for user_id, name, line in lines:
+        await bot.receive(said(line, user_id=user_id, card=name))
+    await plugin.runtime.chat_log.flush()
+    recalled = await recalled_for(bot, plugin, "我下周三去哪里出差来着？", AQIANG, "阿强")
+    return [line.split("] ", 1)[1] for line in recalled]
+
+
+async def test_the_line_holding_most_of_the_question_is_read_first(plugin) -> None:
+    bot = RecordingBot()
+    # a small model answers from the first line it reads: the asker's own trip goes
+    # before another member's, though it was said later
+    recalled = await recalled_after(
+        plugin,
+        bot,
+        [(2002, "小红", "下周三我也去厦门出差，好烦"), (AQIANG, "阿强", TRIP)],
+    )
+    assert recalled == [f"阿强({AQIANG})：{TRIP}", "小红(2002)：下周三我也去厦门出差，好烦"]
+
+
+async def test_of_two_lines_holding_as_much_the_later_is_read_first(plugin) -> None:
+    bot = RecordingBot()
+    change = "我下周三的出差改去厦门了"
+    recalled = await recalled_after(
+        plugin, bot, [(AQIANG, "阿强", TRIP), (2002, "小红", "吃了吗"), (AQIANG, "阿强", change)]
+    )
+    assert recalled == [f"阿强({AQIANG})：{change}", f"阿强({AQIANG})：{TRIP}"]
