@@ -113,7 +113,12 @@ def long_term_memory(
         )
         if config.aimemory_memory_auto_inject
         else NoRelevantMemories(),
-        extractor=FactExtractor(compressor.llm.for_role("extractor"), service, memory_key)
+        extractor=FactExtractor(
+            compressor.llm.for_role("extractor"),
+            service,
+            memory_key,
+            personal=config.aimemory_personal_memory,
+        )
         if config.aimemory_memory_extract_on_compact
         else NoExtraction(),
         personal=config.aimemory_personal_memory,
@@ -156,6 +161,7 @@ def review_scheduler(
         writer.store,
         persona=lambda scope: personas.named(Scope.parse(scope).persona_name).prompt,
         zone=config.zone,
+        personal=config.aimemory_personal_memory,
     )
     return ReviewScheduler(
         reviewer,

@@ -11,7 +11,7 @@ from typing import Any
 
 from .. import prompts
 from ..engine import LLMClient, Message, attributed_to
-from ..memory import MemoryService, attribution, grounding
+from ..memory import MemoryService, OwnerCopies, attribution, grounding
 from ..scopes import Scope
 from ..store import ChatLogStore, ChatRow, Provenance
 from ..text import cut_line, fit_lines, parse_json_object
@@ -86,10 +86,13 @@ class MemoryReviewer:
         *,
         persona: str | Callable[[str], str],
         zone: tzinfo,
+        personal: bool = True,
     ) -> None:
         self.llm = llm
         self.memory = memory
         self.chat_log = chat_log
+        # A fact about a member, in their words, goes to their private chat too.
+        self.owner_copies = OwnerCopies(memory, personal=personal)
         # The prompt of the persona a scope belongs to (`g:1#猫娘` reviews as 猫娘).
         self.persona_of_scope = persona if callable(persona) else lambda _scope: persona
         self.zone = zone
@@ -200,18 +203,23 @@ class MemoryReviewer:
     ) -> None:
         if content is None:
             return
+        tags = op.get("tags") if isinstance(op.get("tags"), list) else None
+        provenance = shown.provenance(content, evidence)
         saved = await self.memory.save(
             scope,
             content,
-            tags=op.get("tags") if isinstance(op.get("tags"), list) else None,
+            tags=tags,
             user_id=grounding.said_by_id(content)
             or (str(op["user_id"]) if op.get("user_id") else None),
             source="review",
             evidence=evidence,
-            provenance=shown.provenance(content, evidence),
+            provenance=provenance,
         )
         if saved.status == "saved":
             outcome.created += 1
+            await self.owner_copies.keep(
+                scope, content, tags=tags, source="review", provenance=provenance
+            )
         else:
             outcome.rejected.append(f"create refused ({saved.status}): {content[:50]!r}")
 

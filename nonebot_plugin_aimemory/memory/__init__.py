@@ -8,6 +8,7 @@ from .commands import MemoryCommands
 from .extractor import FactExtractor
 from .feature import LongTermMemory, MemoryOff, NoExtraction
 from .inject import NoRelevantMemories, RelevantMemories
+from .owner_copies import OwnerCopies
 from .placement import memory_key_for
 from .requests import without_request
 from .rules import MISSING, Missing, speaks_in_first_person
@@ -25,6 +26,7 @@ __all__ = [
     "Missing",
     "NoExtraction",
     "NoRelevantMemories",
+    "OwnerCopies",
     "RelevantMemories",
     "SaveOutcome",
     "SharedScopeGuard",

@@ -22,6 +22,7 @@ from ..scopes import Scope
 from ..store import Person, Provenance
 from ..text import parse_json_object
 from . import attribution, grounding
+from .owner_copies import OwnerCopies
 from .service import MemoryService
 
 logger = logging.getLogger("nonebot_plugin_aimemory")
@@ -41,9 +42,13 @@ class FactExtractor:
         llm: LLMClient,
         memory: MemoryService,
         memory_key: Callable[[str], str] = lambda window_key: window_key,
+        *,
+        personal: bool = True,
     ) -> None:
         self.llm = llm
         self.memory = memory
+        # A fact about a member, in their words, goes to their private chat too.
+        self.owner_copies = OwnerCopies(memory, personal=personal)
         # A window's facts go to its memories, the chat's whichever account (placement.py).
         self.memory_key = memory_key
         self._background = Background("fact extraction")
@@ -91,15 +96,20 @@ class FactExtractor:
                     fact["content"][:50],
                 )
                 continue
+            provenance = fold.provenance(content)
             outcome = await self.memory.save(
                 scope,
                 content,
                 tags=fact.get("tags"),
                 user_id=grounding.said_by_id(content) or fact.get("user_id"),
                 source="extract",
-                provenance=fold.provenance(content),
+                provenance=provenance,
             )
-            saved += outcome.status == "saved"
+            if outcome.status == "saved":
+                saved += 1
+                await self.owner_copies.keep(
+                    scope, content, tags=fact.get("tags"), source="extract", provenance=provenance
+                )
         return saved
 
     async def drain(self) -> None:

@@ -43,3 +43,25 @@ async def test_an_extracted_fact_is_said_by_the_sender_of_the_line_it_matches(pl
     listing = await command(RecordingBot(), group_message("~记忆 列表", group_id=GROUP_ID))
     assert f"{MEMBERS_FACT}（小明(2001) 说，自动整理）" in listing
     assert UNSAID_FACT not in listing
+
+
+async def test_an_extracted_fact_about_its_sender_reaches_their_private_chat(plugin) -> None:
+    from tests.fakes.events import private_message
+
+    member = 20001
+    fact = f"小明({member})觉得周末爬山比看电影更好"
+    await start(plugin, ExtractingLLM(lambda _: json.dumps({"facts": [{"content": fact}]})))
+    bot = RecordingBot()
+    for i in range(60):
+        line = f"话题{i} 周末去爬山还是去看电影？大家投票决定一下吧，我觉得爬山更好一些。"
+        await bot.receive(group_message(line, to_me=True, group_id=GROUP_ID, user_id=member))
+        if plugin.runtime.sessions.get(f"g:{GROUP_ID}").bot.stats.count:
+            break
+    await plugin.runtime.memory.extractor.drain()
+
+    assert [r.content for r in await stored(plugin, f"g:{GROUP_ID}")] == [fact]
+    # also the member's own, privately: their private chat knows it, no group does
+    (copy,) = await stored(plugin, f"u:{member}")
+    assert (copy.content, copy.private, copy.provenance.origin) == (fact, True, "extract")
+    await bot.receive(private_message("周末爬山还是看电影来着？", user_id=member))
+    assert fact in str(plugin.llm.chat_requests[-1]["messages"][-1]["content"])

@@ -1,0 +1,78 @@
+"""A fact the background writers (the reviewer, extraction before a fold) draw from a
+member's own words about themselves is also kept in that member's personal memories,
+privately, so that their private chat with the bot knows what they told the group (issue
+#36: asked again in private, a 1.5B model answered 4 of 10 facts; those told in passing
+lived only in the group's memories).
+
+Private, because the member did not ask for it to travel: it is used in their own private
+chat with the bot and nowhere else, never in another group, until they make it public with
+`~记忆 我的 公开`. Only a fact said in a group and about the very person whose words it was
+drawn from (its subject "名字(QQ)" is who said it) is copied: a fact about someone else
+stays the group's, and so does one said by nobody the log knows."""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Sequence
+
+from ..scopes import Scope, qq_number
+from ..store import Provenance
+from .personal import personal_scope
+from .requests import FACT_SUBJECT
+from .service import MemoryService, Source
+
+logger = logging.getLogger("nonebot_plugin_aimemory")
+
+_QQ_DIGITS = re.compile(r"\d{5,11}")
+
+
+class OwnerCopies:
+    """Keeps a background writer's fact about a member in that member's private personal
+    memories too (nothing when personal memory is off)."""
+
+    def __init__(self, memory: MemoryService, *, personal: bool) -> None:
+        self.memory = memory
+        self.personal = personal
+
+    async def keep(
+        self,
+        chat_scope: str,
+        content: str,
+        *,
+        tags: Sequence[object] | None,
+        source: Source,
+        provenance: Provenance,
+    ) -> bool:
+        """Copy `content`, saved in the group `chat_scope`, to its owner's personal
+        memories when it is about whoever said it; whether a copy was saved. Never raises:
+        the group's memory is kept regardless."""
+        owner = self.owner_of(chat_scope, content, provenance)
+        if owner is None:
+            return False
+        scope = personal_scope(chat_scope, owner)
+        try:
+            outcome = await self.memory.save(
+                scope,
+                content,
+                tags=tags,
+                user_id=owner,
+                source=source,
+                private=True,
+                provenance=provenance,
+            )
+        except Exception:
+            logger.exception("could not copy a fact of %s to %s", chat_scope, scope)
+            return False
+        logger.info("copied a fact of %s to its owner's %s (%s)", chat_scope, scope, outcome.status)
+        return outcome.status == "saved"
+
+    def owner_of(self, chat_scope: str, content: str, provenance: Provenance) -> str | None:
+        """The QQ number of the member `content` is about when they said it in a group."""
+        said_by = provenance.said_by
+        speaker = qq_number(said_by.user_id) if said_by is not None else None
+        if not self.personal or speaker is None or not Scope.parse(chat_scope).is_group:
+            return None
+        subject = FACT_SUBJECT.match(content)
+        number = _QQ_DIGITS.search(subject.group("who")) if subject else None
+        return speaker if number is not None and number.group(0) == speaker else None
