@@ -7,18 +7,27 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import http.client
 import json
+import socket
 import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
-
-import httpx
+from urllib.parse import urlsplit
 
 from bench import harness as h
-from tests.fakes.openai_server import FakeOpenAI, Reply, error, raw, validate_chat_request
+from tests.fakes.openai_server import (
+    FakeOpenAI,
+    Reply,
+    client_gone_check,
+    drop,
+    error,
+    raw,
+    validate_chat_request,
+)
 
 # The system-prompt phrases that tell the plugin's background roles apart; a request whose
 # system prompt has none of them is the main chat's.
@@ -31,6 +40,10 @@ ROLE_MARKS = (
 ROLES: tuple[str, ...] = ("main", "compressor", "extractor", "reviewer", "guard")
 CHAT_PATH = "/v1/chat/completions"
 FORWARD_TIMEOUT_SECONDS = 600.0
+# How often a forwarded request checks that the plugin still waits for it (llama.cpp's
+# server checks its own clients every second), and the status kept when it did not.
+HANG_UP_CHECK_SECONDS = 0.5
+HUNG_UP = 499
 
 
 @dataclass(frozen=True)
@@ -144,9 +157,6 @@ class RecordingProxy:
     exchanges: list[Exchange] = field(default_factory=list)
     turn: int | None = None
     fake: FakeOpenAI = field(default_factory=lambda: FakeOpenAI(api_key=h.API_KEY))
-    _client: httpx.Client = field(
-        default_factory=lambda: httpx.Client(timeout=FORWARD_TIMEOUT_SECONDS)
-    )
     _lock: threading.Lock = field(default_factory=threading.Lock)
     _in_flight: int = 0
     _last_activity: float = field(default_factory=time.monotonic)
@@ -159,7 +169,6 @@ class RecordingProxy:
 
     def __exit__(self, *exc_info: object) -> None:
         self.fake.stop()
-        self._client.close()
 
     @property
     def base_url(self) -> str:
@@ -167,28 +176,34 @@ class RecordingProxy:
         return self.fake.base_url
 
     def forward(self, body: dict[str, Any]) -> Reply:
-        """The fake's responder: send `body` to the role's upstream, return its bytes."""
+        """The fake's responder: send `body` to the role's upstream, return its bytes. When
+        the plugin hangs up first (a background call stepping aside for a member's turn),
+        the upstream request is closed too, as it is without the proxy: llama.cpp's server
+        then stops it within a second instead of holding its one slot."""
         role = self.role_of(body)
         upstream = self.upstreams.get(role) or self.upstreams["main"]
         sent = {**body, "model": upstream.model}
         turn, started = self.turn, time.monotonic()
         with self._busy():
             try:
-                answer = self._client.post(f"{upstream.url}/chat/completions", json=sent)
-            except httpx.HTTPError as exc:
+                answer = _post(f"{upstream.url}/chat/completions", sent, client_gone_check())
+            except (OSError, http.client.HTTPException) as exc:
                 self._keep(
                     Exchange(role, sent, 0, None, time.monotonic() - started, turn, repr(exc))
                 )
                 return error(502, f"real-model bench proxy: {exc!r}")
+        seconds = time.monotonic() - started
+        if answer is None:
+            self._keep(Exchange(role, sent, HUNG_UP, None, seconds, turn, "the plugin hung up"))
+            return drop()
+        status, content, content_type = answer
         parsed: dict[str, Any] | None = None
         with contextlib.suppress(ValueError):
-            loaded = answer.json()
+            loaded = json.loads(content)
             parsed = loaded if isinstance(loaded, dict) else None
-        failure = None if answer.is_success else answer.text[:500]
-        seconds = time.monotonic() - started
-        self._keep(Exchange(role, sent, answer.status_code, parsed, seconds, turn, failure))
-        content_type = answer.headers.get("content-type", "application/json")
-        return raw(answer.status_code, answer.content, content_type)
+        failure = None if 200 <= status < 300 else content[:500].decode("utf-8", "replace")
+        self._keep(Exchange(role, sent, status, parsed, seconds, turn, failure))
+        return raw(status, content, content_type)
 
     @contextlib.contextmanager
     def _busy(self) -> Iterator[None]:
@@ -235,3 +250,37 @@ class RecordingProxy:
         """Start the quiet period now (a turn just ended: background work may follow)."""
         with self._lock:
             self._last_activity = time.monotonic()
+
+
+def _post(
+    url: str, body: dict[str, Any], gone: Callable[[], bool]
+) -> tuple[int, bytes, str] | None:
+    """POST `body` as JSON to `url`: status, body and content type; None when `gone()`
+    turned true first, the upstream connection then shut so the server sees its client go."""
+    parts = urlsplit(url)
+    kind = http.client.HTTPSConnection if parts.scheme == "https" else http.client.HTTPConnection
+    connection = kind(parts.netloc, timeout=FORWARD_TIMEOUT_SECONDS)
+    hung_up, finished = threading.Event(), threading.Event()
+
+    def watch() -> None:
+        while not finished.wait(HANG_UP_CHECK_SECONDS):
+            if gone():
+                hung_up.set()
+                with contextlib.suppress(OSError, AttributeError):
+                    connection.sock.shutdown(socket.SHUT_RDWR)  # wakes the blocked read
+                return
+
+    threading.Thread(target=watch, daemon=True).start()
+    payload = json.dumps(body, ensure_ascii=False).encode()
+    try:
+        connection.request("POST", parts.path, payload, {"Content-Type": "application/json"})
+        response = connection.getresponse()
+        content = response.read()
+        return response.status, content, response.getheader("content-type", "application/json")
+    except (OSError, http.client.HTTPException):
+        if hung_up.is_set():
+            return None
+        raise
+    finally:
+        finished.set()
+        connection.close()

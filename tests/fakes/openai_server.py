@@ -46,6 +46,7 @@ __all__ = [
     "TextReply",
     "ToolCallsReply",
     "check_reasoning_passed_back",
+    "client_gone_check",
     "cosine",
     "dashscope_refusal",
     "deepseek_bad_key",
@@ -283,6 +284,32 @@ def last_user_text(messages: list[dict[str, Any]]) -> str:
         if isinstance(message, dict) and message.get("role") == "user":
             return _content_text(message.get("content"))
     return ""
+
+
+# The connection of the request a handler thread is answering (see `client_gone_check`).
+_ANSWERING = threading.local()
+
+
+def client_gone_check() -> Callable[[], bool]:
+    """For a responder that forwards a long request (bench/real_model_proxy.py): a check,
+    callable from any thread, of whether the client of the request this thread answers has
+    closed its connection, as llama.cpp's server checks every second to stop a request
+    whose client hung up (a background call stepping aside for a member's turn)."""
+    connection = getattr(_ANSWERING, "connection", None)
+    if connection is None:
+        return lambda: False
+    return functools.partial(_closed_by_peer, connection)
+
+
+def _closed_by_peer(connection: socket.socket) -> bool:
+    # A request's body is read whole before the responder runs: the only thing the
+    # client can still send is its end of the connection.
+    try:
+        return connection.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT) == b""
+    except BlockingIOError:
+        return False
+    except OSError:
+        return True
 
 
 def echo_responder(body: dict[str, Any]) -> Reply:
@@ -1065,7 +1092,11 @@ class FakeOpenAI:
             record.accepted = True
             reply = self._queue.popleft() if self._queue else None
         if reply is None:
-            reply = self.responder(body)
+            _ANSWERING.connection = handler.connection
+            try:
+                reply = self.responder(body)
+            finally:
+                _ANSWERING.connection = None
         self._send_reply(handler, record, reply)
 
     def _send_reply(self, handler: _Handler, record: RecordedRequest, reply: Reply) -> None:
