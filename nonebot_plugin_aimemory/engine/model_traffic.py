@@ -92,7 +92,7 @@ class ModelTraffic:
     async def background(self, server: str, call: Callable[[], Awaitable[T]], what: str) -> T:
         """Run `call` when no foreground call is in flight to `server`; on a local server,
         if one starts meanwhile, stop it and run it again once the server is quiet (at most
-        MAX_YIELDS times, then it runs to the end)."""
+        MAX_YIELDS times, then it runs to the end once the server is quiet)."""
         state = self._server(server)
         if not is_local_server(server):
             await state.quiet.wait()
@@ -111,4 +111,7 @@ class ModelTraffic:
             if not task.cancelled():
                 return task.result()
             logger.info("%s: stepped aside for a member's turn on %s", what, server)
+        # The last try runs to the end, but never starts over a member's call: on a server
+        # of one slot the member would wait behind all of it.
+        await state.quiet.wait()
         return await call()

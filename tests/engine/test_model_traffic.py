@@ -104,6 +104,44 @@ async def test_a_review_in_flight_steps_aside_for_a_member_and_is_sent_again(
     first_review.set()
 
 
+async def test_a_review_that_stepped_aside_all_it_may_still_waits_for_the_member(
+    llm: FakeOpenAI, http: httpx.AsyncClient
+) -> None:
+    from nonebot_plugin_aimemory.engine.model_traffic import MAX_YIELDS
+
+    main, reviewer = clients(http, llm)
+    reviews_run, last_member = threading.Event(), threading.Event()
+    members = 0
+
+    def respond(body: dict[str, Any]) -> Reply:
+        nonlocal members
+        if first_words(body) == "review":
+            return held(reviews_run, text("审"))  # a review runs "for minutes"
+        members += 1
+        return held(last_member, text("答")) if members == MAX_YIELDS else text("答")
+
+    def reviews_sent() -> int:
+        return [first_words(body) for body in llm.chat_requests].count("review")
+
+    llm.responder = respond
+    # given a review that stepped aside for members' calls as often as it may
+    review = asyncio.create_task(reviewer.complete(asking("review")))
+    for sent in range(1, MAX_YIELDS + 1):
+        await wait_for(lambda sent=sent: reviews_sent() == sent)
+        if sent < MAX_YIELDS:
+            await main.complete(asking("member"))
+    member = asyncio.create_task(main.complete(asking("member")))
+    await asyncio.sleep(0.3)
+    # then its last try is not sent while a member's call is in flight (on a server of
+    # one slot the member would wait behind all of it: 199 s with a 1.5B model on CPU)
+    assert reviews_sent() == MAX_YIELDS
+    last_member.set()
+    assert (await member).message.text == "答"
+    reviews_run.set()
+    assert (await review).message.text == "审"
+    assert reviews_sent() == MAX_YIELDS + 1
+
+
 async def test_every_role_sends_its_output_cap(llm: FakeOpenAI, http: httpx.AsyncClient) -> None:
     from nonebot_plugin_aimemory.engine.llm import ROLE_OUTPUT_TOKENS
 
