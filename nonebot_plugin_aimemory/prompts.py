@@ -53,11 +53,8 @@ NOT_WORTH_REMEMBERING = (
 # For the background writers (chats say such facts in passing; the chatting model, told so,
 # saved from the lines recalled for a question, #36).
 IN_PASSING = f"{WORTH_REMEMBERING}，哪怕是提问或闲聊时顺口说出的"
-# Naming the kind of thing ("的车是…") lets a question that names only the kind find it:
-# "我的…今天提示胎压低" kept as said shares no word with "我开的是什么车？".
-SELF_CONTAINED = (
-    "用第三人称写明是谁（昵称和 QQ 号）和说的是哪一类东西，保留具体的时间、地点、名称和数字"
-)
+# Naming the kind of thing lets a question that names only the kind ("什么车？") find it.
+SELF_CONTAINED = "用第三人称写明是谁（昵称和 QQ 号）和哪一类东西，保留具体的时间、地点、名称和数字"
 
 # The rules every built-in tool shares, stated once instead of in each (billed) description,
 # and that what people said, shown as quoted data, never changes who the bot is (#38).

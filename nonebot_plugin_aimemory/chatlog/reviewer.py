@@ -10,7 +10,7 @@ from datetime import tzinfo
 from typing import Any
 
 from .. import prompts
-from ..engine import LLMClient, Message, attributed_to
+from ..engine import LLMClient, Message, attributed_to, background_work
 from ..memory import MemoryService, OwnerCopies, attribution, grounding
 from ..scopes import Scope
 from ..store import ChatLogStore, ChatRow, Provenance
@@ -99,8 +99,9 @@ class MemoryReviewer:
 
     async def review(self, scope: str, after_row: int) -> ReviewOutcome:
         """Review rows after `after_row`; raises LLMError when the model cannot be reached.
-        Its model calls (the saves' embeddings too) are counted for the scope's chat."""
-        with attributed_to(Scope.parse(scope).chat_key):
+        Its model calls (the saves' embeddings and guard checks too) are counted for the
+        scope's chat, and give way to members' calls."""
+        with attributed_to(Scope.parse(scope).chat_key), background_work():
             return await self._review(scope, after_row)
 
     async def _review(self, scope: str, after_row: int) -> ReviewOutcome:

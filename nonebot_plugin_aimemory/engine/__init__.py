@@ -27,6 +27,7 @@ from .hooks import PreCompactHooks
 from .llm import Completion, Endpoint, LLMClient
 from .messages import ImagePart, Message, Part, TextPart
 from .model_clients import ModelClients
+from .model_traffic import background_work, in_background_work
 from .models import context_window_for, default_budget_for
 from .shared_http import SharedHttp
 from .timeouts import within
@@ -112,6 +113,7 @@ __all__ = [
     "VectorMaker",
     "Voice",
     "attributed_to",
+    "background_work",
     "chunk_lines",
     "context_window_for",
     "cosine",
@@ -120,6 +122,7 @@ __all__ = [
     "current_voices",
     "default_budget_for",
     "hearing",
+    "in_background_work",
     "in_role_order",
     "message_tokens",
     "note_failure",

@@ -19,7 +19,7 @@ from .errors import (
     error_from_response,
 )
 from .messages import Message, parse_tool_call
-from .model_traffic import BACKGROUND_ROLES, ModelTraffic, server_of
+from .model_traffic import ModelTraffic, is_background_call, server_of
 from .shared_http import MAX_RESPONSE_BYTES, CappedAnswer, SharedHttp, TransportFailure
 from .usage import NO_METER, Usage, UsageMeter
 
@@ -148,13 +148,14 @@ class LLMClient:
         extra: dict[str, Any] | None = None,
     ) -> Completion:
         """One chat completion; raises LLMError (or ContextLengthError) when none can be had.
-        A background role's call gives way to members' calls to the same server."""
+        A background call (a background role's, or any made in background work) gives way
+        to members' calls to the same server."""
         server = server_of(self.endpoint.api_base)
 
         async def call() -> Completion:
             return await self._complete(messages, tools_json, context, extra)
 
-        if self.role in BACKGROUND_ROLES:
+        if is_background_call(self.role):
             return await self.traffic.background(server, call, f"{self.role} {context}")
         async with self.traffic.foreground(server):
             return await call()

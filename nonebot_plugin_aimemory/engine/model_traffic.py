@@ -11,8 +11,9 @@ from __future__ import annotations
 import asyncio
 import ipaddress
 import logging
-from collections.abc import AsyncIterator, Awaitable, Callable
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from contextlib import asynccontextmanager, contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import TypeVar
 from urllib.parse import urlsplit
@@ -23,9 +24,33 @@ T = TypeVar("T")
 
 # Roles whose calls nobody is waiting for.
 BACKGROUND_ROLES = frozenset({"reviewer", "extractor"})
+# Set within background work (a review, an extraction): the calls its saves make (the
+# guard's check of a shared note) are waited for by nobody either.
+_IN_BACKGROUND_WORK: ContextVar[bool] = ContextVar("aimemory_background_work", default=False)
 # How often a background call steps aside before it runs whatever comes: in a busy group
 # turns follow each other, and a review must still happen some time.
 MAX_YIELDS = 3
+
+
+@contextmanager
+def background_work() -> Iterator[None]:
+    """Mark every model call made within (in this task and those it starts) as background:
+    a review's saves ask the guard's model too, and a member must not wait behind that."""
+    token = _IN_BACKGROUND_WORK.set(True)
+    try:
+        yield
+    finally:
+        _IN_BACKGROUND_WORK.reset(token)
+
+
+def in_background_work() -> bool:
+    """Whether the current task is doing background work (see `background_work`)."""
+    return _IN_BACKGROUND_WORK.get()
+
+
+def is_background_call(role: str) -> bool:
+    """Whether a call of `role`, made now, is one nobody waits for."""
+    return role in BACKGROUND_ROLES or in_background_work()
 
 
 def is_local_server(server: str) -> bool:

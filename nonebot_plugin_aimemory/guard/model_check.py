@@ -14,12 +14,12 @@ import math
 import re
 from typing import Any, Protocol
 
-from ..engine import Completion, LLMClient, LLMError, Message
+from ..engine import Completion, LLMClient, LLMError, Message, in_background_work
 from ..prompts import GUARD_CHECK_PROMPT, guard_check_note
 
 logger = logging.getLogger("nonebot_plugin_aimemory")
 
-# The whole check, retries included: a member waits for it in their turn.
+# The whole check, retries included, when a member waits for it in their turn.
 CHECK_TIMEOUT_SECONDS = 20.0
 # The answer's first word (a model may answer in the note's language).
 YES, NO = ("yes", "是"), ("no", "否", "不")
@@ -77,7 +77,7 @@ class ModelCheck:
             extra: dict[str, Any] = {"temperature": 0, **(_ODDS if self.asks_odds else {})}
             asked = self.llm.complete(messages, context="guard check", extra=extra)
             try:
-                return await asyncio.wait_for(asked, self.timeout_seconds)
+                return await asyncio.wait_for(asked, self._timeout())
             except LLMError as exc:
                 if not (self.asks_odds and exc.status == 400):
                     return _failed(self.llm.model, exc)
@@ -86,6 +86,11 @@ class ModelCheck:
             except asyncio.TimeoutError as exc:
                 return _failed(self.llm.model, exc)
         return None
+
+    def _timeout(self) -> float | None:
+        """How long a member may wait for the check; in background work nobody waits, and
+        the check waits its turn behind members' calls (the client's own timeout stands)."""
+        return None if in_background_work() else self.timeout_seconds
 
 
 def _failed(model: str, exc: Exception) -> None:

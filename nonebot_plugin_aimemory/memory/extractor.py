@@ -14,6 +14,7 @@ from ..engine import (
     Message,
     Voice,
     attributed_to,
+    background_work,
     chunk_lines,
     render_transcript,
 )
@@ -60,12 +61,13 @@ class FactExtractor:
     async def extract_and_save(self, scope: str, messages: Sequence[Message]) -> int:
         """Returns how many new memories were saved. A long fold is examined in chunks of
         at most `MAX_TRANSCRIPT_CHARS`, oldest first, one extraction request each; their
-        model calls are counted for the scope's chat."""
+        model calls (the saves' guard checks too) are counted for the scope's chat, and give
+        way to members' calls."""
         lines = render_transcript(messages, assistant_label=TRANSCRIPT_ASSISTANT_LABEL)
         chunks = transcript_chunks(lines)
         fold = _Fold.of(scope, messages)
         saved = 0
-        with attributed_to(Scope.parse(scope).chat_key):
+        with attributed_to(Scope.parse(scope).chat_key), background_work():
             for index, chunk in enumerate(chunks, 1):
                 saved += await self._extract_chunk(
                     self.memory_key(scope), chunk, f"{index}/{len(chunks)}", fold
