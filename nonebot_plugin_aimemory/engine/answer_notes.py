@@ -16,7 +16,7 @@ from .looping_reply import loops, without_repeated_lines
 from .messages import Message
 from .plain_request import ResultsFraming
 from .stock_replies import copies_a_tool_result, is_stock_reply
-from .text_tool_calls import recover_text_tool_calls
+from .text_tool_calls import is_bare_data, recover_text_tool_calls
 from .turn_outcome import AnswerMode, TurnProgress
 
 logger = logging.getLogger("nonebot_plugin_aimemory")
@@ -80,11 +80,15 @@ class AnswerNotes:
     def said(self, reply: Message, request: str, own: str, tool_names: Collection[str]) -> Message:
         """`reply` as the member gets it: without what it copied of the request it answers
         (`request`, its last message; the member's `own` words are theirs to have quoted)
-        before answering, its calls written as text made real, and `cleaned`."""
+        before answering, its calls written as text made real, and `cleaned`; bare JSON
+        data the member did not ask for is no answer (empty)."""
         if reply.text:
             reply = reply.with_text(answer_after_echo(reply.text, request, own))
         if tool_names:
             reply = recover_text_tool_calls(reply, tool_names)
+        if reply.text and not reply.tool_calls and _data_not_asked_for(reply.text, own):
+            logger.info("the answer is a JSON object, not words; asking again")
+            return reply.with_text("")  # no answer: the turn asks one mode further down
         return reply.with_text(self.cleaned(reply.text)) if reply.text else reply
 
     def cleaned(self, reply: str) -> str:
@@ -133,6 +137,12 @@ class AnswerNotes:
             self.ask_plainer(progress, key, "the answer goes round in circles")
             return True
         return False
+
+
+def _data_not_asked_for(reply: str, own: str) -> bool:
+    """Whether `reply` is bare JSON data (a record, a call's arguments) that the member's
+    `own` message did not ask for: a member who asks for JSON gets it."""
+    return is_bare_data(reply) and "json" not in own.casefold()
 
 
 _LABEL = re.compile(r"【[^】\n]{1,20}】")

@@ -133,6 +133,22 @@ def _told_call_line(tool_names: frozenset[str]) -> re.Pattern[str]:
     )
 
 
+def is_bare_data(text: str) -> bool:
+    """Whether `text` is nothing but a JSON object, or a list holding one (fenced or not):
+    a record or a call's arguments written instead of an answer. Qwen2.5-Coder-1.5B
+    answered "帮我记一下：我家猫叫豆包。" with {"id": "123", "content": "我的猫叫豆包",
+    "tags": […], "user_id": "20001"}. A list of strings is said as its strings instead."""
+    stripped = _WRAPPERS.sub("", text).strip()
+    if not stripped.startswith(("{", "[")):
+        return False
+    try:
+        value = json.loads(stripped)
+    except (ValueError, RecursionError):
+        return False
+    items = value if isinstance(value, list) else [value]
+    return any(isinstance(item, dict) for item in items)
+
+
 def _json_strings(text: str) -> str | None:
     """The strings of a reply that is only a JSON string or list of strings, one a line:
     Qwen2.5-Coder-1.5B answered a private question with ["小明(20001)说：我家猫叫豆包。"]

@@ -6,11 +6,19 @@ the next turn has nothing to copy."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from tests.conversation.test_turn_always_answers import ask, tool_choices
 from tests.fakes.bots import RecordingBot
-from tests.fakes.echoing_model import LABEL, Looper, RequestEchoer, ToldFormWriter
+from tests.fakes.echoing_model import (
+    LABEL,
+    RECORD,
+    Looper,
+    RecordWriter,
+    RequestEchoer,
+    ToldFormWriter,
+)
 from tests.fakes.openai_server import text
 from tests.fakes.small_model import ANSWER
 
@@ -111,3 +119,32 @@ async def test_tools_described_to_a_member_are_an_answer(plugin) -> None:
     # then that is its answer, sent at once
     assert tool_choices(plugin) == [None]
     assert bot.sent_texts == [described]
+
+
+async def test_a_record_written_as_json_is_no_answer(plugin) -> None:
+    # given a model that answers with a memory record as JSON while tools are offered
+    plugin.llm.responder = RecordWriter()
+    bot = RecordingBot()
+    await bot.receive(ask("帮我记一下：我家猫叫豆包。"))
+    # then the member gets the plainer request's words, and the window never holds the JSON
+    assert tool_choices(plugin) == [None, "none"]
+    assert bot.sent_texts == [ANSWER]
+    later = await next_request_after(plugin, bot)
+    assert not any(RECORD["content"] in said for said in assistant_texts(later))
+
+
+async def test_json_a_member_asks_for_is_their_answer(plugin) -> None:
+    plugin.llm.responder = RecordWriter()
+    bot = RecordingBot()
+    await bot.receive(ask("把这条记录写成 JSON：我家猫叫豆包"))
+    assert tool_choices(plugin) == [None]
+    assert [json.loads(sent) for sent in bot.sent_texts] == [RECORD]
+
+
+async def test_a_model_that_only_writes_json_gets_a_notice_not_json(plugin) -> None:
+    plugin.llm.responder = RecordWriter(always=True)
+    bot = RecordingBot()
+    await bot.receive(ask("我家猫叫什么来着？"))
+    (sent,) = bot.sent_texts
+    assert "{" not in sent
+    assert RECORD["content"] not in sent

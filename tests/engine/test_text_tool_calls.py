@@ -285,3 +285,15 @@ def test_an_object_naming_no_offered_tool_outside_name_is_no_call(written: str) 
     # an id that is no tool, an object that is data beside a tool's name, an unoffered tool
     recovered = recover_text_tool_calls(said(written))
     assert (recovered.text, recovered.tool_calls) == (written, ())
+
+
+def test_bare_data_is_a_json_object_or_a_list_holding_one() -> None:
+    from nonebot_plugin_aimemory.engine.text_tool_calls import is_bare_data
+
+    record = '{"id": "123", "content": "我的猫叫豆包", "tags": ["animal"]}'
+    assert is_bare_data(record)
+    assert is_bare_data(f"```json\n{record}\n```")
+    assert is_bare_data(f"[{record}, {record}]")
+    # words, words around a brace, strings, numbers and broken JSON are not
+    for said in ("豆包", f"你说的是 {record} 吗", '["豆包"]', "42", '{"content": "豆包"', "{}x"):
+        assert not is_bare_data(said), said

@@ -5,13 +5,22 @@ token cap. Assign one to `FakeOpenAI.responder`."""
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from typing import Any
 
 from .openai_server import Reply, text
 from .small_model import SmallModel, ToolLooper, situation
 
-__all__ = ["LABEL", "Looper", "RequestEchoer", "ToldFormWriter", "told_calls"]
+__all__ = [
+    "LABEL",
+    "RECORD",
+    "Looper",
+    "RecordWriter",
+    "RequestEchoer",
+    "ToldFormWriter",
+    "told_calls",
+]
 
 # The label Qwen2.5-Coder-1.5B put before its answer once it had written the request out.
 LABEL = "【你的回复】"
@@ -68,3 +77,23 @@ class Looper(SmallModel):
 
     def with_tools(self, body: dict[str, Any]) -> Reply:
         return text(self.unit * self.times)
+
+
+# What the real model answered "帮我记一下：我家猫叫豆包。" with, tools offered.
+RECORD = {"id": "123", "content": "我的猫叫豆包", "tags": ["animal", "cat"], "user_id": "20001"}
+
+
+@dataclass
+class RecordWriter(SmallModel):
+    """While tools are allowed (or `always`), answers with a memory record as JSON text
+    instead of words or a call, as the real model did; forced or bare, `answer`."""
+
+    always: bool = False
+
+    def __call__(self, body: dict[str, Any]) -> Reply:
+        if self.always:
+            return self.with_tools(body)
+        return super().__call__(body)
+
+    def with_tools(self, body: dict[str, Any]) -> Reply:
+        return text(json.dumps(RECORD, ensure_ascii=False))
