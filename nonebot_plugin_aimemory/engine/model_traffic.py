@@ -1,6 +1,6 @@
 """Who waits on each model server. A member's turn goes first: background calls (the
 memory reviewer, the extraction before a fold) wait while a turn's call is in flight to the
-same server. On a server of this machine or its network, one already running when a turn's
+same server, and a moment after (a turn's next call follows at once). On a server of this machine or its network, one already running when a turn's
 call starts is stopped and sent again afterwards: such a server (llama.cpp, Ollama, vLLM on
 a small card) runs one or a few requests at a time, so a minute-long review would make the
 member's answer time out behind it. A provider's API serves many at once and bills a
@@ -30,6 +30,11 @@ _IN_BACKGROUND_WORK: ContextVar[bool] = ContextVar("aimemory_background_work", d
 # How often a background call steps aside before it runs whatever comes: in a busy group
 # turns follow each other, and a review must still happen some time.
 MAX_YIELDS = 3
+# A member's turn calls one model after another (compression, the answer, tool rounds, the
+# guard's check): the moment between two of them is no lull to start a background call in.
+# In the real-model run a review's last try started right after a turn's compression, and
+# the answer waited 51 s behind it on the server's one slot.
+QUIET_AFTER_SECONDS = 0.5
 
 
 @contextmanager
@@ -75,14 +80,33 @@ def server_of(api_base: str) -> str:
 
 @dataclass
 class _Server:
-    """One server's foreground calls in flight, and events for their coming and going."""
+    """One server's foreground calls in flight, and events for their coming and going:
+    `quiet` once none has been for QUIET_AFTER_SECONDS."""
 
     in_flight: int = 0
     quiet: asyncio.Event = field(default_factory=asyncio.Event)
     busy: asyncio.Event = field(default_factory=asyncio.Event)
+    _quiet_later: asyncio.TimerHandle | None = None
 
     def __post_init__(self) -> None:
         self.quiet.set()
+
+    def call_started(self) -> None:
+        """A foreground call is in flight."""
+        self.in_flight += 1
+        if self._quiet_later is not None:
+            self._quiet_later.cancel()
+            self._quiet_later = None
+        self.quiet.clear()
+        self.busy.set()
+
+    def call_ended(self) -> None:
+        """A foreground call is over; with none left, quiet after QUIET_AFTER_SECONDS."""
+        self.in_flight -= 1
+        if self.in_flight == 0:
+            self.busy.clear()
+            loop = asyncio.get_running_loop()
+            self._quiet_later = loop.call_later(QUIET_AFTER_SECONDS, self.quiet.set)
 
 
 class ModelTraffic:
@@ -103,16 +127,11 @@ class ModelTraffic:
     async def foreground(self, server: str) -> AsyncIterator[None]:
         """Mark a call someone waits for as in flight to `server` while the block runs."""
         state = self._server(server)
-        state.in_flight += 1
-        state.quiet.clear()
-        state.busy.set()
+        state.call_started()
         try:
             yield
         finally:
-            state.in_flight -= 1
-            if state.in_flight == 0:
-                state.busy.clear()
-                state.quiet.set()
+            state.call_ended()
 
     async def background(self, server: str, call: Callable[[], Awaitable[T]], what: str) -> T:
         """Run `call` when no foreground call is in flight to `server`; on a local server,

@@ -142,6 +142,30 @@ async def test_a_review_that_stepped_aside_all_it_may_still_waits_for_the_member
     assert reviews_sent() == MAX_YIELDS + 1
 
 
+async def test_a_review_does_not_start_between_two_calls_of_a_members_turn(
+    llm: FakeOpenAI, http: httpx.AsyncClient
+) -> None:
+    main, reviewer = clients(http, llm)
+    first, second = threading.Event(), threading.Event()
+    answers = iter([held(first, text("压缩")), held(second, text("答"))])
+    llm.responder = lambda body: next(answers) if first_words(body) == "member" else text("审")
+    # given a turn whose first call (a compression, say) is in flight, and a review waiting
+    compression = asyncio.create_task(main.complete(asking("member")))
+    await wait_for(lambda: len(llm.chat_requests) == 1)
+    review = asyncio.create_task(reviewer.complete(asking("review")))
+    first.set()
+    await compression
+    # when the turn's answer is asked for right after (a few milliseconds later)
+    await asyncio.sleep(0.05)
+    answer = asyncio.create_task(main.complete(asking("member")))
+    await asyncio.sleep(0.3)
+    # then the review was not sent in between, to be answered before the member
+    assert [first_words(body) for body in llm.chat_requests] == ["member", "member"]
+    second.set()
+    assert (await answer).message.text == "答"
+    assert (await review).message.text == "审"
+
+
 async def test_every_role_sends_its_output_cap(llm: FakeOpenAI, http: httpx.AsyncClient) -> None:
     from nonebot_plugin_aimemory.engine.llm import ROLE_OUTPUT_TOKENS
 
