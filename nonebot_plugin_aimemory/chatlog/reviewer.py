@@ -92,7 +92,7 @@ class MemoryReviewer:
         self.memory = memory
         self.chat_log = chat_log
         # A fact about a member, in their words, goes to their private chat too.
-        self.owner_copies = OwnerCopies(memory, personal=personal)
+        self.saves = OwnerCopies(memory, personal=personal)
         # The prompt of the persona a scope belongs to (`g:1#猫娘` reviews as 猫娘).
         self.persona_of_scope = persona if callable(persona) else lambda _scope: persona
         self.zone = zone
@@ -206,7 +206,7 @@ class MemoryReviewer:
             return
         tags = op.get("tags") if isinstance(op.get("tags"), list) else None
         provenance = shown.provenance(content, evidence)
-        saved = await self.memory.save(
+        saved = await self.saves.save(
             scope,
             content,
             tags=tags,
@@ -218,9 +218,6 @@ class MemoryReviewer:
         )
         if saved.status == "saved":
             outcome.created += 1
-            await self.owner_copies.keep(
-                scope, content, tags=tags, source="review", provenance=provenance
-            )
         else:
             outcome.rejected.append(f"create refused ({saved.status}): {content[:50]!r}")
 

@@ -1,9 +1,10 @@
 """Who waits on each model server. A member's turn goes first: background calls (the
 memory reviewer, the extraction before a fold) wait while a turn's call is in flight to the
-same server, and a moment after (a turn's next call follows at once). On a server of this machine or its network, one already running when a turn's
-call starts is stopped and sent again afterwards: such a server (llama.cpp, Ollama, vLLM on
-a small card) runs one or a few requests at a time, so a minute-long review would make the
-member's answer time out behind it. A provider's API serves many at once and bills a
+same server, and a moment after (a turn's next call follows at once). On a server of this
+machine or its network, one already running when a turn's call starts is stopped and sent
+again afterwards: such a server (llama.cpp, Ollama, vLLM on a small card) runs one or a few
+requests at a time, so a minute-long review would make the member's answer time out
+behind it. A provider's API serves many at once and bills a
 stopped request's prompt all the same, so there nothing is stopped."""
 
 from __future__ import annotations

@@ -49,7 +49,7 @@ class FactExtractor:
         self.llm = llm
         self.memory = memory
         # A fact about a member, in their words, goes to their private chat too.
-        self.owner_copies = OwnerCopies(memory, personal=personal)
+        self.saves = OwnerCopies(memory, personal=personal)
         # A window's facts go to its memories, the chat's whichever account (placement.py).
         self.memory_key = memory_key
         self._background = Background("fact extraction")
@@ -98,20 +98,15 @@ class FactExtractor:
                     fact["content"][:50],
                 )
                 continue
-            provenance = fold.provenance(content)
-            outcome = await self.memory.save(
+            outcome = await self.saves.save(
                 scope,
                 content,
                 tags=fact.get("tags"),
                 user_id=grounding.said_by_id(content) or fact.get("user_id"),
                 source="extract",
-                provenance=provenance,
+                provenance=fold.provenance(content),
             )
-            if outcome.status == "saved":
-                saved += 1
-                await self.owner_copies.keep(
-                    scope, content, tags=fact.get("tags"), source="extract", provenance=provenance
-                )
+            saved += outcome.status == "saved"
         return saved
 
     async def drain(self) -> None:

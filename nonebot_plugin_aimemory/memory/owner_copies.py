@@ -13,27 +13,49 @@ stays the group's, and so does one said by nobody the log knows."""
 from __future__ import annotations
 
 import logging
-import re
 from collections.abc import Sequence
 
 from ..scopes import Scope, qq_number
 from ..store import Provenance
 from .personal import personal_scope
-from .requests import FACT_SUBJECT
-from .service import MemoryService, Source
+from .requests import subject_id
+from .service import MemoryService, SaveOutcome, Source
 
 logger = logging.getLogger("nonebot_plugin_aimemory")
 
-_QQ_DIGITS = re.compile(r"\d{5,11}")
-
 
 class OwnerCopies:
-    """Keeps a background writer's fact about a member in that member's private personal
-    memories too (nothing when personal memory is off)."""
+    """Saves a background writer's fact in its chat, and one about a member in that
+    member's private personal memories too (not when personal memory is off)."""
 
     def __init__(self, memory: MemoryService, *, personal: bool) -> None:
         self.memory = memory
         self.personal = personal
+
+    async def save(
+        self,
+        scope: str,
+        content: str,
+        *,
+        tags: Sequence[object] | None,
+        user_id: str | None,
+        source: Source,
+        provenance: Provenance,
+        evidence: Sequence[int] = (),
+    ) -> SaveOutcome:
+        """Save `content` in `scope` through every rule and, once saved, `keep` its copy."""
+        saved = await self.memory.save(
+            scope,
+            content,
+            tags=tags,
+            user_id=user_id,
+            source=source,
+            evidence=evidence,
+            provenance=provenance,
+        )
+        if saved.status == "saved":
+            await self.keep(scope, content, tags=tags, source=source, provenance=provenance)
+        return saved
 
     async def keep(
         self,
@@ -73,6 +95,4 @@ class OwnerCopies:
         speaker = qq_number(said_by.user_id) if said_by is not None else None
         if not self.personal or speaker is None or not Scope.parse(chat_scope).is_group:
             return None
-        subject = FACT_SUBJECT.match(content)
-        number = _QQ_DIGITS.search(subject.group("who")) if subject else None
-        return speaker if number is not None and number.group(0) == speaker else None
+        return speaker if subject_id(content) == speaker else None
