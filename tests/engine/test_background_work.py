@@ -12,27 +12,13 @@ from typing import Any
 
 import httpx
 
-from tests.engine.test_model_traffic import asking, first_words, wait_for
+from tests.engine.test_model_traffic import asking, clients, first_words, wait_for
 from tests.fakes.openai_server import FakeOpenAI, Reply, held, text
 
 
 def guard_and_main(http: httpx.AsyncClient, llm: FakeOpenAI):
     """A member's (main) client and the guard's, made as the runtime makes them."""
-    from nonebot_plugin_aimemory.engine.llm import Endpoint
-    from nonebot_plugin_aimemory.engine.model_clients import ModelClients
-    from nonebot_plugin_aimemory.engine.shared_http import SharedHttp
-    from nonebot_plugin_aimemory.engine.usage import NO_METER
-    from tests.engine.conftest import API_KEY, MODEL
-
-    endpoint = Endpoint(api_base=llm.base_url, api_key=API_KEY, model=MODEL)
-    made = ModelClients(
-        SharedHttp.of(http, 5.0),
-        lambda role: endpoint,
-        timeout_seconds=5.0,
-        max_retries=0,
-        meter=NO_METER,
-    )
-    return made.main, made.for_role("guard")
+    return clients(http, llm, role="guard", counted_as="guard")
 
 
 def member_held_until(gate: threading.Event):

@@ -24,8 +24,11 @@ def asking(words: str) -> list[Message]:
     return [system(words), user(words)]
 
 
-def clients(http: httpx.AsyncClient, llm: FakeOpenAI) -> tuple[LLMClient, LLMClient]:
-    """A member's (main) client and the reviewer's, made as the runtime makes them."""
+def clients(
+    http: httpx.AsyncClient, llm: FakeOpenAI, role: str = "review", counted_as: str = "reviewer"
+) -> tuple[LLMClient, LLMClient]:
+    """A member's (main) client and `role`'s (the reviewer's), made as the runtime makes
+    them."""
     from nonebot_plugin_aimemory.engine.llm import Endpoint
     from nonebot_plugin_aimemory.engine.model_clients import ModelClients
     from nonebot_plugin_aimemory.engine.shared_http import SharedHttp
@@ -39,7 +42,7 @@ def clients(http: httpx.AsyncClient, llm: FakeOpenAI) -> tuple[LLMClient, LLMCli
         max_retries=0,
         meter=NO_METER,
     )
-    return made.main, made.for_role("review", counted_as="reviewer")
+    return made.main, made.for_role(role, counted_as=counted_as)
 
 
 def first_words(body: dict[str, Any]) -> str:
