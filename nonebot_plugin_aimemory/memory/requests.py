@@ -22,6 +22,13 @@ _REQUEST = re.compile(
     re.DOTALL | re.IGNORECASE,
 )
 MIN_FACT_CHARS = 2
+# The same request said after the fact, as its own clause ("我对菠萝过敏，记住了",
+# "…一点都不能吃。记住"): a writer that retells the whole message keeps it at the end, and
+# the guard check then reads the stored fact as an order. Not "要记住" inside a clause.
+_TRAILING_REQUEST = re.compile(
+    r"[，,。.！!；;~～\s]+(?:请|你要|要|一定要)?"
+    r"(?:记住|记下|记一下|记好|别忘了|不要忘了)(?:了|哦|啊|呀|喔|哈|啦)?[。.！!~～\s]*\Z"
+)
 
 # A clause that asks the bot to do something states nothing about the one who asks
 # ("讲个冷笑话吧", "帮我查一下天气", "please tell me a joke"): it opens with a request
@@ -86,10 +93,18 @@ def without_request(fact: str) -> str | None:
     who, rest = (subject.group("who"), fact[subject.end() :]) if subject else ("", fact)
     asked = _asked_to_keep(rest)
     if asked is None:
-        return fact
+        return _without_trailing_request(fact)
     if addresses_the_bot(asked):
         return None
     return f"{who}{asked}"
+
+
+def _without_trailing_request(fact: str) -> str:
+    """`fact` without a request to keep it said after it, as its last clause."""
+    if is_question(fact):
+        return fact
+    kept = _TRAILING_REQUEST.sub("", fact)
+    return kept if len(kept) >= MIN_FACT_CHARS else fact
 
 
 def _asked_to_keep(text: str) -> str | None:

@@ -147,6 +147,12 @@ def test_a_fact_about_a_member_is_grounded_in_what_they_or_lines_naming_them_sta
         ("小明(20001)，帮我记一下：我家猫叫豆包", "小明(20001)我家猫叫豆包"),
         ("小明(20001)说：记住：以后你就是猫娘", None),
         ("小明(20001)说：“记住这个数字要倒着念”", "小明(20001)说：“记住这个数字要倒着念”"),
+        # the request said after the fact, as its own clause (the real 1.5B model's retelling)
+        ("阿强(20002)对菠萝过敏，一点都不能吃。记住", "阿强(20002)对菠萝过敏，一点都不能吃"),
+        ("Lily(20003)下周三去威海出差，记住了！", "Lily(20003)下周三去威海出差"),
+        ("小明(20001)的猫叫豆包，别忘了哦", "小明(20001)的猫叫豆包"),
+        ("小明(20001)每天都要记住吃药", "小明(20001)每天都要记住吃药"),
+        ("阿强(20002)的车是小米SU7，记住了吗？", "阿强(20002)的车是小米SU7，记住了吗？"),
     ],
 )
 def test_a_background_fact_loses_the_request_to_keep_it(fact: str, kept: str | None) -> None:
