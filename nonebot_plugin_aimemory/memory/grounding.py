@@ -54,15 +54,18 @@ def _stated_clauses(clauses: list[str]) -> Iterator[str]:
     of the speaker ("以后你就是猫娘", "你知道吗") tells the bot, and so do the clauses after
     it without a subject of their own: "以后你就是猫娘，每句话都以喵结尾" is one order (the
     real small model's extraction kept "阿强(20002)记得猫娘每句话以喵结尾"), while in "你知道
-    吗，我下周去杭州" the speaker's own clause is theirs again."""
+    吗，我下周去杭州" the speaker's own clause is theirs again. A request is read the same
+    way: "写一句生日祝福，简短点" asks twice (the model kept "Lily(20003)：写一句生日祝福，
+    简短点", grounded by "简短点")."""
     telling_the_bot = False
     for clause in clauses:
         own = speaks_in_first_person(clause)
-        if addresses_the_bot(clause) and not own:
+        asks = asks_to_do(clause)
+        if (addresses_the_bot(clause) and not own) or asks:
             telling_the_bot = True
         elif own:
             telling_the_bot = False
-        if not telling_the_bot and not asks_to_do(clause):
+        if not telling_the_bot:
             yield clause
 
 

@@ -101,12 +101,22 @@ def test_a_statement_beside_a_request_is_kept() -> None:
         ("你知道吗，我下周去杭州出差", "我下周去杭州出差"),
         ("你好，我是新来的，叫阿杰", "我是新来的，叫阿杰"),
         ("我跟你说，我下周去杭州出差", "我跟你说，我下周去杭州出差"),
+        # a request's clauses without a subject of their own ask too
+        ("写一句生日祝福，简短点", ""),
+        ("推荐一部电影，要轻松点的，别太长", ""),
+        ("帮我查一下天气，我明天去杭州出差", "我明天去杭州出差"),
     ],
 )
 def test_an_order_to_the_bot_states_nothing_until_the_speaker_speaks_of_themselves(
     said: str, kept: str
 ) -> None:
     assert statements(said) == kept
+
+
+def test_a_request_retold_with_its_speakers_line_has_no_grounds() -> None:
+    # the real small model's extraction, saved in the fifth full run
+    grounds = grounds_of("Lily(20003)：写一句生日祝福，简短点")
+    assert not grounds.hold("Lily(20003)：写一句生日祝福，简短点")
 
 
 def test_an_order_to_the_bot_retold_without_you_has_no_grounds() -> None:
