@@ -101,8 +101,7 @@ _USER_ID: dict[str, Any] = {**_STRING, "description": "这条记忆关于谁：Q
 # Whose memory a save is: the plugin binds "speaker" to the sender of the current message.
 ABOUT_CHAT = "chat"
 ABOUT_SPEAKER = "speaker"
-# Bare: its values say what they mean, and every tool definition is billed on every
-# request (the smallest budget, 1024 tokens, must still hold them and the system prompt).
+# Bare: its values say what they mean, and tool definitions are billed on every request.
 _ABOUT: dict[str, Any] = {"type": "string", "enum": [ABOUT_CHAT, ABOUT_SPEAKER]}
 
 MEMORY_SAVE_PARAMETERS: dict[str, Any] = {
@@ -112,9 +111,8 @@ MEMORY_SAVE_PARAMETERS: dict[str, Any] = {
 }
 # With personal memory off (AIMEMORY_PERSONAL_MEMORY=false) there is no `about` to choose.
 MEMORY_SAVE_CHAT_ONLY_PARAMETERS: dict[str, Any] = {
-    "type": "object",
+    **MEMORY_SAVE_PARAMETERS,
     "properties": {"content": _STRING, "tags": _TAGS, "user_id": _USER_ID},
-    "required": ["content"],
 }
 
 
@@ -254,11 +252,16 @@ def copies_the_format(content: str) -> bool:
 EXTRACT_FORMAT = """只输出一个 JSON 对象，不要输出其他文字，格式如下（尖括号处换成聊天记录里的真实内容）：
 {"facts":[{"content":"<昵称>(<QQ号>)<事实>","tags":["<分类>"],"user_id":"<QQ号>"}]}
 没有值得记住的内容时输出 {"facts":[]}。"""
-EXTRACT_PROMPT = f"""你负责从即将被压缩的聊天记录里提取值得长期记住的事实。每行记录以“[时间] 昵称(QQ号)：”开头，说明是谁说的；“助手：”是你自己说的话。
-只提取{IN_PASSING}。
+_EXTRACT_RULES = f"""只提取{IN_PASSING}。
 不要提取{NOT_WORTH_REMEMBERING}。
 每条事实{SELF_CONTAINED}，只写记录里说过的，用记录本来的语言；user_id 填这条事实是关于谁的 QQ 号。
 {EXTRACT_FORMAT}"""
+EXTRACT_PROMPT = f"""你负责从即将被压缩的聊天记录里提取值得长期记住的事实。每行记录以“[时间] 昵称(QQ号)：”开头，说明是谁说的；“助手：”是你自己说的话。
+{_EXTRACT_RULES}"""
+# A group's fold, one member at a time: the real 1.5B model keeps far more (extractor.py).
+EXTRACT_SPEAKER_PROMPT = f"""你负责从一位群成员即将被压缩的聊天记录里提取值得长期记住的事实：每行都是这位成员说的话。
+{_EXTRACT_RULES}"""
+SPEAKER_LINES_HEADER = "{speaker}说的话：\n"
 
 
 # The JSON the reviewer's answer is parsed as (chatlog/reviewer.py MemoryReviewer._apply).
@@ -331,11 +334,9 @@ def memory_injection(
     personal: Collection[str] = (),
     zone: tzinfo = timezone.utc,
 ) -> str:
-    """The block put before one turn's user text (never persisted), at most `max_chars`.
-    Records come best first; one that does not fit is skipped, except the best, which is
-    cut rather than dropped (to half the budget, leaving room for the next ones). Records
-    whose id is in `personal` are the speaker's personal memories, marked so; each is
-    quoted, with who said it and when (the day in `zone`)."""
+    """The block put before one turn's user text (never persisted), at most `max_chars`:
+    records best first, each quoted with who said it and when (the day in `zone`), those in
+    `personal` marked; a misfit skipped, but the best cut to half the budget instead."""
     if not records:
         return ""
     header = MEMORY_INJECTION_HEADER
@@ -343,8 +344,7 @@ def memory_injection(
         header += MEMORY_INJECTION_PERSONAL_NOTE
 
     def cut_best(line: str, room_chars: int, rank: int) -> str | None:
-        # Header, line break and the best record together take at most half the budget. The
-        # content is cut, not the line: the quote still closes and says who said it.
+        # Half the budget at most; the content is cut, so the quote still says who said it.
         best = records[0]
         keep_chars = len(best.content) - (len(line) - (max_chars // 2 - len(header) - 1)) - 1
         if rank > 0 or keep_chars < 1:

@@ -14,7 +14,7 @@ import pytest
 if TYPE_CHECKING:
     from nonebot_plugin_aimemory.store.memory_store import MemoryRecord
 
-MEMORY_WRITERS = ("memory_save", "extractor", "reviewer")
+MEMORY_WRITERS = ("memory_save", "extractor", "speaker extractor", "reviewer")
 MEMORY_TOOLS = ("memory_save", "memory_search", "memory_update", "memory_forget")
 CHAT_LOG_TOOLS = ("read_recent_chat", "search_current_chat")
 # The contract with the tool handlers: name -> argument -> JSON type.
@@ -56,6 +56,8 @@ def instructions_of(writer: str) -> str:
         )
     if writer == "extractor":
         return prompts.EXTRACT_PROMPT
+    if writer == "speaker extractor":
+        return prompts.EXTRACT_SPEAKER_PROMPT
     return group_review_prompt()
 
 
@@ -204,7 +206,9 @@ def test_the_extractor_format_is_the_json_its_parser_reads() -> None:
         {"content": "阿强(20002)养了一只柯基", "tags": ["宠物"], "user_id": "20002"}
     ]
     assert parse_facts(example) == []
-    assert prompts.EXTRACT_PROMPT.endswith('没有值得记住的内容时输出 {"facts":[]}。')
+    for prompt in (prompts.EXTRACT_PROMPT, prompts.EXTRACT_SPEAKER_PROMPT):
+        assert prompt.splitlines()[-2] == example
+        assert prompt.endswith('没有值得记住的内容时输出 {"facts":[]}。')
 
 
 def test_the_reviewer_format_is_the_json_its_parser_reads() -> None:

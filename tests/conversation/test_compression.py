@@ -33,7 +33,11 @@ async def test_status_shows_summary_size_and_compression_count(plugin) -> None:
 
 
 async def test_a_restart_loads_the_compressed_window(plugin) -> None:
-    from nonebot_plugin_aimemory.prompts import EXTRACT_PROMPT, SUMMARY_PREFIX
+    from nonebot_plugin_aimemory.prompts import (
+        EXTRACT_PROMPT,
+        EXTRACT_SPEAKER_PROMPT,
+        SUMMARY_PREFIX,
+    )
 
     plugin.llm.responder = FactKeepingLLM()
     await plugin.restart(aimemory_max_context_tokens=2000)
@@ -46,7 +50,8 @@ async def test_a_restart_loads_the_compressed_window(plugin) -> None:
     chat = [
         body
         for body in plugin.llm.chat_requests
-        if not is_compression_request(body) and body["messages"][0]["content"] != EXTRACT_PROMPT
+        if not is_compression_request(body)
+        and body["messages"][0]["content"] not in (EXTRACT_PROMPT, EXTRACT_SPEAKER_PROMPT)
     ][-1]
     assert chat["messages"][1]["content"].startswith(SUMMARY_PREFIX)
     assert "#fact0:话题0" in chat["messages"][1]["content"]

@@ -105,7 +105,8 @@ async def test_compression_and_extraction_are_counted_under_their_roles(plugin) 
         1
         for body in plugin.llm.chat_requests
         if not is_compression_request(body)
-        and body["messages"][0]["content"] != prompts.EXTRACT_PROMPT
+        and body["messages"][0]["content"]
+        not in (prompts.EXTRACT_PROMPT, prompts.EXTRACT_SPEAKER_PROMPT)
     )
     assert roles["main"][6] == main_calls
     assert set(roles) == {"main", "compressor", "extractor"}

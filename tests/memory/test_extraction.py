@@ -273,3 +273,51 @@ async def test_a_very_long_fold_sends_at_most_four_chunks_of_the_newest_messages
     examined = [int(n) for t in llm.transcripts for n in TOPIC.findall(t)]
     assert examined == list(range(examined[0], 400))
     assert len(examined) > 100  # the four chunks are full, not just the last one
+
+
+async def test_a_group_fold_is_examined_member_by_member_in_their_own_words(plugin) -> None:
+    # given: 小明 states things in passing, 阿强 only asks; the bot answers both
+    llm = ExtractingLLM(facts_of_topics)
+    await start(plugin, llm)
+    bot = RecordingBot()
+    for i in range(60):
+        asker = i % 2 == 1
+        said = "讲个冷笑话吧" if asker else f"话题{i} {LINE}"
+        user_id, card = (20002, "阿强") if asker else (20001, "小明")
+        await bot.receive(
+            group_message(said, to_me=True, group_id=1210, user_id=user_id, card=card)
+        )
+        if plugin.runtime.sessions.get("g:1210").bot.stats.count:
+            break
+
+    # when: the window folds
+    await plugin.runtime.memory.extractor.drain()
+
+    # then: one request holds 小明's words alone, named once at the top; none is 阿强's,
+    # who stated nothing, and none holds the bot's answers
+    (transcript,) = llm.transcripts
+    head, *words = transcript.splitlines()
+    assert head == "小明(20001)说的话："
+    assert words
+    assert all(line.startswith("话题") and line.endswith(LINE) for line in words)
+    saved = await stored(plugin, "g:1210")
+    assert sorted(r.content for r in saved) == sorted(
+        topic_fact(n) for n in TOPIC.findall(transcript)
+    )
+
+
+async def test_a_private_fold_is_examined_with_the_bots_answers(plugin) -> None:
+    from tests.fakes.events import private_message
+
+    llm = ExtractingLLM(facts_of_topics)
+    await start(plugin, llm)
+    bot = RecordingBot()
+    for i in range(60):
+        await bot.receive(private_message(f"话题{i} {LINE}", user_id=20001))
+        if plugin.runtime.sessions.get("f:20001").bot.stats.count:
+            break
+    await plugin.runtime.memory.extractor.drain()
+
+    (transcript,) = llm.transcripts
+    assert "助手：好的" in transcript
+    assert await stored(plugin, "f:20001") != []
