@@ -20,6 +20,7 @@ from .errors import (
 )
 from .messages import Message, parse_tool_call
 from .model_traffic import ModelTraffic, is_background_call, server_of
+from .output_cap import CUT_WHILE_THINKING, ROLE_OUTPUT_TOKENS, OutputCap
 from .shared_http import MAX_RESPONSE_BYTES, CappedAnswer, SharedHttp, TransportFailure
 from .usage import NO_METER, Usage, UsageMeter
 
@@ -27,20 +28,6 @@ logger = logging.getLogger("nonebot_plugin_aimemory")
 
 MAX_RETRY_AFTER_SECONDS = 10.0
 EMPTY_REASONING_PLACEHOLDER = " "
-_NEXT_CAP_FIELD = {"max_tokens": "max_completion_tokens"}
-# Each role's output cap, in tokens: several times what the role writes (a reply within
-# AIMEMORY_REPLY_MAX_CHARS, a summary within its cap, a few JSON operations), with room for
-# a thinking model's reasoning where the provider counts it in; what it stops is a model
-# that loops on its own words, which on a CPU server runs for minutes.
-ROLE_OUTPUT_TOKENS = {
-    "main": 4096,
-    "compressor": 3072,
-    "extractor": 2048,
-    "reviewer": 2048,
-    "vision": 1024,
-    # One word, or a thinking model's reasoning before it.
-    "guard": 512,
-}
 _THINK_BLOCK = re.compile(r"<think>.*?(?:</think>|\Z)", re.DOTALL | re.IGNORECASE)
 
 
@@ -76,6 +63,8 @@ class Completion:
     finish_reason: str | None
     # The choice's `logprobs` as the server sent them, when asked for (guard/model_check.py).
     logprobs: Any = None
+    # Whether the model reasoned before answering (`reasoning_content`, a `<think>` block).
+    thought: bool = False
 
 
 def strip_reasoning(text: str) -> str:
@@ -114,9 +103,7 @@ class LLMClient:
         self.max_response_bytes = max_response_bytes
         self.traffic = traffic or ModelTraffic()
         self.max_output_tokens = max_output_tokens
-        # The request field the cap goes in: OpenAI's reasoning models refuse `max_tokens`
-        # and want `max_completion_tokens`; a server refusing both gets no cap.
-        self._cap_field: str | None = "max_tokens"
+        self.cap = OutputCap(role, max_output_tokens)
 
     def for_role(self, role: str) -> LLMClient:
         """The same endpoint, its calls counted under another role (the extractor uses the
@@ -167,43 +154,24 @@ class LLMClient:
         context: str,
         extra: dict[str, Any] | None,
     ) -> Completion:
+        model = self.endpoint.model
         while True:
-            body = build_request_body(self.endpoint.model, messages, tools_json, self._extra(extra))
+            fields = {**self.cap.fields(), **(extra or {})}
+            body = build_request_body(model, messages, tools_json, fields)
             try:
                 response = await self._post_with_retries(body, context)
+                completion = parse_completion(response, context=f"{context} model={model}")
             except LLMError as exc:
-                if not self._drop_refused_cap(exc):
-                    raise
-                continue
-            completion = parse_completion(
-                response, context=f"{context} model={self.endpoint.model}"
-            )
+                if self.cap.refused(exc, model):
+                    continue
+                if exc.code == CUT_WHILE_THINKING and self.cap.saw_thinking(model):
+                    continue
+                raise
             self.meter.record(self.role, completion.usage)
+            cut = completion.finish_reason == "length"
+            if completion.thought and self.cap.saw_thinking(model) and cut:
+                continue  # its answer was cut by the cap for a model answering straight away
             return completion
-
-    def _extra(self, extra: dict[str, Any] | None) -> dict[str, Any] | None:
-        """The request's extra fields with the output cap, when this role has one."""
-        if self.max_output_tokens is None or self._cap_field is None:
-            return extra
-        return {self._cap_field: self.max_output_tokens, **(extra or {})}
-
-    def _drop_refused_cap(self, error: LLMError) -> bool:
-        """After a 400 that names the cap's field, use the next field (or none); whether
-        the request is worth sending again."""
-        if self._cap_field is None or self.max_output_tokens is None or error.status != 400:
-            return False
-        said = f"{error.provider_message or ''} {error.detail}"
-        if self._cap_field not in said:
-            return False
-        refused, self._cap_field = self._cap_field, _NEXT_CAP_FIELD.get(self._cap_field)
-        logger.warning(
-            "%s model=%s refuses %s; the output cap goes in %s",
-            self.role,
-            self.endpoint.model,
-            refused,
-            self._cap_field or "no field",
-        )
-        return True
 
     async def _post_with_retries(self, body: bytes, context: str) -> CappedAnswer:
         headers = self.endpoint.json_headers
@@ -287,15 +255,19 @@ def parse_completion(response: CappedAnswer, *, context: str = "") -> Completion
             provider_message="finish_reason: content_filter",
         )
     text = strip_reasoning(content) if content else None
-    if not text and not calls:
-        raise LLMError("empty", f"no content and no tool calls ({context})")
     reasoning = _reasoning_content(raw_message.get("reasoning_content"))
+    thought = bool(reasoning and reasoning.strip()) or "<think" in (content or "").lower()
+    if not text and not calls:
+        cut = thought and choice.get("finish_reason") == "length"
+        code = CUT_WHILE_THINKING if cut else None
+        raise LLMError("empty", f"no content and no tool calls ({context})", code=code)
     message = Message("assistant", text if text else None, tool_calls=calls, reasoning=reasoning)
     return Completion(
         message,
         _parse_usage(data.get("usage")),
         choice.get("finish_reason"),
         choice.get("logprobs"),
+        thought=thought,
     )
 
 

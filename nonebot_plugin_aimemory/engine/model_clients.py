@@ -7,8 +7,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import replace
 
-from .llm import ROLE_OUTPUT_TOKENS, Endpoint, LLMClient
+from .llm import Endpoint, LLMClient
 from .model_traffic import ModelTraffic
+from .output_cap import ROLE_OUTPUT_TOKENS
 from .shared_http import SharedHttp
 from .usage import UsageMeter
 

@@ -170,17 +170,18 @@ async def test_a_review_does_not_start_between_two_calls_of_a_members_turn(
 
 
 async def test_every_role_sends_its_output_cap(llm: FakeOpenAI, http: httpx.AsyncClient) -> None:
-    from nonebot_plugin_aimemory.engine.llm import ROLE_OUTPUT_TOKENS
+    from nonebot_plugin_aimemory.engine.output_cap import ROLE_ANSWER_TOKENS, ROLE_OUTPUT_TOKENS
 
     main, reviewer = clients(http, llm)
     llm.responder = lambda body: text("好")
     await main.complete(asking("member"))
     await reviewer.complete(asking("review"))
     await reviewer.for_role("extractor").complete(asking("extract"))
+    # the background writers ask for what their answer needs from a model not seen thinking
     assert [body["max_tokens"] for body in llm.chat_requests] == [
         ROLE_OUTPUT_TOKENS["main"],
-        ROLE_OUTPUT_TOKENS["reviewer"],
-        ROLE_OUTPUT_TOKENS["extractor"],
+        ROLE_ANSWER_TOKENS["reviewer"],
+        ROLE_ANSWER_TOKENS["extractor"],
     ]
 
 
