@@ -1,4 +1,5 @@
-"""Reading the JSON a model was asked for, tolerating code fences and chatter around it."""
+"""Reading the JSON a model was asked for, tolerating code fences and chatter around it,
+and mending what a small model gets wrong."""
 
 from __future__ import annotations
 
@@ -20,7 +21,24 @@ def parse_json_object(text: str) -> dict[str, Any] | None:
     found = _first_object(text)
     if found is None and _TAGGED_NUMBER.search(text):
         found = _first_object(_TAGGED_NUMBER.sub(r"\1\2", text))
+    if found is None and "{" in text:
+        found = _mended_object(text)
     return found
+
+
+def _mended_object(text: str) -> dict[str, Any] | None:
+    """The object a model meant, mended by json_repair (imported only here, when a model
+    got its JSON wrong): the real 1.5B model wrote `"tags":[…],["user_id":"20001"]`, ids
+    unquoted (`"evidence":[6ur4]`) and answers cut by its cap. What it mends is checked
+    as any answer is: a fact must still be what the chat said (memory/grounding.py)."""
+    from json_repair import loads
+
+    fenced = [m.group(1) for m in _FENCE.finditer(text) if "{" in m.group(1)]
+    candidate = fenced[0] if fenced else text
+    mended = loads(candidate[candidate.find("{") :])
+    if isinstance(mended, list):
+        mended = next((item for item in mended if isinstance(item, dict)), None)
+    return mended if isinstance(mended, dict) and mended else None
 
 
 def _first_object(text: str) -> dict[str, Any] | None:

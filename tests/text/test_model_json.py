@@ -21,3 +21,23 @@ def test_valid_json_is_read_as_written() -> None:
     assert parse('{"content":"[#81] 小明说的"}') == {"content": "[#81] 小明说的"}
     assert parse('```json\n{"ops":[]}\n```') == {"ops": []}
     assert parse("没有 JSON") is None
+
+
+def test_json_a_small_model_got_wrong_is_mended() -> None:
+    # the real 1.5B model's answers: a key outside its object, ids unquoted, cut by the cap
+    misplaced = (
+        '{"facts":[{"content":"小明(20001)说：我在鹿鸣文化上班","tags":["工作"],'
+        '["user_id":"20001"}]}'
+    )
+    assert parse(misplaced)["facts"][0]["content"] == "小明(20001)说：我在鹿鸣文化上班"
+    unquoted = (
+        '```json\n{"ops":[{"op":"create","content":"阿强(20002)开小米SU7","evidence":[6ur4]}]}\n```'
+    )
+    assert parse(unquoted)["ops"][0]["content"] == "阿强(20002)开小米SU7"
+    cut = '{"ops":[{"op":"create","content":"Lily(20003)下周三去威海出差'
+    assert parse(cut) == {"ops": [{"op": "create", "content": "Lily(20003)下周三去威海出差"}]}
+
+
+def test_prose_is_no_object_mended_or_not() -> None:
+    assert parse("这次没有什么值得记住的。") is None
+    assert parse("好的 {") is None
