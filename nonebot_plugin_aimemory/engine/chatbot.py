@@ -17,11 +17,7 @@ from .messages import Message
 from .request_room import RequestRoom
 from .stored_window import StoredWindow
 from .tokens import TokenCounter, message_tokens
-from .tools import (
-    MAX_TOOL_CALLS_KEPT_PER_ROUND,
-    ToolRegistry,
-    result_floor_tokens,
-)
+from .tools import MAX_TOOL_CALLS_KEPT_PER_ROUND, ToolRegistry, result_floor_tokens
 from .turn_outcome import (
     AnswerMode,
     Compacted,
@@ -123,6 +119,13 @@ class ChatBot:
         store's too), a used-up allowance and on cancellation the user's message and finished
         tool rounds are kept, after any other only what the provider had accepted
         (`kept_after`)."""
+        # Background calls wait for the whole turn, not only for each of its calls.
+        async with self.llm.traffic.turn():
+            return await self._turn(message, persist_user_text, may_call)
+
+    async def _turn(
+        self, message: Message, persist_user_text: str | None, may_call: MayCall
+    ) -> TurnResult:
         kept_user = message if persist_user_text is None else message.with_text(persist_user_text)
         kept_user = kept_user.with_image_markers()
         if not self.send_images:

@@ -1,11 +1,13 @@
 """Who waits on each model server. A member's turn goes first: background calls (the
-memory reviewer, the extraction before a fold) wait while a turn's call is in flight to the
-same server, and a moment after (a turn's next call follows at once). On a server of this
-machine or its network, one already running when a turn's call starts is stopped and sent
-again afterwards: such a server (llama.cpp, Ollama, vLLM on a small card) runs one or a few
-requests at a time, so a minute-long review would make the member's answer time out
-behind it. A provider's API serves many at once and bills a
-stopped request's prompt all the same, so there nothing is stopped."""
+memory reviewer, the extraction before a fold) wait while a member's turn is under way
+(from its first call to its answer stored: compression, the answer, tool rounds and the
+guard's checks follow each other, and the moments between them are no lull) or another
+call someone waits for is in flight to the same server. On a server of this machine or its
+network, one already running when a turn starts is stopped and sent again afterwards: such
+a server (llama.cpp, Ollama, vLLM on a small card) runs one or a few requests at a time,
+so a minute-long review would make the member's answer time out behind it. A provider's
+API serves many at once and bills a stopped request's prompt all the same, so there
+nothing is stopped."""
 
 from __future__ import annotations
 
@@ -13,7 +15,7 @@ import asyncio
 import ipaddress
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
-from contextlib import asynccontextmanager, contextmanager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager, contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import TypeVar
@@ -31,11 +33,6 @@ _IN_BACKGROUND_WORK: ContextVar[bool] = ContextVar("aimemory_background_work", d
 # How often a background call steps aside before it runs whatever comes: in a busy group
 # turns follow each other, and a review must still happen some time.
 MAX_YIELDS = 3
-# A member's turn calls one model after another (compression, the answer, tool rounds, the
-# guard's check): the moment between two of them is no lull to start a background call in.
-# In the real-model run a review's last try started right after a turn's compression, and
-# the answer waited 51 s behind it on the server's one slot.
-QUIET_AFTER_SECONDS = 0.5
 
 
 @contextmanager
@@ -80,83 +77,102 @@ def server_of(api_base: str) -> str:
 
 
 @dataclass
-class _Server:
-    """One server's foreground calls in flight, and events for their coming and going:
-    `quiet` once none has been for QUIET_AFTER_SECONDS."""
+class _Foreground:
+    """What someone waits for, in progress (a server's calls, or members' turns), and
+    events for its coming and going: `busy` while any is, `quiet` while none is."""
 
     in_flight: int = 0
     quiet: asyncio.Event = field(default_factory=asyncio.Event)
     busy: asyncio.Event = field(default_factory=asyncio.Event)
-    _quiet_later: asyncio.TimerHandle | None = None
 
     def __post_init__(self) -> None:
         self.quiet.set()
 
-    def call_started(self) -> None:
-        """A foreground call is in flight."""
+    def started(self) -> None:
         self.in_flight += 1
-        if self._quiet_later is not None:
-            self._quiet_later.cancel()
-            self._quiet_later = None
         self.quiet.clear()
         self.busy.set()
 
-    def call_ended(self) -> None:
-        """A foreground call is over; with none left, quiet after QUIET_AFTER_SECONDS."""
+    def ended(self) -> None:
         self.in_flight -= 1
         if self.in_flight == 0:
             self.busy.clear()
-            loop = asyncio.get_running_loop()
-            self._quiet_later = loop.call_later(QUIET_AFTER_SECONDS, self.quiet.set)
+            self.quiet.set()
+
+    @asynccontextmanager
+    async def under_way(self) -> AsyncIterator[None]:
+        self.started()
+        try:
+            yield
+        finally:
+            self.ended()
+
+
+async def _all_quiet(states: tuple[_Foreground, ...]) -> None:
+    """Return once none of `states` has anything in progress."""
+    while not all(state.quiet.is_set() for state in states):
+        for state in states:
+            await state.quiet.wait()
+
+
+async def _any_busy(states: tuple[_Foreground, ...]) -> None:
+    """Return once any of `states` has something in progress."""
+    waits = [asyncio.ensure_future(state.busy.wait()) for state in states]
+    try:
+        await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for wait in waits:
+            wait.cancel()
 
 
 class ModelTraffic:
-    """The foreground calls in flight per model server, for background calls to give way
-    to. One per runtime, shared by every role's client."""
+    """Members' turns under way and the foreground calls in flight per model server, for
+    background calls to give way to. One per runtime, shared by every role's client."""
 
     def __init__(self) -> None:
-        self._servers: dict[str, _Server] = {}
+        self._servers: dict[str, _Foreground] = {}
+        self._turns = _Foreground()
 
-    def _server(self, server: str) -> _Server:
-        return self._servers.setdefault(server, _Server())
+    def _server(self, server: str) -> _Foreground:
+        return self._servers.setdefault(server, _Foreground())
 
     def busy(self, server: str) -> bool:
         """Whether a foreground call is in flight to `server`."""
         return self._server(server).in_flight > 0
 
-    @asynccontextmanager
-    async def foreground(self, server: str) -> AsyncIterator[None]:
+    def turn(self) -> AbstractAsyncContextManager[None]:
+        """Mark a member's turn as under way while the block runs, whichever servers its
+        calls go to."""
+        return self._turns.under_way()
+
+    def foreground(self, server: str) -> AbstractAsyncContextManager[None]:
         """Mark a call someone waits for as in flight to `server` while the block runs."""
-        state = self._server(server)
-        state.call_started()
-        try:
-            yield
-        finally:
-            state.call_ended()
+        return self._server(server).under_way()
 
     async def background(self, server: str, call: Callable[[], Awaitable[T]], what: str) -> T:
-        """Run `call` when no foreground call is in flight to `server`; on a local server,
-        if one starts meanwhile, stop it and run it again once the server is quiet (at most
-        MAX_YIELDS times, then it runs to the end once the server is quiet)."""
-        state = self._server(server)
+        """Run `call` when no member's turn is under way and no foreground call is in
+        flight to `server`; on a local server, if one starts meanwhile, stop it and run it
+        again once all is quiet (at most MAX_YIELDS times, then it runs to the end once
+        all is quiet)."""
+        states = (self._turns, self._server(server))
         if not is_local_server(server):
-            await state.quiet.wait()
+            await _all_quiet(states)
             return await call()
         for _ in range(MAX_YIELDS):
-            await state.quiet.wait()
+            await _all_quiet(states)
             task = asyncio.ensure_future(call())
-            busy = asyncio.ensure_future(state.busy.wait())
+            busy = asyncio.ensure_future(_any_busy(states))
             try:
                 await asyncio.wait({task, busy}, return_when=asyncio.FIRST_COMPLETED)
             finally:
                 busy.cancel()
                 if not task.done():
-                    task.cancel()  # a member's call started, or this one was cancelled
+                    task.cancel()  # a member's turn or call started, or this was cancelled
                     await asyncio.wait({task})
             if not task.cancelled():
                 return task.result()
             logger.info("%s: stepped aside for a member's turn on %s", what, server)
-        # The last try runs to the end, but never starts over a member's call: on a server
+        # The last try runs to the end, but never starts over a member's turn: on a server
         # of one slot the member would wait behind all of it.
-        await state.quiet.wait()
+        await _all_quiet(states)
         return await call()

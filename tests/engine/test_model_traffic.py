@@ -152,20 +152,44 @@ async def test_a_review_does_not_start_between_two_calls_of_a_members_turn(
     first, second = threading.Event(), threading.Event()
     answers = iter([held(first, text("压缩")), held(second, text("答"))])
     llm.responder = lambda body: next(answers) if first_words(body) == "member" else text("审")
-    # given a turn whose first call (a compression, say) is in flight, and a review waiting
-    compression = asyncio.create_task(main.complete(asking("member")))
+
+    async def turn() -> str:
+        async with main.traffic.turn():
+            await main.complete(asking("member"))  # a compression, say
+            await asyncio.sleep(0.6)  # the turn's own work between its calls
+            return (await main.complete(asking("member"))).message.text or ""
+
+    # given a turn whose first call is in flight, and a review waiting
+    answer = asyncio.create_task(turn())
     await wait_for(lambda: len(llm.chat_requests) == 1)
     review = asyncio.create_task(reviewer.complete(asking("review")))
     first.set()
-    await compression
-    # when the turn's answer is asked for right after (a few milliseconds later)
-    await asyncio.sleep(0.05)
-    answer = asyncio.create_task(main.complete(asking("member")))
-    await asyncio.sleep(0.3)
+    # when the turn's first call is over and its next one not yet sent
+    await wait_for(lambda: len(llm.chat_requests) == 2, timeout=5)
     # then the review was not sent in between, to be answered before the member
     assert [first_words(body) for body in llm.chat_requests] == ["member", "member"]
     second.set()
-    assert (await answer).message.text == "答"
+    assert await answer == "答"
+    assert (await review).message.text == "审"
+    assert [first_words(body) for body in llm.chat_requests][-1] == "review"
+
+
+async def test_a_review_is_not_starved_by_turns_that_follow_each_other(
+    llm: FakeOpenAI, http: httpx.AsyncClient
+) -> None:
+    # given members' turns one right after the other, as in a busy group (or the real-model
+    # bench, which sends the next message as soon as the answer is in)
+    main, reviewer = clients(http, llm)
+    llm.responder = lambda body: text("答" if first_words(body) == "member" else "审")
+    review = asyncio.create_task(reviewer.complete(asking("review")))
+    for _ in range(40):
+        async with main.traffic.turn():
+            await main.complete(asking("member"))
+        await asyncio.sleep(0.01)
+        if review.done():
+            break
+    # then the review got its turn between two of them
+    assert review.done()
     assert (await review).message.text == "审"
 
 

@@ -321,3 +321,19 @@ async def test_a_private_fold_is_examined_with_the_bots_answers(plugin) -> None:
     (transcript,) = llm.transcripts
     assert "助手：好的" in transcript
     assert await stored(plugin, "f:20001") != []
+
+
+async def test_an_extraction_is_not_starved_by_turns_that_follow_each_other(plugin) -> None:
+    # given a fold, then members' messages one right after the other, each answered at once
+    # (a busy group; the real-model bench sends the next message as the answer comes in)
+    llm = ExtractingLLM(facts_of_topics)
+    await start(plugin, llm)
+    await talk_until_compressed(plugin, 1211)
+    bot = RecordingBot()
+    for i in range(12):
+        await bot.receive(group_message(f"接着聊{i}", to_me=True, group_id=1211))
+
+    # then the extraction got its turn between two of them, before the talk stopped
+    assert llm.transcripts
+    assert await stored(plugin, "g:1211") != []
+    await plugin.runtime.memory.extractor.drain()
