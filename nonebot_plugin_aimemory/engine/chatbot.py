@@ -239,11 +239,13 @@ class ChatBot:
             compaction = self.compressor.truncate_to_tail(
                 self.key, before, keep, reason=f"{reason}; the last fold fell short"
             )
+            await self.compressor.tell(self.key, compaction.folded)
         if compaction is None:
             if keep_recent_tokens != 0:
                 return Compacted()
             # Even the whole window has nothing to fold: the only way down is truncation.
             compaction = self.compressor.truncate(self.key, before, reason="nothing to fold")
+            await self.compressor.tell(self.key, compaction.folded)
         if compaction.messages == before:
             logger.info("compressing %s (%s) left the window as it was", self.key, reason)
             return Compacted(compaction.usage)
@@ -310,8 +312,7 @@ class ChatBot:
         return await self.tools.run_round(reply, room, taken, self.counter, context=self.key)
 
     def _call_ids_in_use(self, pending: Sequence[Message]) -> set[str]:
-        """Tool-call ids of the window and this turn: DeepSeek refuses a request in which
-        one id appears twice, even in different rounds."""
+        """Tool-call ids of the window and this turn (DeepSeek refuses an id twice)."""
         return {c.id for m in (*self.window.messages, *pending) for c in m.tool_calls}
 
     def _room_for_a_round(self, message: Message, pending: Sequence[Message]) -> bool:
@@ -321,8 +322,7 @@ class ChatBot:
         return room is None or room >= 2 * result_floor_tokens(self.counter)
 
     def _results_room(self, message: Message, pending: Sequence[Message]) -> int | None:
-        """Tokens the results of the next round may take (request_room.py); None without a
-        compressor (no budget)."""
+        """Tokens the next round's results may take (request_room.py); None: no budget."""
         room = self._room(message, pending)
         return None if room is None else room.results_tokens
 

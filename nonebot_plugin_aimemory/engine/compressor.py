@@ -253,15 +253,23 @@ class Compressor:
         folded, tail = body[:start], body[start:]
         if not self._transcript(folded):
             return None
-        if self.hooks is not None:
-            await self.hooks.fire(key, folded)
+        await self.tell(key, folded)
         try:
             summary, usage = await self._fold(previous, folded, key)
         except FoldError as exc:
             logger.warning("compressor failed for %s (%s); truncating instead", key, exc)
             # Earlier chunks were paid for even though their summary is thrown away.
-            return replace(self.truncate(key, window, reason=exc.kind), usage=exc.spent)
+            truncated = replace(self.truncate(key, window, reason=exc.kind), usage=exc.spent)
+            await self.tell(key, truncated.folded[len(folded) :])  # both start the body
+            return truncated
         return Compaction([*summary_messages(summary, self.prompts), *tail], folded, summary, usage)
+
+    async def tell(self, key: str, leaving: Sequence[Message]) -> None:
+        """Tell the PreCompact hooks which messages are about to leave the window, folded
+        or dropped: a truncation loses them from the window all the same, and the facts
+        said in them are what long-term memory must keep first."""
+        if self.hooks is not None:
+            await self.hooks.fire(key, leaving)
 
     def truncate(self, key: str, window: Sequence[Message], *, reason: str) -> Compaction:
         """Fallback: keep the summary (if any) and the newer half of the rest, cut at a user

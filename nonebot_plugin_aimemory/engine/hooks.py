@@ -1,5 +1,6 @@
-"""PreCompact: a public registry of async callbacks told which messages are about to be
-folded into a summary, so they can save what matters first (long-term memory does)."""
+"""PreCompact: a public registry of async callbacks told which messages are about to leave
+the window (folded into a summary, or dropped when compression falls back to truncation),
+so they can save what matters first (long-term memory does)."""
 
 from __future__ import annotations
 

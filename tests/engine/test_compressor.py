@@ -362,6 +362,36 @@ async def test_precompact_receives_exactly_the_folded_messages_and_not_the_tail(
     assert bot.window.messages[2:] == last_two_turns
 
 
+async def test_precompact_is_told_every_message_a_failed_fold_drops_once(llm, http, store) -> None:
+    from nonebot_plugin_aimemory.engine.hooks import PreCompactHooks
+    from nonebot_plugin_aimemory.engine.tokens import message_tokens
+
+    hooks = PreCompactHooks(wait_seconds=1)
+    told: list = []
+
+    @hooks.register
+    async def remember(key, messages):
+        told.extend(messages)
+
+    # given a fold of the two oldest of eight turns that fails, so the window is truncated
+    # instead: its oldest half dropped, two turns more than the fold had announced
+    bot = make_bot(llm, http, store, budget=4000, hooks=hooks)
+    for i in range(8):
+        await chat(bot, f"{LINE} 编号{i}")
+    before = list(bot.window.messages)
+    tail = sum(message_tokens(m, cl100k()) for m in before[4:])
+    llm.script(error(500))
+    await bot._compact(reason="test", keep_recent_tokens=tail)
+
+    # then every message that left the window was told, and none twice
+    kept = {m.text for m in bot.window.messages if m.role == "user"}
+    left = [m.text for m in before if m.role == "user" and m.text not in kept]
+    told_users = [m.text for m in told if m.role == "user"]
+    assert len(left) == 4
+    assert set(left) <= set(told_users)
+    assert len(told_users) == len(set(told_users))
+
+
 async def test_a_raising_or_slow_precompact_callback_does_not_stop_compression(
     llm, http, store
 ) -> None:

@@ -337,3 +337,25 @@ async def test_an_extraction_is_not_starved_by_turns_that_follow_each_other(plug
     assert llm.transcripts
     assert await stored(plugin, "g:1211") != []
     await plugin.runtime.memory.extractor.drain()
+
+
+async def test_messages_a_truncation_drops_are_examined_too(plugin) -> None:
+    # given a window whose folds fall short at the smallest budget, so that the next
+    # compactions drop the oldest messages instead of folding them (chatbot.py, cadence)
+    llm = ExtractingLLM(facts_of_topics)
+    await start(plugin, llm)
+    bot = RecordingBot()
+    said = 40
+    for i in range(said):
+        await bot.receive(group_message(f"话题{i} {LINE}", to_me=True, group_id=1212))
+    await plugin.runtime.memory.extractor.drain()
+
+    # then every topic that left the window, folded or dropped, was examined for facts
+    window = plugin.runtime.sessions.get("g:1212").bot.window.messages
+    kept = {n for m in window if m.role == "user" for n in TOPIC.findall(m.text or "")}
+    left = {str(i) for i in range(said)} - kept
+    examined = {n for t in llm.transcripts for n in TOPIC.findall(t)}
+    assert len(left) > 10
+    assert left <= examined
+    saved = {r.content for r in await stored(plugin, "g:1212")}
+    assert {topic_fact(n) for n in left} <= saved
