@@ -67,13 +67,14 @@ class FactExtractor:
         self._background.spawn(self.extract_and_save(key, messages))
 
     async def extract_and_save(self, scope: str, messages: Sequence[Message]) -> int:
-        """Returns how many new memories were saved. A long fold is examined in chunks of
-        at most `MAX_TRANSCRIPT_CHARS`, oldest first, one extraction request each; their
-        model calls (the saves' guard checks too) are counted for the scope's chat, and give
-        way to members' calls."""
+        """Returns how many new memories were saved. A group's fold is examined member by
+        member (`speaker_requests`); any other, in chunks of at most `MAX_TRANSCRIPT_CHARS`,
+        oldest first, one extraction request each. Their model calls (the saves' guard
+        checks too) are counted for the scope's chat, and give way to members' turns."""
         fold = _Fold.of(scope, messages)
-        requests = speaker_requests(fold.voices) if fold.in_group else []
-        if not requests:
+        if fold.in_group and fold.voices:
+            requests = speaker_requests(fold.voices)  # none when nobody stated anything
+        else:
             lines = render_transcript(messages, assistant_label=TRANSCRIPT_ASSISTANT_LABEL)
             requests = [(EXTRACT_PROMPT, chunk) for chunk in transcript_chunks(lines)]
         saved = 0

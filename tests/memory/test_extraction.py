@@ -359,3 +359,20 @@ async def test_messages_a_truncation_drops_are_examined_too(plugin) -> None:
     assert left <= examined
     saved = {r.content for r in await stored(plugin, "g:1212")}
     assert {topic_fact(n) for n in left} <= saved
+
+
+async def test_a_group_fold_in_which_nobody_stated_anything_asks_nothing(plugin) -> None:
+    llm = ExtractingLLM(facts_of_topics)
+    await start(plugin, llm)
+    bot = RecordingBot()
+    asked = ["讲个冷笑话吧", "为什么天空是蓝色的？", "推荐一部适合周末看的电影"]
+    for i in range(60):
+        await bot.receive(group_message(f"{asked[i % 3]}（{i}）", to_me=True, group_id=1213))
+        if plugin.runtime.sessions.get("g:1213").bot.stats.count:
+            break
+    assert plugin.runtime.sessions.get("g:1213").bot.stats.count
+
+    await plugin.runtime.memory.extractor.drain()
+
+    assert llm.transcripts == []
+    assert not any(is_extraction_request(body) for body in plugin.llm.chat_requests)
