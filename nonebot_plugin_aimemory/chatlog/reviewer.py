@@ -248,6 +248,8 @@ class MemoryReviewer:
         )
         if updated.status == "updated" and updated.changed:
             outcome.updated += 1
+            if stored is not None:
+                await self.saves.follow(scope, stored, rewritten)
         elif updated.status == "updated":
             outcome.rejected.append(f"update {memory_id!r} changed nothing")
         else:

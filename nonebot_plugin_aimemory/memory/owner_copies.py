@@ -8,7 +8,8 @@ Private, because the member did not ask for it to travel: it is used in their ow
 chat with the bot and nowhere else, never in another group, until they make it public with
 `~记忆 我的 公开`. Only a fact said in a group and about the very person whose words it was
 drawn from (its subject "名字(QQ)" is who said it) is copied: a fact about someone else
-stays the group's, and so does one said by nobody the log knows."""
+stays the group's, and so does one said by nobody the log knows. When the reviewer later
+corrects the group's memory, the copy is corrected with it."""
 
 from __future__ import annotations
 
@@ -16,9 +17,10 @@ import logging
 from collections.abc import Sequence
 
 from ..scopes import Scope, qq_number
-from ..store import Provenance
+from ..store import MemoryRecord, Provenance
 from .personal import personal_scope
 from .requests import subject_id
+from .rules import normalize
 from .service import MemoryService, SaveOutcome, Source
 
 logger = logging.getLogger("nonebot_plugin_aimemory")
@@ -88,6 +90,24 @@ class OwnerCopies:
             return False
         logger.info("copied a fact of %s to its owner's %s (%s)", chat_scope, scope, outcome.status)
         return outcome.status == "saved"
+
+    async def follow(self, chat_scope: str, before: MemoryRecord, content: str) -> int:
+        """Rewrite as `content` the private copies of `before`, a memory of the group
+        `chat_scope` just rewritten so: the member's private chat must not keep what the
+        group corrected. How many were rewritten; never raises."""
+        owner = self.owner_of(chat_scope, before.content, before.provenance)
+        if owner is None:
+            return 0
+        scope, was = personal_scope(chat_scope, owner), normalize(before.content)
+        try:
+            listed = await self.memory.list(scope)
+            copies = [r for r in listed if r.private and normalize(r.content) == was]
+            for copy in copies:
+                await self.memory.update(scope, copy.id, content=content)
+            return len(copies)
+        except Exception:
+            logger.exception("could not follow a rewrite of %s in %s", chat_scope, scope)
+            return 0
 
     def owner_of(self, chat_scope: str, content: str, provenance: Provenance) -> str | None:
         """The QQ number of the member `content` is about when they said it in a group."""

@@ -4,7 +4,15 @@ it, no other group does, and a fact about someone else stays the group's (issue 
 
 from __future__ import annotations
 
-from tests.chatlog.helpers import live_memories, logged, ops, said, said_privately, tick_and_wait
+from tests.chatlog.helpers import (
+    command,
+    live_memories,
+    logged,
+    ops,
+    said,
+    said_privately,
+    tick_and_wait,
+)
 from tests.fakes.bots import RecordingBot
 
 XIAOMING = 20001
@@ -72,3 +80,40 @@ async def test_nothing_is_copied_from_a_private_chat(plugin, reviewer) -> None:
 
     assert [r.content for r in await live_memories(plugin, key)] == [TRIP]
     assert await live_memories(plugin, f"u:{XIAOMING}") == []
+
+
+async def rewritten(plugin, reviewer, line: str, fact: str, *, user_id: int, card: str) -> None:
+    """`line`, said to the bot in the group by `user_id`, reviewed into an update of the
+    group's one memory to `fact`."""
+    (group_memory,) = await live_memories(plugin)
+    await RecordingBot().receive(said(line, to_me=True, user_id=user_id, card=card))
+    await plugin.runtime.chat_log.flush()
+    row = [row for row in await logged(plugin) if row.role == "user"][-1]
+    change = {"op": "update", "id": group_memory.id, "content": fact, "evidence": [row.id]}
+    reviewer.answer(ops(change))
+    await command(RecordingBot(), "~记忆 立即生成")  # the scheduler waits its interval
+
+
+async def test_a_correction_of_the_groups_memory_reaches_the_private_copy(plugin, reviewer) -> None:
+    # given a member's fact, copied to their private memories
+    await reviewed(plugin, reviewer, "我下周三去威海出差", TRIP, user_id=XIAOMING, card="小明")
+    # when the reviewer corrects the group's memory from what he says next
+    moved = f"小明({XIAOMING})下周四去威海出差"
+    await rewritten(plugin, reviewer, "改了，下周四才去威海", moved, user_id=XIAOMING, card="小明")
+
+    # then his private chat knows the correction, not the old plan
+    assert [r.content for r in await live_memories(plugin)] == [moved]
+    (copy,) = await live_memories(plugin, f"u:{XIAOMING}")
+    assert (copy.content, copy.private) == (moved, True)
+
+
+async def test_a_copy_the_member_changed_is_left_as_they_wrote_it(plugin, reviewer) -> None:
+    await reviewed(plugin, reviewer, "我下周三去威海出差", TRIP, user_id=XIAOMING, card="小明")
+    (copy,) = await live_memories(plugin, f"u:{XIAOMING}")
+    mine = f"小明({XIAOMING})下周三去威海出差，住海边"
+    await plugin.runtime.memory.service.update(f"u:{XIAOMING}", copy.id, content=mine)
+
+    moved = f"小明({XIAOMING})下周四去威海出差"
+    await rewritten(plugin, reviewer, "改了，下周四才去威海", moved, user_id=XIAOMING, card="小明")
+
+    assert [r.content for r in await live_memories(plugin, f"u:{XIAOMING}")] == [mine]
