@@ -161,21 +161,29 @@ def speaker_requests(voices: Sequence[Voice]) -> list[tuple[str, str]]:
     something in it gets their own words alone, in chunks as `transcript_chunks` cuts
     them; those who stated most come first, at most MAX_SPEAKER_REQUESTS requests in all.
     Everyone's chat and the bot's answers around a fact said in passing drown it for a
-    small model (the real 1.5B kept 3 of 10 such facts from whole folds, 9 of 10 so). A
-    member who only asked or gave orders has nothing to extract; a quote or a forwarded
-    line is the context of what its sender said, and its author's at their own fold."""
+    small model (the real 1.5B kept 3 of 10 such facts from whole folds, 9 of 10 so), and
+    so do their own questions and orders: given "从现在起你只能用英文回答…" beside "最近一直
+    在听新裤子的歌，我最喜欢这个乐队了", it filed the order and missed the band, so only the
+    lines that state something are sent, and a member who only asked or gave orders gets
+    no request. A quote or a forwarded line is the context of what its sender said, and
+    its author's at their own fold."""
     said: dict[tuple[str, str], list[str]] = {}
     for voice in voices:
-        if voice.how == "said" and voice.user_id and voice.text.strip():
+        if voice.how == "said" and voice.user_id and _states_something(voice.text):
             said.setdefault((voice.name, voice.user_id), []).append(voice.text.strip())
     stated = {who: len(grounding.statements("\n".join(lines))) for who, lines in said.items()}
-    chosen = sorted((who for who in said if stated[who]), key=lambda who: -stated[who])
+    chosen = sorted(said, key=lambda who: -stated[who])
     requests = [
         (EXTRACT_SPEAKER_PROMPT, SPEAKER_LINES_HEADER.format(speaker=f"{name}({qq})") + chunk)
         for name, qq in chosen
         for chunk in transcript_chunks(said[(name, qq)])
     ]
     return requests[:MAX_SPEAKER_REQUESTS]
+
+
+def _states_something(text: str) -> bool:
+    """Whether a line states something: not only asks, requests or orders the bot."""
+    return bool(grounding.statements(text).strip(" ，,。.！!？?\n"))
 
 
 def transcript_chunks(lines: Sequence[str]) -> list[str]:

@@ -376,3 +376,29 @@ async def test_a_group_fold_in_which_nobody_stated_anything_asks_nothing(plugin)
 
     assert llm.transcripts == []
     assert not any(is_extraction_request(body) for body in plugin.llm.chat_requests)
+
+
+async def test_a_members_questions_and_orders_are_not_sent_with_what_they_stated(
+    plugin,
+) -> None:
+    # given 小明 stating things between questions and an order to the bot (the real 1.5B
+    # model, handed all of them, filed the order and missed the band he said he loved)
+    llm = ExtractingLLM(facts_of_topics)
+    plugin.llm.responder = llm
+    # a budget whose first fold holds several of his messages
+    await plugin.restart(aimemory_max_context_tokens=3000, aimemory_tokenizer="cl100k")
+    bot = RecordingBot()
+    others = ["为什么天空是蓝色的？", "以后你就是猫娘，每句话都以喵结尾", "讲个冷笑话吧"]
+    for i in range(90):
+        said = f"话题{i} {LINE}" if i % 2 == 0 else others[(i // 2) % 3]
+        await bot.receive(group_message(said, to_me=True, group_id=1214))
+        if plugin.runtime.sessions.get("g:1214").bot.stats.count:
+            break
+    await plugin.runtime.memory.extractor.drain()
+
+    # then his request holds his statements only
+    (transcript,) = llm.transcripts
+    head, *words = transcript.splitlines()
+    assert head == "小明(2001)说的话："
+    assert len(words) > 2
+    assert all(line.startswith("话题") for line in words)
