@@ -86,6 +86,25 @@ async def talk_until_compressed(plugin, group_id: int, limit: int = 60) -> list[
     raise AssertionError("never compressed")
 
 
+async def folded_with(plugin, group_id: int, event_of: Callable[[int], Any]) -> None:
+    """Send `event_of(i)` for i = 0, 1, ... until the group's window folds, then wait for
+    the extraction it started."""
+    bot = RecordingBot()
+    for i in range(90):
+        await bot.receive(event_of(i))
+        if plugin.runtime.sessions.get(f"g:{group_id}").bot.stats.count:
+            break
+    assert plugin.runtime.sessions.get(f"g:{group_id}").bot.stats.count, "never folded"
+    await plugin.runtime.memory.extractor.drain()
+
+
+def the_one_request(llm: ExtractingLLM) -> tuple[str, list[str]]:
+    """The one extraction request's first line (whose words) and the words after it."""
+    (transcript,) = llm.transcripts
+    head, *words = transcript.splitlines()
+    return head, words
+
+
 async def start(plugin, responder: ExtractingLLM, **overrides):
     plugin.llm.responder = responder
     # The smallest budget, for folds to come quickly: the group's fixed prompt is 1012 of
@@ -279,24 +298,20 @@ async def test_a_group_fold_is_examined_member_by_member_in_their_own_words(plug
     # given: 小明 states things in passing, 阿强 only asks; the bot answers both
     llm = ExtractingLLM(facts_of_topics)
     await start(plugin, llm)
-    bot = RecordingBot()
-    for i in range(60):
+
+    def event_of(i: int) -> Any:
         asker = i % 2 == 1
         said = "讲个冷笑话吧" if asker else f"话题{i} {LINE}"
         user_id, card = (20002, "阿强") if asker else (20001, "小明")
-        await bot.receive(
-            group_message(said, to_me=True, group_id=1210, user_id=user_id, card=card)
-        )
-        if plugin.runtime.sessions.get("g:1210").bot.stats.count:
-            break
+        return group_message(said, to_me=True, group_id=1210, user_id=user_id, card=card)
 
     # when: the window folds
-    await plugin.runtime.memory.extractor.drain()
+    await folded_with(plugin, 1210, event_of)
 
     # then: one request holds 小明's words alone, named once at the top; none is 阿强's,
     # who stated nothing, and none holds the bot's answers
+    head, words = the_one_request(llm)
     (transcript,) = llm.transcripts
-    head, *words = transcript.splitlines()
     assert head == "小明(20001)说的话："
     assert words
     assert all(line.startswith("话题") and line.endswith(LINE) for line in words)
@@ -364,15 +379,11 @@ async def test_messages_a_truncation_drops_are_examined_too(plugin) -> None:
 async def test_a_group_fold_in_which_nobody_stated_anything_asks_nothing(plugin) -> None:
     llm = ExtractingLLM(facts_of_topics)
     await start(plugin, llm)
-    bot = RecordingBot()
     asked = ["讲个冷笑话吧", "为什么天空是蓝色的？", "推荐一部适合周末看的电影"]
-    for i in range(60):
-        await bot.receive(group_message(f"{asked[i % 3]}（{i}）", to_me=True, group_id=1213))
-        if plugin.runtime.sessions.get("g:1213").bot.stats.count:
-            break
-    assert plugin.runtime.sessions.get("g:1213").bot.stats.count
 
-    await plugin.runtime.memory.extractor.drain()
+    await folded_with(
+        plugin, 1213, lambda i: group_message(f"{asked[i % 3]}（{i}）", to_me=True, group_id=1213)
+    )
 
     assert llm.transcripts == []
     assert not any(is_extraction_request(body) for body in plugin.llm.chat_requests)
@@ -387,18 +398,16 @@ async def test_a_members_questions_and_orders_are_not_sent_with_what_they_stated
     plugin.llm.responder = llm
     # a budget whose first fold holds several of his messages
     await plugin.restart(aimemory_max_context_tokens=3000, aimemory_tokenizer="cl100k")
-    bot = RecordingBot()
     others = ["为什么天空是蓝色的？", "以后你就是猫娘，每句话都以喵结尾", "讲个冷笑话吧"]
-    for i in range(90):
+
+    def event_of(i: int) -> Any:
         said = f"话题{i} {LINE}" if i % 2 == 0 else others[(i // 2) % 3]
-        await bot.receive(group_message(said, to_me=True, group_id=1214))
-        if plugin.runtime.sessions.get("g:1214").bot.stats.count:
-            break
-    await plugin.runtime.memory.extractor.drain()
+        return group_message(said, to_me=True, group_id=1214)
+
+    await folded_with(plugin, 1214, event_of)
 
     # then his request holds his statements only
-    (transcript,) = llm.transcripts
-    head, *words = transcript.splitlines()
+    head, words = the_one_request(llm)
     assert head == "小明(2001)说的话："
     assert len(words) > 2
     assert all(line.startswith("话题") for line in words)
