@@ -139,7 +139,8 @@ def model_check(args: argparse.Namespace, run: ModelRun) -> ModelCheck:
     """The plugin's check, its usage counted into `run`."""
     import httpx
 
-    from nonebot_plugin_aimemory.engine.llm import ROLE_OUTPUT_TOKENS, Endpoint, LLMClient
+    from nonebot_plugin_aimemory.engine.llm import Endpoint, LLMClient
+    from nonebot_plugin_aimemory.engine.output_cap import ROLE_OUTPUT_TOKENS
     from nonebot_plugin_aimemory.engine.usage import Usage
     from nonebot_plugin_aimemory.guard.model_check import ModelCheck
 

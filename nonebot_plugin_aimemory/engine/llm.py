@@ -102,7 +102,6 @@ class LLMClient:
         self.meter = meter
         self.max_response_bytes = max_response_bytes
         self.traffic = traffic or ModelTraffic()
-        self.max_output_tokens = max_output_tokens
         self.cap = OutputCap(role, max_output_tokens)
 
     def for_role(self, role: str) -> LLMClient:
@@ -118,7 +117,7 @@ class LLMClient:
             meter=self.meter,
             max_response_bytes=self.max_response_bytes,
             traffic=self.traffic,
-            max_output_tokens=ROLE_OUTPUT_TOKENS.get(role) if self.max_output_tokens else None,
+            max_output_tokens=ROLE_OUTPUT_TOKENS.get(role) if self.cap.thinking_tokens else None,
         )
 
     @property
@@ -168,8 +167,8 @@ class LLMClient:
                     continue
                 raise
             self.meter.record(self.role, completion.usage)
-            cut = completion.finish_reason == "length"
-            if completion.thought and self.cap.saw_thinking(model) and cut:
+            grew = completion.thought and self.cap.saw_thinking(model)
+            if grew and completion.finish_reason == "length":
                 continue  # its answer was cut by the cap for a model answering straight away
             return completion
 

@@ -136,10 +136,6 @@ class ModelTraffic:
     def _server(self, server: str) -> _Foreground:
         return self._servers.setdefault(server, _Foreground())
 
-    def busy(self, server: str) -> bool:
-        """Whether a foreground call is in flight to `server`."""
-        return self._server(server).in_flight > 0
-
     def turn(self) -> AbstractAsyncContextManager[None]:
         """Mark a member's turn as under way while the block runs, whichever servers its
         calls go to."""
