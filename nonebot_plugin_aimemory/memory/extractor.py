@@ -38,6 +38,8 @@ MAX_TRANSCRIPT_CHARS = 12_000  # one extraction request
 MAX_CHUNKS = 4  # per fold; beyond that only the newest messages are examined
 # Per group fold, asked member by member, those who stated most first.
 MAX_SPEAKER_REQUESTS = 8
+# What is left of a line that only asks, requests or orders the bot (grounding.statements).
+_NOT_STATED = " ，,。.！!？?\n"
 MAX_FACTS = 10  # per extraction request
 # At shutdown, extractions in flight get this long before they are cancelled.
 DRAIN_GRACE_SECONDS = 3.0
@@ -168,10 +170,13 @@ def speaker_requests(voices: Sequence[Voice]) -> list[tuple[str, str]]:
     no request. A quote or a forwarded line is the context of what its sender said, and
     its author's at their own fold."""
     said: dict[tuple[str, str], list[str]] = {}
+    stated: dict[tuple[str, str], int] = {}
     for voice in voices:
-        if voice.how == "said" and voice.user_id and _states_something(voice.text):
-            said.setdefault((voice.name, voice.user_id), []).append(voice.text.strip())
-    stated = {who: len(grounding.statements("\n".join(lines))) for who, lines in said.items()}
+        statement = grounding.statements(voice.text).strip(_NOT_STATED)
+        if voice.how == "said" and voice.user_id and statement:
+            who = (voice.name, voice.user_id)
+            said.setdefault(who, []).append(voice.text.strip())
+            stated[who] = stated.get(who, 0) + len(statement)
     chosen = sorted(said, key=lambda who: -stated[who])
     requests = [
         (EXTRACT_SPEAKER_PROMPT, SPEAKER_LINES_HEADER.format(speaker=f"{name}({qq})") + chunk)
@@ -179,11 +184,6 @@ def speaker_requests(voices: Sequence[Voice]) -> list[tuple[str, str]]:
         for chunk in transcript_chunks(said[(name, qq)])
     ]
     return requests[:MAX_SPEAKER_REQUESTS]
-
-
-def _states_something(text: str) -> bool:
-    """Whether a line states something: not only asks, requests or orders the bot."""
-    return bool(grounding.statements(text).strip(" ，,。.！!？?\n"))
 
 
 def transcript_chunks(lines: Sequence[str]) -> list[str]:
