@@ -14,7 +14,13 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 from ..text import NAMED_PERSON, PERSON_WITH_QQ, is_question, segmenter
-from .requests import FACT_SUBJECT, asks_to_do, asks_to_keep_an_order, without_request
+from .requests import (
+    FACT_SUBJECT,
+    NAME_NUMBER,
+    asks_to_do,
+    asks_to_keep_an_order,
+    without_request,
+)
 from .rules import addresses_the_bot, people_of, speaks_in_first_person
 
 # At least this share of a fact's tokens (names and QQ numbers aside) must be in the lines:
@@ -139,7 +145,7 @@ class Grounds:
         words = (statements(rest) if is_question(rest) else rest).strip(_TRAILING)
         if len(words) < MIN_QUOTED_CHARS:
             return fact
-        name = _QQ_NUMBER.sub("", subject.group("who")).strip()
+        name = NAME_NUMBER.sub("", subject.group("who")).strip()
         said = (_words_of(line) for speaker, line, _ in self.lines if speaker == name)
         if any(words in line for line in said):
             return f"{subject.group('who')}说：“{words}”"
@@ -228,13 +234,9 @@ def _who_of(line: str) -> str:
 
 def _speaker_of(line: str) -> str:
     """The name a line starts with, without its QQ number ("小明(20001)：…" → "小明")."""
-    if "：" not in line:
-        return ""
-    return _QQ_NUMBER.sub("", line.split("：", 1)[0]).strip()
+    return NAME_NUMBER.sub("", _who_of(line)).strip()
 
 
-# The number after a line's name, however short: a line is the plugin's own writing.
-_QQ_NUMBER = re.compile(r"[(（]\d+[)）]$")
 _QQ_DIGITS = re.compile(r"\d{5,11}(?=[)）]说：$)")
 
 

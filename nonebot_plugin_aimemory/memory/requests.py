@@ -73,14 +73,15 @@ def asks_to_do(clause: str) -> bool:
 # Whom a background writer's fact is about, as it writes them first, and what may follow
 # before its words: "阿强(20002)", "阿强(20002)：", "阿强(20002)说：", "阿强(20002)，".
 FACT_SUBJECT = re.compile(rf"\A\s*(?P<who>{PERSON_WITH_QQ})\s*说?\s*[：:，,]?\s*")
-# The number in brackets that ends a subject (a name may hold digits too: "阿强2(20002)").
-_SUBJECT_NUMBER = re.compile(r"[(（](\d+)[)）]$")
+# The number in brackets that ends a subject or a line's name, however short (a name may
+# hold digits too: "阿强2(20002)"; a line is the plugin's own writing).
+NAME_NUMBER = re.compile(r"[(（](\d+)[)）]$")
 
 
 def subject_id(fact: str) -> str | None:
     """The QQ number of the person a fact names first, as `FACT_SUBJECT` reads them."""
     subject = FACT_SUBJECT.match(fact)
-    number = _SUBJECT_NUMBER.search(subject.group("who")) if subject else None
+    number = NAME_NUMBER.search(subject.group("who")) if subject else None
     return number.group(1) if number else None
 
 
