@@ -236,16 +236,16 @@ class ChatBot:
             keep = keep_recent_tokens
             if keep is None:
                 keep = self.compressor.tail_tokens(fixed_tokens)
-            compaction = self.compressor.truncate_to_tail(
+            compaction = await self.compressor.drop_to_tail(
                 self.key, before, keep, reason=f"{reason}; the last fold fell short"
             )
-            await self.compressor.tell(self.key, compaction.folded)
         if compaction is None:
             if keep_recent_tokens != 0:
                 return Compacted()
             # Even the whole window has nothing to fold: the only way down is truncation.
-            compaction = self.compressor.truncate(self.key, before, reason="nothing to fold")
-            await self.compressor.tell(self.key, compaction.folded)
+            compaction = await self.compressor.drop_oldest_half(
+                self.key, before, reason="nothing to fold"
+            )
         if compaction.messages == before:
             logger.info("compressing %s (%s) left the window as it was", self.key, reason)
             return Compacted(compaction.usage)

@@ -253,18 +253,34 @@ class Compressor:
         folded, tail = body[:start], body[start:]
         if not self._transcript(folded):
             return None
-        await self.tell(key, folded)
+        await self._tell(key, folded)
         try:
             summary, usage = await self._fold(previous, folded, key)
         except FoldError as exc:
             logger.warning("compressor failed for %s (%s); truncating instead", key, exc)
+            truncated = await self.drop_oldest_half(key, window, reason=exc.kind, told=start)
             # Earlier chunks were paid for even though their summary is thrown away.
-            truncated = replace(self.truncate(key, window, reason=exc.kind), usage=exc.spent)
-            await self.tell(key, truncated.folded[len(folded) :])  # both start the body
-            return truncated
+            return replace(truncated, usage=exc.spent)
         return Compaction([*summary_messages(summary, self.prompts), *tail], folded, summary, usage)
 
-    async def tell(self, key: str, leaving: Sequence[Message]) -> None:
+    async def drop_oldest_half(
+        self, key: str, window: Sequence[Message], *, reason: str, told: int = 0
+    ) -> Compaction:
+        """`truncate`, the PreCompact hooks told what it drops beyond the first `told`
+        messages of the body (those a failed fold had announced)."""
+        compaction = self.truncate(key, window, reason=reason)
+        await self._tell(key, compaction.folded[told:])
+        return compaction
+
+    async def drop_to_tail(
+        self, key: str, window: Sequence[Message], keep_tokens: int, *, reason: str
+    ) -> Compaction:
+        """`truncate_to_tail`, the PreCompact hooks told what it drops."""
+        compaction = self.truncate_to_tail(key, window, keep_tokens, reason=reason)
+        await self._tell(key, compaction.folded)
+        return compaction
+
+    async def _tell(self, key: str, leaving: Sequence[Message]) -> None:
         """Tell the PreCompact hooks which messages are about to leave the window, folded
         or dropped: a truncation loses them from the window all the same, and the facts
         said in them are what long-term memory must keep first."""
