@@ -45,7 +45,7 @@ class OwnerCopies:
         provenance: Provenance,
         evidence: Sequence[int] = (),
     ) -> SaveOutcome:
-        """Save `content` in `scope` through every rule and, once saved, `keep` its copy."""
+        """Save `content` in `scope` through every rule and, once saved, copy it."""
         saved = await self.memory.save(
             scope,
             content,
@@ -55,35 +55,27 @@ class OwnerCopies:
             evidence=evidence,
             provenance=provenance,
         )
-        if saved.status == "saved":
-            await self.keep(scope, content, tags=tags, source=source, provenance=provenance)
+        if saved.status == "saved" and saved.memory is not None:
+            await self._copy(scope, saved.memory, source)
         return saved
 
-    async def keep(
-        self,
-        chat_scope: str,
-        content: str,
-        *,
-        tags: Sequence[object] | None,
-        source: Source,
-        provenance: Provenance,
-    ) -> bool:
-        """Copy `content`, saved in the group `chat_scope`, to its owner's personal
-        memories when it is about whoever said it; whether a copy was saved. Never raises:
-        the group's memory is kept regardless."""
-        owner = self.owner_of(chat_scope, content, provenance)
+    async def _copy(self, chat_scope: str, record: MemoryRecord, source: Source) -> bool:
+        """Copy `record`, just saved in the group `chat_scope` (as the rules kept it), to
+        its owner's personal memories when it is about whoever said it; whether a copy was
+        saved. Never raises: the group's memory is kept regardless."""
+        owner = self.owner_of(chat_scope, record.content, record.provenance)
         if owner is None:
             return False
         scope = personal_scope(chat_scope, owner)
         try:
             outcome = await self.memory.save(
                 scope,
-                content,
-                tags=tags,
+                record.content,
+                tags=record.tags,
                 user_id=owner,
                 source=source,
                 private=True,
-                provenance=provenance,
+                provenance=record.provenance,
             )
         except Exception:
             logger.exception("could not copy a fact of %s to %s", chat_scope, scope)
