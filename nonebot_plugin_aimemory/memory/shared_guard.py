@@ -1,7 +1,11 @@
 """The steering check of memories other people will be shown: a group's, and a person's
 public ones. The rules (`guard/`) have read the note already; here they read it once more
 right after the scope's last note (an order split across two saves), and then the model
-check (`guard/model_check.py`) reads both. A check that gives no verdict leaves the rules'
+check (`guard/model_check.py`) reads it, after that last note when the same member had
+both saved: a split order is one member's, and a small checker leans to yes on any two
+notes read together (Qwen2.5-Coder-1.5B: P(yes) over its threshold for 36 of 40 pairs of
+ordinary notes, 3 of 40 read alone), which refused most facts a group's fold gave after
+its first. A check that gives no verdict leaves the rules'
 verdict standing, except for text in a script the rules cannot read: that is refused for
 now rather than saved unchecked.
 
@@ -17,6 +21,7 @@ import asyncio
 import logging
 from collections import OrderedDict
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from ..guard import NoModelCheck, SteeringCheck, injection_reason, unread_letters
@@ -61,17 +66,19 @@ class SharedScopeGuard:
         tags: Sequence[object] = (),
         *,
         private: bool,
-        earlier: str | None = None,
+        earlier: EarlierNote | None = None,
+        author_id: str | None = None,
     ) -> str | None:
         """Why `note` (with `tags`) may not be saved to `scope` (None if it may); `earlier`
-        is the scope's last note when it was saved just before (`last_note`)."""
+        is the scope's last note when it was saved just before (`last_note`), `author_id`
+        who has the new one saved."""
         if not is_shared(scope, private=private):
             return None
         shown = note_as_shown(note, tags)
-        if earlier is not None and (reason := injection_reason(f"{earlier}\n{shown}")):
+        if earlier is not None and (reason := injection_reason(f"{earlier.text}\n{shown}")):
             return reason
         checked = note_as_checked(note, tags)
-        verdict = await self.check.steers(checked, earlier and without_attribution(earlier))
+        verdict = await self.check.steers(checked, _read_before(earlier, author_id))
         self._keep(checked, verdict)
         if verdict:
             logger.info("guard check refused a note for %s: %.60r", scope, shown)
@@ -116,6 +123,23 @@ class SharedScopeGuard:
             self._verdicts.popitem(last=False)
 
 
+@dataclass(frozen=True, slots=True)
+class EarlierNote:
+    """The scope's last note, saved just before a new one: as shown, and the QQ number of
+    whoever had it saved (None when not recorded)."""
+
+    text: str
+    author_id: str | None
+
+
+def _read_before(earlier: EarlierNote | None, author_id: str | None) -> str | None:
+    """The note the model check reads before a new one had saved by `author_id`: the
+    scope's last one when the same member had it saved, without its attribution."""
+    if earlier is None or earlier.author_id is None or earlier.author_id != author_id:
+        return None
+    return without_attribution(earlier.text)
+
+
 def note_as_checked(note: str, tags: Sequence[object]) -> str:
     """The note as the model check reads it: shown, without the "名字(QQ)说：“…”" the
     plugin's writers put around a member's own words. Who said it is the plugin's record,
@@ -132,7 +156,7 @@ def note_as_shown(note: str, tags: Sequence[object]) -> str:
     return f"{note} [标签：{'、'.join(texts)}]" if texts else note
 
 
-def last_note(loaded: LoadedScope, now: datetime) -> str | None:
+def last_note(loaded: LoadedScope, now: datetime) -> EarlierNote | None:
     """The scope's newest live note, if it was saved within SPLIT_WINDOW of `now` and may
     be shown (one the rules refuse alone is never shown, so it finishes no order)."""
     recent = [
@@ -142,5 +166,5 @@ def last_note(loaded: LoadedScope, now: datetime) -> str | None:
     ]
     if not recent:
         return None
-    newest = max(recent, key=lambda entry: entry.saved_at or now)
-    return note_as_shown(newest.record.content, newest.record.tags)
+    record = max(recent, key=lambda entry: entry.saved_at or now).record
+    return EarlierNote(note_as_shown(record.content, record.tags), record.provenance.author_id)

@@ -99,7 +99,9 @@ async def save(
     if isinstance(prepared, SaveOutcome):
         return prepared
     text, truncated = prepared
-    problem = await _steering_problem(ctx, scope, text, tags or (), private=private)
+    problem = await _steering_problem(
+        ctx, scope, text, tags or (), private=private, author_id=provenance.author_id
+    )
     if problem is not None:
         return SaveOutcome("refused", reason=problem)
     normalized = normalize(text)
@@ -153,15 +155,24 @@ async def _embedding_unless_refused(
 
 
 async def _steering_problem(
-    ctx: WriteContext, scope: str, text: str, tags: Sequence[object], *, private: bool
+    ctx: WriteContext,
+    scope: str,
+    text: str,
+    tags: Sequence[object],
+    *,
+    private: bool,
+    author_id: str | None,
 ) -> str | None:
-    """Why a new memory steers the bot: by the rules (its tags, its line), then, for a
-    scope other people are shown, read after the scope's last note and by the model check."""
+    """Why a new memory, had saved by `author_id`, steers the bot: by the rules (its tags,
+    its line), then, for a scope other people are shown, read after the scope's last note
+    and by the model check."""
     problem = tags_problem(tags) or injection_reason_for_memory(text, tags)
     if problem is not None:
         return problem
     earlier = last_note(await ctx.index.get(scope), ctx.clock())
-    return await ctx.guard.refusal(scope, text, tags, private=private, earlier=earlier)
+    return await ctx.guard.refusal(
+        scope, text, tags, private=private, earlier=earlier, author_id=author_id
+    )
 
 
 def prepare_content(content: str, *, mask: bool) -> tuple[str, bool] | SaveOutcome:

@@ -49,6 +49,13 @@ class Provenance:
     told_by: Person | None = None
     chat: str | None = None
 
+    @property
+    def author_id(self) -> str | None:
+        """The QQ number of whoever had the memory saved: who passed it on, else who said
+        it (None when neither is recorded)."""
+        person = self.told_by or self.said_by
+        return person.user_id if person else None
+
     def columns(self) -> tuple[str | None, ...]:
         """The values of PROVENANCE_COLUMNS."""
         said, told = self.said_by, self.told_by
