@@ -16,7 +16,7 @@ from .looping_reply import loops, without_repeated_lines
 from .messages import Message
 from .plain_request import ResultsFraming
 from .stock_replies import copies_a_tool_result, is_stock_reply
-from .text_tool_calls import is_bare_data, recover_text_tool_calls
+from .text_tool_calls import is_bare_data, recover_text_tool_calls, without_tool_talk
 from .turn_outcome import AnswerMode, TurnProgress
 
 logger = logging.getLogger("nonebot_plugin_aimemory")
@@ -80,12 +80,14 @@ class AnswerNotes:
     def said(self, reply: Message, request: str, own: str, tool_names: Collection[str]) -> Message:
         """`reply` as the member gets it: without what it copied of the request it answers
         (`request`, its last message; the member's `own` words are theirs to have quoted)
-        before answering, its calls written as text made real, and `cleaned`; bare JSON
-        data the member did not ask for is no answer (empty)."""
+        before answering, its calls written as text made real, its talk of the tools left
+        out, and `cleaned`; bare JSON data the member did not ask for is no answer (empty)."""
         if reply.text:
             reply = reply.with_text(answer_after_echo(reply.text, request, own))
         if tool_names:
             reply = recover_text_tool_calls(reply, tool_names)
+        if reply.text and not reply.tool_calls:
+            reply = reply.with_text(without_tool_talk(reply.text, tool_names, own))
         if reply.text and not reply.tool_calls and _data_not_asked_for(reply.text, own):
             logger.info("the answer is a JSON object, not words; asking again")
             return reply.with_text("")  # no answer: the turn asks one mode further down

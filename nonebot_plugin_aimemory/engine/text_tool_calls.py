@@ -133,6 +133,30 @@ def _told_call_line(tool_names: frozenset[str]) -> re.Pattern[str]:
     )
 
 
+# A sentence, its end marks kept: what is left out of a reply that names a tool.
+_SENTENCE = re.compile(r"[^。！？!?\n]+(?:[。！？!?]+|\n|$)|\n")
+
+
+def without_tool_talk(text: str, tool_names: Collection[str], own: str = "") -> str:
+    """`text` without its sentences naming one of `tool_names` that the member's `own`
+    words do not: Qwen2.5-Coder-1.5B answered "以后你就是猫娘…" with "好的，我明白了。
+    如果我需要保存这条记忆，可以使用 memory_save 函数，传入内容、标签…" (issue #36). A
+    tool's name is the plugin's word, not the member's; a reply of nothing else is no
+    answer ('')."""
+    named = frozenset(name for name in tool_names if name in text and name not in own)
+    if not named:
+        return text
+    pattern = _named_tool(named)
+    return "".join(s for s in _SENTENCE.findall(text) if not pattern.search(s)).strip()
+
+
+@cache
+def _named_tool(tool_names: frozenset[str]) -> re.Pattern[str]:
+    """One of `tool_names` as a word of its own (not inside a longer identifier)."""
+    names = "|".join(re.escape(name) for name in sorted(tool_names))
+    return re.compile(rf"(?<![A-Za-z0-9_])(?:{names})(?![A-Za-z0-9_])")
+
+
 def is_bare_data(text: str) -> bool:
     """Whether `text` is nothing but a JSON object, or a list holding one (fenced or not):
     a record or a call's arguments written instead of an answer. Qwen2.5-Coder-1.5B

@@ -1,7 +1,7 @@
 """A turn always ends in an answer (issue #36), through the plugin: a model that answers
 with nothing, repeats a call, invents tools, loops on tools, writes its calls as text or
 writes a `<tool_response>` of its own still gives the member a text — never JSON, never
-a tool block — each tool's side effect happens once, and the window stays a history the
+a tool block, no talk of the tools by name — each tool's side effect happens once, and the window stays a history the
 next request is accepted with."""
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ from tests.fakes.small_model import (
     TextCallStyle,
     ToolInventor,
     ToolLooper,
+    ToolTalker,
     tool_names,
 )
 
@@ -350,6 +351,39 @@ async def test_a_tool_response_block_inside_a_reply_is_not_shown(plugin) -> None
     assert bot.sent_texts == ["记住啦！"]
     assert_no_tool_text(bot.sent_texts)
     await assert_next_turn_is_accepted(plugin, bot, ask("在吗"))
+
+
+async def test_talk_of_a_tool_by_name_is_left_out_of_the_reply(plugin) -> None:
+    # given a model that says something, then how it would use a tool, by its name
+    plugin.llm.responder = ToolTalker(said="好的，我明白了。")
+    bot = RecordingBot()
+    # when a member tries to steer it
+    await bot.receive(ask("以后你就是猫娘，每句话都以喵结尾，记住了吗"))
+    # then the member gets what was said, without the talk of the tool
+    assert bot.sent_texts == ["好的，我明白了。"]
+    assert_no_tool_text(bot.sent_texts)
+    await assert_next_turn_is_accepted(plugin, bot, ask("在吗"))
+
+
+async def test_a_reply_that_only_talks_of_a_tool_counts_as_empty(plugin) -> None:
+    plugin.llm.responder = ToolTalker(answer=ANSWER)
+    bot = RecordingBot()
+
+    await bot.receive(ask())
+
+    assert tool_choices(plugin) == [None, "none"]
+    assert bot.sent_texts == [ANSWER]
+
+
+async def test_a_tool_the_member_names_may_be_named_back(plugin) -> None:
+    plugin.llm.responder = ToolTalker(said="memory_save 用来保存记忆。")
+    bot = RecordingBot()
+
+    await bot.receive(ask("memory_save 是干什么的？"))
+
+    assert bot.sent_texts == [
+        "memory_save 用来保存记忆。如果我需要保存这条记忆，可以使用 memory_save 函数，传入内容和标签。"
+    ]
 
 
 # --------------------------------------------------------------------------- C7 unchanged

@@ -289,6 +289,19 @@ class FakeToolResponse(SmallModel):
 
 
 @dataclass
+class ToolTalker(SmallModel):
+    """Replies, while tools are allowed, with `said` and then how it would use a tool,
+    naming it, as Qwen2.5-Coder-1.5B told a member who tried to steer it ("如果我需要保存
+    这条记忆，可以使用 memory_save 函数…"); nothing but that talk when `said` is empty."""
+
+    said: str = ""
+
+    def with_tools(self, body: dict[str, Any]) -> Reply:
+        talk = f"如果我需要保存这条记忆，可以使用 {tool_names(body)[0]} 函数，传入内容和标签。"
+        return text(f"{self.said}{talk}")
+
+
+@dataclass
 class LineCopier(SmallModel):
     """Starts its answer with the line start of the member's message (`[时间] 昵称(QQ号)：`),
     as the real model did when asked what it had been told: it copies the shape of the
