@@ -12,21 +12,19 @@ from typing import Literal
 from .. import texts
 from ..guard import injection_reason, injection_reason_for_memory, mask_pii
 from ..store import MemoryRecord, MemoryStore, Provenance, utc_text
-from ..text import encodable, is_question, segmenter
+from ..text import encodable, is_question
 from .gist import Gist
 from .index import IndexedMemory, LoadedScope, ScopeIndex
+from .overlap import UNWATCHED_SOURCES, adds_nothing, near_duplicates, parts_quoted_by
 from .personal import is_personal_scope
 from .rules import (
     MAX_CONTENT_CHARS,
-    NEAR_DUPLICATE_DICE,
     Missing,
     clean_user_id,
-    different_people,
     fold_whitespace,
     id_key,
     new_id,
     normalize,
-    people_of,
     prepare_tags,
     tags_problem,
 )
@@ -34,10 +32,6 @@ from .shared_guard import SharedScopeGuard, last_note
 from .vectors import MemoryVectors
 
 Source = Literal["tool", "command", "extract", "review"]
-# Writers nobody watches: the tool result that asks a chatting model to merge a near
-# duplicate reaches no one, so a near duplicate of theirs that adds no word is not saved (a
-# reviewer rewording a memory every review filled a scope with copies, issue #36).
-UNWATCHED_SOURCES: frozenset[Source] = frozenset(("extract", "review"))
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,8 +87,7 @@ async def save(
     private: bool,
     provenance: Provenance,
 ) -> SaveOutcome:
-    """Save one memory through every rule to a scope holding at most `cap`; never raises
-    for bad content."""
+    """Save one memory through every rule to a scope holding at most `cap`; never raises."""
     prepared = prepare_content(content, mask=ctx.mask_pii)
     if isinstance(prepared, SaveOutcome):
         return prepared
@@ -113,7 +106,7 @@ async def save(
         if (refusal := save_refusal(loaded, normalized, gist, cap)) is not None:
             return refusal
         similar = near_duplicates(loaded, text, user_id)
-        if source in UNWATCHED_SOURCES and (same := restated(similar, text)) is not None:
+        if (same := adds_nothing(loaded, similar, text, source)) is not None:
             return SaveOutcome("duplicate", memory=same)
         now = ctx.now_text()
         record = MemoryRecord(
@@ -137,9 +130,25 @@ async def save(
             ctx.index.forget(scope)
             return SaveOutcome(stored)
         loaded.entries[record.id] = IndexedMemory.of(record)
+        await _retire_parts(ctx, scope, loaded, text, source)
     ctx.vectors.note_stored(embedding)
     shown = [e.record for e in similar[:3]]
     return SaveOutcome("saved", memory=record, similar=shown, truncated=truncated)
+
+
+async def _retire_parts(
+    ctx: WriteContext, scope: str, loaded: LoadedScope, text: str, source: Source
+) -> None:
+    """Delete the background notes quoting a part of what `text`, a background writer's,
+    quotes whole; without a tombstone: nobody asked to forget them."""
+    parts = parts_quoted_by(loaded, text) if source in UNWATCHED_SOURCES else []
+    if not parts:
+        return
+    await ctx.store.mark_deleted(scope, [record.id for record in parts], tombstone=False)
+    now = ctx.now_text()
+    for record in parts:
+        gone = replace(record, deleted_at=now, updated_at=now)
+        loaded.entries[record.id] = IndexedMemory.of(gone)
 
 
 async def _embedding_unless_refused(
@@ -206,26 +215,6 @@ def save_refusal(loaded: LoadedScope, normalized: str, gist: Gist, cap: int) -> 
     if len(loaded.live()) >= cap:
         return SaveOutcome("full")
     return None
-
-
-def near_duplicates(loaded: LoadedScope, text: str, user_id: str | None) -> list[IndexedMemory]:
-    """The live memories of the scope that say nearly what `text` says, about the same
-    people: saved anyway, but shown to whoever saved it."""
-    tokens = segmenter.token_set(text)
-    subject = people_of(text, clean_user_id(user_id))
-    return [
-        e
-        for e in loaded.live()
-        if segmenter.dice(tokens, e.content_tokens) >= NEAR_DUPLICATE_DICE
-        and not different_people(subject, people_of(e.record.content, e.record.user_id))
-    ]
-
-
-def restated(similar: Sequence[IndexedMemory], text: str) -> MemoryRecord | None:
-    """The first of these near duplicates that holds every word of `text`: a rewording
-    that adds nothing (a changed number or a new name is new, and saved)."""
-    tokens = segmenter.token_set(text)
-    return next((e.record for e in similar if tokens <= e.content_tokens), None)
 
 
 async def update(

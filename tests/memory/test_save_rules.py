@@ -220,3 +220,45 @@ def test_statements_are_not_taken_for_questions() -> None:
     assert is_question("你叫什么")
     assert not is_question("小明说他从没这么开心过，真的就是那么")
     assert not is_question("阿强(20002)喜欢吃烤鸭")
+
+
+BAND = "小明(20001)说：“最近一直在听新裤子的歌，下个月还要去看他们的演出，我最喜欢这个乐队了”"
+BAND_PART = "小明(20001)说：“我最喜欢这个乐队了”"
+
+
+async def test_a_background_note_quoting_part_of_kept_words_adds_nothing(memory) -> None:
+    # the real small model's reviewer re-saved a part of what the extraction had kept
+    assert (await memory.save(SCOPE, BAND, source="extract")).status == "saved"
+
+    outcome = await memory.save(SCOPE, BAND_PART, source="review")
+
+    assert outcome.status == "duplicate"
+    assert outcome.memory is not None
+    assert outcome.memory.content == BAND
+
+
+async def test_part_of_another_members_words_or_a_members_own_save_is_kept(memory) -> None:
+    assert (await memory.save(SCOPE, BAND, source="extract")).status == "saved"
+
+    other = await memory.save(SCOPE, "阿强(20002)说：“我最喜欢这个乐队了”", source="review")
+    own = await memory.save(SCOPE, BAND_PART, source="tool")
+
+    assert (other.status, own.status) == ("saved", "saved")
+
+
+async def test_a_background_note_quoting_more_retires_the_part_saved_before(memory) -> None:
+    # in the real run the reviewer's part came first, the extraction's whole words after
+    assert (await memory.save(SCOPE, BAND_PART, source="review")).status == "saved"
+
+    outcome = await memory.save(SCOPE, BAND, source="extract")
+
+    assert outcome.status == "saved"
+    assert [r.content for r in await memory.list(SCOPE)] == [BAND]
+
+
+async def test_a_part_a_member_had_saved_stays_beside_more_of_their_words(memory) -> None:
+    assert (await memory.save(SCOPE, BAND_PART, source="tool")).status == "saved"
+
+    assert (await memory.save(SCOPE, BAND, source="extract")).status == "saved"
+
+    assert sorted(r.content for r in await memory.list(SCOPE)) == sorted([BAND, BAND_PART])
