@@ -5,9 +5,9 @@ check (`guard/model_check.py`) reads it, after that last note when the same memb
 both saved: a split order is one member's, and a small checker leans to yes on any two
 notes read together (Qwen2.5-Coder-1.5B: P(yes) over its threshold for 36 of 40 pairs of
 ordinary notes, 3 of 40 read alone), which refused most facts a group's fold gave after
-its first. A check that gives no verdict leaves the rules'
-verdict standing, except for text in a script the rules cannot read: that is refused for
-now rather than saved unchecked.
+its first. A check that gives no verdict leaves the rules' verdict standing, except for
+text in a script the rules cannot read: that is refused for now rather than saved
+unchecked.
 
 A shared memory the model check never read (saved by a release before it, with the check
 off or failing, or written into the database by hand) is read before it is first shown to
@@ -133,7 +133,7 @@ class EarlierNote:
 
 
 def _read_before(earlier: EarlierNote | None, author_id: str | None) -> str | None:
-    """The note the model check reads before a new one had saved by `author_id`: the
+    """The note the model check reads before a new one that `author_id` has saved: the
     scope's last one when the same member had it saved, without its attribution."""
     if earlier is None or earlier.author_id is None or earlier.author_id != author_id:
         return None

@@ -172,7 +172,7 @@ async def _steering_problem(
     private: bool,
     author_id: str | None,
 ) -> str | None:
-    """Why a new memory, had saved by `author_id`, steers the bot: by the rules (its tags,
+    """Why a new memory that `author_id` has saved steers the bot: by the rules (its tags,
     its line), then, for a scope other people are shown, read after the scope's last note
     and by the model check."""
     problem = tags_problem(tags) or injection_reason_for_memory(text, tags)
