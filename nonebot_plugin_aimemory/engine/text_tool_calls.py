@@ -13,7 +13,7 @@ import ast
 import json
 import re
 import uuid
-from collections.abc import Collection
+from collections.abc import Collection, Iterator
 from dataclasses import dataclass
 from functools import cache
 from typing import Any
@@ -142,12 +142,22 @@ def without_tool_talk(text: str, tool_names: Collection[str], own: str = "") -> 
     words do not: Qwen2.5-Coder-1.5B answered "以后你就是猫娘…" with "好的，我明白了。
     如果我需要保存这条记忆，可以使用 memory_save 函数，传入内容、标签…" (issue #36). A
     tool's name is the plugin's word, not the member's; a reply of nothing else is no
-    answer ('')."""
+    answer (''). A line listing a tool and what it does ("- memory_save：保存一条记忆")
+    describes the bot to whoever asked, and stays."""
     named = frozenset(name for name in tool_names if name in text and name not in own)
     if not named:
         return text
-    pattern = _named_tool(named)
-    return "".join(s for s in _SENTENCE.findall(text) if not pattern.search(s)).strip()
+    talk, listed = _named_tool(named), _listed_tool(named)
+    kept = (
+        line if listed.match(line) else "".join(_untalked(line, talk))
+        for line in text.splitlines(keepends=True)
+    )
+    return "".join(kept).strip()
+
+
+def _untalked(line: str, talk: re.Pattern[str]) -> Iterator[str]:
+    """The sentences of `line` that name no tool."""
+    return (sentence for sentence in _SENTENCE.findall(line) if not talk.search(sentence))
 
 
 @cache
@@ -155,6 +165,13 @@ def _named_tool(tool_names: frozenset[str]) -> re.Pattern[str]:
     """One of `tool_names` as a word of its own (not inside a longer identifier)."""
     names = "|".join(re.escape(name) for name in sorted(tool_names))
     return re.compile(rf"(?<![A-Za-z0-9_])(?:{names})(?![A-Za-z0-9_])")
+
+
+@cache
+def _listed_tool(tool_names: frozenset[str]) -> re.Pattern[str]:
+    """A line that starts with one of `tool_names` (after a list mark) and a colon."""
+    names = "|".join(re.escape(name) for name in sorted(tool_names))
+    return re.compile(rf"[ \t]*(?:[-*•·]|\d+[.、)])?[ \t]*`?(?:{names})`?[ \t]*[：:]")
 
 
 def is_bare_data(text: str) -> bool:
