@@ -297,3 +297,26 @@ def test_bare_data_is_a_json_object_or_a_list_holding_one() -> None:
     # words, words around a brace, strings, numbers and broken JSON are not
     for said in ("豆包", f"你说的是 {record} 吗", '["豆包"]', "42", '{"content": "豆包"', "{}x"):
         assert not is_bare_data(said), said
+
+
+@pytest.mark.parametrize(
+    ("reply", "sent"),
+    [
+        ("好的。可以使用 memory_save 函数，传入内容。", "好的。"),
+        (
+            "我能用：\n- memory_save：保存记忆\n要找就调用 memory_search 吧。",
+            "我能用：\n- memory_save：保存记忆",
+        ),
+        (
+            "1. `memory_search`: 搜索记忆\n还有别的吗？",
+            "1. `memory_search`: 搜索记忆\n还有别的吗？",
+        ),
+        ("my_memory_save_v2 是个变量名。", "my_memory_save_v2 是个变量名。"),
+        ("我会用 memory_save 记下来", ""),
+    ],
+    ids=["prose", "listed-then-prose", "listed", "longer-identifier", "nothing-else"],
+)
+def test_talk_of_a_tool_is_left_out_and_a_listing_kept(reply: str, sent: str) -> None:
+    from nonebot_plugin_aimemory.engine.text_tool_calls import without_tool_talk
+
+    assert without_tool_talk(reply, TOOL_NAMES) == sent
