@@ -126,7 +126,7 @@ def _told_call_line(tool_names: frozenset[str]) -> re.Pattern[str]:
     """A line that starts with one of `tool_names` and a colon, as results are told, and
     goes on with an argument (`key=value`, on that line or the next) or a copied 【label】:
     "- memory_save：保存一条记忆", a tool described to a member, is no call."""
-    names = "|".join(re.escape(name) for name in sorted(tool_names))
+    names = _alternatives(tool_names)
     return re.compile(
         rf"^[ \t]*-?[ \t]*(?:{names})[ \t]*[：:][ \t]*(?:\n[ \t]*)?(?:\w+[ \t]*=|【)",
         re.MULTILINE,
@@ -160,17 +160,22 @@ def _untalked(line: str, talk: re.Pattern[str]) -> Iterator[str]:
     return (sentence for sentence in _SENTENCE.findall(line) if not talk.search(sentence))
 
 
+def _alternatives(tool_names: frozenset[str]) -> str:
+    """`tool_names` as a regular expression's alternatives, each escaped."""
+    return "|".join(re.escape(name) for name in sorted(tool_names))
+
+
 @cache
 def _named_tool(tool_names: frozenset[str]) -> re.Pattern[str]:
     """One of `tool_names` as a word of its own (not inside a longer identifier)."""
-    names = "|".join(re.escape(name) for name in sorted(tool_names))
+    names = _alternatives(tool_names)
     return re.compile(rf"(?<![A-Za-z0-9_])(?:{names})(?![A-Za-z0-9_])")
 
 
 @cache
 def _listed_tool(tool_names: frozenset[str]) -> re.Pattern[str]:
     """A line that starts with one of `tool_names` (after a list mark) and a colon."""
-    names = "|".join(re.escape(name) for name in sorted(tool_names))
+    names = _alternatives(tool_names)
     return re.compile(rf"[ \t]*(?:[-*•·]|\d+[.、)])?[ \t]*`?(?:{names})`?[ \t]*[：:]")
 
 

@@ -57,10 +57,13 @@ def quoted_within(loaded: LoadedScope, text: str) -> MemoryRecord | None:
     return next(iter(_quoting(loaded, text, whole=True)), None)
 
 
-def parts_quoted_by(loaded: LoadedScope, text: str) -> list[MemoryRecord]:
-    """The live background notes quoting a part of the same member's words that `text`
-    quotes whole: in the real run the reviewer's part came first, and stayed beside the
-    extraction's whole words. Notes a member or a person saved are theirs, and stay."""
+def parts_quoted_by(loaded: LoadedScope, text: str, source: str) -> list[MemoryRecord]:
+    """The live background notes quoting a part of the same member's words that `text`,
+    a background writer's, quotes whole: in the real run the reviewer's part came first,
+    and stayed beside the extraction's whole words. Notes a member or a person saved are
+    theirs, and stay; so do all when `text` is theirs."""
+    if source not in UNWATCHED_SOURCES:
+        return []
     return [
         record
         for record in _quoting(loaded, text, whole=False)

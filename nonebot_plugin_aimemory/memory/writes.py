@@ -15,7 +15,7 @@ from ..store import MemoryRecord, MemoryStore, Provenance, utc_text
 from ..text import encodable, is_question
 from .gist import Gist
 from .index import IndexedMemory, LoadedScope, ScopeIndex
-from .overlap import UNWATCHED_SOURCES, adds_nothing, near_duplicates, parts_quoted_by
+from .overlap import adds_nothing, near_duplicates, parts_quoted_by
 from .personal import is_personal_scope
 from .rules import (
     MAX_CONTENT_CHARS,
@@ -139,9 +139,9 @@ async def save(
 async def _retire_parts(
     ctx: WriteContext, scope: str, loaded: LoadedScope, text: str, source: Source
 ) -> None:
-    """Delete the background notes quoting a part of what `text`, a background writer's,
-    quotes whole; without a tombstone: nobody asked to forget them."""
-    parts = parts_quoted_by(loaded, text) if source in UNWATCHED_SOURCES else []
+    """Delete the background notes `parts_quoted_by` names; without a tombstone: nobody
+    asked to forget them."""
+    parts = parts_quoted_by(loaded, text, source)
     if not parts:
         return
     await ctx.store.mark_deleted(scope, [record.id for record in parts], tombstone=False)
