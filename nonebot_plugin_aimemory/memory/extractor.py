@@ -27,7 +27,7 @@ from ..prompts import (
 )
 from ..scopes import Scope
 from ..store import Person, Provenance
-from ..text import parse_json_object
+from ..text import json_objects, parse_json_object
 from . import attribution, grounding
 from .owner_copies import OwnerCopies
 from .service import MemoryService
@@ -196,12 +196,8 @@ def transcript_chunks(lines: Sequence[str]) -> list[str]:
 def parse_facts(text: str) -> list[dict]:
     """The valid facts of the model's JSON answer; anything malformed, or a copy of the
     format's placeholders, is skipped."""
-    data = parse_json_object(text)
-    facts = data.get("facts") if data else None
-    if not isinstance(facts, list):
-        return []
     valid = []
-    for fact in facts:
+    for fact in _fact_items(text):
         if (
             isinstance(fact, dict)
             and isinstance(fact.get("content"), str)
@@ -220,3 +216,22 @@ def parse_facts(text: str) -> list[dict]:
                 }
             )
     return valid
+
+
+def _fact_items(text: str) -> list[object]:
+    """The items of every `facts` list the answer holds, and any fact object standing on its
+    own: the real 1.5B model wrote one request's two facts as two answers joined by a
+    full-width comma, no JSON as a whole, and both facts were lost. An answer no object of
+    which reads whole is mended as any model JSON is."""
+    items: list[object] = []
+    for found in json_objects(text):
+        facts = found.get("facts")
+        if isinstance(facts, list):
+            items.extend(facts)
+        elif "content" in found:
+            items.append(found)
+    if items:
+        return items
+    data = parse_json_object(text)
+    facts = data.get("facts") if data else None
+    return facts if isinstance(facts, list) else []

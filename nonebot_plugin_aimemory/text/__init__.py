@@ -23,7 +23,7 @@ from .lines import (
     QUOTE_SPEAKER_END,
     name_on_one_line,
 )
-from .model_json import parse_json_object
+from .model_json import json_objects, parse_json_object
 from .mood import asks_what, is_acknowledgement, is_question
 from .query import Period, Query, analyse, content_characters
 
@@ -54,6 +54,7 @@ __all__ = [
     "is_acknowledgement",
     "is_question",
     "jieba_cuts",
+    "json_objects",
     "name_on_one_line",
     "parse_json_object",
     "query",

@@ -26,6 +26,25 @@ def parse_json_object(text: str) -> dict[str, Any] | None:
     return found
 
 
+def json_objects(text: str) -> list[dict[str, Any]]:
+    """Every JSON object in `text` that no other holds, in order: the real 1.5B model wrote
+    the facts of one request as two answers joined by a full-width comma
+    (`{"facts":[{…}]，{"facts":[{…}]}]`), no JSON as a whole, and each of its objects whole."""
+    decoder = json.JSONDecoder()
+    found: list[dict[str, Any]] = []
+    start = text.find("{")
+    while start != -1:
+        try:
+            value, end = decoder.raw_decode(text, start)
+        except json.JSONDecodeError:
+            start = text.find("{", start + 1)
+            continue
+        if isinstance(value, dict):
+            found.append(value)
+        start = text.find("{", end)
+    return found
+
+
 def _mended_object(text: str) -> dict[str, Any] | None:
     """The object a model meant, mended by json_repair (imported only here, when a model
     got its JSON wrong): the real 1.5B model wrote `"tags":[…],["user_id":"20001"]`, ids
