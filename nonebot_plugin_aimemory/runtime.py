@@ -230,6 +230,7 @@ class _Builder:
             timeout_seconds=config.aimemory_request_timeout,
             max_retries=config.aimemory_llm_max_retries,
             meter=self.usage,
+            background_lull_seconds=config.aimemory_background_lull_seconds,
         )
 
     def assemble(

@@ -8,7 +8,7 @@ from collections.abc import Callable
 from dataclasses import replace
 
 from .llm import Endpoint, LLMClient
-from .model_traffic import ModelTraffic
+from .model_traffic import LULL_SECONDS, ModelTraffic
 from .output_cap import ROLE_OUTPUT_TOKENS
 from .shared_http import SharedHttp
 from .usage import UsageMeter
@@ -26,6 +26,7 @@ class ModelClients:
         timeout_seconds: float,
         max_retries: int,
         meter: UsageMeter,
+        background_lull_seconds: float = LULL_SECONDS,
     ) -> None:
         self.http = http
         self.endpoint = endpoint
@@ -33,7 +34,7 @@ class ModelClients:
         self.max_retries = max_retries
         self.meter = meter
         # Shared by every role's client: background roles give way to members' calls.
-        self.traffic = ModelTraffic()
+        self.traffic = ModelTraffic(background_lull_seconds)
         self.main = self.for_role("main")
         self._by_model: dict[str, LLMClient] = {}
 

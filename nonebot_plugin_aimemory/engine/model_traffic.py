@@ -5,15 +5,17 @@ guard's checks follow each other, and the moments between them are no lull) or a
 call someone waits for is in flight to the same server. On a server of this machine or its
 network, one already running when a turn starts is stopped and sent again afterwards: such
 a server (llama.cpp, Ollama, vLLM on a small card) runs one or a few requests at a time,
-so a minute-long review would make the member's answer time out behind it. A provider's
-API serves many at once and bills a stopped request's prompt all the same, so there
-nothing is stopped."""
+so a minute-long review would make the member's answer time out behind it. There, too,
+background calls go one at a time and start only in a lull: a call started and stopped
+again is not free on such a server. A provider's API serves many at once and bills a
+stopped request's prompt all the same, so there nothing is stopped."""
 
 from __future__ import annotations
 
 import asyncio
 import ipaddress
 import logging
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from contextlib import AbstractAsyncContextManager, asynccontextmanager, contextmanager
 from contextvars import ContextVar
@@ -33,6 +35,13 @@ _IN_BACKGROUND_WORK: ContextVar[bool] = ContextVar("aimemory_background_work", d
 # How often a background call steps aside before it runs whatever comes: in a busy group
 # turns follow each other, and a review must still happen some time.
 MAX_YIELDS = 3
+# On a local server a background call starts only once members' turns and foreground calls
+# have been over this long; a member coming first counts as a step aside. Members answer
+# the bot within a second or two, and a call started in that gap and stopped half a second
+# later had held the server's one slot and pushed out the prompt it had cached: in the
+# real-model bench (issue #36) 90 such starts a run cost most members' calls their cached
+# prompt (29 s at the median instead of 4).
+LULL_SECONDS = 2.0
 
 
 @contextmanager
@@ -84,6 +93,10 @@ class _Foreground:
     in_flight: int = 0
     quiet: asyncio.Event = field(default_factory=asyncio.Event)
     busy: asyncio.Event = field(default_factory=asyncio.Event)
+    # When the last of it ended (monotonic seconds; never, at first).
+    quiet_since: float = float("-inf")
+    # Background calls to a server take turns (`ModelTraffic.background`).
+    background_turn: asyncio.Lock = field(default_factory=asyncio.Lock)
 
     def __post_init__(self) -> None:
         self.quiet.set()
@@ -96,6 +109,7 @@ class _Foreground:
     def ended(self) -> None:
         self.in_flight -= 1
         if self.in_flight == 0:
+            self.quiet_since = time.monotonic()
             self.busy.clear()
             self.quiet.set()
 
@@ -115,6 +129,26 @@ async def _all_quiet(states: tuple[_Foreground, ...]) -> None:
             await state.quiet.wait()
 
 
+def _quiet_for(states: tuple[_Foreground, ...]) -> float:
+    """How long none of `states` has had anything in progress (0 while one has)."""
+    if not all(state.quiet.is_set() for state in states):
+        return 0.0
+    return time.monotonic() - max(state.quiet_since for state in states)
+
+
+async def _lull(states: tuple[_Foreground, ...], seconds: float) -> bool:
+    """Wait for a lull: all of `states` quiet for `seconds`. False when, once all was quiet,
+    something started before the lull was long enough."""
+    await _all_quiet(states)
+    remaining = seconds - _quiet_for(states)
+    if remaining <= 0:
+        return True
+    busy = asyncio.ensure_future(_any_busy(states))
+    done, _ = await asyncio.wait({busy}, timeout=remaining)
+    busy.cancel()
+    return not done
+
+
 async def _any_busy(states: tuple[_Foreground, ...]) -> None:
     """Return once any of `states` has something in progress."""
     waits = [asyncio.ensure_future(state.busy.wait()) for state in states]
@@ -129,9 +163,10 @@ class ModelTraffic:
     """Members' turns under way and the foreground calls in flight per model server, for
     background calls to give way to. One per runtime, shared by every role's client."""
 
-    def __init__(self) -> None:
+    def __init__(self, lull_seconds: float = LULL_SECONDS) -> None:
         self._servers: dict[str, _Foreground] = {}
         self._turns = _Foreground()
+        self.lull_seconds = lull_seconds
 
     def _server(self, server: str) -> _Foreground:
         return self._servers.setdefault(server, _Foreground())
@@ -147,28 +182,43 @@ class ModelTraffic:
 
     async def background(self, server: str, call: Callable[[], Awaitable[T]], what: str) -> T:
         """Run `call` when no member's turn is under way and no foreground call is in
-        flight to `server`; on a local server, if one starts meanwhile, stop it and run it
-        again once all is quiet (at most MAX_YIELDS times, then it runs to the end once
-        all is quiet)."""
+        flight to `server`. On a local server, one background call at a time and only in a
+        lull (`lull_seconds`); if a member's turn or call starts first, or while it runs
+        (then it is stopped), it steps aside and tries again, at most MAX_YIELDS times;
+        then it runs to the end once all is quiet."""
         states = (self._turns, self._server(server))
         if not is_local_server(server):
             await _all_quiet(states)
             return await call()
+        one_at_a_time = self._server(server).background_turn
         for _ in range(MAX_YIELDS):
-            await _all_quiet(states)
-            task = asyncio.ensure_future(call())
-            busy = asyncio.ensure_future(_any_busy(states))
-            try:
-                await asyncio.wait({task, busy}, return_when=asyncio.FIRST_COMPLETED)
-            finally:
-                busy.cancel()
-                if not task.done():
-                    task.cancel()  # a member's turn or call started, or this was cancelled
-                    await asyncio.wait({task})
-            if not task.cancelled():
-                return task.result()
+            # Waited for outside the lock: calls due together then run one per lull.
+            if await _lull(states, self.lull_seconds):
+                async with one_at_a_time:
+                    if _quiet_for(states) >= self.lull_seconds:
+                        task = await _run_unless_busy(states, call)
+                        if not task.cancelled():
+                            return task.result()
             logger.info("%s: stepped aside for a member's turn on %s", what, server)
         # The last try runs to the end, but never starts over a member's turn: on a server
         # of one slot the member would wait behind all of it.
-        await _all_quiet(states)
-        return await call()
+        async with one_at_a_time:
+            await _all_quiet(states)
+            return await call()
+
+
+async def _run_unless_busy(
+    states: tuple[_Foreground, ...], call: Callable[[], Awaitable[T]]
+) -> asyncio.Future[T]:
+    """Run `call`, stopped if any of `states` gets something in progress meanwhile; the
+    finished task (cancelled when it was stopped, or when this was)."""
+    task = asyncio.ensure_future(call())
+    busy = asyncio.ensure_future(_any_busy(states))
+    try:
+        await asyncio.wait({task, busy}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        busy.cancel()
+        if not task.done():
+            task.cancel()  # a member's turn or call started, or this was cancelled
+            await asyncio.wait({task})
+    return task

@@ -23,6 +23,9 @@ TEST_DEFAULTS: dict[str, Any] = {
     # The guard role's model check adds a request to every shared save; the tests that
     # want it turn it on (tests/guard/test_model_check.py).
     "aimemory_guard_check": False,
+    # The fake model answers at once and tests wait for background work right after a
+    # turn; the lull local servers get is tested in tests/engine/test_model_traffic.py.
+    "aimemory_background_lull_seconds": 0.0,
 }
 
 
