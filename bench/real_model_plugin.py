@@ -35,8 +35,12 @@ if TYPE_CHECKING:
 REQUEST_TIMEOUT_SECONDS = 600.0
 # A turn's fields in its transcript line, in order (`who` with the QQ number).
 TRANSCRIPT_FIELDS = "scenario run phase kind who private message replies sent seconds rejected"
+# The window and nothing else: no memories injected, no old chat lines recalled beside the
+# message (with them the twin answered 8 of 10 facts no window of it held), no review and
+# no extraction.
 WINDOW_ONLY_SETTINGS: dict[str, Any] = {
     "aimemory_memory_auto_inject": False,
+    "aimemory_chat_log_recall_rows": 0,
     "aimemory_review_enabled": False,
     "aimemory_memory_extract_on_compact": False,
 }
