@@ -71,10 +71,7 @@ def is_stock_reply(reply: str, asked: str, window: Sequence[Message]) -> bool:
     if asks_what(asked) and is_acknowledgement(reply):
         return True  # "好的，我已记录下你的回复。" to "我在哪家公司上班来着？"
     if len(shape) + 1 < MIN_REPLY_CHARS:
-        if not is_question(asked):
-            return False
-        repeats = 1 if asks_what(asked) else SHORT_REPLY_REPEATS
-        return _short_reply_given_before(reply, asked_shape, window, repeats)
+        return is_question(asked) and _short_reply_given_before(reply, asked_shape, window)
     replies = 0
     for message in reversed(window):
         if replies >= RECENT_REPLIES:
@@ -121,17 +118,12 @@ def same_reply(one: str, other: str) -> bool:
     return _dice(_bigrams(one), _bigrams(other)) >= SAME_REPLY_DICE
 
 
-def _short_reply_given_before(
-    reply: str, asked: frozenset[str], window: Sequence[Message], repeats: int
-) -> bool:
-    """Whether a short `reply` says what the model said to `repeats` or more other messages
+def _short_reply_given_before(reply: str, asked: frozenset[str], window: Sequence[Message]) -> bool:
+    """Whether a short `reply` says what the model said to two or more other messages
     lately, word for word or nearly: its shape, not an answer to a question ("已记。" to
     "豆腐脑甜的好吃还是咸的？" after two "已记。"; "明白了，我会记住。" to "猫为什么喜欢钻
     纸箱？" after "明白了，我会记住事实。", seen with the real small model). One earlier
-    "好的" is how people talk; but a question asking what, where or who rarely has the
-    answer another one had: the real small model answered "豆包" (the cat's name, given
-    to "我家猫叫什么名字来着？" three turns before) to "我女儿小名叫什么来着？", in three
-    runs out of three, with the note naming 安安 in its request."""
+    "好的" is how people talk."""
     recent = [m for m in reversed(window) if m.role == "assistant" and m.text and not m.tool_calls]
     given = [
         m
@@ -139,7 +131,7 @@ def _short_reply_given_before(
         if same_reply(m.text, reply)
         and _dice(_question_before(window, m), asked) < SAME_QUESTION_DICE
     ]
-    return len(given) >= repeats
+    return len(given) >= SHORT_REPLY_REPEATS
 
 
 def _takes_up(new: frozenset[str], asked: frozenset[str]) -> bool:

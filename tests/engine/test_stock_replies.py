@@ -105,18 +105,6 @@ def test_a_short_reply_given_before_is_no_answer_to_a_question() -> None:
     assert not stock("不是。", "[12-06 12:05] 阿强(20002)：你会累吗？", window)
 
 
-def test_a_short_answer_another_what_question_got_is_no_answer() -> None:
-    # the real small model answered the cat's name to the question about the daughter
-    window = said(("[12-07 22:00] 小明(20001)：我家猫叫什么名字来着？", "豆包"))
-    assert stock("豆包。", "[12-07 22:03] 小明(20001)：我女儿小名叫什么来着？", window)
-    # the same what-question asked again may get the same answer
-    assert not stock("豆包", "[12-07 22:05] 小明(20001)：我家猫叫什么名字来着？", window)
-    # and a yes-or-no question needs two earlier ones, as any other message
-    assert not stock(
-        "是的", "[12-07 22:06] 小明(20001)：它是橘猫吗？", said(("你是机器人吗？", "是的"))
-    )
-
-
 def test_only_recent_replies_count() -> None:
     window = said(
         ("问题一", "这是一条很特别的回复内容"), *[(f"问{i}", f"答复第{i}条") for i in range(12)]
