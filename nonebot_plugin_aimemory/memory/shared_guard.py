@@ -159,7 +159,12 @@ def _states_about_someone(note: str) -> bool:
     asks it to do something, in any of its clauses."""
     clauses = [c for c in _CLAUSE_BREAK.split(note) if c.strip()]
     has_subject = speaks_in_first_person(note) or NAMED_PERSON.search(note) is not None
-    return has_subject and not any(addresses_the_bot(c) or asks_to_do(c) for c in clauses)
+    return has_subject and not any(_tells_the_bot(clause) for clause in clauses)
+
+
+def _tells_the_bot(words: str) -> bool:
+    """Whether `words` speak to the bot or ask it to do something."""
+    return addresses_the_bot(words) or asks_to_do(words)
 
 
 # Clauses end at sentence and clause marks.
@@ -188,7 +193,7 @@ def _is_label(tag: object) -> bool:
     return (
         len(words) <= LABEL_CHARS
         and _CLAUSE_BREAK.search(words) is None
-        and not (addresses_the_bot(words) or asks_to_do(words))
+        and not _tells_the_bot(words)
     )
 
 

@@ -61,16 +61,6 @@ def _mended_object(text: str) -> dict[str, Any] | None:
 
 
 def _first_object(text: str) -> dict[str, Any] | None:
+    """The first whole object of a code fence's, else of the text's."""
     candidates = [m.group(1) for m in _FENCE.finditer(text)] + [text]
-    for candidate in candidates:
-        start = candidate.find("{")
-        while start != -1:
-            try:
-                value, _ = json.JSONDecoder().raw_decode(candidate[start:])
-            except json.JSONDecodeError:
-                start = candidate.find("{", start + 1)
-                continue
-            if isinstance(value, dict):
-                return value
-            start = candidate.find("{", start + 1)
-    return None
+    return next((found[0] for c in candidates if (found := json_objects(c))), None)

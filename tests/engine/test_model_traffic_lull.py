@@ -8,8 +8,6 @@ import asyncio
 import time
 from collections.abc import Awaitable, Callable
 
-from tests.engine.test_model_traffic import wait_for
-
 LOCAL = "http://127.0.0.1:8080"
 LULL = 0.4
 
@@ -149,4 +147,3 @@ async def test_a_providers_api_gets_background_calls_at_once_and_together() -> N
 
     assert calls.most_at_once == 3
     assert max(calls.starts) - asked < LULL / 2
-    await wait_for(lambda: calls.in_flight == 0)
