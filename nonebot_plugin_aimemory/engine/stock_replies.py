@@ -11,7 +11,7 @@ import re
 import unicodedata
 from collections.abc import Sequence
 
-from ..text import asks_what, is_acknowledgement, is_question
+from ..text import asks_what, is_acknowledgement, is_question, only_acknowledges
 from .messages import Message
 
 # How far back the model's own replies are compared: what it sees and may copy.
@@ -31,6 +31,9 @@ ECHO_MIN_CHARS = 6
 MIN_REPLY_CHARS = 10
 # ... given to this many other messages before, a short reply is the model's shape.
 SHORT_REPLY_REPEATS = 2
+# A short reply without these names a thing ("豆包", "杭州。"): no one speaking or spoken
+# to, nothing denied or affirmed, no particle. Two what-questions rarely have one such answer.
+_SENTENCE_MARKS = frozenset("我你您他她它咱俺们不没别是对嗯哦啊呀吧呢吗")
 # Texts kept folded: a window's recent replies and their questions are compared again on
 # every turn of their chat, each folded anew; a dozen chats' worth, each about the size
 # of its text (their bigrams' sets would be ten times that).
@@ -71,7 +74,14 @@ def is_stock_reply(reply: str, asked: str, window: Sequence[Message]) -> bool:
     if asks_what(asked) and is_acknowledgement(reply):
         return True  # "好的，我已记录下你的回复。" to "我在哪家公司上班来着？"
     if len(shape) + 1 < MIN_REPLY_CHARS:
-        return is_question(asked) and _short_reply_given_before(reply, asked_shape, window)
+        if not is_question(asked):
+            return False
+        given = _short_reply_given_before(reply, asked_shape, window)
+        if asks_what(asked) and _names_a_thing(reply):
+            # the very name another what-question got; "ECHO: 几点" and "ECHO: 啥" are
+            # near in bigrams but name different things
+            return any(_folded(m.text) == _folded(reply) and asks_what(q) for m, q in given)
+        return len(given) >= SHORT_REPLY_REPEATS
     replies = 0
     for message in reversed(window):
         if replies >= RECENT_REPLIES:
@@ -81,7 +91,7 @@ def is_stock_reply(reply: str, asked: str, window: Sequence[Message]) -> bool:
             before = _bigrams(message.text)
             if _dice(before, shape) < SAME_REPLY_DICE or _takes_up(shape - before, asked_shape):
                 continue
-            if _dice(_question_before(window, message), asked_shape) < SAME_QUESTION_DICE:
+            if _dice(_bigrams(_question_before(window, message)), asked_shape) < SAME_QUESTION_DICE:
                 return True
     return False
 
@@ -118,20 +128,35 @@ def same_reply(one: str, other: str) -> bool:
     return _dice(_bigrams(one), _bigrams(other)) >= SAME_REPLY_DICE
 
 
-def _short_reply_given_before(reply: str, asked: frozenset[str], window: Sequence[Message]) -> bool:
-    """Whether a short `reply` says what the model said to two or more other messages
-    lately, word for word or nearly: its shape, not an answer to a question ("已记。" to
-    "豆腐脑甜的好吃还是咸的？" after two "已记。"; "明白了，我会记住。" to "猫为什么喜欢钻
-    纸箱？" after "明白了，我会记住事实。", seen with the real small model). One earlier
-    "好的" is how people talk."""
+def _names_a_thing(reply: str) -> bool:
+    """Whether a short reply only names something: no pronoun, no negation, no particle,
+    not an assent ("好的", "收到")."""
+    folded = _folded(reply)
+    if not folded or _SENTENCE_MARKS.intersection(folded):
+        return False
+    return not only_acknowledges(reply)
+
+
+def _short_reply_given_before(
+    reply: str, asked: frozenset[str], window: Sequence[Message]
+) -> list[tuple[Message, str]]:
+    """The model's recent replies saying what a short `reply` says, word for word or
+    nearly, to other messages, each with its message. Two or more are its shape, not an
+    answer to a question ("已记。" to "豆腐脑甜的好吃还是咸的？" after two "已记。"; "明白
+    了，我会记住。" to "猫为什么喜欢钻纸箱？" after "明白了，我会记住事实。", seen with the
+    real small model); one earlier "好的" is how people talk. But one bare name another
+    what-question got is the name copied: the real small model answered "豆包" (the cat's
+    name, given to "我家猫叫什么名字来着？" three turns before) to "我女儿小名叫什么来着？",
+    in three runs of three, with the note naming 安安 in its request."""
     recent = [m for m in reversed(window) if m.role == "assistant" and m.text and not m.tool_calls]
-    given = [
-        m
-        for m in recent[:RECENT_REPLIES]
-        if same_reply(m.text, reply)
-        and _dice(_question_before(window, m), asked) < SAME_QUESTION_DICE
-    ]
-    return len(given) >= SHORT_REPLY_REPEATS
+    given = []
+    for message in recent[:RECENT_REPLIES]:
+        if not same_reply(message.text, reply):
+            continue
+        before = _question_before(window, message)
+        if _dice(_bigrams(before), asked) < SAME_QUESTION_DICE:
+            given.append((message, before))
+    return given
 
 
 def _takes_up(new: frozenset[str], asked: frozenset[str]) -> bool:
@@ -140,13 +165,13 @@ def _takes_up(new: frozenset[str], asked: frozenset[str]) -> bool:
     return bool(new) and len(new & asked) * 2 >= len(new)
 
 
-def _question_before(window: Sequence[Message], reply: Message) -> frozenset[str]:
-    """The bigrams of the user message `reply` answered (the last one before it)."""
+def _question_before(window: Sequence[Message], reply: Message) -> str:
+    """The user message `reply` answered (the last one before it)."""
     index = max(i for i, m in enumerate(window) if m is reply)
     for message in reversed(window[:index]):
         if message.role == "user":
-            return _bigrams(message.text)
-    return frozenset()
+            return message.text
+    return ""
 
 
 # The share of an answer's bigrams found in one tool result from which the answer is that

@@ -1,7 +1,9 @@
 """Auto-inject: the block of memories most relevant to a message, put before it for that
 turn only (conversation/notes.py); the window keeps (and the store persists) the message
 without them. The chat's memories and the speaker's personal ones visible in the chat are
-ranked together, within one budget."""
+ranked together, within one budget. A member asking for something of their own that no
+note's words match ("我开的是什么车来着？" against "我的小米SU7今天提示胎压低") is shown their
+newest personal notes: what the bot knows of them is what a person would think over."""
 
 from __future__ import annotations
 
@@ -9,7 +11,9 @@ import logging
 
 from .. import prompts
 from ..engine import TurnSpeaker
+from ..text import recalls_oneself
 from .personal import MemoryView, personal_view
+from .search import SearchHit
 from .service import MemoryService
 
 logger = logging.getLogger("nonebot_plugin_aimemory")
@@ -35,6 +39,8 @@ class RelevantMemories:
             views.append(speakers)
         try:
             hits = await self.memory.relevant_in(views, query, self.top_k)
+            if speakers is not None and recalls_oneself(query):
+                hits += await self._own_notes(speakers, hits)
         except Exception:
             # Memories help; they must never stop an answer (database gone, disk full...).
             logger.exception("could not look up memories for %s; answering without them", scope)
@@ -45,6 +51,14 @@ class RelevantMemories:
             personal={hit.memory.id for hit in hits if hit.personal},
             zone=self.memory.zone,
         )
+
+    async def _own_notes(self, speakers: MemoryView, hits: list[SearchHit]) -> list[SearchHit]:
+        """The speaker's newest personal notes, when none of theirs was found by its words
+        (found ones answer the question better than any other of theirs)."""
+        room = self.top_k - len(hits)
+        if room <= 0 or any(hit.personal for hit in hits):
+            return []
+        return await self.memory.search_in([speakers], None, room, safe_only=True)
 
 
 class NoRelevantMemories:

@@ -24,7 +24,13 @@ from .lines import (
     name_on_one_line,
 )
 from .model_json import json_objects, parse_json_object
-from .mood import asks_what, is_acknowledgement, is_question
+from .mood import (
+    asks_what,
+    is_acknowledgement,
+    is_question,
+    only_acknowledges,
+    recalls_oneself,
+)
 from .query import Period, Query, analyse, content_characters
 
 __all__ = [
@@ -56,7 +62,9 @@ __all__ = [
     "jieba_cuts",
     "json_objects",
     "name_on_one_line",
+    "only_acknowledges",
     "parse_json_object",
     "query",
+    "recalls_oneself",
     "segmenter",
 ]

@@ -65,11 +65,23 @@ def is_acknowledgement(text: str) -> bool:
     "OK, noted"), whoever it names: nothing is left once its acknowledging words are taken
     out, and one of them speaks of noting. A bare "好的" or "收到" is how people answer a
     suggestion, and is left alone."""
+    words = _words(text)
+    return _NOTING.search(words) is not None and _only_acknowledging(words)
+
+
+def only_acknowledges(text: str) -> bool:
+    """Whether `text` holds nothing but acknowledging words ("好的", "嗯嗯，收到"), whether
+    or not it speaks of noting something."""
+    return _only_acknowledging(_words(text))
+
+
+def _words(text: str) -> str:
     folded = NAMED_PERSON.sub(" ", unicodedata.normalize("NFKC", text).casefold())
-    words = " ".join("".join(ch if ch.isalnum() else " " for ch in folded).split())
-    if _NOTING.search(words) is None:
-        return False
-    return not _ACKNOWLEDGING.sub("", words).replace(" ", "")
+    return " ".join("".join(ch if ch.isalnum() else " " for ch in folded).split())
+
+
+def _only_acknowledging(words: str) -> bool:
+    return bool(words) and not _ACKNOWLEDGING.sub("", words).replace(" ", "")
 
 
 def asks_what(text: str) -> bool:
@@ -77,3 +89,21 @@ def asks_what(text: str) -> bool:
     rather than for a yes or a no: "我开的是什么车来着？", "多远？"."""
     clauses = [clause for clause in _CLAUSE.split(text) if clause.strip()]
     return bool(clauses) and _ASKING_WHAT.search(clauses[-1]) is not None
+
+
+# A member asking the bot for something of their own: the first person, a word of
+# recalling, and a word asking what ("我开的是什么车来着？", "你还记得我女儿叫什么吗？").
+_FIRST_PERSON = re.compile(r"我|俺|\b(?:i|my|me|mine)\b", re.IGNORECASE)
+_RECALLING = re.compile(
+    r"来着|记得|记不记得|忘了|说过|告诉过|提过|讲过|\b(?:remember|told you|forgot|did i)\b",
+    re.IGNORECASE,
+)
+
+
+def recalls_oneself(text: str) -> bool:
+    """Whether `text` asks the bot to recall something the member told about themselves:
+    the first person, a word of recalling and a word asking what, in any clause ("我忘了我
+    下周去哪出差，你记得吗？" asks what all the same)."""
+    return all(
+        pattern.search(text) is not None for pattern in (_FIRST_PERSON, _RECALLING, _ASKING_WHAT)
+    )

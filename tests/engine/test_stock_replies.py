@@ -105,6 +105,35 @@ def test_a_short_reply_given_before_is_no_answer_to_a_question() -> None:
     assert not stock("不是。", "[12-06 12:05] 阿强(20002)：你会累吗？", window)
 
 
+@pytest.mark.parametrize(
+    ("earlier", "reply", "asked", "copied"),
+    [
+        # the real small model answered the cat's name to the question about the daughter
+        (("我家猫叫什么名字来着？", "豆包"), "豆包。", "我女儿小名叫什么来着？", True),
+        (("我下周三要去哪出差来着？", "威海。"), "威海", "我老家是哪里的来着？", True),
+        (("乐队叫什么？", "Ｎew Pants"), "new pants!", "我最喜欢的乐队是哪个来着？", True),
+        # a name near in letters is another name
+        (("几点开会？", "ECHO: 几点"), "ECHO: 啥", "谁来开会？", False),
+        (("我家猫叫什么名字来着？", "豆包"), "豆包子", "早饭吃什么？", False),
+        # the same what-question asked again may get the same answer
+        (("我家猫叫什么名字来着？", "豆包"), "豆包", "我家猫叫什么名字来着？", False),
+        # a sentence, a denial or a yes-or-no question needs two earlier ones
+        (("猫叫什么？", "我查了一下。"), "我查了一下。", "车是什么牌子？", False),
+        (("猫叫什么？", "不知道"), "不知道", "车是什么牌子？", False),
+        (("几点？", "好的"), "好的", "啥？", False),
+        (("几点？", "嗯嗯，收到"), "嗯嗯，收到", "在哪？", False),
+        (("你是机器人吗？", "是的"), "是的", "它是橘猫吗？", False),
+        # an answer to a statement is no answer to a question
+        (("今天好冷", "是啊"), "是啊", "哪里暖和？", False),
+    ],
+)
+def test_a_bare_name_another_what_question_got_is_copied(
+    earlier: tuple[str, str], reply: str, asked: str, copied: bool
+) -> None:
+    window = said((f"[12-07 22:00] 小明(20001)：{earlier[0]}", earlier[1]))
+    assert stock(reply, f"[12-07 22:03] 小明(20001)：{asked}", window) is copied
+
+
 def test_only_recent_replies_count() -> None:
     window = said(
         ("问题一", "这是一条很特别的回复内容"), *[(f"问{i}", f"答复第{i}条") for i in range(12)]

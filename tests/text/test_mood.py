@@ -17,6 +17,12 @@ def asks_what(text: str) -> bool:
     return asks(text)
 
 
+def recalls_oneself(text: str) -> bool:
+    from nonebot_plugin_aimemory.text import recalls_oneself as recalls
+
+    return recalls(text)
+
+
 @pytest.mark.parametrize(
     "reply",
     [
@@ -77,3 +83,35 @@ def test_a_question_with_an_interrogative_asks_what(text: str) -> None:
 )
 def test_a_yes_no_question_a_request_or_a_statement_does_not(text: str) -> None:
     assert not asks_what(text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "我开的是什么车来着？",
+        "你还记得我女儿叫什么吗？",
+        "我忘了我下周去哪出差，你记得吗？",
+        "我上次跟你说过我老家是哪的？",
+        "我告诉过你我在哪上班，是哪家来着",
+        "Do you remember what my cat is called?",
+        "Where did I say I was going next week?",
+    ],
+)
+def test_a_member_asking_for_something_of_their_own_recalls_oneself(text: str) -> None:
+    assert recalls_oneself(text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "地球到月球大概多远？",  # no one's own
+        "我想知道长城有多长？",  # nothing to recall
+        "他开的是什么车来着？",  # someone else's
+        "记住：我下周三要去杭州出差。",  # a statement
+        "你还记得我吗？",  # asks for a yes
+        "What is the capital of France?",
+        "",
+    ],
+)
+def test_a_question_of_the_world_or_of_someone_else_does_not(text: str) -> None:
+    assert not recalls_oneself(text)
