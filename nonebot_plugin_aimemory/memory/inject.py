@@ -1,9 +1,9 @@
 """Auto-inject: the block of memories most relevant to a message, put before it for that
 turn only (conversation/notes.py); the window keeps (and the store persists) the message
 without them. The chat's memories and the speaker's personal ones visible in the chat are
-ranked together, within one budget. A member asking for something of their own that no
-note's words match ("我开的是什么车来着？" against "我的小米SU7今天提示胎压低") is shown their
-newest personal notes: what the bot knows of them is what a person would think over."""
+ranked together, within one budget. A member asking for something of their own, when no
+note about them is found by its words ("我开的是什么车来着？" against "我的小米SU7今天提示胎
+压低"), is shown their newest personal notes: what a person would think over."""
 
 from __future__ import annotations
 
@@ -39,8 +39,8 @@ class RelevantMemories:
             views.append(speakers)
         try:
             hits = await self.memory.relevant_in(views, query, self.top_k)
-            if speakers is not None and recalls_oneself(query):
-                hits += await self._own_notes(speakers, hits)
+            if speaker is not None and speakers is not None and recalls_oneself(query):
+                hits += await self._own_notes(speakers, hits, speaker.user_id)
         except Exception:
             # Memories help; they must never stop an answer (database gone, disk full...).
             logger.exception("could not look up memories for %s; answering without them", scope)
@@ -52,11 +52,15 @@ class RelevantMemories:
             zone=self.memory.zone,
         )
 
-    async def _own_notes(self, speakers: MemoryView, hits: list[SearchHit]) -> list[SearchHit]:
-        """The speaker's newest personal notes, when none of theirs was found by its words
-        (found ones answer the question better than any other of theirs)."""
+    async def _own_notes(
+        self, speakers: MemoryView, hits: list[SearchHit], user_id: str
+    ) -> list[SearchHit]:
+        """The speaker's newest personal notes, when no note found by its words is about
+        them: one that is answers the question better than any other of theirs, and the
+        real small model, shown the note about the daughter with the one about the cat,
+        first answered the daughter's name with the cat's."""
         room = self.top_k - len(hits)
-        if room <= 0 or any(hit.personal for hit in hits):
+        if room <= 0 or any(hit.personal or hit.memory.user_id == user_id for hit in hits):
             return []
         return await self.memory.search_in([speakers], None, room, safe_only=True)
 

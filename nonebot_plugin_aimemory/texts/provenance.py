@@ -64,9 +64,11 @@ def provenance_note(provenance: Provenance, said_on: date | None) -> str:
 # `provenance_note`): `#u3fa9 [个人] `, ` [标签：a、b]`, ` (关于 20001)`, `（小明(20001) 说，
 # 12-07）`. A small model that copies a note into its answer copies them too ("小明(20001)
 # 说：我家猫叫豆包。 (关于 20001)（小明(20001) 说，12-07）", issue #36): they are taken out
-# of what the member reads, the words kept.
+# of what the member reads, the words kept. It also writes a line of its own in a note's
+# shape, its tag before the quote made of the QQ number ("[20002]「阿强(20002)说：…」").
 NOTE_MARKS = re.compile(
     r"(?m)^\s*#[0-9a-z]{4,12}\s+(?:\[个人(?:·私密)?\]\s*)?"
+    r"|^\s*\[(?:个人(?:·私密)?|\d{5,12})\]\s*(?=「)"
     r"|\s*\[标签：[^\]\n]{0,200}\]"
     r"|\s*[(（]关于 \d{1,20}[)）]"
     r"|\s*（[^（）\n]{0,80}?(?:[(（]\d{1,20}[)）] 说|的话，|用命令记下|"

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from tests.fakes.bots import RecordingBot
 from tests.fakes.events import group_message
+from tests.fakes.openai_server import text
 from tests.fakes.small_model import BlockCopier, NoteCopier
 
 GROUP = 3611
@@ -89,3 +90,15 @@ async def test_a_note_line_copied_without_its_quotes_loses_its_marks(plugin) -> 
     await bot.receive(group_message("我家猫叫什么名字来着？", group_id=GROUP, to_me=True))
     # the member reads the words, not the note's marks
     assert bot.sent_texts == [CAT]
+
+
+async def test_a_line_written_in_a_notes_shape_loses_its_tag(plugin) -> None:
+    # the real small model, shown "#u46fx [个人] 「阿强(20002)说：我对菠萝过敏…」", answered
+    # the question about the car with a line of its own in that shape
+    shaped = "「小明(20001)说：我家猫叫咪咪。」"
+    plugin.llm.responder = lambda body: text(f"[20001]{shaped}")
+    bot = RecordingBot()
+    asking = group_message("我家猫叫什么名字来着？", group_id=GROUP, user_id=20001, to_me=True)
+    await bot.receive(asking)
+
+    assert bot.sent_texts == [shaped]

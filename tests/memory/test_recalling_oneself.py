@@ -7,6 +7,7 @@ from __future__ import annotations
 from tests.fakes.bots import RecordingBot
 from tests.memory.personal_helpers import (
     BIRTHDAY,
+    BOB,
     GROUP_A,
     GROUP_B,
     answer_briefly,
@@ -52,6 +53,21 @@ async def test_a_note_its_words_find_is_shown_alone(plugin) -> None:
 
     (line,) = injected_lines(last_user_content(plugin))
     assert "击剑" in line
+
+
+async def test_a_chat_note_about_the_asker_found_by_its_words_is_enough(plugin) -> None:
+    # shown the daughter's note beside the cat's, the real small model first answered
+    # the daughter's name with the cat's
+    bot = RecordingBot()
+    await bob_saves_two_notes(plugin, bot)
+    daughter = "Bob(2101)说：“我女儿安安今天第一次自己系鞋带”"
+    saved = await plugin.runtime.memory.service.save(f"g:{GROUP_B}", daughter, user_id=str(BOB))
+    assert saved.status == "saved"
+
+    await bot.receive(bob_in(GROUP_B, "我女儿小名叫什么来着？"))
+
+    (line,) = injected_lines(last_user_content(plugin))
+    assert "安安" in line
 
 
 async def test_only_the_askers_notes_and_only_when_asked_of_their_own(plugin) -> None:
