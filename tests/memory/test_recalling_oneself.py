@@ -1,6 +1,6 @@
-"""A member asking the bot for something of their own that no note's words match gets
-their newest personal notes before the question; nobody else's, and not for a question of
-the world."""
+"""A member asking the bot for something of their own, when no note found by its words is
+about them, gets their newest personal notes before the question; nobody else's, and not
+for a question of the world."""
 
 from __future__ import annotations
 
