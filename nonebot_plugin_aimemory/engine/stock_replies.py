@@ -7,6 +7,7 @@ A copy of a tool result of the turn ("已保存记忆 #skpn …" as the answer) 
 from __future__ import annotations
 
 import functools
+import itertools
 import re
 import unicodedata
 from collections.abc import Sequence
@@ -82,18 +83,19 @@ def is_stock_reply(reply: str, asked: str, window: Sequence[Message]) -> bool:
             # near in bigrams but name different things
             return any(_folded(m.text) == _folded(reply) and asks_what(q) for m, q in given)
         return len(given) >= SHORT_REPLY_REPEATS
-    replies = 0
-    for message in reversed(window):
-        if replies >= RECENT_REPLIES:
-            break
-        if message.role == "assistant" and message.text and not message.tool_calls:
-            replies += 1
-            before = _bigrams(message.text)
-            if _dice(before, shape) < SAME_REPLY_DICE or _takes_up(shape - before, asked_shape):
-                continue
-            if _dice(_bigrams(_question_before(window, message)), asked_shape) < SAME_QUESTION_DICE:
-                return True
+    for message in _recent_replies(window):
+        before = _bigrams(message.text)
+        if _dice(before, shape) < SAME_REPLY_DICE or _takes_up(shape - before, asked_shape):
+            continue
+        if _dice(_bigrams(_question_before(window, message)), asked_shape) < SAME_QUESTION_DICE:
+            return True
     return False
+
+
+def _recent_replies(window: Sequence[Message]) -> list[Message]:
+    """The model's last RECENT_REPLIES text replies, newest first."""
+    replies = (m for m in reversed(window) if m.role == "assistant" and m.text and not m.tool_calls)
+    return list(itertools.islice(replies, RECENT_REPLIES))
 
 
 # Quotation marks a reply puts a message between: what it says about the message.
@@ -148,9 +150,8 @@ def _short_reply_given_before(
     what-question got is the name copied: the real small model answered "豆包" (the cat's
     name, given to "我家猫叫什么名字来着？" three turns before) to "我女儿小名叫什么来着？",
     in three runs of three, with the note naming 安安 in its request."""
-    recent = [m for m in reversed(window) if m.role == "assistant" and m.text and not m.tool_calls]
     given = []
-    for message in recent[:RECENT_REPLIES]:
+    for message in _recent_replies(window):
         if not same_reply(message.text, reply):
             continue
         before = _question_before(window, message)
