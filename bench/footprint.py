@@ -15,14 +15,24 @@ import os
 import random
 import statistics
 import time
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from bench import generated_chat as gen
 from bench import harness as h
-from bench.footprint_bots import PEER, SELF_ID, Bot, BotSpec, Figures, running_bot
+from bench.footprint_bots import (
+    PEER,
+    SELF_ID,
+    Bot,
+    BotSpec,
+    Figures,
+    ModelServer,
+    running_bot,
+)
 from bench.footprint_db import Layout, build_database
+from bench.footprint_tls import tls_front
 from tests.fakes.openai_server import FakeOpenAI, text
 
 START_SETTLE_SECONDS, IDLE_RATE_SECONDS = 2.0, 2.0
@@ -134,17 +144,28 @@ async def run_steady_turns(bots: list[Bot], sizes: Sizes) -> None:
         bot.figures.cpu_per_steady_turn_ms = bot.steady_cpu_ms / (per_block * sizes.steady_blocks)
 
 
+@contextlib.asynccontextmanager
+async def model_server(bench: h.Bench) -> AsyncIterator[tuple[FakeOpenAI, ModelServer]]:
+    """The fake model, over plain http or (--tls) behind TLS and HTTP/2."""
+    with h.fake_llm(lambda body: text("收到～")) as llm:
+        if not bench.args.tls:
+            yield llm, ModelServer(llm.base_url)
+            return
+        async with tls_front(llm, bench.work_dir) as front:
+            yield llm, front
+
+
 async def measure_bots(
-    specs: dict[str, BotSpec], sizes: Sizes, large_db: Path
+    bench: h.Bench, specs: dict[str, BotSpec], sizes: Sizes, large_db: Path
 ) -> tuple[dict[str, Figures], float]:
     """Start each bot and measure it, the others kept running; the steady turns of plugin and
     peer; then STARTUP_RUNS starts on the large database (the median start-up)."""
     bots: dict[str, Bot] = {}
-    with h.fake_llm(lambda body: text("收到～")) as llm:
+    async with model_server(bench) as (llm, model):
         async with contextlib.AsyncExitStack() as running:
             for key, spec in specs.items():
                 print(f"measuring {spec.label}…", flush=True)
-                bots[key] = await running.enter_async_context(running_bot(spec, llm))
+                bots[key] = await running.enter_async_context(running_bot(spec, model))
                 await measure_started_bot(bots[key], sizes, llm)
             if PEER in bots:
                 print(f"the steady turns, {sizes.steady_blocks} blocks each…", flush=True)
@@ -152,7 +173,7 @@ async def measure_bots(
         large = BotSpec("plugin, large DB", "plugin", large_db)
         startups = []
         for _ in range(STARTUP_RUNS):
-            async with running_bot(large, llm) as bot:
+            async with running_bot(large, model) as bot:
                 startups.append(bot.startup_s)
     return {specs[key].label: bot.figures for key, bot in bots.items()}, statistics.median(startups)
 
@@ -202,7 +223,7 @@ async def run(bench: h.Bench) -> None:
     sizes = QUICK if bench.quick else FULL
     large_db = bench.work_dir / "large" / "aimemory.db"  # the runtime adds a folder beside
     await build_database(sizes.layout, large_db)
-    figures, startup_s = await measure_bots(specs, sizes, large_db)
+    figures, startup_s = await measure_bots(bench, specs, sizes, large_db)
     print_report(figures, startup_s, sizes, bench.quick)
 
 
@@ -214,9 +235,11 @@ def executable(path: str) -> str:
 
 
 def options(parser: argparse.ArgumentParser) -> None:
-    """--peer-python."""
+    """--peer-python, --tls."""
     help = f"measure nonebot-plugin-{PEER} too, run by PATH: the Python of a venv with it"
     parser.add_argument("--peer-python", metavar="PATH", type=executable, help=help)
+    help = "reach the fake model over TLS and HTTP/2, as providers are (default: plain http)"
+    parser.add_argument("--tls", action="store_true", help=help)
 
 
 if __name__ == "__main__":

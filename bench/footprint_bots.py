@@ -24,7 +24,6 @@ from websockets.exceptions import ConnectionClosed, InvalidHandshake
 
 from bench import harness as h
 from tests.fakes.bot_process import child_environment, log_tail
-from tests.fakes.openai_server import FakeOpenAI
 
 FOLDERS = ("data", "cache", "config")
 SELF_ID = 10000
@@ -34,6 +33,15 @@ REPLY_TIMEOUT_SECONDS, IDLE_TIMEOUT_SECONDS, STOP_TIMEOUT_SECONDS = 30.0, 120.0,
 # Quiet: CPU up by at most one tick in this long (longer than the chat log's 1 s flush).
 QUIET_SECONDS = 1.5
 PEER = "llmchat"
+
+
+@dataclass(frozen=True)
+class ModelServer:
+    """Where the bots reach the fake model: its API base, and the CA file their TLS trusts
+    (None for plain http)."""
+
+    base_url: str
+    ca_file: Path | None = None
 
 
 @dataclass(frozen=True)
@@ -136,18 +144,21 @@ class Bot:
         await asyncio.gather(self._reader, return_exceptions=True)
 
 
-def bot_environment(spec: BotSpec, work_dir: Path, llm: FakeOpenAI) -> dict[str, str]:
+def bot_environment(spec: BotSpec, work_dir: Path, model: ModelServer) -> dict[str, str]:
     """A test bot's environment (tests/fakes/bot_process.py) without LLMCHAT_* keys either,
-    plus the bench's settings for the bot."""
+    plus the bench's settings for the bot; over TLS, `model`'s CA file as SSL_CERT_FILE (read
+    by both bots' HTTP clients, as a system's trust store would be)."""
     folders = {f"LOCALSTORE_{name.upper()}_DIR": str(work_dir / name) for name in FOLDERS}
     env = child_environment(LOG_LEVEL="WARNING", **folders)
     env = {key: value for key, value in env.items() if not key.upper().startswith("LLMCHAT_")}
+    if model.ca_file is not None:
+        env.update(SSL_CERT_FILE=str(model.ca_file))
     if spec.kind == "plugin":
         env.update({key.upper(): str(value) for key, value in h.BENCH_SETTINGS.items()})
-        env.update(AIMEMORY_API_BASE=llm.base_url, AIMEMORY_MAX_CONTEXT_TOKENS="8192")
+        env.update(AIMEMORY_API_BASE=model.base_url, AIMEMORY_MAX_CONTEXT_TOKENS="8192")
         env.update(AIMEMORY_DB_PATH=str(work_dir / "aimemory.db"))
     elif spec.kind == PEER:  # its documented settings, nested under `llmchat` (split on "__")
-        preset = {"name": "fake", "api_base": llm.base_url, "api_key": h.API_KEY}
+        preset = {"name": "fake", "api_base": model.base_url, "api_key": h.API_KEY}
         env.update(LLMCHAT__API_PRESETS=json.dumps([{**preset, "model_name": "gpt-4o-mini"}]))
         env.update(LLMCHAT__DEFAULT_PRESET="fake", LLMCHAT__RANDOM_TRIGGER_PROB="0")
         env.update(LLMCHAT__ENABLE_PRIVATE_CHAT="true", LLMCHAT__PRIVATE_CHAT_PRESET="fake")
@@ -173,7 +184,7 @@ async def connect(port: int, process: subprocess.Popen[bytes]) -> ClientConnecti
 
 
 @contextlib.asynccontextmanager
-async def running_bot(spec: BotSpec, llm: FakeOpenAI) -> AsyncIterator[Bot]:
+async def running_bot(spec: BotSpec, model: ModelServer) -> AsyncIterator[Bot]:
     """The bot of `spec` in a child process on a copy of its database, connected, then stopped;
     one that exits or stalls ends the bench."""
     with tempfile.TemporaryDirectory(prefix="aimemory-footprint-") as folder:
@@ -181,7 +192,7 @@ async def running_bot(spec: BotSpec, llm: FakeOpenAI) -> AsyncIterator[Bot]:
         if spec.database is not None:  # a copy: starting on it may migrate it
             shutil.copyfile(spec.database, work_dir / "aimemory.db")
         command = [spec.python, "-m", "bench.footprint_child", spec.kind, str(port)]
-        env = bot_environment(spec, work_dir, llm)
+        env = bot_environment(spec, work_dir, model)
         with log.open("wb") as output:
             started = time.perf_counter()
             process = await asyncio.to_thread(

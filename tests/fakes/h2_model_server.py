@@ -9,7 +9,7 @@ import asyncio
 import json
 import socket
 import tempfile
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -43,6 +43,10 @@ class H2Served:
     http_versions: list[str] = field(default_factory=list)
 
 
+# An answer to a request's body: its status and the JSON it answers with.
+Answer = Callable[[bytes], Awaitable[tuple[int, bytes]]]
+
+
 def answer_for(body: bytes) -> bytes:
     """The chat-completions answer to a request: its last message's text, slow or large as
     the text asks."""
@@ -59,8 +63,14 @@ def delay_of(body: bytes) -> float:
     return float(words[1]) if len(words) >= 2 and words[0] == "慢" else 0.0
 
 
-def model_app(served: H2Served) -> ASGIFramework:
-    """The ASGI app: lifespan events acknowledged, every POST answered by `answer_for`."""
+async def echo_answer(body: bytes) -> tuple[int, bytes]:
+    """The default answer: `answer_for`, after the wait `delay_of` asks for."""
+    await asyncio.sleep(delay_of(body))
+    return 200, answer_for(body)
+
+
+def model_app(served: H2Served, answer: Answer = echo_answer) -> ASGIFramework:
+    """The ASGI app: lifespan events acknowledged, every POST answered by `answer`."""
 
     async def app(scope: Scope, receive: ASGIReceiveCallable, send: ASGISendCallable) -> None:
         if scope["type"] == "lifespan":
@@ -77,23 +87,24 @@ def model_app(served: H2Served) -> ASGIFramework:
             message = await receive()
             body += bytes(message.get("body", b""))
             more = bool(message.get("more_body", False))
-        await asyncio.sleep(delay_of(body))
-        answer = answer_for(body)
-        headers = [(b"content-type", b"application/json"), (b"content-length", b"%d" % len(answer))]
+        status, content = await answer(body)
+        length = b"%d" % len(content)
+        headers = [(b"content-type", b"application/json"), (b"content-length", length)]
         start = HTTPResponseStartEvent(
-            type="http.response.start", status=200, headers=headers, trailers=False
+            type="http.response.start", status=status, headers=headers, trailers=False
         )
         await send(start)
-        await send(HTTPResponseBodyEvent(type="http.response.body", body=answer, more_body=False))
+        await send(HTTPResponseBodyEvent(type="http.response.body", body=content, more_body=False))
 
     return app
 
 
 @asynccontextmanager
 async def serving_h2(
-    ca: ThrowawayCA, alpn: Sequence[str] = ("h2", "http/1.1")
+    ca: ThrowawayCA, alpn: Sequence[str] = ("h2", "http/1.1"), answer: Answer = echo_answer
 ) -> AsyncIterator[H2Served]:
-    """hypercorn on a free port of 127.0.0.1 with `ca`'s certificate, offering `alpn`."""
+    """hypercorn on a free port of 127.0.0.1 with `ca`'s certificate, offering `alpn`, each
+    request answered by `answer`."""
     served = H2Served()
     listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     listener.bind(("127.0.0.1", 0))
@@ -107,7 +118,9 @@ async def serving_h2(
         config.keep_alive_timeout = KEEP_ALIVE_TIMEOUT_SECONDS
         config.errorlog = None
         stop = asyncio.Event()
-        server = asyncio.create_task(serve(model_app(served), config, shutdown_trigger=stop.wait))
+        server = asyncio.create_task(
+            serve(model_app(served, answer), config, shutdown_trigger=stop.wait)
+        )
         try:
             await _started(served.base_url, server)
             yield served
