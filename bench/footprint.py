@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import importlib.util
 import itertools
 import json
 import math
@@ -181,6 +182,8 @@ async def measure_bots(
 def print_report(figures: dict[str, Figures], startup_s: float, sizes: Sizes, quick: bool) -> None:
     """Each bot's figures, a line per target, then the bench's verdict line."""
     print(f"{sizes.turns} addressed turns, {sizes.burst} messages from {sizes.burst_users} users")
+    if importlib.util.find_spec("trio") is not None:  # nothing we install requires it
+        print("note: trio is installed here, and httpcore imports it when it is (~3.5 MiB)")
     for label, f in figures.items():
         steady = f.cpu_per_steady_turn_ms
         print(
