@@ -159,8 +159,8 @@ async def model_server(bench: h.Bench) -> AsyncIterator[tuple[FakeOpenAI, ModelS
 async def measure_bots(
     bench: h.Bench, specs: dict[str, BotSpec], sizes: Sizes, large_db: Path
 ) -> tuple[dict[str, Figures], float]:
-    """Start each bot and measure it, the others kept running; the steady turns of plugin and
-    peer; then STARTUP_RUNS starts on the large database (the median start-up)."""
+    """Start each bot and measure it, the others kept running; with the peer, the steady turns
+    of all of them; then STARTUP_RUNS starts on the large database (the median start-up)."""
     bots: dict[str, Bot] = {}
     async with model_server(bench) as (llm, model):
         async with contextlib.AsyncExitStack() as running:
@@ -170,7 +170,7 @@ async def measure_bots(
                 await measure_started_bot(bots[key], sizes, llm)
             if PEER in bots:
                 print(f"the steady turns, {sizes.steady_blocks} blocks each…", flush=True)
-                await run_steady_turns([bots["plugin"], bots[PEER]], sizes)
+                await run_steady_turns(list(bots.values()), sizes)
         large = BotSpec("plugin, large DB", "plugin", large_db)
         startups = []
         for _ in range(STARTUP_RUNS):
@@ -207,6 +207,7 @@ def print_report(figures: dict[str, Figures], startup_s: float, sizes: Sizes, qu
     ]
     if peer is not None:
         ratio = peer.cpu_per_steady_turn_ms / max(plugin.cpu_per_steady_turn_ms, 1e-9)
+        print_over_bare(plugin, peer, figures["bare NoneBot"])
         checks.append((f"CPU per turn, {PEER} ÷ plugin", ratio, ">=", PEER_RATIO, "x"))
     met = []
     for label, value, sign, goal, unit in checks:
@@ -216,6 +217,15 @@ def print_report(figures: dict[str, Figures], startup_s: float, sizes: Sizes, qu
         )
     note = "" if peer is not None else f"; {PEER} not measured (no --peer-python)"
     h.verdict(f"issue #16 footprint{note}", all(met), quick=quick)
+
+
+def print_over_bare(plugin: Figures, peer: Figures, bare: Figures) -> None:
+    """Each bot's CPU per turn beyond what NoneBot and one send cost (the bare bot's)."""
+    own = [f.cpu_per_steady_turn_ms - bare.cpu_per_steady_turn_ms for f in (plugin, peer)]
+    print(
+        f"CPU per turn beyond the bare NoneBot's {bare.cpu_per_steady_turn_ms:.2f} ms: plugin "
+        f"{own[0]:.2f} ms, {PEER} {own[1]:.2f} ms ({own[1] / max(own[0], 1e-9):.2f}x)"
+    )
 
 
 async def run(bench: h.Bench) -> None:
