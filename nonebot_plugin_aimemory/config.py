@@ -121,9 +121,10 @@ class Config(BaseModel):
     aimemory_review_external_context: bool = True
     aimemory_review_tick_seconds: float = Field(default=60.0, gt=0)
     aimemory_review_interval_seconds: int = Field(default=300, ge=1, le=86_400)
-    # On a model server of this machine or its network, background calls (review,
-    # extraction) start only after members' turns have been over this long.
+    # On a local model server, background calls start once members' turns are over this long
     aimemory_background_lull_seconds: float = Field(default=2.0, ge=0, le=60)
+    # ...and then a member's last request is sent again to refill its cache (prompt_warmup).
+    aimemory_prompt_warmup: bool = True
     aimemory_review_min_new_rows: int = Field(default=2, ge=1)
     aimemory_review_api_base: str = ""
     aimemory_review_api_key: SecretStr = SecretStr("")

@@ -161,6 +161,7 @@ class Runtime:
         # After everything that calls a model, before the database closes.
         await self.usage.close()
         await self.running.close()
+        await self.llm.traffic.close()
         if self._database is not None:
             await self._database.close()
         await self.http.aclose()
@@ -231,6 +232,7 @@ class _Builder:
             max_retries=config.aimemory_llm_max_retries,
             meter=self.usage,
             background_lull_seconds=config.aimemory_background_lull_seconds,
+            prompt_warmup=config.aimemory_prompt_warmup,
         )
 
     def assemble(

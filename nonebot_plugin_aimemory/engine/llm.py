@@ -9,6 +9,7 @@ import logging
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 import httpx
@@ -21,6 +22,7 @@ from .errors import (
 from .messages import Message, parse_tool_call
 from .model_traffic import ModelTraffic, is_background_call, server_of
 from .output_cap import CUT_WHILE_THINKING, ROLE_OUTPUT_TOKENS, OutputCap
+from .prompt_warmup import Warmup, conversation_of, one_token
 from .shared_http import MAX_RESPONSE_BYTES, CappedAnswer, SharedHttp, TransportFailure
 from .usage import NO_METER, Usage, UsageMeter
 
@@ -137,14 +139,43 @@ class LLMClient:
         A background call (a background role's, or any made in background work) gives way
         to members' calls to the same server."""
         server = server_of(self.endpoint.api_base)
+        sent: list[bytes] = []
 
         async def call() -> Completion:
-            return await self._complete(messages, tools_json, context, extra)
+            return await self._complete(messages, tools_json, context, extra, sent)
 
         if is_background_call(self.role):
             return await self.traffic.background(server, call, f"{self.role} {context}")
         async with self.traffic.foreground(server):
-            return await call()
+            completion = await call()
+        if self.role == "main":
+            warm = partial(self._warm, sent[-1], context)
+            self.traffic.answered(server, Warmup(conversation_of(messages), warm))
+        return completion
+
+    async def _warm(self, body: bytes, context: str) -> None:
+        """Send a member's request again for one token (prompt_warmup.py); a failure only
+        costs the next turn its cached prompt."""
+        try:
+            response = await self.http.post_capped(
+                self.endpoint.chat_url,
+                content=one_token(body),
+                headers=self.endpoint.json_headers,
+                timeout_seconds=self.timeout_seconds,
+                max_bytes=self.max_response_bytes,
+            )
+        except TransportFailure as exc:
+            logger.info("prompt warm-up failed (%s model=%s): %s", context, self.model, exc)
+            return
+        if response.status_code >= 400:
+            logger.info(
+                "prompt warm-up refused with %d (%s model=%s)",
+                response.status_code,
+                context,
+                self.model,
+            )
+            return
+        logger.debug("prompt warm-up done (%s model=%s)", context, self.model)
 
     async def _complete(
         self,
@@ -152,11 +183,13 @@ class LLMClient:
         tools_json: bytes | None,
         context: str,
         extra: dict[str, Any] | None,
+        sent: list[bytes],
     ) -> Completion:
         model = self.endpoint.model
         while True:
             fields = {**self.cap.fields(), **(extra or {})}
             body = build_request_body(model, messages, tools_json, fields)
+            sent.append(body)
             try:
                 response = await self._post_with_retries(body, context)
                 completion = parse_completion(response, context=f"{context} model={model}")

@@ -27,6 +27,7 @@ class ModelClients:
         max_retries: int,
         meter: UsageMeter,
         background_lull_seconds: float = LULL_SECONDS,
+        prompt_warmup: bool = True,
     ) -> None:
         self.http = http
         self.endpoint = endpoint
@@ -34,7 +35,7 @@ class ModelClients:
         self.max_retries = max_retries
         self.meter = meter
         # Shared by every role's client: background roles give way to members' calls.
-        self.traffic = ModelTraffic(background_lull_seconds)
+        self.traffic = ModelTraffic(background_lull_seconds, warm_up=prompt_warmup)
         self.main = self.for_role("main")
         self._by_model: dict[str, LLMClient] = {}
 

@@ -7,8 +7,9 @@ network, one already running when a turn starts is stopped and sent again afterw
 a server (llama.cpp, Ollama, vLLM on a small card) runs one or a few requests at a time,
 so a minute-long review would make the member's answer time out behind it. There, too,
 background calls go one at a time and start only in a lull: a call started and stopped
-again is not free on such a server. A provider's API serves many at once and bills a
-stopped request's prompt all the same, so there nothing is stopped."""
+again is not free on such a server; after them, in the next lull, the member's conversation
+is put back in the server's prompt cache (prompt_warmup.py). A provider's API serves many
+at once and bills a stopped request's prompt all the same, so there nothing is stopped."""
 
 from __future__ import annotations
 
@@ -22,6 +23,8 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import TypeVar
 from urllib.parse import urlsplit
+
+from .prompt_warmup import ServerCache, Warmup
 
 logger = logging.getLogger("nonebot_plugin_aimemory")
 
@@ -97,6 +100,8 @@ class _Foreground:
     quiet_since: float = float("-inf")
     # Background calls to a server take turns (`ModelTraffic.background`).
     background_turn: asyncio.Lock = field(default_factory=asyncio.Lock)
+    # Background calls to a server not over yet (waiting, or running).
+    background_pending: int = 0
 
     def __post_init__(self) -> None:
         self.quiet.set()
@@ -163,10 +168,14 @@ class ModelTraffic:
     """Members' turns under way and the foreground calls in flight per model server, for
     background calls to give way to. One per runtime, shared by every role's client."""
 
-    def __init__(self, lull_seconds: float = LULL_SECONDS) -> None:
+    def __init__(self, lull_seconds: float = LULL_SECONDS, *, warm_up: bool = True) -> None:
         self._servers: dict[str, _Foreground] = {}
         self._turns = _Foreground()
         self.lull_seconds = lull_seconds
+        # Local servers' prompt caches, filled again after background calls (`warm_up`).
+        self.warm_up = warm_up
+        self._caches: dict[str, ServerCache] = {}
+        self._warming: dict[str, asyncio.Task[None]] = {}
 
     def _server(self, server: str) -> _Foreground:
         return self._servers.setdefault(server, _Foreground())
@@ -180,12 +189,35 @@ class ModelTraffic:
         """Mark a call someone waits for as in flight to `server` while the block runs."""
         return self._server(server).under_way()
 
+    def answered(self, server: str, warmup: Warmup) -> None:
+        """A member's request to `server` was answered (`warmup` sends it again)."""
+        if self.warm_up and is_local_server(server):
+            self._caches.setdefault(server, ServerCache()).answered(warmup)
+
     async def background(self, server: str, call: Callable[[], Awaitable[T]], what: str) -> T:
         """Run `call` when no member's turn is under way and no foreground call is in
         flight to `server`. On a local server, one background call at a time and only in a
         lull (`lull_seconds`); if a member's turn or call starts first, or while it runs
         (then it is stopped), it steps aside and tries again, at most MAX_YIELDS times;
-        then it runs to the end once all is quiet."""
+        then it runs to the end once all is quiet. After the last of them, the member's
+        conversation goes back into the server's cache (`_warm_in_a_lull`)."""
+        state = self._server(server)
+        state.background_pending += 1
+        try:
+            return await self._give_way(server, call, what)
+        finally:
+            state.background_pending -= 1
+            self._cache_taken(server)
+
+    async def close(self) -> None:
+        """Stop the warm-ups under way or waiting for a lull."""
+        warming = list(self._warming.values())
+        for task in warming:
+            task.cancel()
+        await asyncio.gather(*warming, return_exceptions=True)
+        self._warming.clear()
+
+    async def _give_way(self, server: str, call: Callable[[], Awaitable[T]], what: str) -> T:
         states = (self._turns, self._server(server))
         if not is_local_server(server):
             await _all_quiet(states)
@@ -205,6 +237,32 @@ class ModelTraffic:
         async with one_at_a_time:
             await _all_quiet(states)
             return await call()
+
+    def _cache_taken(self, server: str) -> None:
+        """A background call ran on `server`: warm the member's conversation up again once
+        the last one is over, if it is worth it (prompt_warmup.ServerCache.due)."""
+        cache = self._caches.get(server)
+        if cache is None:
+            return
+        cache.evicted()
+        pending = self._warming.get(server)
+        if cache.due() is not None and (pending is None or pending.done()):
+            self._warming[server] = asyncio.ensure_future(self._warm_in_a_lull(server, cache))
+
+    async def _warm_in_a_lull(self, server: str, cache: ServerCache) -> None:
+        """In the next lull, with no background call left to come, send the member request
+        the cache lost again; stopped as a background call is when a member comes first."""
+        states = (self._turns, self._server(server))
+        if not await _lull(states, self.lull_seconds):
+            return  # a member's turn fills the cache itself
+        async with states[1].background_turn:
+            warmup = cache.due()
+            quiet = _quiet_for(states) >= self.lull_seconds
+            if warmup is None or states[1].background_pending or not quiet:
+                return
+            task = await _run_unless_busy(states, warmup.send)
+        if not task.cancelled() and task.exception() is None:
+            cache.warmed(warmup)
 
 
 async def _run_unless_busy(

@@ -26,6 +26,9 @@ TEST_DEFAULTS: dict[str, Any] = {
     # The fake model answers at once and tests wait for background work right after a
     # turn; the lull local servers get is tested in tests/engine/test_model_traffic.py.
     "aimemory_background_lull_seconds": 0.0,
+    # Sending a member's request again after background calls (engine/prompt_warmup.py)
+    # would add requests to many tests' counts; tests/engine/test_prompt_warmup.py turns it on.
+    "aimemory_prompt_warmup": False,
 }
 
 
