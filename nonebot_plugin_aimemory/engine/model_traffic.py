@@ -176,6 +176,7 @@ class ModelTraffic:
         self.warm_up = warm_up
         self._caches: dict[str, ServerCache] = {}
         self._warming: dict[str, asyncio.Task[None]] = {}
+        self._closed = False
 
     def _server(self, server: str) -> _Foreground:
         return self._servers.setdefault(server, _Foreground())
@@ -210,7 +211,8 @@ class ModelTraffic:
             self._cache_taken(server)
 
     async def close(self) -> None:
-        """Stop the warm-ups under way or waiting for a lull."""
+        """Stop the warm-ups under way or waiting for a lull; start no more."""
+        self._closed = True
         warming = list(self._warming.values())
         for task in warming:
             task.cancel()
@@ -242,7 +244,7 @@ class ModelTraffic:
         """A background call ran on `server`: warm the member's conversation up again once
         the last one is over, if it is worth it (prompt_warmup.ServerCache.due)."""
         cache = self._caches.get(server)
-        if cache is None:
+        if cache is None or self._closed:
             return
         cache.evicted()
         pending = self._warming.get(server)

@@ -174,8 +174,11 @@ async def test_stopping_the_traffic_stops_a_warm_up_under_way() -> None:
         await asyncio.sleep(0.02)
 
     await asyncio.wait_for(traffic.close(), 1.0)
+    await traffic.background(LOCAL, a_review, "a review ending after the stop")
+    await asyncio.sleep(LULL * 3)
 
     assert sends.stopped == 1
+    assert len(sends.started) == 1
 
 
 def test_a_request_body_asks_for_one_token_and_keeps_the_rest() -> None:
