@@ -22,7 +22,7 @@ from .errors import (
 from .messages import Message, parse_tool_call
 from .model_traffic import ModelTraffic, is_background_call, server_of
 from .output_cap import CUT_WHILE_THINKING, ROLE_OUTPUT_TOKENS, OutputCap
-from .prompt_warmup import Warmup, conversation_of, one_token
+from .prompt_warmup import Warmup, one_token, opening_of
 from .shared_http import MAX_RESPONSE_BYTES, CappedAnswer, SharedHttp, TransportFailure
 from .usage import NO_METER, Usage, UsageMeter
 
@@ -150,7 +150,7 @@ class LLMClient:
             completion = await call()
         if self.role == "main":
             warm = partial(self._warm, sent[-1], context)
-            self.traffic.answered(server, Warmup(conversation_of(messages), warm))
+            self.traffic.answered(server, Warmup(opening_of(messages), warm))
         return completion
 
     async def _warm(self, body: bytes, context: str) -> None:

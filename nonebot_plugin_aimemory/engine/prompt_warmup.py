@@ -4,9 +4,12 @@ a review or an extraction between two of a member's turns makes the next turn re
 whole prompt again (1 500 tokens took 23 s with a 1.5B model on two CPU cores; cached, the
 same request took 0.3 s). So after background calls, in the next lull, the last request a
 member waited for is sent again asking for one token (`one_token`), and the next turn reads
-only what is new. Only when the last two such requests continued one conversation: a bot
-busy in several chats would fill the cache with the wrong one, and another chat's member
-would wait for it (llama.cpp reads a prompt to its end even when the caller hangs up)."""
+only what is new. Only when the last two such requests opened alike (the same system
+prompt): requests of a chat with a persona of its own share little with another chat's,
+and that chat's member would wait for a warm-up of no use to them (llama.cpp reads a prompt
+to its end even when the caller hangs up). Two chats of one persona share their opening,
+the system prompt and the tools, most of a prompt on a small budget: a warm-up of either
+serves both. Not the window: on a small budget it slides every turn."""
 
 from __future__ import annotations
 
@@ -19,23 +22,22 @@ from .messages import Message
 
 # The output cap fields a request may carry (output_cap.py), each set to one token.
 CAP_FIELDS = ("max_tokens", "max_completion_tokens")
-# The messages a conversation's requests all begin with: the system prompt and the oldest
-# message of the window (a fold changes it, once).
-CONVERSATION_MESSAGES = 2
+# The messages that tell requests opening alike: the system prompt.
+OPENING_MESSAGES = 1
 
 
 @dataclass(frozen=True)
 class Warmup:
     """A member's answered request, as the way to put its prompt back in the cache."""
 
-    conversation: bytes  # a digest of the messages it begins with
+    opening: bytes  # a digest of the messages it opens with
     send: Callable[[], Awaitable[None]]
 
 
-def conversation_of(messages: Sequence[Message]) -> bytes:
-    """Which conversation a request belongs to, by the messages it begins with."""
+def opening_of(messages: Sequence[Message]) -> bytes:
+    """A digest of the messages a request opens with."""
     digest = hashlib.blake2b(digest_size=16)
-    for message in messages[:CONVERSATION_MESSAGES]:
+    for message in messages[:OPENING_MESSAGES]:
         digest.update(message.api_json())
     return digest.digest()
 
@@ -51,17 +53,17 @@ def one_token(body: bytes) -> bytes:
 @dataclass
 class ServerCache:
     """One local server's cache as the plugin believes it: the last member request it
-    answered, whether the one before continued the same conversation, and whether a
-    background call has pushed it out since."""
+    answered, whether the one before opened alike, and whether a background call has
+    pushed it out since."""
 
     last: Warmup | None = None
-    continued: bool = False
+    opened_alike: bool = False
     holds_last: bool = True
 
     def answered(self, warmup: Warmup) -> None:
         """A member's request was answered: the cache holds its prompt now."""
         previous, self.last = self.last, warmup
-        self.continued = previous is not None and previous.conversation == warmup.conversation
+        self.opened_alike = previous is not None and previous.opening == warmup.opening
         self.holds_last = True
 
     def evicted(self) -> None:
@@ -70,7 +72,7 @@ class ServerCache:
 
     def due(self) -> Warmup | None:
         """The request to send again, if the cache lost one worth having back."""
-        if self.last is None or self.holds_last or not self.continued:
+        if self.last is None or self.holds_last or not self.opened_alike:
             return None
         return self.last
 

@@ -1,8 +1,8 @@
 """On a model server of this machine (llama.cpp's one slot), a background call pushes the
 member's conversation out of the prompt cache; in the next lull the member's last request
 is sent again for one token, so that their next turn reads only what is new
-(engine/prompt_warmup.py). Only for a conversation the last two member requests continued,
-never over a member's turn, never to a provider's API."""
+(engine/prompt_warmup.py). Only when the last two member requests opened alike (one
+system prompt), never over a member's turn, never to a provider's API."""
 
 from __future__ import annotations
 
@@ -95,12 +95,12 @@ async def test_nothing_is_sent_again_when_no_background_call_ran() -> None:
 @pytest.mark.parametrize(
     ("server", "conversations", "warm_up"),
     [
-        (LOCAL, ("群1", "群2"), True),  # two chats: the cache might hold the wrong one
-        (PROVIDER, ("群1", "群1"), True),  # a provider's API has caches of its own
-        (LOCAL, ("群1", "群1"), False),  # AIMEMORY_PROMPT_WARMUP=false
+        (LOCAL, ("小忆", "小咪"), True),  # two personas: little of one serves the other
+        (PROVIDER, ("小忆", "小忆"), True),  # a provider's API has caches of its own
+        (LOCAL, ("小忆", "小忆"), False),  # AIMEMORY_PROMPT_WARMUP=false
     ],
 )
-async def test_nothing_is_sent_again_for_another_chat_a_provider_or_when_off(
+async def test_nothing_is_sent_again_for_another_persona_a_provider_or_when_off(
     server: str, conversations: tuple[str, str], warm_up: bool
 ) -> None:
     from nonebot_plugin_aimemory.engine.model_traffic import ModelTraffic
@@ -194,6 +194,18 @@ def test_a_request_body_asks_for_one_token_and_keeps_the_rest() -> None:
     assert asked(capped) == {**capped, "max_tokens": 1, "stream": False}
     assert asked(newer) == {**newer, "max_completion_tokens": 1, "stream": False}
     assert asked(body) == {**body, "max_tokens": 1, "stream": False}
+
+
+def test_requests_open_alike_by_their_system_prompt_whatever_their_window() -> None:
+    from nonebot_plugin_aimemory.engine.messages import assistant, system, user
+    from nonebot_plugin_aimemory.engine.prompt_warmup import opening_of
+
+    persona, other = system("你是小忆"), system("你是猫娘小咪")
+    sliding = [persona, user("周六爬山吗"), assistant("好呀")]
+    slid = [persona, user("记得带水"), assistant("收到")]
+
+    assert opening_of(sliding) == opening_of(slid)
+    assert opening_of(sliding) != opening_of([other, *slid[1:]])
 
 
 # --------------------------------------------------------------------- through the plugin
