@@ -148,7 +148,7 @@ class LLMClient:
             return await self.traffic.background(server, call, f"{self.role} {context}")
         async with self.traffic.foreground(server):
             completion = await call()
-        if self.role == "main":
+        if self.role == "main" and tools_json:  # a turn's full request, not a plain re-ask
             warm = partial(self._warm, sent[-1], context)
             self.traffic.answered(server, Warmup(opening_of(messages), warm))
         return completion

@@ -276,3 +276,24 @@ async def test_a_member_is_not_kept_waiting_behind_a_slow_warm_up(plugin) -> Non
 
     assert time.monotonic() - asked < 2.0
     assert "那几点出发" in bot.sent_texts[-1]
+
+
+async def test_a_plain_request_after_the_turn_is_not_what_is_warmed_up(plugin) -> None:
+    # given a turn that ended with a plain request (a re-ask, the last request without
+    # tools): the next turn's request opens with the tools, as the turn's full one did
+    from nonebot_plugin_aimemory.engine.messages import system, user
+
+    slot = OneSlotServer(echo_responder)
+    bot = await two_turns_then_a_review(plugin, slot, aimemory_prompt_warmup=True)
+    full = main_reads(slot)[-1]
+    await plugin.runtime.llm.complete([system("你是小忆"), user("再答一次")], context="plain")
+    reviewer = plugin.runtime.llm.for_role("reviewer")
+    await reviewer.complete([system("你是记忆整理员"), user("再整理")], context="test")
+    for _ in range(100):
+        if slot.reads[-1].body.get("max_tokens") == 1:
+            break
+        await asyncio.sleep(0.05)
+
+    assert slot.reads[-1].body["messages"] == full.body["messages"]
+    await bot.receive(said("那几点出发？", to_me=True))
+    assert main_reads(slot)[-1].cached_share > 0.8
