@@ -56,6 +56,20 @@ async def a_review() -> str:
     return "审"
 
 
+async def a_warm_up_under_way(traffic, seconds: float):
+    """Two turns of one group, a review, and the warm-up after it started (`seconds` long)."""
+    sends = Sends(seconds)
+    await answered_turn(traffic, LOCAL, sends.warmup("群1", "first"))
+    await answered_turn(traffic, LOCAL, sends.warmup("群1", "second"))
+    await traffic.background(LOCAL, a_review, "review")
+    for _ in range(100):
+        if sends.started:
+            break
+        await asyncio.sleep(0.02)
+    assert sends.started, "the warm-up never started"
+    return traffic, sends
+
+
 async def started(sends: Sends, count: int = 1) -> None:
     """Wait until `count` warm-ups started (or 2 s passed); then a lull more, for any other."""
     for _ in range(100):
@@ -141,15 +155,7 @@ async def test_one_warm_up_after_the_last_of_several_background_calls() -> None:
 async def test_a_members_turn_stops_the_warm_up_and_fills_the_cache_itself() -> None:
     from nonebot_plugin_aimemory.engine.model_traffic import ModelTraffic
 
-    traffic, sends = ModelTraffic(lull_seconds=LULL), Sends(seconds=5.0)
-    await answered_turn(traffic, LOCAL, sends.warmup("群1", "first"))
-    await answered_turn(traffic, LOCAL, sends.warmup("群1", "second"))
-    await traffic.background(LOCAL, a_review, "review")
-    for _ in range(100):
-        if sends.started:
-            break
-        await asyncio.sleep(0.02)
-    assert sends.started, "the warm-up never started"
+    traffic, sends = await a_warm_up_under_way(ModelTraffic(lull_seconds=LULL), seconds=5.0)
 
     asked = time.monotonic()
     await answered_turn(traffic, LOCAL, sends.warmup("群1", "third"))
@@ -164,14 +170,7 @@ async def test_a_members_turn_stops_the_warm_up_and_fills_the_cache_itself() -> 
 async def test_stopping_the_traffic_stops_a_warm_up_under_way() -> None:
     from nonebot_plugin_aimemory.engine.model_traffic import ModelTraffic
 
-    traffic, sends = ModelTraffic(lull_seconds=LULL), Sends(seconds=30.0)
-    await answered_turn(traffic, LOCAL, sends.warmup("群1", "first"))
-    await answered_turn(traffic, LOCAL, sends.warmup("群1", "second"))
-    await traffic.background(LOCAL, a_review, "review")
-    for _ in range(100):
-        if sends.started:
-            break
-        await asyncio.sleep(0.02)
+    traffic, sends = await a_warm_up_under_way(ModelTraffic(lull_seconds=LULL), seconds=30.0)
 
     await asyncio.wait_for(traffic.close(), 1.0)
     await traffic.background(LOCAL, a_review, "a review ending after the stop")
