@@ -73,7 +73,3 @@ class OneSlotServer:
         written = len(json.dumps(reply.content or "", ensure_ascii=False)) // CHARS_PER_TOKEN
         usage = reported_usage(read.prompt_tokens, written, cached=read.cached_tokens)
         return replace(reply, usage=usage)
-
-    def of_messages(self, messages: list[dict[str, Any]]) -> list[SlotRead]:
-        """The requests read whose messages were exactly `messages`."""
-        return [read for read in self.reads if read.body.get("messages") == messages]
