@@ -22,7 +22,7 @@ from .errors import (
 from .messages import Message, parse_tool_call
 from .model_traffic import ModelTraffic, is_background_call, server_of
 from .output_cap import CUT_WHILE_THINKING, ROLE_OUTPUT_TOKENS, OutputCap
-from .prompt_warmup import Warmup, one_token, opening_of
+from .prompt_warmup import Warmup, opening_of
 from .shared_http import MAX_RESPONSE_BYTES, CappedAnswer, SharedHttp, TransportFailure
 from .usage import NO_METER, Usage, UsageMeter
 
@@ -139,27 +139,36 @@ class LLMClient:
         A background call (a background role's, or any made in background work) gives way
         to members' calls to the same server."""
         server = server_of(self.endpoint.api_base)
-        sent: list[bytes] = []
 
         async def call() -> Completion:
-            return await self._complete(messages, tools_json, context, extra, sent)
+            return await self._complete(messages, tools_json, context, extra)
 
         if is_background_call(self.role):
             return await self.traffic.background(server, call, f"{self.role} {context}")
         async with self.traffic.foreground(server):
             completion = await call()
-        if self.role == "main" and tools_json:  # a turn's full request, not a plain re-ask
-            warm = partial(self._warm, sent[-1], context)
+        # A turn's full request (tools offered), not a plain re-ask after it.
+        if self.role == "main" and tools_json and self.traffic.warms_up(server):
+            warm = partial(self._warm, tuple(messages), tools_json, extra, context)
             self.traffic.answered(server, Warmup(opening_of(messages), warm))
         return completion
 
-    async def _warm(self, body: bytes, context: str) -> None:
-        """Send a member's request again for one token (prompt_warmup.py); a failure only
-        costs the next turn its cached prompt."""
+    async def _warm(
+        self,
+        messages: Sequence[Message],
+        tools_json: bytes,
+        extra: dict[str, Any] | None,
+        context: str,
+    ) -> None:
+        """Send a member's request again asking for one token (prompt_warmup.py): the same
+        prompt, which the server reads whole; a failure only costs the next turn its cached
+        prompt."""
+        one_token = {self.cap.field: 1} if self.cap.field else {}
+        body = build_request_body(self.model, messages, tools_json, {**(extra or {}), **one_token})
         try:
             response = await self.http.post_capped(
                 self.endpoint.chat_url,
-                content=one_token(body),
+                content=body,
                 headers=self.endpoint.json_headers,
                 timeout_seconds=self.timeout_seconds,
                 max_bytes=self.max_response_bytes,
@@ -183,13 +192,11 @@ class LLMClient:
         tools_json: bytes | None,
         context: str,
         extra: dict[str, Any] | None,
-        sent: list[bytes],
     ) -> Completion:
         model = self.endpoint.model
         while True:
             fields = {**self.cap.fields(), **(extra or {})}
             body = build_request_body(model, messages, tools_json, fields)
-            sent.append(body)
             try:
                 response = await self._post_with_retries(body, context)
                 completion = parse_completion(response, context=f"{context} model={model}")

@@ -14,6 +14,7 @@ at once and bills a stopped request's prompt all the same, so there nothing is s
 from __future__ import annotations
 
 import asyncio
+import functools
 import ipaddress
 import logging
 import time
@@ -68,6 +69,7 @@ def is_background_call(role: str) -> bool:
     return role in BACKGROUND_ROLES or in_background_work()
 
 
+@functools.lru_cache(maxsize=64)
 def is_local_server(server: str) -> bool:
     """Whether `server` (as `server_of` gives it) is on this machine or a private network:
     the servers whose few slots a background call would hold."""
@@ -190,9 +192,14 @@ class ModelTraffic:
         """Mark a call someone waits for as in flight to `server` while the block runs."""
         return self._server(server).under_way()
 
+    def warms_up(self, server: str) -> bool:
+        """Whether members' requests to `server` are sent again after background calls (a
+        caller asks first, to build no `Warmup` for a provider)."""
+        return self.warm_up and is_local_server(server)
+
     def answered(self, server: str, warmup: Warmup) -> None:
         """A member's request to `server` was answered (`warmup` sends it again)."""
-        if self.warm_up and is_local_server(server):
+        if self.warms_up(server):
             self._caches.setdefault(server, ServerCache()).answered(warmup)
 
     async def background(self, server: str, call: Callable[[], Awaitable[T]], what: str) -> T:
@@ -224,21 +231,33 @@ class ModelTraffic:
         if not is_local_server(server):
             await _all_quiet(states)
             return await call()
-        one_at_a_time = self._server(server).background_turn
         for _ in range(MAX_YIELDS):
-            # Waited for outside the lock: calls due together then run one per lull.
-            if await _lull(states, self.lull_seconds):
-                async with one_at_a_time:
-                    if _quiet_for(states) >= self.lull_seconds:
-                        task = await _run_unless_busy(states, call)
-                        if not task.cancelled():
-                            return task.result()
+            task = await self._in_a_lull(states, call)
+            if task is not None and not task.cancelled():
+                return task.result()
             logger.info("%s: stepped aside for a member's turn on %s", what, server)
         # The last try runs to the end, but never starts over a member's turn: on a server
         # of one slot the member would wait behind all of it.
-        async with one_at_a_time:
+        async with states[1].background_turn:
             await _all_quiet(states)
             return await call()
+
+    async def _in_a_lull(
+        self,
+        states: tuple[_Foreground, _Foreground],
+        call: Callable[[], Awaitable[T]],
+        wanted: Callable[[], bool] = lambda: True,
+    ) -> asyncio.Future[T] | None:
+        """Run `call` on the server alone, in a lull, stopped if a member comes first; the
+        finished task, or None when the lull broke (or the call was no longer `wanted`)
+        before it started."""
+        # Waited for outside the lock: calls due together then run one per lull.
+        if not await _lull(states, self.lull_seconds):
+            return None
+        async with states[1].background_turn:
+            if _quiet_for(states) < self.lull_seconds or not wanted():
+                return None
+            return await _run_unless_busy(states, call)
 
     def _cache_taken(self, server: str) -> None:
         """A background call ran on `server`: warm the member's conversation up again once
@@ -253,17 +272,18 @@ class ModelTraffic:
 
     async def _warm_in_a_lull(self, server: str, cache: ServerCache) -> None:
         """In the next lull, with no background call left to come, send the member request
-        the cache lost again; stopped as a background call is when a member comes first."""
+        the cache lost again; stopped as a background call is when a member comes first (a
+        member's turn fills the cache itself)."""
         states = (self._turns, self._server(server))
-        if not await _lull(states, self.lull_seconds):
-            return  # a member's turn fills the cache itself
-        async with states[1].background_turn:
-            warmup = cache.due()
-            quiet = _quiet_for(states) >= self.lull_seconds
-            if warmup is None or states[1].background_pending or not quiet:
-                return
-            task = await _run_unless_busy(states, warmup.send)
-        if not task.cancelled() and task.exception() is None:
+        warmup = cache.due()
+        if warmup is None:
+            return
+
+        def still_wanted() -> bool:
+            return cache.due() is warmup and not states[1].background_pending
+
+        task = await self._in_a_lull(states, warmup.send, still_wanted)
+        if task is not None and not task.cancelled() and task.exception() is None:
             cache.warmed(warmup)
 
 

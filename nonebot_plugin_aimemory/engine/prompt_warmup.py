@@ -3,7 +3,7 @@ this machine (llama.cpp, Ollama) with one slot keeps the prompt of its last requ
 a review or an extraction between two of a member's turns makes the next turn read its
 whole prompt again (1 500 tokens took 23 s with a 1.5B model on two CPU cores; cached, the
 same request took 0.3 s). So after background calls, in the next lull, the last request a
-member waited for is sent again asking for one token (`one_token`), and the next turn reads
+member waited for is sent again asking for one token (`LLMClient._warm`), and the next turn reads
 only what is new. Only when the last two such requests opened alike (the same system
 prompt): requests of a chat with a persona of its own share little with another chat's,
 and that chat's member would wait for a warm-up of no use to them (llama.cpp reads a prompt
@@ -14,40 +14,24 @@ serves both. Not the window: on a small budget it slides every turn."""
 from __future__ import annotations
 
 import hashlib
-import json
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 
 from .messages import Message
-
-# The output cap fields a request may carry (output_cap.py), each set to one token.
-CAP_FIELDS = ("max_tokens", "max_completion_tokens")
-# The messages that tell requests opening alike: the system prompt.
-OPENING_MESSAGES = 1
 
 
 @dataclass(frozen=True)
 class Warmup:
     """A member's answered request, as the way to put its prompt back in the cache."""
 
-    opening: bytes  # a digest of the messages it opens with
+    opening: bytes  # a digest of the system prompt it opens with
     send: Callable[[], Awaitable[None]]
 
 
 def opening_of(messages: Sequence[Message]) -> bytes:
-    """A digest of the messages a request opens with."""
-    digest = hashlib.blake2b(digest_size=16)
-    for message in messages[:OPENING_MESSAGES]:
-        digest.update(message.api_json())
-    return digest.digest()
-
-
-def one_token(body: bytes) -> bytes:
-    """A request body asking for one token: the same prompt, the server reads it all."""
-    request = json.loads(body)
-    fields = [field for field in CAP_FIELDS if field in request] or [CAP_FIELDS[0]]
-    request.update(dict.fromkeys(fields, 1), stream=False)
-    return json.dumps(request, ensure_ascii=False, separators=(",", ":")).encode()
+    """A digest of the message a request opens with, its system prompt."""
+    opening = messages[0].api_json() if messages else b""
+    return hashlib.blake2b(opening, digest_size=16).digest()
 
 
 @dataclass
