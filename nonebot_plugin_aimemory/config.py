@@ -129,8 +129,10 @@ class Config(BaseModel):
     aimemory_review_api_base: str = ""
     aimemory_review_api_key: SecretStr = SecretStr("")
     aimemory_review_model: str = ""
-    # A cheap model's check of each memory other people are shown (memory/shared_guard.py).
+    # A cheap model's check of each memory other people are shown (memory/shared_guard.py);
     aimemory_guard_check: bool = True
+    # on the chat's own local server, notes saved in a turn are checked after it.
+    aimemory_guard_check_after_turn: bool = True
     aimemory_guard_api_base: str = ""
     aimemory_guard_api_key: SecretStr = SecretStr("")
     aimemory_guard_model: str = ""
@@ -141,9 +143,8 @@ class Config(BaseModel):
     # Images in incoming messages likewise (set it when the OneBot implementation serves
     # them from this machine or the LAN).
     aimemory_image_allow_private: bool = False
-    # Where the bot talks: empty allowlist = every group; the denylist always wins. The
-    # `| str` only keeps NoneBot's env reader from insisting on JSON (`123,456` and an empty
-    # value are fine); the validator below always makes a list. Read `allowed_groups`.
+    # Where the bot talks: empty allowlist = every group; the denylist always wins. `| str`
+    # keeps NoneBot's env reader from insisting on JSON; read `allowed_groups`.
     aimemory_group_allowlist: list[int] | str = Field(default_factory=list)
     aimemory_group_denylist: list[int] | str = Field(default_factory=list)
     # False: private chats are answered for SUPERUSERS only.
@@ -167,9 +168,8 @@ class Config(BaseModel):
     # when a token of at least PANEL_TOKEN_MIN_CHARS characters is set (empty = off).
     aimemory_panel_path: str = "/aimemory"
     aimemory_panel_token: SecretStr = SecretStr("")
-    # Reverse proxies (addresses or networks) whose X-Forwarded-For names the client the
-    # login limit counts; empty: no forwarding header is believed. `| str` as for the group
-    # lists; the validator makes canonical networks. Read `panel_trusted_proxies`.
+    # Reverse proxies whose X-Forwarded-For names the client the login limit counts; empty:
+    # none believed. `| str` as for the group lists; read `panel_trusted_proxies`.
     aimemory_panel_trusted_proxies: list[str] | str = Field(default_factory=list)
 
     @field_validator(

@@ -26,6 +26,7 @@ from .engine import (
     EmbeddingRoles,
     ModelClients,
     NoEmbeddings,
+    shares_local_server,
 )
 from .guard import ModelCheck
 from .memory import (
@@ -140,9 +141,17 @@ def memory_service(config: Config, clients: ModelClients, database: Backend) -> 
         embedder=embedder,
         zone=config.zone,
         guard=SharedScopeGuard(
-            ModelCheck(clients.for_role("guard")) if config.aimemory_guard_check else None
+            ModelCheck(clients.for_role("guard")) if config.aimemory_guard_check else None,
+            after_turn=checks_after_turn(config),
         ),
     )
+
+
+def checks_after_turn(config: Config) -> bool:
+    """Whether the model check of a note saved in a member's turn waits for the turn's end:
+    when asked to, and when the check's server is the chat's own local one."""
+    guard, main = config.endpoint("guard").api_base, config.endpoint("main").api_base
+    return config.aimemory_guard_check_after_turn and shares_local_server(guard, main)
 
 
 def review_scheduler(

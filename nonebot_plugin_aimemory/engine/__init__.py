@@ -27,7 +27,7 @@ from .hooks import PreCompactHooks
 from .llm import Completion, Endpoint, LLMClient
 from .messages import ImagePart, Message, Part, TextPart
 from .model_clients import ModelClients
-from .model_traffic import background_work, in_background_work
+from .model_traffic import background_work, in_background_work, shares_local_server
 from .models import context_window_for, default_budget_for
 from .shared_http import SharedHttp
 from .timeouts import within
@@ -129,6 +129,7 @@ __all__ = [
     "note_memories",
     "note_save",
     "render_transcript",
+    "shares_local_server",
     "speaking",
     "summed",
     "tracing",

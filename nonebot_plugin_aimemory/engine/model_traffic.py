@@ -90,6 +90,13 @@ def server_of(api_base: str) -> str:
     return f"{parts.scheme}://{parts.netloc}".lower()
 
 
+def shares_local_server(api_base: str, other_api_base: str) -> bool:
+    """Whether two API bases name one server of this machine or its network: its few slots
+    and cached prompts are theirs together, so a call to one pushes the other's prompt out."""
+    server = server_of(api_base)
+    return server == server_of(other_api_base) and is_local_server(server)
+
+
 @dataclass
 class _Foreground:
     """What someone waits for, in progress (a server's calls, or members' turns), and

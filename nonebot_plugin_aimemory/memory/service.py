@@ -11,6 +11,7 @@ in-memory index in `index.py`, its keyword ranking in `keywords.py`, embeddings 
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
 from datetime import datetime, timezone, tzinfo
 
@@ -188,8 +189,9 @@ class MemoryService:
     ) -> SaveOutcome:
         """Save one memory through every rule; never raises for bad content. `private`: a
         personal memory told in its owner's private chat (see personal.py); `provenance`:
-        where it came from (unknown unless given)."""
-        return await writes.save(
+        where it came from (unknown unless given). A member's turn saves with source
+        "tool": where the guard checks such a note after the turn, it starts that check."""
+        outcome = await writes.save(
             self._writing(),
             scope,
             content,
@@ -201,6 +203,19 @@ class MemoryService:
             private=private,
             provenance=provenance,
         )
+        if outcome.later is not None and outcome.memory is not None:
+            retract = functools.partial(self._retract, scope, outcome.memory)
+            self.guard.check_later(outcome.later, retract)
+        return outcome
+
+    async def _retract(self, scope: str, saved: MemoryRecord) -> None:
+        """Delete `saved` (no tombstone: nobody asked to forget it) after the model check
+        said it steers, unless it was changed or deleted since (a change was checked)."""
+        current = await self.get(scope, saved.id)
+        if current is None or current.content != saved.content:
+            return
+        view = MemoryView(scope, include_private=True)
+        await deletions.delete(self._writing(), view, [saved.id], by_person=False)
 
     async def update(
         self,
@@ -288,6 +303,8 @@ class MemoryService:
         return await self._vectors.backfill(batch_size)
 
     async def close(self) -> None:
-        """Stop a backfill started after the embedding server recovered: it may have many
-        batches to go, and whatever it has not filled is filled after the next start."""
+        """Stop the guard's checks still waiting for a lull, and a backfill started after
+        the embedding server recovered: it may have many batches to go, and whatever it has
+        not filled is filled after the next start."""
+        await self.guard.close()
         await self._vectors.close()

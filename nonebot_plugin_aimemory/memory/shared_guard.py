@@ -14,7 +14,15 @@ A shared memory the model check never read (saved by a release before it, with t
 off or failing, or written into the database by hand) is read before it is first shown to
 a model (`unshown`): one that steers is left out and logged, never shown. Verdicts are kept
 for the process, by the note's text (an edited note is read again), so a note costs one
-check however often it is shown."""
+check however often it is shown.
+
+On a local model server that is also the chat's (llama.cpp, Ollama: one slot, one cached
+prompt), a check between two requests of a member's turn pushes the turn's prompt out of
+the cache, and the turn's next request reads it all again (about 20 s for 1 400 tokens with
+Qwen2.5-Coder-1.5B on two cores, once per save). There a note the turn saves (`save_later`)
+is stored once the rules pass and read by the model check as background work after the
+turn, in the next lull (engine/model_traffic.py); one it says steers is deleted then. Until
+its verdict is in, `unshown` reads it before it is shown, as any unread note."""
 
 from __future__ import annotations
 
@@ -22,10 +30,11 @@ import asyncio
 import logging
 import re
 from collections import OrderedDict
-from collections.abc import Iterable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
+from ..engine import Background, background_work, in_background_work
 from ..guard import NoModelCheck, SteeringCheck, injection_reason, unread_letters
 from ..scopes import Scope
 from ..store import MemoryRecord
@@ -57,12 +66,15 @@ def is_shared(scope: str, *, private: bool) -> bool:
 
 class SharedScopeGuard:
     """Refuses a note for a shared scope that steers the bot, by the rules and the model
-    check; other scopes are left to the rules alone."""
+    check; other scopes are left to the rules alone. With `after_turn` (the check's server
+    is the chat's own local one), a note saved in a member's turn is checked after it."""
 
-    def __init__(self, check: SteeringCheck | None = None) -> None:
+    def __init__(self, check: SteeringCheck | None = None, *, after_turn: bool = False) -> None:
         self.check: SteeringCheck = check or NoModelCheck()
+        self.after_turn = after_turn
         # The model check's verdicts by note as shown: True steers, False does not.
         self._verdicts: OrderedDict[str, bool] = OrderedDict()
+        self._later = Background("guard checks after a turn")
 
     async def refusal(
         self,
@@ -77,20 +89,95 @@ class SharedScopeGuard:
         """Why `note` (with `tags`) may not be saved to `scope` (None if it may); `earlier`
         is the scope's last note when it was saved just before (`last_note`), `author_id`
         who has the new one saved."""
+        question = self._question(scope, note, tags, private, earlier, author_id)
+        return question if not isinstance(question, LaterCheck) else await self._asked(question)
+
+    async def refusal_or_later(
+        self,
+        scope: str,
+        note: str,
+        tags: Sequence[object] = (),
+        *,
+        private: bool,
+        earlier: EarlierNote | None = None,
+        author_id: str | None = None,
+    ) -> str | LaterCheck | None:
+        """`refusal` of a note a member's turn saves; where its model check waits for the
+        turn's end (`after_turn`), that check instead, to hand to `check_later` once the
+        note is stored."""
+        question = self._question(scope, note, tags, private, earlier, author_id)
+        if not isinstance(question, LaterCheck) or self._checks_after_turn(question.shown):
+            return question
+        return await self._asked(question)
+
+    def _question(
+        self,
+        scope: str,
+        note: str,
+        tags: Sequence[object],
+        private: bool,
+        earlier: EarlierNote | None,
+        author_id: str | None,
+    ) -> str | LaterCheck | None:
+        """What the model check is to read of `note`; None when the scope is not shared,
+        the refusal when the rules refuse it read after `earlier`."""
         if not is_shared(scope, private=private):
             return None
         shown = note_as_shown(note, tags)
         if earlier is not None and (reason := injection_reason(f"{earlier.text}\n{shown}")):
             return reason
-        checked = note_as_checked(note, tags)
-        verdict = await self.check.steers(checked, _read_before(earlier, author_id, note))
-        self._keep(checked, verdict)
+        before = _read_before(earlier, author_id, note)
+        return LaterCheck(scope, shown, note_as_checked(note, tags), before)
+
+    async def _asked(self, question: LaterCheck) -> str | None:
+        """The model check's refusal of `question`'s note now (None if it may be saved)."""
+        verdict = await self.check.steers(question.checked, question.before)
+        self._keep(question.checked, verdict)
         if verdict:
-            logger.info("guard check refused a note for %s: %.60r", scope, shown)
+            logger.info("guard check refused a note for %s: %.60r", question.scope, question.shown)
             return MODEL_SAYS_STEERING
-        if verdict is None and unread_letters(shown) > UNREAD_LETTERS_AT_MOST:
+        if verdict is None and unread_letters(question.shown) > UNREAD_LETTERS_AT_MOST:
             return NOT_CHECKED_NOW
         return None
+
+    def _checks_after_turn(self, shown: str) -> bool:
+        """Whether the model check of `shown`, saved in a member's turn, waits for its end:
+        not in background work (nobody waits there), not without a model check, and not
+        for a note in a script the rules cannot read (it may not be saved unchecked)."""
+        return (
+            self.after_turn
+            and not in_background_work()
+            and not isinstance(self.check, NoModelCheck)
+            and unread_letters(shown) <= UNREAD_LETTERS_AT_MOST
+        )
+
+    def check_later(self, question: LaterCheck, retract: Callable[[], Awaitable[object]]) -> None:
+        """Run the model check `refusal` handed back, as background work once the turn is
+        over; `retract` deletes the saved note when it steers."""
+        self._later.spawn(self._check_after_turn(question, retract))
+
+    async def _check_after_turn(
+        self, question: LaterCheck, retract: Callable[[], Awaitable[object]]
+    ) -> None:
+        with background_work():
+            verdict = await self.check.steers(question.checked, question.before)
+        self._keep(question.checked, verdict)
+        if verdict:
+            logger.info(
+                "guard check refused a note for %s after the turn, deleted: %.60r",
+                question.scope,
+                question.shown,
+            )
+            await retract()
+
+    async def checked_after_turns(self) -> None:
+        """Wait until every check `check_later` started is over."""
+        await self._later.wait()
+
+    async def close(self) -> None:
+        """Stop the checks still waiting: a note saved meanwhile has no verdict, and
+        `unshown` reads it before it is first shown, after the next start too."""
+        await self._later.close(cancel=True)
 
     async def unshown(self, shown: Iterable[tuple[str, MemoryRecord]]) -> set[str]:
         """The ids of the (scope, record) pairs about to be shown to a model that the model
@@ -126,6 +213,17 @@ class SharedScopeGuard:
         self._verdicts.move_to_end(note)
         while len(self._verdicts) > KEPT_VERDICTS:
             self._verdicts.popitem(last=False)
+
+
+@dataclass(frozen=True, slots=True)
+class LaterCheck:
+    """The model check of a note saved in a member's turn, asked once the turn is over:
+    the scope, the note as shown, as the check reads it, and what it reads first."""
+
+    scope: str
+    shown: str
+    checked: str
+    before: str | None
 
 
 @dataclass(frozen=True, slots=True)

@@ -28,7 +28,7 @@ from .rules import (
     prepare_tags,
     tags_problem,
 )
-from .shared_guard import SharedScopeGuard, last_note
+from .shared_guard import LaterCheck, SharedScopeGuard, last_note
 from .vectors import MemoryVectors
 
 Source = Literal["tool", "command", "extract", "review"]
@@ -60,6 +60,8 @@ class SaveOutcome:
     similar: list[MemoryRecord] = field(default_factory=list)
     truncated: bool = False
     reason: str = ""
+    # A note a member's turn saved whose model check runs after the turn (shared_guard.py).
+    later: LaterCheck | None = None
 
 
 @dataclass(slots=True)
@@ -93,9 +95,9 @@ async def save(
         return prepared
     text, truncated = prepared
     problem = await _steering_problem(
-        ctx, scope, text, tags or (), private=private, author_id=provenance.author_id
+        ctx, scope, text, tags or (), private=private, author_id=provenance.author_id, source=source
     )
-    if problem is not None:
+    if isinstance(problem, str):
         return SaveOutcome("refused", reason=problem)
     normalized = normalize(text)
     gist = Gist.of(normalized, clean_user_id(user_id))
@@ -133,7 +135,7 @@ async def save(
         await _retire_parts(ctx, scope, loaded, text, source)
     ctx.vectors.note_stored(embedding)
     shown = [e.record for e in similar[:3]]
-    return SaveOutcome("saved", memory=record, similar=shown, truncated=truncated)
+    return SaveOutcome("saved", memory=record, similar=shown, truncated=truncated, later=problem)
 
 
 async def _retire_parts(
@@ -171,17 +173,18 @@ async def _steering_problem(
     *,
     private: bool,
     author_id: str | None,
-) -> str | None:
+    source: Source,
+) -> str | LaterCheck | None:
     """Why a new memory that `author_id` has saved steers the bot: by the rules (its tags,
     its line), then, for a scope other people are shown, read after the scope's last note
-    and by the model check."""
+    and by the model check; or that check, to run after the member's turn that saves it
+    (source "tool") where the guard says so."""
     problem = tags_problem(tags) or injection_reason_for_memory(text, tags)
     if problem is not None:
         return problem
     earlier = last_note(await ctx.index.get(scope), ctx.clock())
-    return await ctx.guard.refusal(
-        scope, text, tags, private=private, earlier=earlier, author_id=author_id
-    )
+    screen = ctx.guard.refusal_or_later if source == "tool" else ctx.guard.refusal
+    return await screen(scope, text, tags, private=private, earlier=earlier, author_id=author_id)
 
 
 def prepare_content(content: str, *, mask: bool) -> tuple[str, bool] | SaveOutcome:

@@ -29,6 +29,9 @@ TEST_DEFAULTS: dict[str, Any] = {
     # Sending a member's request again after background calls (engine/prompt_warmup.py)
     # would add requests to many tests' counts; tests/engine/test_prompt_warmup.py turns it on.
     "aimemory_prompt_warmup": False,
+    # The fake model is on 127.0.0.1: the guard's check of a note a turn saves would wait
+    # for the turn's end; tests/guard/test_check_after_turn.py turns that on.
+    "aimemory_guard_check_after_turn": False,
 }
 
 
