@@ -19,10 +19,11 @@ check however often it is shown.
 On a local model server that is also the chat's (llama.cpp, Ollama: one slot, one cached
 prompt), a check between two requests of a member's turn pushes the turn's prompt out of
 the cache, and the turn's next request reads it all again (about 20 s for 1 400 tokens with
-Qwen2.5-Coder-1.5B on two cores, once per save). There a note the turn saves (`save_later`)
-is stored once the rules pass and read by the model check as background work after the
-turn, in the next lull (engine/model_traffic.py); one it says steers is deleted then. Until
-its verdict is in, `unshown` reads it before it is shown, as any unread note."""
+Qwen2.5-Coder-1.5B on two cores, once per save). There a note the turn saves is stored once
+the rules pass (`refusal_or_later`) and read by the model check as background work after
+the turn, in the next lull (`check_later`, engine/model_traffic.py); one it says steers is
+deleted then. Until its verdict is in, `unshown` reads it before it is shown, as any note
+the check never read."""
 
 from __future__ import annotations
 
@@ -90,7 +91,7 @@ class SharedScopeGuard:
         is the scope's last note when it was saved just before (`last_note`), `author_id`
         who has the new one saved."""
         question = self._question(scope, note, tags, private, earlier, author_id)
-        return question if not isinstance(question, LaterCheck) else await self._asked(question)
+        return question if not isinstance(question, CheckQuestion) else await self._asked(question)
 
     async def refusal_or_later(
         self,
@@ -101,12 +102,12 @@ class SharedScopeGuard:
         private: bool,
         earlier: EarlierNote | None = None,
         author_id: str | None = None,
-    ) -> str | LaterCheck | None:
+    ) -> str | CheckQuestion | None:
         """`refusal` of a note a member's turn saves; where its model check waits for the
         turn's end (`after_turn`), that check instead, to hand to `check_later` once the
         note is stored."""
         question = self._question(scope, note, tags, private, earlier, author_id)
-        if not isinstance(question, LaterCheck) or self._checks_after_turn(question.shown):
+        if not isinstance(question, CheckQuestion) or self._checks_after_turn(question.shown):
             return question
         return await self._asked(question)
 
@@ -118,7 +119,7 @@ class SharedScopeGuard:
         private: bool,
         earlier: EarlierNote | None,
         author_id: str | None,
-    ) -> str | LaterCheck | None:
+    ) -> str | CheckQuestion | None:
         """What the model check is to read of `note`; None when the scope is not shared,
         the refusal when the rules refuse it read after `earlier`."""
         if not is_shared(scope, private=private):
@@ -127,9 +128,9 @@ class SharedScopeGuard:
         if earlier is not None and (reason := injection_reason(f"{earlier.text}\n{shown}")):
             return reason
         before = _read_before(earlier, author_id, note)
-        return LaterCheck(scope, shown, note_as_checked(note, tags), before)
+        return CheckQuestion(scope, shown, note_as_checked(note, tags), before)
 
-    async def _asked(self, question: LaterCheck) -> str | None:
+    async def _asked(self, question: CheckQuestion) -> str | None:
         """The model check's refusal of `question`'s note now (None if it may be saved)."""
         verdict = await self.check.steers(question.checked, question.before)
         self._keep(question.checked, verdict)
@@ -151,13 +152,15 @@ class SharedScopeGuard:
             and unread_letters(shown) <= UNREAD_LETTERS_AT_MOST
         )
 
-    def check_later(self, question: LaterCheck, retract: Callable[[], Awaitable[object]]) -> None:
-        """Run the model check `refusal` handed back, as background work once the turn is
-        over; `retract` deletes the saved note when it steers."""
+    def check_later(
+        self, question: CheckQuestion, retract: Callable[[], Awaitable[object]]
+    ) -> None:
+        """Run the model check `refusal_or_later` handed back, as background work once the
+        turn is over; `retract` deletes the saved note when it steers."""
         self._later.spawn(self._check_after_turn(question, retract))
 
     async def _check_after_turn(
-        self, question: LaterCheck, retract: Callable[[], Awaitable[object]]
+        self, question: CheckQuestion, retract: Callable[[], Awaitable[object]]
     ) -> None:
         with background_work():
             verdict = await self.check.steers(question.checked, question.before)
@@ -216,9 +219,9 @@ class SharedScopeGuard:
 
 
 @dataclass(frozen=True, slots=True)
-class LaterCheck:
-    """The model check of a note saved in a member's turn, asked once the turn is over:
-    the scope, the note as shown, as the check reads it, and what it reads first."""
+class CheckQuestion:
+    """What the model check is asked of a note: its scope, the note as shown, as the check
+    reads it, and what the check reads first."""
 
     scope: str
     shown: str

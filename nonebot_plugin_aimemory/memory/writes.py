@@ -28,7 +28,7 @@ from .rules import (
     prepare_tags,
     tags_problem,
 )
-from .shared_guard import LaterCheck, SharedScopeGuard, last_note
+from .shared_guard import CheckQuestion, SharedScopeGuard, last_note
 from .vectors import MemoryVectors
 
 Source = Literal["tool", "command", "extract", "review"]
@@ -61,7 +61,7 @@ class SaveOutcome:
     truncated: bool = False
     reason: str = ""
     # A note a member's turn saved whose model check runs after the turn (shared_guard.py).
-    later: LaterCheck | None = None
+    later: CheckQuestion | None = None
 
 
 @dataclass(slots=True)
@@ -174,7 +174,7 @@ async def _steering_problem(
     private: bool,
     author_id: str | None,
     source: Source,
-) -> str | LaterCheck | None:
+) -> str | CheckQuestion | None:
     """Why a new memory that `author_id` has saved steers the bot: by the rules (its tags,
     its line), then, for a scope other people are shown, read after the scope's last note
     and by the model check; or that check, to run after the member's turn that saves it
