@@ -84,11 +84,12 @@ class LongTermMemory:
     async def close(self) -> None:
         """Give running extractions and the startup backfill a short grace period (what is
         left is cancelled; a backfill resumes after the next start), stop the purge loop,
-        then stop a backfill started after an embedding outage."""
+        give the guard's checks after a turn the same, then stop a backfill started after
+        an embedding outage."""
         await self.extractor.drain()
         await self._background.settle(SHUTDOWN_GRACE_SECONDS)
         await self._background.close(cancel=True)
-        await self.service.close()
+        await self.service.close(SHUTDOWN_GRACE_SECONDS)
 
 
 @dataclass

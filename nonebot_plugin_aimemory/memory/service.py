@@ -302,9 +302,9 @@ class MemoryService:
         embedding call starts the backfill again."""
         return await self._vectors.backfill(batch_size)
 
-    async def close(self) -> None:
-        """Stop the guard's checks still waiting for a lull, and a backfill started after
-        the embedding server recovered: it may have many batches to go, and whatever it has
-        not filled is filled after the next start."""
-        await self.guard.close()
+    async def close(self, grace_seconds: float = 0.0) -> None:
+        """Stop the guard's checks still to come after `grace_seconds`, and a backfill
+        started after the embedding server recovered: it may have many batches to go, and
+        whatever it has not filled is filled after the next start."""
+        await self.guard.close(grace_seconds)
         await self._vectors.close()

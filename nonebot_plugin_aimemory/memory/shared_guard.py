@@ -177,9 +177,11 @@ class SharedScopeGuard:
         """Wait until every check `check_later` started is over."""
         await self._later.wait()
 
-    async def close(self) -> None:
-        """Stop the checks still waiting: a note saved meanwhile has no verdict, and
-        `unshown` reads it before it is first shown, after the next start too."""
+    async def close(self, grace_seconds: float = 0.0) -> None:
+        """Give the checks still to come `grace_seconds`, then stop them: a note whose check
+        was stopped has no verdict, and `unshown` reads it before it is first shown, after
+        the next start too."""
+        await self._later.settle(grace_seconds)
         await self._later.close(cancel=True)
 
     async def unshown(self, shown: Iterable[tuple[str, MemoryRecord]]) -> set[str]:

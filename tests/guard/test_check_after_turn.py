@@ -7,6 +7,7 @@ the turn as before; a check stopped with the bot leaves the note unshown until r
 
 from __future__ import annotations
 
+import asyncio
 import threading
 from typing import Any
 
@@ -181,6 +182,21 @@ async def test_a_check_stopped_with_the_bot_leaves_the_note_unshown_until_read(p
     assert [record.content for record in await stored(plugin, SCOPE)] == [PLANTED]
     assert PLANTED not in last_turn_content(plugin)
     assert any(PLANTED in note for note in checker_requests(plugin))
+
+
+async def test_the_bot_stopping_lets_a_check_under_way_finish_for_a_moment(plugin) -> None:
+    gate = threading.Event()
+    turn = SavingTurn(PLANTED, verdict="yes", gate=gate)
+    await turn_saves(plugin, turn)
+    assert await wait_for(lambda: asked(turn))
+
+    stopping = asyncio.ensure_future(plugin.stop())
+    await asyncio.sleep(0.3)
+    gate.set()  # the answer comes while the bot stops
+    await stopping
+    await started(plugin, turn)
+
+    assert await stored(plugin, SCOPE) == []
 
 
 def main_reads(slot: OneSlotServer) -> list:
