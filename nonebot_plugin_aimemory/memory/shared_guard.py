@@ -30,7 +30,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import re
-from collections import OrderedDict
+from collections import Counter, OrderedDict
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -76,6 +76,8 @@ class SharedScopeGuard:
         # The model check's verdicts by note as shown: True steers, False does not.
         self._verdicts: OrderedDict[str, bool] = OrderedDict()
         self._later = Background("guard checks after a turn")
+        # Notes (as checked) whose check after a turn is still to come: not shown till then.
+        self._pending: Counter[str] = Counter()
 
     async def refusal(
         self,
@@ -107,9 +109,14 @@ class SharedScopeGuard:
         turn's end (`after_turn`), that check instead, to hand to `check_later` once the
         note is stored."""
         question = self._question(scope, note, tags, private, earlier, author_id)
-        if not isinstance(question, CheckQuestion) or self._checks_after_turn(question.shown):
+        if not isinstance(question, CheckQuestion):
             return question
-        return await self._asked(question)
+        if not self._checks_after_turn(question.shown):
+            return await self._asked(question)
+        if question.before is None and self._verdicts.get(question.checked):
+            logger.info("guard check refused a note for %s again: %.60r", scope, question.shown)
+            return MODEL_SAYS_STEERING  # the same note was found to steer before
+        return question
 
     def _question(
         self,
@@ -157,14 +164,18 @@ class SharedScopeGuard:
     ) -> None:
         """Run the model check `refusal_or_later` handed back, as background work once the
         turn is over; `retract` deletes the saved note when it steers."""
+        self._pending[question.checked] += 1
         self._later.spawn(self._check_after_turn(question, retract))
 
     async def _check_after_turn(
         self, question: CheckQuestion, retract: Callable[[], Awaitable[object]]
     ) -> None:
-        with background_work():
-            verdict = await self.check.steers(question.checked, question.before)
-        self._keep(question.checked, verdict)
+        try:
+            verdict = await self._verdict_after_turn(question)
+        finally:
+            self._pending[question.checked] -= 1
+            if self._pending[question.checked] <= 0:
+                del self._pending[question.checked]
         if verdict:
             logger.info(
                 "guard check refused a note for %s after the turn, deleted: %.60r",
@@ -172,6 +183,16 @@ class SharedScopeGuard:
                 question.shown,
             )
             await retract()
+
+    async def _verdict_after_turn(self, question: CheckQuestion) -> bool | None:
+        """The check's verdict on `question`, as background work; one already kept for the
+        note read alone (`unshown` may have read it meanwhile) stands."""
+        if question.before is None and question.checked in self._verdicts:
+            return self._verdicts[question.checked]
+        with background_work():
+            verdict = await self.check.steers(question.checked, question.before)
+        self._keep(question.checked, verdict)
+        return verdict
 
     async def checked_after_turns(self) -> None:
         """Wait until every check `check_later` started is over."""
@@ -185,9 +206,11 @@ class SharedScopeGuard:
         await self._later.close(cancel=True)
 
     async def unshown(self, shown: Iterable[tuple[str, MemoryRecord]]) -> set[str]:
-        """The ids of the (scope, record) pairs about to be shown to a model that the model
-        check says steer; pairs of unshared scopes, and notes with no verdict (the rules
-        passed them), are shown."""
+        """The ids of the (scope, record) pairs about to be shown to a model to leave out:
+        those the model check says steer, and those whose check after a turn is still to
+        come (asking now would take the member's local server in their turn; the note was
+        said moments ago and is in the chat). Pairs of unshared scopes, and notes with no
+        verdict (the rules passed them), are shown."""
         if isinstance(self.check, NoModelCheck):
             return set()  # the check is off: the rules, which passed them, decide alone
         unread: dict[str, list[str]] = {}
@@ -196,7 +219,7 @@ class SharedScopeGuard:
             if not is_shared(scope, private=record.private):
                 continue
             note = note_as_checked(record.content, record.tags)
-            if self._verdicts.get(note):
+            if self._verdicts.get(note) or (note not in self._verdicts and self._pending[note]):
                 steering.add(record.id)
             elif note not in self._verdicts:
                 unread.setdefault(note, []).append(record.id)

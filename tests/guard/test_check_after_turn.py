@@ -17,7 +17,7 @@ from tests.fakes.bots import RecordingBot
 from tests.fakes.events import group_message
 from tests.fakes.one_slot import OneSlotServer
 from tests.fakes.openai_server import Reply, held, text, tool_calls
-from tests.guard.test_model_check import THAI_ORDER, checker_requests
+from tests.guard.test_model_check import THAI_ORDER, checker_requests, model_says_steering
 from tests.guard.test_shown_check import PLAIN, PLANTED, QUESTION, is_check, last_turn_content
 from tests.memory.helpers import saved_id, stored, wait_for
 
@@ -37,6 +37,7 @@ class SavingTurn:
         self.kinds: list[str] = []
         self.bot = RecordingBot()
         self.sent_when_checked: list[int] = []
+        self.saving = True  # False: turns only say 好的
 
     def __call__(self, body: dict[str, Any]) -> Reply:
         if is_check(body):
@@ -45,7 +46,7 @@ class SavingTurn:
             answer = text(self.verdict)
             return held(self.gate, answer) if self.gate is not None else answer
         self.kinds.append("turn")
-        if body["messages"][-1]["role"] == "tool":
+        if body["messages"][-1]["role"] == "tool" or not self.saving:
             return text("好的")
         return tool_calls(("memory_save", {"content": self.note}))
 
@@ -64,6 +65,11 @@ async def started(plugin, turn: SavingTurn, *, after_turn: bool = True, **settin
 async def turn_saves(plugin, turn: SavingTurn, **settings) -> str:
     """The member's turn saves the note; returns the tool result the model was shown."""
     await started(plugin, turn, **settings)
+    return await turn_saves_again(plugin, turn)
+
+
+async def turn_saves_again(plugin, turn: SavingTurn) -> str:
+    """The member's next turn saves the note again; the tool result the model was shown."""
     await turn.says()
     messages = [body for body in plugin.llm.chat_requests if not is_check(body)][-1]["messages"]
     return next(m["content"] for m in reversed(messages) if m["role"] == "tool")
@@ -108,12 +114,10 @@ async def test_a_note_the_check_says_steers_is_deleted_after_the_turn(plugin, pl
     assert await stored(plugin, SCOPE) == []
     assert [record.content for record in await stored(plugin, SCOPE, deleted=True)] == [PLANTED]
     assert "refused a note for g:806 after the turn" in plugin_log.text
-    # Deleted by the guard, not forgotten by a person: no tombstone, the next save is
-    # checked again and refused again.
-    await turn.says()
-    await checked(plugin)
+    # Saved again: refused at once by the verdict kept, without asking again.
+    assert await turn_saves_again(plugin, turn) == model_says_steering()
     assert await stored(plugin, SCOPE) == []
-    assert turn.kinds.count("check") == 2
+    assert turn.kinds.count("check") == 1
 
 
 async def test_a_note_changed_before_its_check_came_is_left(plugin) -> None:
@@ -197,6 +201,33 @@ async def test_the_bot_stopping_lets_a_check_under_way_finish_for_a_moment(plugi
     await started(plugin, turn)
 
     assert await stored(plugin, SCOPE) == []
+
+
+async def test_a_note_whose_check_is_to_come_is_left_out_of_the_next_turn(plugin) -> None:
+    gate = threading.Event()
+    turn = SavingTurn(PLAIN, verdict="no", gate=gate)
+    await turn_saves(plugin, turn)
+    turn.saving = False
+
+    await turn.says(QUESTION)  # the check has not answered: the note is not shown yet
+    assert PLAIN not in last_turn_content(plugin)
+
+    gate.set()
+    await checked(plugin)
+    await turn.says(QUESTION)
+    assert PLAIN in last_turn_content(plugin)
+
+
+async def test_a_note_checked_after_its_turn_is_not_checked_again_when_shown(plugin) -> None:
+    turn = SavingTurn(PLAIN, verdict="no")
+    await turn_saves(plugin, turn)
+    await checked(plugin)
+    turn.saving = False
+
+    await turn.says(QUESTION)
+
+    assert PLAIN in last_turn_content(plugin)
+    assert turn.kinds.count("check") == 1
 
 
 def main_reads(slot: OneSlotServer) -> list:
