@@ -22,8 +22,9 @@ the cache, and the turn's next request reads it all again (about 20 s for 1 400 
 Qwen2.5-Coder-1.5B on two cores, once per save). There a note the turn saves is stored once
 the rules pass (`refusal_or_later`) and read by the model check as background work after
 the turn, in the next lull (`check_later`, engine/model_traffic.py); one it says steers is
-deleted then. Until its verdict is in, `unshown` reads it before it is shown, as any note
-the check never read."""
+deleted then. Until its verdict is in it is not shown (it was said moments ago, and is in
+the chat); a check the bot's stopping cut short leaves it to `unshown`, as any note the
+check never read."""
 
 from __future__ import annotations
 
