@@ -19,6 +19,7 @@ import time
 from collections.abc import Awaitable, Callable
 
 from bench import harness as h
+from bench.real_model_proxy import RecordingProxy, Upstream
 from tests.chatlog.helpers import said
 from tests.fakes.bots import RecordingBot
 
@@ -66,14 +67,19 @@ async def timed(bot: RecordingBot, line: str, **fields: int) -> float:
 
 
 async def measured(bench: h.Bench, setting: str, on: bool, round_number: int) -> float:
-    """One round with `setting` on or off: the seconds its measured turns took."""
+    """One round with `setting` on or off: the seconds its measured turns took. With
+    `--saves` every request goes with temperature 0, so that both settings see the model
+    answer alike (whether it saves, how many rounds it takes) and differ in waiting only."""
     measure: Round = a_save_and_the_next_turn if bench.args.saves else after_a_review
     db_path = bench.work_dir / f"round-{round_number}-{on}.db"
     settings = {"aimemory_model": bench.args.model, "aimemory_request_timeout": 180.0}
-    async with h.plugin_runtime(
-        bench.args.model_url, db_path, None, **settings, **{setting: on}
-    ) as runtime:
-        return await measure(RecordingBot(), runtime, round_number)
+    fields = (("temperature", 0), ("seed", round_number)) if bench.args.saves else ()
+    upstream = Upstream(bench.args.model_url.rstrip("/"), bench.args.model, fields)
+    with RecordingProxy({"main": upstream}) as proxy:
+        async with h.plugin_runtime(
+            proxy.base_url, db_path, None, **settings, **{setting: on}
+        ) as runtime:
+            return await measure(RecordingBot(), runtime, round_number)
 
 
 async def run(bench: h.Bench) -> None:

@@ -48,10 +48,13 @@ HUNG_UP = 499
 
 @dataclass(frozen=True)
 class Upstream:
-    """Where one role's requests go: an OpenAI-compatible base URL and the model it serves."""
+    """Where one role's requests go: an OpenAI-compatible base URL and the model it serves,
+    and fields every request is sent with (`{"temperature": 0}` for answers that do not
+    change from run to run)."""
 
     url: str
     model: str
+    fields: tuple[tuple[str, Any], ...] = ()
 
     @property
     def label(self) -> str:
@@ -182,7 +185,7 @@ class RecordingProxy:
         then stops it within a second instead of holding its one slot."""
         role = self.role_of(body)
         upstream = self.upstreams.get(role) or self.upstreams["main"]
-        sent = {**body, "model": upstream.model}
+        sent = {**body, "model": upstream.model, **dict(upstream.fields)}
         turn, started = self.turn, time.monotonic()
         with self._busy():
             try:
