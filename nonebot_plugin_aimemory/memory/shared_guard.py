@@ -81,19 +81,11 @@ class SharedScopeGuard:
         self._pending: Counter[str] = Counter()
 
     async def refusal(
-        self,
-        scope: str,
-        note: str,
-        tags: Sequence[object] = (),
-        *,
-        private: bool,
-        earlier: EarlierNote | None = None,
-        author_id: str | None = None,
+        self, scope: str, note: str, tags: Sequence[object] = (), *, private: bool
     ) -> str | None:
-        """Why `note` (with `tags`) may not be saved to `scope` (None if it may); `earlier`
-        is the scope's last note when it was saved just before (`last_note`), `author_id`
-        who has the new one saved."""
-        question = self._question(scope, note, tags, private, earlier, author_id)
+        """Why `note` (with `tags`), read alone, may not be saved to `scope` now (None if
+        it may): a changed note."""
+        question = self._question(scope, note, tags, private, None, None)
         return question if not isinstance(question, CheckQuestion) else await self._asked(question)
 
     async def refusal_or_later(
@@ -105,14 +97,17 @@ class SharedScopeGuard:
         private: bool,
         earlier: EarlierNote | None = None,
         author_id: str | None = None,
+        in_turn: bool = False,
     ) -> str | CheckQuestion | None:
-        """`refusal` of a note a member's turn saves; where its model check waits for the
-        turn's end (`after_turn`), that check instead, to hand to `check_later` once the
-        note is stored."""
+        """Why a new `note` (with `tags`) may not be saved to `scope` (None if it may);
+        `earlier` is the scope's last note when it was saved just before (`last_note`),
+        `author_id` who has the new one saved. For a note a member's turn saves
+        (`in_turn`) whose check waits for the turn's end (`after_turn`), that check
+        instead, to hand to `check_later` once the note is stored."""
         question = self._question(scope, note, tags, private, earlier, author_id)
         if not isinstance(question, CheckQuestion):
             return question
-        if not self._checks_after_turn(question.shown):
+        if not (in_turn and self._checks_after_turn(question.shown)):
             return await self._asked(question)
         if question.before is None and self._verdicts.get(question.checked):
             logger.info("guard check refused a note for %s again: %.60r", scope, question.shown)

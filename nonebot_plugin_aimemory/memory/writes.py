@@ -183,8 +183,15 @@ async def _steering_problem(
     if problem is not None:
         return problem
     earlier = last_note(await ctx.index.get(scope), ctx.clock())
-    screen = ctx.guard.refusal_or_later if source == "tool" else ctx.guard.refusal
-    return await screen(scope, text, tags, private=private, earlier=earlier, author_id=author_id)
+    return await ctx.guard.refusal_or_later(
+        scope,
+        text,
+        tags,
+        private=private,
+        earlier=earlier,
+        author_id=author_id,
+        in_turn=source == "tool",
+    )
 
 
 def prepare_content(content: str, *, mask: bool) -> tuple[str, bool] | SaveOutcome:
