@@ -5,7 +5,7 @@ is refused from then on), a deleted memory can be restored until it is purged
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from datetime import datetime, timedelta, timezone
 
@@ -27,16 +27,24 @@ class MemoryFull(Exception):
 
 
 async def delete(
-    ctx: WriteContext, view: MemoryView, memory_ids: Sequence[str], *, by_person: bool
+    ctx: WriteContext,
+    view: MemoryView,
+    memory_ids: Sequence[str],
+    *,
+    by_person: bool,
+    still: Callable[[MemoryRecord], bool] = lambda record: True,
 ) -> list[MemoryRecord]:
     """Delete the live memories with these ids that the view shows, tombstoned if
-    `by_person`; returns them as deleted."""
+    `by_person`, and only those that are `still` what the caller means, read under the
+    scope's write lock; returns them as deleted."""
     scope = view.scope
     async with ctx.index.writing(scope) as loaded:
         targets = []
         for raw_id in memory_ids:
             entry = loaded.entries.get(id_key(raw_id))
-            if entry is not None and not entry.record.deleted and view.shows(entry.record):
+            if entry is None or entry.record.deleted:
+                continue
+            if view.shows(entry.record) and still(entry.record):
                 targets.append(entry.record)
         if not targets:
             return []

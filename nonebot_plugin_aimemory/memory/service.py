@@ -211,11 +211,14 @@ class MemoryService:
     async def _retract(self, scope: str, saved: MemoryRecord) -> None:
         """Delete `saved` (no tombstone: nobody asked to forget it) after the model check
         said it steers, unless it was changed or deleted since (a change was checked)."""
-        current = await self.get(scope, saved.id)
-        if current is None or current.content != saved.content:
-            return
         view = MemoryView(scope, include_private=True)
-        await deletions.delete(self._writing(), view, [saved.id], by_person=False)
+        await deletions.delete(
+            self._writing(),
+            view,
+            [saved.id],
+            by_person=False,
+            still=lambda current: current.content == saved.content,
+        )
 
     async def update(
         self,

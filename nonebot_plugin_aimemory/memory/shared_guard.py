@@ -109,7 +109,7 @@ class SharedScopeGuard:
             return question
         if not (in_turn and self._checks_after_turn(question.shown)):
             return await self._asked(question)
-        if question.before is None and self._verdicts.get(question.checked):
+        if self._kept_verdict(question):
             logger.info("guard check refused a note for %s again: %.60r", scope, question.shown)
             return MODEL_SAYS_STEERING  # the same note was found to steer before
         return question
@@ -183,12 +183,18 @@ class SharedScopeGuard:
     async def _verdict_after_turn(self, question: CheckQuestion) -> bool | None:
         """The check's verdict on `question`, as background work; one already kept for the
         note read alone (`unshown` may have read it meanwhile) stands."""
-        if question.before is None and question.checked in self._verdicts:
-            return self._verdicts[question.checked]
+        kept = self._kept_verdict(question)
+        if kept is not None:
+            return kept
         with background_work():
             verdict = await self.check.steers(question.checked, question.before)
         self._keep(question.checked, verdict)
         return verdict
+
+    def _kept_verdict(self, question: CheckQuestion) -> bool | None:
+        """The verdict kept on `question`'s note when the check is to read it alone (one
+        read after an earlier note is another question); None when there is none."""
+        return self._verdicts.get(question.checked) if question.before is None else None
 
     async def checked_after_turns(self) -> None:
         """Wait until every check `check_later` started is over."""
